@@ -1,0 +1,88 @@
+"""The `mala-tui` command: parses arguments, loads settings, dispatches.
+
+Heavy imports (textual, the SDK) happen inside the commands that need them so
+`mala-tui --help` and `mala-tui config ...` stay fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from mala_tui import __version__
+from mala_tui.config import ConfigError, LoadedSettings, load_settings, parse_override
+
+EXIT_USAGE = 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mala-tui",
+        description=(
+            "Watch Claude Code agent sessions live and manage their context windows: "
+            "mask old tool output, checkpoint and restart before the window fills."
+        ),
+    )
+    parser.add_argument("--version", action="version", version=f"mala-tui {__version__}")
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="SECTION.KEY=VALUE",
+        help="override one setting for this run (repeatable), e.g. --set context.soft_threshold=0.6",
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    config = commands.add_parser("config", help="show the effective configuration")
+    config_commands = config.add_subparsers(dest="config_command", metavar="ACTION")
+    show = config_commands.add_parser(
+        "show", help="every setting, its value, where it came from, and what it does"
+    )
+    show.add_argument("--json", action="store_true", help="print as JSON")
+    config_commands.add_parser("path", help="the config file mala-tui reads")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 0
+    try:
+        loaded = _load(args)
+    except ConfigError as exc:
+        print(f"mala-tui: config error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        return _dispatch(args, loaded, parser)
+    except BrokenPipeError:
+        # Output piped into `head` and the like: stop quietly, as other tools do.
+        sys.stderr.close()
+        return 0
+
+
+def _load(args: argparse.Namespace) -> LoadedSettings:
+    overrides: list[tuple[str, Any, str]] = []
+    for text in args.overrides:
+        key, value = parse_override(text)
+        overrides.append((key, value, f"command line --set {key}"))
+    return load_settings(overrides=overrides)
+
+
+def _dispatch(
+    args: argparse.Namespace, loaded: LoadedSettings, parser: argparse.ArgumentParser
+) -> int:
+    if args.command == "config":
+        from mala_tui.commands import config_cmd
+
+        if args.config_command == "path":
+            return config_cmd.path(loaded, sys.stdout)
+        if args.config_command == "show":
+            return config_cmd.show(loaded, sys.stdout, as_json=args.json)
+        parser.parse_args(["config", "--help"])
+    parser.print_help()
+    return EXIT_USAGE

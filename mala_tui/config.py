@@ -1,0 +1,375 @@
+"""Settings, layered: defaults < TOML file < environment < command line.
+
+Every value remembers where it came from, so `mala-tui config show` can say so
+and a bad value can be reported with its key, its value, its origin and what
+would have been allowed. Layering is done here rather than with
+pydantic-settings because that library does not keep per-value provenance.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import platformdirs
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+APP_NAME = "mala-tui"
+ENV_PREFIX = "MALA_TUI_"
+CONFIG_FILE_ENV = "MALA_TUI_CONFIG_FILE"
+DEFAULT_SOURCE = "default"
+
+_STRICT = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+
+class ContextSettings(BaseModel):
+    """How each session's context window is managed."""
+
+    model_config = _STRICT
+
+    soft_threshold: float = Field(default=0.70, gt=0, le=1)
+    """Fraction of the window at which the oldest tool results start being masked."""
+
+    hard_threshold: float = Field(default=0.90, gt=0, le=1)
+    """Fraction of the window at which the agent is wound down, checkpointed and restarted."""
+
+    context_limit: int = Field(default=200_000, gt=0)
+    """Window size in tokens, used only while the model has not reported its own."""
+
+    keep_recent_observations: int = Field(default=4, ge=0)
+    """The most recent tool results that are never masked."""
+
+    mask_min_batch_tokens: int = Field(default=8_000, ge=0)
+    """Mask only when at least this many tokens (estimated) can go at once: masking
+    breaks the prompt cache from the first masked result on, so small batches cost
+    more than they save."""
+
+    carryover_turns: int = Field(default=5, ge=0)
+    """Complete interaction cycles carried into the fresh session after a restart."""
+
+    max_restarts: int = Field(default=5, ge=0)
+    """Restarts allowed per session; at the limit the session stops with its checkpoint kept."""
+
+    require_approval: bool = False
+    """Ask a person to approve, deny or edit each checkpoint before restarting."""
+
+    approval_timeout_seconds: float | None = Field(default=None, gt=0)
+    """Give up waiting for a person after this long (none: wait forever)."""
+
+    approval_timeout_decision: Literal["approve", "deny"] = "deny"
+    """What an approval that timed out counts as."""
+
+    @model_validator(mode="after")
+    def _soft_below_hard(self) -> ContextSettings:
+        if self.soft_threshold >= self.hard_threshold:
+            raise ValueError("soft_threshold must be below hard_threshold")
+        return self
+
+
+class IdleSettings(BaseModel):
+    """What happens when an agent's stream goes silent."""
+
+    model_config = _STRICT
+
+    idle_timeout_seconds: float = Field(default=180.0, gt=0)
+    """Seconds without a message from the agent before it counts as hung."""
+
+    max_idle_retries: int = Field(default=2, ge=0)
+    """Retries after an idle timeout before the session fails."""
+
+    idle_retry_backoff: tuple[float, ...] = Field(default=(0.0, 5.0, 15.0), min_length=1)
+    """Seconds to wait before retry 1, 2, 3...; the last value repeats."""
+
+    disconnect_timeout_seconds: float = Field(default=10.0, gt=0)
+    """Bound on disconnecting a hung agent process; past it the process is killed."""
+
+    session_timeout_seconds: float | None = Field(default=None, gt=0)
+    """Wall-clock bound on one session including every retry (none: unbounded)."""
+
+    @field_validator("idle_retry_backoff")
+    @classmethod
+    def _backoff_not_negative(cls, value: tuple[float, ...]) -> tuple[float, ...]:
+        if any(delay < 0 for delay in value):
+            raise ValueError("every backoff delay must be 0 or more seconds")
+        return value
+
+
+class AgentSettings(BaseModel):
+    """How agent sessions are started."""
+
+    model_config = _STRICT
+
+    model: str | None = None
+    """Model name passed to Claude Code (none: Claude Code's own default)."""
+
+    allowed_tools: tuple[str, ...] = ("Read", "Write", "Edit", "Bash", "Grep", "Glob")
+    """Tools the agent may use without asking."""
+
+    permission_mode: Literal["default", "acceptEdits", "plan", "bypassPermissions"] = (
+        "acceptEdits"
+    )
+    """Claude Code permission mode for file edits and commands."""
+
+
+class StorageSettings(BaseModel):
+    """Where runs are kept."""
+
+    model_config = _STRICT
+
+    data_dir: Path | None = None
+    """Folder for journaled runs (none: the user data dir platformdirs gives)."""
+
+
+class UiSettings(BaseModel):
+    """The terminal app."""
+
+    model_config = _STRICT
+
+    theme: str = "mala-dark"
+    """Theme used at start; shipped themes and files in the config dir's themes/ folder."""
+
+
+class Settings(BaseModel):
+    """All of mala-tui's settings."""
+
+    model_config = _STRICT
+
+    context: ContextSettings = ContextSettings()
+    idle: IdleSettings = IdleSettings()
+    agent: AgentSettings = AgentSettings()
+    storage: StorageSettings = StorageSettings()
+    ui: UiSettings = UiSettings()
+
+    def resolved_data_dir(self) -> Path:
+        """The folder runs are journaled under."""
+        if self.storage.data_dir is not None:
+            return self.storage.data_dir.expanduser()
+        return Path(platformdirs.user_data_dir(APP_NAME, appauthor=False))
+
+
+SECTIONS: dict[str, type[BaseModel]] = {
+    "context": ContextSettings,
+    "idle": IdleSettings,
+    "agent": AgentSettings,
+    "storage": StorageSettings,
+    "ui": UiSettings,
+}
+
+
+class ConfigError(Exception):
+    """A configuration value, file or override that cannot be used; the message says why."""
+
+
+@dataclass(frozen=True)
+class LoadedSettings:
+    """Effective settings and where each value came from."""
+
+    settings: Settings
+    sources: Mapping[str, str]
+    config_file: Path
+    config_file_exists: bool
+
+    def rows(self) -> list[tuple[str, Any, str, str]]:
+        """(dotted key, value, source, description) for every setting, in declaration order."""
+        rows = []
+        for section, model in SECTIONS.items():
+            section_value = getattr(self.settings, section)
+            for name, info in model.model_fields.items():
+                key = f"{section}.{name}"
+                rows.append(
+                    (
+                        key,
+                        getattr(section_value, name),
+                        self.sources.get(key, DEFAULT_SOURCE),
+                        info.description or "",
+                    )
+                )
+        return rows
+
+
+def user_config_dir() -> Path:
+    """The folder holding config.toml, users' own prompts/ and themes/."""
+    return Path(platformdirs.user_config_dir(APP_NAME, appauthor=False))
+
+
+def config_file_path(env: Mapping[str, str] | None = None) -> Path:
+    """The config file read: `MALA_TUI_CONFIG_FILE` when set, else config.toml in the user config dir."""
+    env = os.environ if env is None else env
+    explicit = env.get(CONFIG_FILE_ENV)
+    if explicit:
+        return Path(explicit).expanduser()
+    return user_config_dir() / "config.toml"
+
+
+@dataclass
+class _Layered:
+    values: dict[str, dict[str, Any]] = field(default_factory=dict)
+    sources: dict[str, str] = field(default_factory=dict)
+
+    def put(self, section: str, key: str, value: Any, source: str) -> None:
+        self.values.setdefault(section, {})[key] = value
+        self.sources[f"{section}.{key}"] = source
+
+
+def load_settings(
+    *,
+    env: Mapping[str, str] | None = None,
+    overrides: Sequence[tuple[str, Any, str]] = (),
+) -> LoadedSettings:
+    """Build the effective settings.
+
+    Args:
+        env: environment to read (default: os.environ).
+        overrides: (dotted key, value, source label) from the command line, applied last.
+
+    Raises:
+        ConfigError: one message naming the key, the value, where it came from and
+            what is allowed.
+    """
+    env = os.environ if env is None else env
+    path = config_file_path(env)
+    layered = _Layered()
+    exists = path.is_file()
+    if exists:
+        _apply_file(layered, path)
+    _apply_env(layered, env)
+    for dotted, value, source in overrides:
+        section, key = _split_key(dotted, source)
+        layered.put(section, key, value, source)
+    try:
+        settings = Settings.model_validate(layered.values)
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc, layered)) from None
+    return LoadedSettings(settings, dict(layered.sources), path, exists)
+
+
+def parse_override(text: str) -> tuple[str, Any]:
+    """Parse `section.key=value` from `--set`; the value is read as a TOML value, else a string."""
+    if "=" not in text:
+        raise ConfigError(f"--set {text!r}: expected section.key=value, e.g. context.soft_threshold=0.6")
+    dotted, raw = text.split("=", 1)
+    return dotted.strip(), _parse_scalar(raw.strip())
+
+
+def _apply_file(layered: _Layered, path: Path) -> None:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"config file {path}: TOML syntax error: {exc}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"config file {path}: cannot be read: {exc}") from None
+    source = f"file {path}"
+    for section, table in data.items():
+        if section not in SECTIONS:
+            raise ConfigError(_unknown_section(section, table, source))
+        if not isinstance(table, dict):
+            raise ConfigError(
+                f"{section} = {table!r} ({source}): must be a table, e.g. [{section}]"
+            )
+        for key, value in table.items():
+            layered.put(section, key, value, source)
+
+
+def _apply_env(layered: _Layered, env: Mapping[str, str]) -> None:
+    for name in sorted(env):
+        if not name.startswith(ENV_PREFIX) or name == CONFIG_FILE_ENV:
+            continue
+        rest = name[len(ENV_PREFIX) :]
+        source = f"env {name}"
+        if "__" not in rest:
+            raise ConfigError(
+                f"{name}: not a setting; use {ENV_PREFIX}<SECTION>__<KEY>, "
+                f"e.g. {ENV_PREFIX}CONTEXT__SOFT_THRESHOLD=0.6"
+            )
+        section, key = rest.split("__", 1)
+        section, key = section.lower(), key.lower()
+        if section not in SECTIONS:
+            raise ConfigError(_unknown_section(section, env[name], source))
+        layered.put(section, key, _parse_scalar(env[name]), source)
+
+
+def _split_key(dotted: str, source: str) -> tuple[str, str]:
+    section, _, key = dotted.partition(".")
+    if not key:
+        raise ConfigError(f"{dotted} ({source}): expected section.key, e.g. context.soft_threshold")
+    if section not in SECTIONS:
+        raise ConfigError(_unknown_section(section, None, source))
+    return section, key
+
+
+def _parse_scalar(raw: str) -> Any:
+    """Read an env or --set value as TOML (numbers, booleans, arrays); anything else is a string."""
+    try:
+        return tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        return raw
+
+
+def _unknown_section(section: str, value: Any, source: str) -> str:
+    hint = _suggest(section, list(SECTIONS))
+    shown = "" if value is None else f" = {value!r}"
+    return (
+        f"[{section}]{shown} ({source}): unknown section{hint}; "
+        f"allowed sections: {', '.join(SECTIONS)}"
+    )
+
+
+def _suggest(name: str, choices: Sequence[str]) -> str:
+    close = difflib.get_close_matches(name, choices, n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _describe(exc: ValidationError, layered: _Layered) -> str:
+    """Turn pydantic's first error into one sentence a user can act on."""
+    error = exc.errors(include_url=False)[0]
+    loc = [str(part) for part in error["loc"]]
+    section = loc[0] if loc else ""
+    model = SECTIONS.get(section)
+    if error["type"] == "extra_forbidden" and len(loc) >= 2 and model is not None:
+        key = f"{section}.{loc[1]}"
+        allowed = ", ".join(model.model_fields)
+        return (
+            f"{key} = {error['input']!r} ({layered.sources.get(key, DEFAULT_SOURCE)}): unknown key"
+            f"{_suggest(loc[1], list(model.model_fields))}; allowed keys in [{section}]: {allowed}"
+        )
+    if len(loc) == 1 and section == "context":
+        # The cross-field rule: name both values and both origins.
+        values = layered.values.get("context", {})
+        soft = values.get("soft_threshold", ContextSettings.model_fields["soft_threshold"].default)
+        hard = values.get("hard_threshold", ContextSettings.model_fields["hard_threshold"].default)
+        return (
+            f"context.soft_threshold = {soft!r} "
+            f"({layered.sources.get('context.soft_threshold', DEFAULT_SOURCE)}) must be below "
+            f"context.hard_threshold = {hard!r} "
+            f"({layered.sources.get('context.hard_threshold', DEFAULT_SOURCE)})"
+        )
+    key = ".".join(loc[:2])
+    value = layered.values.get(section, {}).get(loc[1]) if len(loc) >= 2 else error["input"]
+    allowed = _allowed(model, loc[1]) if model is not None and len(loc) >= 2 else ""
+    message = str(error["msg"]).removeprefix("Value error, ")
+    return (
+        f"{key} = {value!r} ({layered.sources.get(key, DEFAULT_SOURCE)}): {message}"
+        + (f"; allowed: {allowed}" if allowed else "")
+    )
+
+
+def _allowed(model: type[BaseModel], name: str) -> str:
+    """The numeric bounds of a field, e.g. "a number > 0 and <= 1"; empty when none apply."""
+    info = model.model_fields.get(name)
+    if info is None:
+        return ""
+    bounds = []
+    for meta in info.metadata:
+        for attr, word in (("gt", ">"), ("ge", ">="), ("lt", "<"), ("le", "<=")):
+            bound = getattr(meta, attr, None)
+            if bound is not None:
+                bounds.append(f"{word} {bound}")
+    if not bounds:
+        return ""
+    kind = "a whole number" if info.annotation is int else "a number"
+    return f"{kind} {' and '.join(bounds)}"
