@@ -32,7 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="SECTION.KEY=VALUE",
-        help="override one setting for this run (repeatable), e.g. --set context.soft_threshold=0.6",
+        help="override one setting (repeatable), e.g. --set context.soft_threshold=0.6",
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 

@@ -110,9 +110,7 @@ class AgentSettings(BaseModel):
     allowed_tools: tuple[str, ...] = ("Read", "Write", "Edit", "Bash", "Grep", "Glob")
     """Tools the agent may use without asking."""
 
-    permission_mode: Literal["default", "acceptEdits", "plan", "bypassPermissions"] = (
-        "acceptEdits"
-    )
+    permission_mode: Literal["default", "acceptEdits", "plan", "bypassPermissions"] = "acceptEdits"
     """Claude Code permission mode for file edits and commands."""
 
 
@@ -198,7 +196,7 @@ def user_config_dir() -> Path:
 
 
 def config_file_path(env: Mapping[str, str] | None = None) -> Path:
-    """The config file read: `MALA_TUI_CONFIG_FILE` when set, else config.toml in the user config dir."""
+    """The file read: `MALA_TUI_CONFIG_FILE` if set, else config.toml in the user config dir."""
     env = os.environ if env is None else env
     explicit = env.get(CONFIG_FILE_ENV)
     if explicit:
@@ -251,7 +249,9 @@ def load_settings(
 def parse_override(text: str) -> tuple[str, Any]:
     """Parse `section.key=value` from `--set`; the value is read as a TOML value, else a string."""
     if "=" not in text:
-        raise ConfigError(f"--set {text!r}: expected section.key=value, e.g. context.soft_threshold=0.6")
+        raise ConfigError(
+            f"--set {text!r}: expected section.key=value, e.g. context.soft_threshold=0.6"
+        )
     dotted, raw = text.split("=", 1)
     return dotted.strip(), _parse_scalar(raw.strip())
 
@@ -352,9 +352,8 @@ def _describe(exc: ValidationError, layered: _Layered) -> str:
     value = layered.values.get(section, {}).get(loc[1]) if len(loc) >= 2 else error["input"]
     allowed = _allowed(model, loc[1]) if model is not None and len(loc) >= 2 else ""
     message = str(error["msg"]).removeprefix("Value error, ")
-    return (
-        f"{key} = {value!r} ({layered.sources.get(key, DEFAULT_SOURCE)}): {message}"
-        + (f"; allowed: {allowed}" if allowed else "")
+    return f"{key} = {value!r} ({layered.sources.get(key, DEFAULT_SOURCE)}): {message}" + (
+        f"; allowed: {allowed}" if allowed else ""
     )
 
 

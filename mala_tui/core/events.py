@@ -1,0 +1,272 @@
+"""The events mala-tui records and shows: one vocabulary for the journal, the UI and `show`.
+
+Every event is a frozen pydantic model with a `type` tag, a wall-clock `at`
+(seconds since the epoch) and the `session` it belongs to ("" for the run).
+A journal line is one event's JSON; reading a line back goes through
+`parse_event`, which names what it could not understand instead of guessing.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+
+class EventBase(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    at: float
+    """Wall-clock time, seconds since the epoch."""
+    session: str = ""
+    """The session's name; empty for run-level events."""
+
+
+class RunStarted(EventBase):
+    type: Literal["run_started"] = "run_started"
+    run_id: str
+    sessions: tuple[str, ...]
+    mode: str
+    """demo, run, or what started it."""
+
+
+class RunEnded(EventBase):
+    type: Literal["run_ended"] = "run_ended"
+    run_id: str
+    ok: bool
+    reason: str = ""
+
+
+class SessionStarted(EventBase):
+    type: Literal["session_started"] = "session_started"
+    task: str
+    cwd: str
+    model: str | None = None
+    window: int
+    soft_threshold: float
+    hard_threshold: float
+    max_restarts: int
+    require_approval: bool
+
+
+class PhaseChanged(EventBase):
+    type: Literal["phase_changed"] = "phase_changed"
+    before: str
+    after: str
+    trigger: str
+
+
+class UsageRecorded(EventBase):
+    type: Literal["usage"] = "usage"
+    tokens: int
+    window: int
+    source: str
+    """per_call, cumulative, estimate or disabled (see core.usage.UsageSource)."""
+    input_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    cache_read_input_tokens: int = 0
+    output_tokens: int = 0
+    notes: tuple[str, ...] = ()
+
+    @property
+    def pressure(self) -> float:
+        return self.tokens / self.window if self.window > 0 and self.source != "disabled" else 0.0
+
+
+class MessageRecorded(EventBase):
+    """A message of the agent's conversation, shortened for the event log."""
+
+    type: Literal["message"] = "message"
+    role: Literal["user", "assistant"]
+    kind: Literal["text", "tool_call", "tool_result"]
+    tool: str = ""
+    excerpt: str = ""
+    size: int = 0
+    is_error: bool = False
+
+
+class MaskApplied(EventBase):
+    type: Literal["mask_applied"] = "mask_applied"
+    count: int
+    tool_use_ids: tuple[str, ...]
+    placeholders: tuple[str, ...]
+    estimated_tokens: int
+    tokens_before: int
+    total_masked: int
+    trigger: str = "soft_threshold"
+
+
+class MaskMeasured(EventBase):
+    """What a mask really freed, from the next real usage, never from the estimate."""
+
+    type: Literal["mask_measured"] = "mask_measured"
+    tokens_before: int
+    tokens_after: int
+    reclaimed: int
+
+
+class MaskSkipped(EventBase):
+    type: Literal["mask_skipped"] = "mask_skipped"
+    reason: str
+    tokens: int
+
+
+class WindDownSent(EventBase):
+    type: Literal["wind_down"] = "wind_down"
+    tokens: int
+    window: int
+
+
+class CheckpointRequested(EventBase):
+    type: Literal["checkpoint_requested"] = "checkpoint_requested"
+    tokens: int
+
+
+class CheckpointSaved(EventBase):
+    type: Literal["checkpoint_saved"] = "checkpoint_saved"
+    number: int
+    """1 for the session's first checkpoint, 2 for the next..."""
+    origin: str
+    """tagged, fenced, untagged, harness or edited (core.checkpoint.CheckpointOrigin)."""
+    text: str
+    path: str = ""
+
+
+class ApprovalRequested(EventBase):
+    type: Literal["approval_requested"] = "approval_requested"
+    checkpoint_number: int
+    reason: str
+
+
+class ApprovalDecided(EventBase):
+    type: Literal["approval_decided"] = "approval_decided"
+    decision: Literal["approve", "deny", "edit"]
+    decided_by: str
+    """"operator", "auto", "timeout" or "policy"."""
+
+
+class Restarted(EventBase):
+    type: Literal["restart"] = "restart"
+    continuation: int
+    reason: str
+    tokens_before: int
+    checkpoint_number: int
+    approved_by: str
+
+
+class IdleTimedOut(EventBase):
+    type: Literal["idle_timeout"] = "idle_timeout"
+    idle_seconds: float
+    retry: int
+    decision: Literal["resume", "fresh", "give_up", "fail_fast"]
+    delay: float = 0.0
+    reason: str = ""
+
+
+class ApiErrorSeen(EventBase):
+    type: Literal["api_error"] = "api_error"
+    terminal_reason: str
+    status: int | None = None
+    retry: int = 0
+    decision: str = ""
+
+
+class CompactionSeen(EventBase):
+    type: Literal["compaction"] = "compaction"
+    trigger: str
+    blocked: bool
+    pre_tokens: int | None = None
+    post_tokens: int | None = None
+
+
+class ProcessStarted(EventBase):
+    type: Literal["process_started"] = "process_started"
+    pid: int | None
+    purpose: str
+    resume: bool = False
+
+
+class ProcessEnded(EventBase):
+    type: Literal["process_ended"] = "process_ended"
+    pid: int | None
+    how: str
+    seconds: float
+
+
+class SessionEnded(EventBase):
+    type: Literal["session_ended"] = "session_ended"
+    status: Literal["done", "stopped", "denied", "failed"]
+    reason: str = ""
+    restarts: int = 0
+    masked_total: int = 0
+
+
+class ErrorRecorded(EventBase):
+    type: Literal["error"] = "error"
+    where: str
+    message: str
+
+
+Event = Annotated[
+    RunStarted
+    | RunEnded
+    | SessionStarted
+    | PhaseChanged
+    | UsageRecorded
+    | MessageRecorded
+    | MaskApplied
+    | MaskMeasured
+    | MaskSkipped
+    | WindDownSent
+    | CheckpointRequested
+    | CheckpointSaved
+    | ApprovalRequested
+    | ApprovalDecided
+    | Restarted
+    | IdleTimedOut
+    | ApiErrorSeen
+    | CompactionSeen
+    | ProcessStarted
+    | ProcessEnded
+    | SessionEnded
+    | ErrorRecorded,
+    Field(discriminator="type"),
+]
+
+EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
+EVENT_TYPES: frozenset[str] = frozenset(
+    model.model_fields["type"].default for model in EventBase.__subclasses__()
+)
+
+
+class UnknownEventError(ValueError):
+    """A line whose `type` this version does not know (written by a newer one, say)."""
+
+
+class BadEventError(ValueError):
+    """A line that is not a valid event; the message says which field and why."""
+
+
+def parse_event(data: Any) -> Event:
+    """Validate one decoded JSON object as an event.
+
+    Raises:
+        UnknownEventError: the `type` is not one we know.
+        BadEventError: a known type with missing or wrong fields, or not an object.
+    """
+    if not isinstance(data, dict):
+        raise BadEventError(f"expected a JSON object, got {type(data).__name__}")
+    kind = data.get("type")
+    if kind not in EVENT_TYPES:
+        raise UnknownEventError(f"unknown event type {kind!r}")
+    try:
+        return EVENT_ADAPTER.validate_python(data)
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        where = ".".join(str(part) for part in first["loc"][1:]) or "(event)"
+        raise BadEventError(f"{kind} event: field {where}: {first['msg']}") from None
+
+
+def event_json(event: Event) -> str:
+    """One journal line (no newline)."""
+    return event.model_dump_json()

@@ -1,0 +1,153 @@
+"""Observation masking: which old tool results to replace, and with what.
+
+Only tool *results* are masked; the agent's calls and its own words stay, so it
+still knows what it did (published research on coding agents finds this keeps
+performance while roughly halving tokens). Messages are never removed, only
+their result content replaced, so the call/result structure the API requires
+survives. Oldest first, never the most recent few, never twice, and only in
+batches big enough to pay for the prompt-cache miss that rewriting an old block
+causes from that block on.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Final
+
+from mala_tui.core.transcript import Observation, ToolCall, ToolResult, primary_argument
+from mala_tui.core.usage import estimate_tokens
+
+#: What every placeholder looks like; also how a masked result is recognised.
+PLACEHOLDER_PATTERN: Final = re.compile(r"^\[(\w+) result masked -- (.*)\]$", re.DOTALL)
+
+_EXIT_CODE = re.compile(r"\bexit code[: ]+(-?\d+)", re.IGNORECASE)
+_FOUND_COUNT = re.compile(r"^Found (\d+) (?:files?|lines?|matches|match|results?)", re.IGNORECASE)
+_HEAD_CHARS: Final = 48
+
+
+def is_masked(content: str) -> bool:
+    return PLACEHOLDER_PATTERN.match(content.strip()) is not None
+
+
+def human_size(characters: int) -> str:
+    """Sizes as people read them: `812 B`, `3.1 KB`, `2.4 MB` (1024-based)."""
+    if characters < 1024:
+        return f"{characters} B"
+    if characters < 1024 * 1024:
+        return f"{characters / 1024:.1f} KB"
+    return f"{characters / (1024 * 1024):.1f} MB"
+
+
+def _head(text: str) -> str:
+    first = " ".join(text.strip().splitlines()[0].split()) if text.strip() else ""
+    return first if len(first) <= _HEAD_CHARS else first[: _HEAD_CHARS - 1] + "…"
+
+
+def _count_lines(content: str) -> int:
+    return sum(1 for line in content.splitlines() if line.strip())
+
+
+def placeholder(call: ToolCall, result: ToolResult) -> str:
+    """A short line saying what was there, specific to the tool that produced it."""
+    content = result.content
+    size = human_size(len(content))
+    # One line, bounded: a path or pattern with newlines must not break the placeholder.
+    argument = " ".join(primary_argument(call).split())
+    if len(argument) > 160:
+        argument = argument[:159] + "…"
+    if call.name == "Read":
+        lines = len(content.splitlines())
+        detail = f"{argument}, {lines} lines"
+    elif call.name == "Bash":
+        detail = f"`{_head(argument)}`, {_exit_status(result)}, {size}"
+    elif call.name in ("Grep", "Glob"):
+        noun = "files" if call.name == "Glob" else "matches"
+        detail = f"{_head(argument)!r}, {_match_count(content)} {noun}"
+    elif call.name in ("Edit", "Write", "MultiEdit", "NotebookEdit"):
+        detail = argument or size
+    else:
+        detail = size
+    if result.is_error and call.name != "Bash":
+        detail += ", error"
+    return f"[{call.name} result masked -- {detail}]"
+
+
+def _exit_status(result: ToolResult) -> str:
+    if not result.is_error:
+        return "exit 0"
+    found = _EXIT_CODE.search(result.content[:200])
+    return f"exit {found.group(1)}" if found else "failed"
+
+
+def _match_count(content: str) -> int:
+    found = _FOUND_COUNT.match(content.strip())
+    if found:
+        return int(found.group(1))
+    if content.strip().startswith("No files found") or content.strip().startswith("No matches"):
+        return 0
+    return _count_lines(content)
+
+
+@dataclass(frozen=True, slots=True)
+class MaskPlan:
+    """Results to mask now, their placeholders, and what masking them should free."""
+
+    placeholders: Mapping[str, str] = field(default_factory=dict)
+    estimated_tokens: int = 0
+    skipped_reason: str | None = None
+
+    @property
+    def ids(self) -> tuple[str, ...]:
+        return tuple(self.placeholders)
+
+    def __bool__(self) -> bool:
+        return bool(self.placeholders)
+
+
+def maskable(observations: Sequence[Observation], keep_recent: int) -> list[Observation]:
+    """Results that may be masked: complete, not already masked, not among the newest few."""
+    complete = [obs for obs in observations if obs.result is not None]
+    older = complete[: max(0, len(complete) - keep_recent)]
+    return [obs for obs in older if obs.result is not None and not is_masked(obs.result.content)]
+
+
+def plan_masking(
+    observations: Sequence[Observation],
+    *,
+    tokens_to_free: int,
+    keep_recent: int,
+    min_batch_tokens: int,
+) -> MaskPlan:
+    """Choose the oldest results whose masking frees at least `tokens_to_free`.
+
+    The batch is at least `min_batch_tokens` (estimated) when that much is
+    available, and nothing is masked when it is not: a small batch would break
+    the prompt cache for little gain.
+    """
+    goal = max(tokens_to_free, min_batch_tokens, 1)
+    chosen: dict[str, str] = {}
+    freed = 0
+    available = 0
+    for obs in maskable(observations, keep_recent):
+        assert obs.result is not None
+        text = placeholder(obs.call, obs.result)
+        placeholder_tokens = estimate_tokens(len(text))
+        saving = estimate_tokens(len(obs.result.content)) - placeholder_tokens
+        if saving < placeholder_tokens:
+            continue  # Under twice its placeholder's size: masking it would gain next to nothing.
+        available += saving
+        if freed < goal:
+            chosen[obs.call.id] = text
+            freed += saving
+    if not chosen:
+        return MaskPlan(skipped_reason="no tool result old enough to mask")
+    if freed < min_batch_tokens:
+        return MaskPlan(
+            skipped_reason=(
+                f"only ~{available} tokens maskable, "
+                f"below the {min_batch_tokens}-token batch minimum"
+            )
+        )
+    return MaskPlan(chosen, freed)

@@ -1,0 +1,167 @@
+"""What the runtime tells a ContextManager: frozen facts, each with the time it happened.
+
+The manager never asks; it is told. Each observation carries `at` (seconds, the
+runtime's clock) so the manager needs no clock of its own and tests can run
+hours of session in microseconds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from mala_tui.core.transcript import Message
+from mala_tui.core.usage import CallUsage
+
+
+@dataclass(frozen=True, slots=True)
+class UsageObserved:
+    """One main-thread API call's usage (message_start, then again with message_delta's output)."""
+
+    at: float
+    call: CallUsage
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class MessageObserved:
+    """A message of the main conversation as the SDK delivered it."""
+
+    at: float
+    message: Message
+
+
+@dataclass(frozen=True, slots=True)
+class SessionIdentified:
+    """The CLI named its session (init message or result): what a resume needs."""
+
+    at: float
+    session_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class TurnEnded:
+    """The turn's ResultMessage."""
+
+    at: float
+    subtype: str
+    is_error: bool
+    terminal_reason: str | None = None
+    result_text: str = ""
+    summed_usage: CallUsage | None = None
+    """The turn's usage summed over its API calls; None when the result had none."""
+    context_window: int | None = None
+    """model_usage[model]["contextWindow"] when the CLI reported it."""
+    session_id: str | None = None
+    api_error_status: int | None = None
+
+    @property
+    def prompt_too_long(self) -> bool:
+        return self.terminal_reason == "prompt_too_long" or (
+            self.is_error and "prompt is too long" in self.result_text.lower()
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class MaskConfirmed:
+    """The runtime rewrote the transcript and the agent continues on the masked one."""
+
+    at: float
+    tool_use_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class MaskFailed:
+    at: float
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalGiven:
+    """A person (or a policy, or a timeout) answered an approval request."""
+
+    at: float
+    decision: str
+    """"approve", "deny" or "edit"."""
+    edited_text: str | None = None
+    decided_by: str = "operator"
+
+
+@dataclass(frozen=True, slots=True)
+class RestartCompleted:
+    """The fresh session is running on the continuation prompt."""
+
+    at: float
+    session_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class IdleTimedOut:
+    """No message from the agent for the idle timeout."""
+
+    at: float
+    idle_seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class SessionTimedOut:
+    at: float
+    seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class AgentFailed:
+    """Something the agent cannot come back from (the CLI would not start, crashed, ...)."""
+
+    at: float
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionObserved:
+    """The CLI tried to compact on its own; our PreCompact hook blocks it and says so."""
+
+    at: float
+    trigger: str
+    blocked: bool
+    pre_tokens: int | None = None
+    post_tokens: int | None = None
+
+
+class Command(StrEnum):
+    STOP = "stop"
+    PAUSE = "pause"
+    RESUME = "resume"
+    MASK_NOW = "mask_now"
+    RESTART_NOW = "restart_now"
+    """Checkpoint and restart now; on a stopped or failed session, restart from its checkpoint."""
+
+
+@dataclass(frozen=True, slots=True)
+class OperatorCommand:
+    at: float
+    command: Command
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalPolicyChanged:
+    at: float
+    required: bool
+
+
+Observation = (
+    UsageObserved
+    | MessageObserved
+    | SessionIdentified
+    | TurnEnded
+    | MaskConfirmed
+    | MaskFailed
+    | ApprovalGiven
+    | RestartCompleted
+    | IdleTimedOut
+    | SessionTimedOut
+    | AgentFailed
+    | CompactionObserved
+    | OperatorCommand
+    | ApprovalPolicyChanged
+)
