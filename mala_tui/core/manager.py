@@ -233,6 +233,8 @@ class _Pending:
     """The mask stopped a running turn: the session must be resumed after it."""
     measure_from: int | None = None
     skip_reason: str | None = None
+    skip_revision: int | None = None
+    """Transcript revision when masking last found nothing: unchanged, nothing to redo."""
     restart_reason: str = ""
 
 
@@ -445,6 +447,13 @@ class ContextManager:
     def _mask(self, at: float, usage: ContextUsage, goal: int, trigger: Trigger) -> Outcome:
         if self.counters.mask_failures >= self.limits.max_mask_failures:
             return self._skip(at, usage, "masking failed twice in a row; not tried again")
+        if (
+            trigger is Trigger.SOFT_PRESSURE
+            and self._pending.skip_revision == self.transcript.revision
+        ):
+            # Nothing was worth masking and no result has come since: planning again
+            # would find the same (the batch minimum does not depend on the pressure).
+            return Outcome()
         if trigger is Trigger.OPERATOR_MASK:
             chosen = {
                 obs.call.id: placeholder(obs.call, obs.result)
@@ -466,6 +475,7 @@ class ContextManager:
         moved = self._move(at, trigger)
         self._pending.mask = plan
         self._pending.skip_reason = None
+        self._pending.skip_revision = None
         interrupt = self._turn.streaming
         self._turn.interrupting = interrupt
         self._turn.after_interrupt = None
@@ -479,6 +489,7 @@ class ContextManager:
 
     def _skip(self, at: float, usage: ContextUsage, reason: str) -> Outcome:
         # Say it once per reason, not on every API call while the zone lasts.
+        self._pending.skip_revision = self.transcript.revision
         if reason == self._pending.skip_reason:
             return Outcome()
         self._pending.skip_reason = reason

@@ -25,9 +25,16 @@ PLACEHOLDER_PATTERN: Final = re.compile(r"^\[(\w+) result masked -- (.*)\]$", re
 _EXIT_CODE = re.compile(r"\bexit code[: ]+(-?\d+)", re.IGNORECASE)
 _FOUND_COUNT = re.compile(r"^Found (\d+) (?:files?|lines?|matches|match|results?)", re.IGNORECASE)
 _HEAD_CHARS: Final = 48
+#: Characters of a placeholder besides its argument, at most ("[Bash result masked -- `…`,
+#: exit 127, 1023.9 KB]" and the like).
+_PLACEHOLDER_OVERHEAD: Final = 64
 
 
 def is_masked(content: str) -> bool:
+    # Cheap look at the head first: most results are large and not placeholders,
+    # and stripping each of them whole would dominate a masking pass.
+    if " result masked -- " not in content[:200] or not content[:64].lstrip().startswith("["):
+        return False
     return PLACEHOLDER_PATTERN.match(content.strip()) is not None
 
 
@@ -132,15 +139,18 @@ def plan_masking(
     available = 0
     for obs in maskable(observations, keep_recent):
         assert obs.result is not None
-        text = placeholder(obs.call, obs.result)
-        placeholder_tokens = estimate_tokens(len(text))
-        saving = estimate_tokens(len(obs.result.content)) - placeholder_tokens
-        if saving < placeholder_tokens:
+        # Judge by an upper bound of the placeholder's size; build the real one only
+        # for results chosen (building it means counting lines of large outputs).
+        bound = estimate_tokens(_PLACEHOLDER_OVERHEAD + min(len(primary_argument(obs.call)), 160))
+        saving = estimate_tokens(len(obs.result.content)) - bound
+        if saving < bound:
             continue  # Under twice its placeholder's size: masking it would gain next to nothing.
         available += saving
         if freed < goal:
-            chosen[obs.call.id] = text
+            chosen[obs.call.id] = placeholder(obs.call, obs.result)
             freed += saving
+        elif available >= min_batch_tokens:
+            break
     if not chosen:
         return MaskPlan(skipped_reason="no tool result old enough to mask")
     if freed < min_batch_tokens:

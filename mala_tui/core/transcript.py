@@ -143,7 +143,7 @@ class Transcript:
     messages (a new Message, same position), never removes one.
     """
 
-    __slots__ = ("_calls", "_characters", "_messages", "_open_calls", "_results")
+    __slots__ = ("_calls", "_characters", "_messages", "_open_calls", "_results", "revision")
 
     def __init__(self, messages: Iterable[Message] = ()) -> None:
         self._messages: list[Message] = []
@@ -151,6 +151,8 @@ class Transcript:
         self._results: dict[str, int] = {}
         self._open_calls: set[str] = set()
         self._characters = 0
+        self.revision = 0
+        """Bumped by every change: lets callers skip work on an unchanged conversation."""
         for message in messages:
             self.append(message)
 
@@ -179,6 +181,7 @@ class Transcript:
 
     def append(self, message: Message) -> None:
         index = len(self._messages)
+        self.revision += 1
         self._messages.append(message)
         self._characters += message.characters
         for block in message.blocks:
@@ -231,6 +234,7 @@ class Transcript:
                 else:
                     blocks.append(block)
             new = Message(old.role, tuple(blocks))
+            self.revision += 1
             self._characters += new.characters - old.characters
             self._messages[index] = new
         return changed

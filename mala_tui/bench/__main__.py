@@ -1,0 +1,24 @@
+"""`python -m mala_tui.bench NAME [options]`: run one benchmark and print its figures."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+BENCHMARKS = {
+    "core": "mala_tui.bench.core_bench",
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m mala_tui.bench")
+    parser.add_argument("name", choices=sorted(BENCHMARKS), help="which benchmark to run")
+    args, rest = parser.parse_known_args(argv)
+    module = importlib.import_module(BENCHMARKS[args.name])
+    result: int = module.main(rest)
+    return result
+
+
+if __name__ == "__main__":
+    sys.exit(main())
