@@ -1,0 +1,270 @@
+"""What the UI and `show` know of a session, rebuilt from events alone.
+
+The same reducer runs live (the supervisor feeds it every event as it is
+recorded) and afterwards (`mala-tui show` feeds it the journal), so a finished
+run looks exactly as it did live. `SessionState` accumulates; `snapshot()` hands
+out a small frozen copy for the dashboard, and the long histories are read only
+by the screens that draw them.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+
+from mala_tui.core import events as ev
+
+#: Context samples kept for a card's trend line.
+TREND_POINTS = 48
+#: Event log lines kept per session in memory (the journal keeps all).
+LOG_LINES = 2_000
+
+
+@dataclass(frozen=True, slots=True)
+class UsagePoint:
+    at: float
+    tokens: int
+    window: int
+
+
+@dataclass(frozen=True, slots=True)
+class MaskRecord:
+    at: float
+    count: int
+    tokens_before: int
+    estimated_tokens: int
+    placeholders: tuple[str, ...]
+    reclaimed: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RestartRecord:
+    at: float
+    continuation: int
+    reason: str
+    tokens_before: int
+    approved_by: str
+    checkpoint_number: int
+    tokens_after: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointRecord:
+    at: float
+    number: int
+    origin: str
+    text: str
+    path: str
+
+
+@dataclass(frozen=True, slots=True)
+class SessionSnapshot:
+    """One session as a dashboard card shows it."""
+
+    name: str
+    task: str
+    phase: str
+    tokens: int
+    window: int
+    source: str
+    soft_threshold: float
+    hard_threshold: float
+    masked_session: int
+    masked_total: int
+    restarts: int
+    max_restarts: int
+    idle_retries: int
+    require_approval: bool
+    pending_approval: int | None
+    trend: tuple[float, ...]
+    status: str | None
+    end_reason: str
+    last_error: str
+    updated_at: float
+
+    @property
+    def pressure(self) -> float:
+        if self.window <= 0 or self.source == "disabled":
+            return 0.0
+        return self.tokens / self.window
+
+    @property
+    def zone(self) -> str:
+        if self.pressure >= self.hard_threshold:
+            return "hard"
+        if self.pressure >= self.soft_threshold:
+            return "soft"
+        return "normal"
+
+    @property
+    def exact(self) -> bool:
+        return self.source == "per_call"
+
+
+@dataclass
+class SessionState:
+    """Everything known of one session, built by `apply`."""
+
+    name: str
+    task: str = ""
+    cwd: str = ""
+    phase: str = "running"
+    tokens: int = 0
+    window: int = 200_000
+    source: str = "disabled"
+    soft_threshold: float = 0.7
+    hard_threshold: float = 0.9
+    max_restarts: int = 0
+    require_approval: bool = False
+    masked_total: int = 0
+    masked_session: int = 0
+    idle_retries: int = 0
+    pending_approval: int | None = None
+    status: str | None = None
+    end_reason: str = ""
+    last_error: str = ""
+    updated_at: float = 0.0
+    usage: list[UsagePoint] = field(default_factory=list)
+    masks: list[MaskRecord] = field(default_factory=list)
+    restarts: list[RestartRecord] = field(default_factory=list)
+    checkpoints: list[CheckpointRecord] = field(default_factory=list)
+    log: deque[ev.Event] = field(default_factory=lambda: deque(maxlen=LOG_LINES))
+    pids: dict[int, bool] = field(default_factory=dict)
+    """CLI processes started for this session, and whether each has ended."""
+    _trend: deque[float] = field(default_factory=lambda: deque(maxlen=TREND_POINTS))
+    _await_after_restart: bool = False
+
+    def apply(self, event: ev.Event) -> None:
+        self.updated_at = max(self.updated_at, event.at)
+        self.log.append(event)
+        match event:
+            case ev.SessionStarted():
+                self.task, self.cwd, self.window = event.task, event.cwd, event.window
+                self.soft_threshold, self.hard_threshold = (
+                    event.soft_threshold,
+                    event.hard_threshold,
+                )
+                self.max_restarts, self.require_approval = (
+                    event.max_restarts,
+                    event.require_approval,
+                )
+            case ev.PhaseChanged():
+                self.phase = event.after
+                if event.after != "awaiting_approval":
+                    self.pending_approval = None
+            case ev.UsageRecorded():
+                self.tokens, self.window, self.source = event.tokens, event.window, event.source
+                self.usage.append(UsagePoint(event.at, event.tokens, event.window))
+                self._trend.append(event.pressure)
+                if self._await_after_restart and self.restarts:
+                    self.restarts[-1] = replace(self.restarts[-1], tokens_after=event.tokens)
+                    self._await_after_restart = False
+            case ev.MaskApplied():
+                self.masked_total = event.total_masked
+                self.masked_session += event.count
+                self.masks.append(
+                    MaskRecord(
+                        event.at,
+                        event.count,
+                        event.tokens_before,
+                        event.estimated_tokens,
+                        event.placeholders,
+                    )
+                )
+            case ev.MaskMeasured():
+                if self.masks and self.masks[-1].reclaimed is None:
+                    self.masks[-1] = replace(self.masks[-1], reclaimed=event.reclaimed)
+            case ev.CheckpointSaved():
+                self.checkpoints.append(
+                    CheckpointRecord(event.at, event.number, event.origin, event.text, event.path)
+                )
+            case ev.ApprovalRequested():
+                self.pending_approval = event.checkpoint_number
+            case ev.ApprovalDecided():
+                self.pending_approval = None
+            case ev.Restarted():
+                self.restarts.append(
+                    RestartRecord(
+                        event.at,
+                        event.continuation,
+                        event.reason,
+                        event.tokens_before,
+                        event.approved_by,
+                        event.checkpoint_number,
+                    )
+                )
+                self.masked_session = 0
+                self.idle_retries = 0
+                self.tokens, self.source = 0, "disabled"
+                self._await_after_restart = True
+            case ev.IdleTimedOut():
+                self.idle_retries = event.retry
+            case ev.SessionEnded():
+                self.status, self.end_reason = event.status, event.reason
+            case ev.ErrorRecorded():
+                self.last_error = event.message
+            case ev.ProcessStarted() if event.pid is not None:
+                self.pids[event.pid] = False
+            case ev.ProcessEnded() if event.pid is not None:
+                self.pids[event.pid] = True
+            case _:
+                pass
+
+    def snapshot(self) -> SessionSnapshot:
+        return SessionSnapshot(
+            name=self.name,
+            task=self.task,
+            phase=self.phase,
+            tokens=self.tokens,
+            window=self.window,
+            source=self.source,
+            soft_threshold=self.soft_threshold,
+            hard_threshold=self.hard_threshold,
+            masked_session=self.masked_session,
+            masked_total=self.masked_total,
+            restarts=len(self.restarts),
+            max_restarts=self.max_restarts,
+            idle_retries=self.idle_retries,
+            require_approval=self.require_approval,
+            pending_approval=self.pending_approval,
+            trend=tuple(self._trend),
+            status=self.status,
+            end_reason=self.end_reason,
+            last_error=self.last_error,
+            updated_at=self.updated_at,
+        )
+
+
+@dataclass
+class RunState:
+    """Every session of a run, in the order they appeared."""
+
+    run_id: str = ""
+    sessions: dict[str, SessionState] = field(default_factory=dict)
+    started_at: float | None = None
+    ended_at: float | None = None
+    ok: bool | None = None
+
+    def apply(self, event: ev.Event) -> SessionState | None:
+        match event:
+            case ev.RunStarted():
+                self.run_id, self.started_at = event.run_id, event.at
+                for name in event.sessions:
+                    self.sessions.setdefault(name, SessionState(name))
+                return None
+            case ev.RunEnded():
+                self.ended_at, self.ok = event.at, event.ok
+                return None
+        if not event.session:
+            return None
+        state = self.sessions.get(event.session)
+        if state is None:
+            state = self.sessions[event.session] = SessionState(event.session)
+        state.apply(event)
+        return state
+
+    def apply_all(self, events: Iterable[ev.Event]) -> RunState:
+        for event in events:
+            self.apply(event)
+        return self

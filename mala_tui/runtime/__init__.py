@@ -1,0 +1,1 @@
+"""The imperative shell: asyncio, processes, files. It carries out what the core decides."""

@@ -1,0 +1,123 @@
+"""The backend protocol: what the session runner needs from an agent, and what it gets back.
+
+A backend turns the agent's stream into a few normalised items, so the runner
+and the core never see SDK types. Clients are short-lived: one per process of
+the CLI; resuming a session (after a mask, an idle timeout) is a new client.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from mala_tui.core.transcript import Message
+from mala_tui.core.usage import CallUsage
+
+
+@dataclass(frozen=True)
+class SessionSpec:
+    """How to start an agent for one session."""
+
+    name: str
+    task: str
+    cwd: Path
+    model: str | None = None
+    allowed_tools: tuple[str, ...] = ()
+    permission_mode: str | None = None
+    env: Mapping[str, str] = field(default_factory=dict)
+    """Extra environment for the agent process (the loopback model's URL, a temp config dir...)."""
+    betas: tuple[str, ...] = ()
+    private_home: Path | None = None
+    """When mala-tui provides the model: CLAUDE_CONFIG_DIR and TMPDIR live under here."""
+
+
+@dataclass(frozen=True)
+class UsageItem:
+    """A main-thread API call's usage; `final` once message_delta gave the output count."""
+
+    call: CallUsage
+    final: bool
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class MessageItem:
+    message: Message
+
+
+@dataclass(frozen=True)
+class SessionIdItem:
+    session_id: str
+
+
+@dataclass(frozen=True)
+class CompactionItem:
+    trigger: str
+    blocked: bool
+    pre_tokens: int | None = None
+    post_tokens: int | None = None
+
+
+@dataclass(frozen=True)
+class ResultItem:
+    """The end of a turn (the SDK's ResultMessage)."""
+
+    subtype: str
+    is_error: bool
+    terminal_reason: str | None
+    result_text: str
+    summed_usage: CallUsage | None
+    context_window: int | None
+    session_id: str | None
+    api_error_status: int | None = None
+
+
+@dataclass(frozen=True)
+class ProblemItem:
+    """Something in the stream that could not be used (a malformed usage field, say)."""
+
+    where: str
+    message: str
+
+
+StreamItem = UsageItem | MessageItem | SessionIdItem | CompactionItem | ResultItem | ProblemItem
+
+
+class AgentClient(Protocol):
+    """One agent process."""
+
+    @property
+    def pid(self) -> int | None:
+        """The agent process's id once connected (None for in-process fakes)."""
+
+    async def connect(self) -> None: ...
+
+    async def query(self, prompt: str) -> None: ...
+
+    def stream(self) -> AsyncIterator[StreamItem]:
+        """Every item the agent sends, across turns, until it disconnects."""
+
+    async def interrupt(self) -> None: ...
+
+    async def disconnect(self) -> None: ...
+
+
+class Backend(Protocol):
+    """Makes clients, and rewrites a stored session for masking."""
+
+    def create(self, spec: SessionSpec, *, resume: str | None) -> AgentClient: ...
+
+    async def mask_transcript(
+        self, spec: SessionSpec, session_id: str, placeholders: Mapping[str, str]
+    ) -> int:
+        """Replace these tool results in the stored session; returns how many were replaced.
+
+        Raises:
+            MaskError: the session's transcript could not be found or rewritten.
+        """
+
+
+class MaskError(Exception):
+    """Masking the stored transcript failed; the message says where and why."""

@@ -1,0 +1,388 @@
+"""The real agent: Claude Code through claude-agent-sdk and the CLI bundled in its wheel.
+
+What this backend does with the SDK, and why (facts in SDK_NOTES.md):
+- `include_partial_messages=True`: the raw `message_start` carries each API call's
+  input and cache fields, `message_delta` its final output count. That per-call
+  figure is the context (DESIGN.md); the ResultMessage's usage is a per-turn sum
+  and only feeds the cumulative fallback.
+- Messages with a `parent_tool_use_id` belong to subagents, not to the main
+  window, and are left out.
+- The CLI's own compaction is off (`DISABLE_AUTO_COMPACT=1`) and a PreCompact hook
+  blocks any that slips through and reports it: mala-tui is in charge of the window.
+- Masking rewrites old tool results in the session's JSONL transcript, then the
+  session is resumed by id in a new process, which reads the rewritten file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from claude_agent_sdk import (
+    AssistantMessage,
+    ClaudeAgentOptions,
+    ClaudeSDKClient,
+    HookContext,
+    HookInput,
+    HookJSONOutput,
+    HookMatcher,
+    ResultMessage,
+    StreamEvent,
+    SystemMessage,
+    UserMessage,
+)
+from claude_agent_sdk import TextBlock as SdkTextBlock
+from claude_agent_sdk import ToolResultBlock as SdkToolResultBlock
+from claude_agent_sdk import ToolUseBlock as SdkToolUseBlock
+
+from mala_tui.core.transcript import Block, Message, Role, TextBlock, ToolCall, ToolResult
+from mala_tui.core.usage import CallUsage, UsageFieldError
+from mala_tui.runtime.backends.base import (
+    CompactionItem,
+    MaskError,
+    MessageItem,
+    ProblemItem,
+    ResultItem,
+    SessionIdItem,
+    SessionSpec,
+    StreamItem,
+    UsageItem,
+)
+
+#: Environment every session gets: the manager, not the CLI, manages the window.
+MANAGED_ENV = {"DISABLE_AUTO_COMPACT": "1"}
+
+
+def config_dir(spec: SessionSpec) -> Path:
+    """Where the CLI keeps this session's transcripts."""
+    if spec.private_home is not None:
+        return spec.private_home / "claude-config"
+    configured = spec.env.get("CLAUDE_CONFIG_DIR") or os.environ.get("CLAUDE_CONFIG_DIR")
+    return Path(configured).expanduser() if configured else Path.home() / ".claude"
+
+
+def build_options(
+    spec: SessionSpec, *, resume: str | None, hooks: dict[Any, list[HookMatcher]]
+) -> ClaudeAgentOptions:
+    env = dict(spec.env)
+    env.update(MANAGED_ENV)
+    isolated = spec.private_home is not None
+    if isolated:
+        assert spec.private_home is not None
+        home = spec.private_home
+        (home / "claude-config").mkdir(parents=True, exist_ok=True)
+        (home / "tmp").mkdir(parents=True, exist_ok=True)
+        env.setdefault("CLAUDE_CONFIG_DIR", str(home / "claude-config"))
+        env.setdefault("TMPDIR", str(home / "tmp"))
+    return ClaudeAgentOptions(
+        cwd=str(spec.cwd),
+        model=spec.model,
+        allowed_tools=list(spec.allowed_tools),
+        permission_mode=spec.permission_mode,  # type: ignore[arg-type]
+        env=env,
+        resume=resume,
+        include_partial_messages=True,
+        betas=list(spec.betas),  # type: ignore[arg-type]
+        # A private home means a model mala-tui provides: the user's settings do not apply.
+        setting_sources=[] if isolated else None,
+        hooks=hooks,
+    )
+
+
+class ClaudeClient:
+    """One Claude Code CLI process."""
+
+    def __init__(self, spec: SessionSpec, *, resume: str | None) -> None:
+        self.spec = spec
+        self.resume = resume
+        self._side: asyncio.Queue[StreamItem] = asyncio.Queue()
+        hooks: dict[Any, list[HookMatcher]] = {
+            "PreCompact": [HookMatcher(hooks=[self._block_compaction])]
+        }
+        self._client = ClaudeSDKClient(build_options(spec, resume=resume, hooks=hooks))
+        self._usage: dict[str, CallUsage] = {}
+        self._last_message_id: str | None = None
+
+    @property
+    def pid(self) -> int | None:
+        # The SDK does not expose the process; its transport holds it. Looked up
+        # defensively so an SDK change degrades to "pid unknown", never a crash.
+        transport = getattr(self._client, "_transport", None)
+        process = getattr(transport, "_process", None)
+        pid = getattr(process, "pid", None)
+        return pid if isinstance(pid, int) else None
+
+    async def connect(self) -> None:
+        await self._client.connect()
+
+    async def query(self, prompt: str) -> None:
+        await self._client.query(prompt)
+
+    async def interrupt(self) -> None:
+        await self._client.interrupt()
+
+    async def disconnect(self) -> None:
+        await self._client.disconnect()
+
+    async def context_usage(self) -> Mapping[str, Any]:
+        """The CLI's own /context figures: ground truth for tests, too costly per message."""
+        return dict(await self._client.get_context_usage())
+
+    async def _block_compaction(
+        self, hook_input: HookInput, tool_use_id: str | None, context: HookContext
+    ) -> HookJSONOutput:
+        trigger = str(hook_input.get("trigger", "auto"))
+        self._side.put_nowait(CompactionItem(trigger=trigger, blocked=True))
+        return {"decision": "block", "reason": "mala-tui manages this session's context window"}
+
+    async def stream(self) -> AsyncIterator[StreamItem]:
+        async for message in self._client.receive_messages():
+            while not self._side.empty():
+                yield self._side.get_nowait()
+            for item in self._convert(message):
+                yield item
+
+    def _convert(self, message: object) -> list[StreamItem]:
+        match message:
+            case StreamEvent() if message.parent_tool_use_id is None:
+                return self._from_stream_event(message.event)
+            case AssistantMessage() if message.parent_tool_use_id is None:
+                return self._from_assistant(message)
+            case UserMessage() if message.parent_tool_use_id is None:
+                return self._from_user(message)
+            case SystemMessage():
+                return self._from_system(message)
+            case ResultMessage():
+                return [self._from_result(message)]
+        return []
+
+    def _from_stream_event(self, event: Mapping[str, Any]) -> list[StreamItem]:
+        kind = event.get("type")
+        if kind == "message_start":
+            body = event.get("message") or {}
+            message_id = str(body.get("id") or "")
+            try:
+                call, notes = CallUsage.parse(body.get("usage"))
+            except UsageFieldError as exc:
+                return [ProblemItem("usage", str(exc))]
+            call = call.with_output(0)  # message_start's output count is a placeholder
+            self._usage[message_id] = call
+            self._last_message_id = message_id
+            return [UsageItem(call, final=False, notes=notes)]
+        if kind == "message_delta" and self._last_message_id is not None:
+            start = self._usage.get(self._last_message_id)
+            usage = event.get("usage") or {}
+            try:
+                delta, notes = CallUsage.parse({"output_tokens": usage.get("output_tokens")})
+            except UsageFieldError as exc:
+                return [ProblemItem("usage", str(exc))]
+            if start is None:
+                return []
+            return [UsageItem(start.with_output(delta.output_tokens), final=True, notes=notes)]
+        return []
+
+    def _from_assistant(self, message: AssistantMessage) -> list[StreamItem]:
+        items: list[StreamItem] = []
+        message_id = message.message_id or ""
+        if message_id and message_id not in self._usage and message.usage is not None:
+            # No stream event for this call (partial messages unavailable): its usage
+            # is right but for a stale output count, and shared by every block: take it once.
+            try:
+                call, notes = CallUsage.parse(message.usage)
+                self._usage[message_id] = call
+                items.append(UsageItem(call, final=False, notes=notes))
+            except UsageFieldError as exc:
+                items.append(ProblemItem("usage", str(exc)))
+        blocks: list[Block] = []
+        for block in message.content:
+            if isinstance(block, SdkTextBlock):
+                blocks.append(TextBlock(block.text))
+            elif isinstance(block, SdkToolUseBlock):
+                blocks.append(ToolCall(block.id, block.name, dict(block.input)))
+        if blocks:
+            items.append(MessageItem(Message(Role.ASSISTANT, tuple(blocks))))
+        return items
+
+    def _from_user(self, message: UserMessage) -> list[StreamItem]:
+        if isinstance(message.content, str):
+            return [MessageItem(Message.user_text(message.content))]
+        blocks: list[Block] = []
+        for block in message.content:
+            if isinstance(block, SdkToolResultBlock):
+                blocks.append(
+                    ToolResult(
+                        block.tool_use_id, flatten_content(block.content), bool(block.is_error)
+                    )
+                )
+            elif isinstance(block, SdkTextBlock):
+                blocks.append(TextBlock(block.text))
+        return [MessageItem(Message(Role.USER, tuple(blocks)))] if blocks else []
+
+    def _from_system(self, message: SystemMessage) -> list[StreamItem]:
+        data = message.data or {}
+        if message.subtype == "init" and data.get("session_id"):
+            return [SessionIdItem(str(data["session_id"]))]
+        if message.subtype == "compact_boundary":
+            meta = data.get("compact_metadata") or {}
+            return [
+                CompactionItem(
+                    trigger=str(meta.get("trigger", "auto")),
+                    blocked=False,
+                    pre_tokens=_int_or_none(meta.get("pre_tokens")),
+                    post_tokens=_int_or_none(meta.get("post_tokens")),
+                )
+            ]
+        return []
+
+    def _from_result(self, message: ResultMessage) -> ResultItem:
+        summed: CallUsage | None = None
+        if message.usage is not None:
+            with contextlib.suppress(UsageFieldError):
+                summed, _ = CallUsage.parse(message.usage)
+        window = None
+        for model_usage in (message.model_usage or {}).values():
+            value = _int_or_none(model_usage.get("contextWindow"))
+            if value:
+                window = max(window or 0, value)
+        return ResultItem(
+            subtype=message.subtype,
+            is_error=message.is_error,
+            terminal_reason=message.terminal_reason,
+            result_text=message.result or "",
+            summed_usage=summed,
+            context_window=window,
+            session_id=message.session_id,
+            api_error_status=message.api_error_status,
+        )
+
+
+def flatten_content(content: str | list[dict[str, Any]] | None) -> str:
+    """A tool result's content as text: text parts joined, other parts named."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    parts = []
+    for part in content:
+        if part.get("type") == "text":
+            parts.append(str(part.get("text", "")))
+        else:
+            parts.append(f"[{part.get('type', 'part')}]")
+    return "\n".join(parts)
+
+
+def _int_or_none(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+class ClaudeBackend:
+    """Makes Claude Code clients; masks by rewriting the session's transcript file."""
+
+    def __init__(self, *, backup_dir: Path | None = None) -> None:
+        self.backup_dir = backup_dir
+        """Where originals are copied before the first rewrite (nothing is lost)."""
+
+    def create(self, spec: SessionSpec, *, resume: str | None) -> ClaudeClient:
+        return ClaudeClient(spec, resume=resume)
+
+    async def mask_transcript(
+        self, spec: SessionSpec, session_id: str, placeholders: Mapping[str, str]
+    ) -> int:
+        path = find_transcript(config_dir(spec), session_id)
+        return await asyncio.to_thread(rewrite_transcript, path, placeholders, self.backup_dir)
+
+
+def find_transcript(root: Path, session_id: str) -> Path:
+    """`<config dir>/projects/<project>/<session id>.jsonl`, whatever the project's name."""
+    matches = sorted((root / "projects").glob(f"*/{session_id}.jsonl"))
+    if not matches:
+        raise MaskError(f"no transcript for session {session_id} under {root / 'projects'}")
+    return max(matches, key=lambda p: p.stat().st_mtime)
+
+
+def rewrite_transcript(path: Path, placeholders: Mapping[str, str], backup_dir: Path | None) -> int:
+    """Replace the results with these ids wherever the transcript holds them; atomic.
+
+    The CLI stores a result in the `user` entry (its `tool_result` block and the
+    tool's structured `toolUseResult`) and again in request blobs; every copy is
+    rewritten, so a resumed session sees only the placeholder. Lines that are not
+    JSON are kept as they are. Returns how many distinct results were replaced.
+    """
+    try:
+        original = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise MaskError(f"{path}: cannot be read: {exc.strerror or exc}") from None
+    if backup_dir is not None:
+        backup_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        backup = backup_dir / f"{path.stem}.{int(time.time() * 1000)}.jsonl"
+        shutil.copyfile(path, backup)
+        backup.chmod(0o600)
+    replaced: set[str] = set()
+    lines = []
+    for line in original.splitlines(keepends=True):
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError:
+            lines.append(line)
+            continue
+        found = _mask_entry(entry, placeholders)
+        if found:
+            replaced |= found
+            ending = "\n" if line.endswith("\n") else ""
+            lines.append(json.dumps(entry, ensure_ascii=False, separators=(",", ":")) + ending)
+        else:
+            lines.append(line)
+    if replaced:
+        fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write("".join(lines))
+            Path(temp).chmod(path.stat().st_mode & 0o777)
+            Path(temp).replace(path)
+        except OSError as exc:
+            Path(temp).unlink(missing_ok=True)
+            raise MaskError(f"{path}: cannot be rewritten: {exc.strerror or exc}") from None
+    return len(replaced)
+
+
+def _mask_entry(entry: Any, placeholders: Mapping[str, str]) -> set[str]:
+    """Rewrite tool_result blocks (anywhere in the entry) and their toolUseResult."""
+    found: set[str] = set()
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            if node.get("type") == "tool_result" and node.get("tool_use_id") in placeholders:
+                tool_id = node["tool_use_id"]
+                node["content"] = placeholders[tool_id]
+                found.add(tool_id)
+                return
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(entry)
+    if found and isinstance(entry, dict) and "toolUseResult" in entry:
+        text = next(iter(placeholders[tool_id] for tool_id in found))
+        entry["toolUseResult"] = _shrink(entry["toolUseResult"], text)
+    return found
+
+
+def _shrink(value: Any, text: str) -> Any:
+    """Keep the structured result's shape (the CLI renders it) but not its bulk."""
+    if isinstance(value, str):
+        return text if len(value) > len(text) else value
+    if isinstance(value, dict):
+        return {key: _shrink(item, text) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_shrink(item, text) for item in value[:5]]
+    return value

@@ -1,0 +1,140 @@
+"""A scripted backend: canned streams, hangs on cue, no process. For fast runtime tests.
+
+Each client plays one script: a list of turns, one per query, each a list of
+stream items. `HANG` makes the stream go silent until the client is
+disconnected or interrupted, as a stuck CLI does. The backend hands out clients
+in order (seed 002's sequenced factory) and records what it was asked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Final
+
+from mala_tui.runtime.backends.base import (
+    MaskError,
+    ResultItem,
+    SessionSpec,
+    StreamItem,
+)
+
+
+class _Hang:
+    def __repr__(self) -> str:
+        return "HANG"
+
+
+HANG: Final = _Hang()
+Turn = Sequence[StreamItem | _Hang]
+
+
+def finished(text: str = "Done.", session_id: str | None = "sess-1") -> ResultItem:
+    return ResultItem(
+        subtype="success",
+        is_error=False,
+        terminal_reason="completed",
+        result_text=text,
+        summed_usage=None,
+        context_window=None,
+        session_id=session_id,
+    )
+
+
+def aborted(session_id: str | None = "sess-1") -> ResultItem:
+    return ResultItem(
+        subtype="error_during_execution",
+        is_error=True,
+        terminal_reason="aborted_streaming",
+        result_text="",
+        summed_usage=None,
+        context_window=None,
+        session_id=session_id,
+    )
+
+
+@dataclass
+class ScriptedClient:
+    turns: list[Turn]
+    queries: list[str] = field(default_factory=list)
+    connected: bool = False
+    disconnected: bool = False
+    interrupted: int = 0
+    disconnect_delay: float = 0.0
+    _queue: asyncio.Queue[StreamItem | None] = field(default_factory=asyncio.Queue)
+    _released: asyncio.Event = field(default_factory=asyncio.Event)
+    _playing: asyncio.Task[None] | None = None
+
+    @property
+    def pid(self) -> int | None:
+        return None
+
+    async def connect(self) -> None:
+        self.connected = True
+
+    async def query(self, prompt: str) -> None:
+        self.queries.append(prompt)
+        turn = self.turns.pop(0) if self.turns else [HANG]
+        self._released.clear()
+        self._playing = asyncio.create_task(self._play(turn))
+
+    async def _play(self, turn: Turn) -> None:
+        for item in turn:
+            if isinstance(item, _Hang):
+                await self._released.wait()
+                return
+            await self._queue.put(item)
+            await asyncio.sleep(0)
+
+    async def stream(self) -> AsyncIterator[StreamItem]:
+        while True:
+            item = await self._queue.get()
+            if item is None:
+                return
+            yield item
+
+    async def interrupt(self) -> None:
+        self.interrupted += 1
+        if self._playing is not None and not self._playing.done():
+            self._playing.cancel()
+        self._released.set()
+        await self._queue.put(aborted())
+
+    async def disconnect(self) -> None:
+        if self.disconnect_delay:
+            await asyncio.sleep(self.disconnect_delay)
+        self.disconnected = True
+        self._released.set()
+        if self._playing is not None and not self._playing.done():
+            self._playing.cancel()
+        await self._queue.put(None)
+
+
+@dataclass
+class ScriptedBackend:
+    """Hands out the given clients in order; the last one repeats when they run out."""
+
+    clients: list[ScriptedClient]
+    created: list[tuple[str, str | None]] = field(default_factory=list)
+    masked: list[dict[str, str]] = field(default_factory=list)
+    mask_error: str | None = None
+    _index: int = 0
+
+    @classmethod
+    def of(cls, *scripts: Iterable[Turn]) -> ScriptedBackend:
+        return cls([ScriptedClient([list(turn) for turn in script]) for script in scripts])
+
+    def create(self, spec: SessionSpec, *, resume: str | None) -> ScriptedClient:
+        self.created.append((spec.name, resume))
+        client = self.clients[min(self._index, len(self.clients) - 1)]
+        self._index += 1
+        return client
+
+    async def mask_transcript(
+        self, spec: SessionSpec, session_id: str, placeholders: Mapping[str, str]
+    ) -> int:
+        if self.mask_error is not None:
+            raise MaskError(self.mask_error)
+        self.masked.append(dict(placeholders))
+        return len(placeholders)

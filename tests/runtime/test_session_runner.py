@@ -1,0 +1,242 @@
+"""The session runner with a scripted backend: seed 002's idle-timeout cases and the flows.
+
+The idle timeout is real (0.05 s); only the backoff sleep is replaced, to record
+the delays without waiting them out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from mala_tui.core import events as ev
+from mala_tui.core.actions import EndStatus
+from mala_tui.core.manager import ContextManager, Limits
+from mala_tui.core.observations import Command
+from mala_tui.core.prompts import PromptKind
+from mala_tui.core.transcript import Message, Role, TextBlock, ToolCall, ToolResult
+from mala_tui.core.usage import CallUsage
+from mala_tui.prompt_files import load_prompts
+from mala_tui.runtime.backends.base import MessageItem, SessionIdItem, SessionSpec, UsageItem
+from mala_tui.runtime.backends.scripted import HANG, ScriptedBackend, ScriptedClient, finished
+from mala_tui.runtime.session import RunnerLimits, SessionRunner
+
+PROMPTS = load_prompts()
+TASK = "Fix issue 42."
+IDLE = 0.05
+
+
+class Harness:
+    def __init__(self, backend: ScriptedBackend, **limits: object) -> None:
+        settings: dict[str, object] = {"context_limit": 100_000, "mask_min_batch_tokens": 1000}
+        settings.update(limits)
+        self.backend = backend
+        self.events: list[ev.Event] = []
+        self.sleeps: list[float] = []
+        self.manager = ContextManager(name="s1", task=TASK, limits=Limits(**settings), prompts=PROMPTS)  # type: ignore[arg-type]
+        self.runner = SessionRunner(
+            spec=SessionSpec(name="s1", task=TASK, cwd=Path("/ws")),
+            backend=backend,
+            manager=self.manager,
+            limits=RunnerLimits(idle_timeout=IDLE, disconnect_timeout=1.0, drain_timeout=1.0),
+            sink=self.sink,
+            sleep=self.sleep,
+        )
+
+    def sink(self, event: ev.Event) -> ev.Event:
+        self.events.append(event)
+        return event
+
+    async def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+
+    async def run(self) -> EndStatus:
+        return await asyncio.wait_for(self.runner.run(), 10)
+
+    def of_type(self, kind: type) -> list:  # type: ignore[type-arg]
+        return [e for e in self.events if isinstance(e, kind)]
+
+
+def idle_resume() -> str:
+    return PROMPTS.render(PromptKind.IDLE_RESUME, session_name="s1")
+
+
+def tool_call(tool_id: str = "t1") -> MessageItem:
+    return MessageItem(Message(Role.ASSISTANT, (ToolCall(tool_id, "Bash", {"command": "make"}),)))
+
+
+# -- seed 002, task 6: the seven idle-timeout cases ------------------------------------------------
+
+
+async def test_idle_timeout_retries_and_recovers() -> None:
+    hanging = ScriptedClient([[SessionIdItem("sess-1"), HANG]])
+    recovering = ScriptedClient([[finished()]])
+    h = Harness(ScriptedBackend([hanging, recovering]))
+    assert await h.run() is EndStatus.DONE
+    assert hanging.disconnected
+    assert h.backend.created == [("s1", None), ("s1", "sess-1")]
+    assert recovering.queries == [idle_resume()]
+    (timeout,) = h.of_type(ev.IdleTimedOut)
+    assert (timeout.retry, timeout.decision) == (1, "resume")
+    assert timeout.idle_seconds >= IDLE
+
+
+async def test_idle_timeout_gives_up_after_max_retries() -> None:
+    clients = [ScriptedClient([[SessionIdItem("sess-1"), HANG]]) for _ in range(3)]
+    h = Harness(ScriptedBackend(clients), max_idle_retries=2)
+    assert await h.run() is EndStatus.FAILED
+    assert len(h.backend.created) == 3
+    assert h.runner.end_reason.endswith("max retries (2) exceeded")
+    assert [t.decision for t in h.of_type(ev.IdleTimedOut)] == ["resume", "resume", "give_up"]
+
+
+async def test_idle_timeout_always_disconnects_even_on_final_failure() -> None:
+    clients = [ScriptedClient([[SessionIdItem("sess-1"), HANG]]) for _ in range(3)]
+    h = Harness(ScriptedBackend(clients), max_idle_retries=2)
+    await h.run()
+    assert all(client.disconnected for client in clients)
+    assert len(h.of_type(ev.ProcessEnded)) == len(h.of_type(ev.ProcessStarted)) == 3
+
+
+async def test_idle_timeout_first_turn_no_side_effects_starts_fresh() -> None:
+    silent = ScriptedClient([[HANG]])
+    fresh = ScriptedClient([[finished()]])
+    h = Harness(ScriptedBackend([silent, fresh]))
+    assert await h.run() is EndStatus.DONE
+    assert h.backend.created == [("s1", None), ("s1", None)]
+    assert fresh.queries == [TASK]  # the original prompt, not the resume prompt
+
+
+async def test_idle_timeout_first_turn_with_tool_calls_fails_fast() -> None:
+    acted = ScriptedClient([[tool_call(), HANG]])
+    h = Harness(ScriptedBackend([acted, ScriptedClient([[finished()]])]))
+    assert await h.run() is EndStatus.FAILED
+    assert "cannot retry: 1 tool calls occurred without session context" in h.runner.end_reason
+    assert len(h.backend.created) == 1
+    assert acted.disconnected
+
+
+async def test_idle_timeout_non_query_phases_skip_the_query_block() -> None:
+    # Waiting for approval nothing streams: no idle timeout, no client, no query,
+    # however long the wait, until the answer comes.
+    usage = UsageItem(CallUsage(cache_read_input_tokens=95_000), final=False)
+    first = ScriptedClient([[SessionIdItem("sess-1"), usage, HANG], [finished("ok")], [finished("<checkpoint>## Goal\nG</checkpoint>")]])
+    second = ScriptedClient([[finished()]])
+    h = Harness(ScriptedBackend([first, second]), require_approval=True)
+    task = asyncio.create_task(h.run())
+    for _ in range(200):
+        if h.runner.approval_pending is not None:
+            break
+        await asyncio.sleep(0.01)
+    assert h.runner.approval_pending == 1
+    created, queries = len(h.backend.created), len(first.queries)
+    await asyncio.sleep(IDLE * 6)
+    assert h.of_type(ev.IdleTimedOut) == []
+    assert (len(h.backend.created), len(first.queries)) == (created, queries)
+    h.runner.answer_approval("approve")
+    assert await task is EndStatus.DONE
+    assert second.queries[0].startswith("CONTINUING FROM A PREVIOUS SESSION")
+
+
+async def test_idle_timeout_backoff_delays() -> None:
+    clients = [ScriptedClient([[SessionIdItem("sess-1"), HANG]]) for _ in range(3)] + [ScriptedClient([[finished()]])]
+    h = Harness(ScriptedBackend(clients), max_idle_retries=3)
+    assert await h.run() is EndStatus.DONE
+    assert h.sleeps == [0.0, 5.0, 15.0]
+
+
+# -- the other flows through the runner -------------------------------------------------------------
+
+
+def read_cycle(index: int, size: int) -> list[MessageItem]:
+    tool_id = f"r{index}"
+    return [
+        MessageItem(Message(Role.ASSISTANT, (TextBlock("reading"), ToolCall(tool_id, "Read", {"file_path": f"/ws/f{index}.py"})))),
+        MessageItem(Message(Role.USER, (ToolResult(tool_id, "x" * size),))),
+    ]
+
+
+def usage_at(tokens: int) -> UsageItem:
+    return UsageItem(CallUsage(input_tokens=3, cache_read_input_tokens=tokens - 3), final=False)
+
+
+async def test_soft_zone_masks_through_the_backend_and_resumes() -> None:
+    reads = [item for i in range(10) for item in read_cycle(i, 16_000)]
+    first = ScriptedClient([[SessionIdItem("sess-1"), *reads, usage_at(75_000), HANG]])
+    resumed = ScriptedClient([[usage_at(66_000), finished()]])
+    h = Harness(ScriptedBackend([first, resumed]))
+    assert await h.run() is EndStatus.DONE
+    assert first.interrupted == 1 and first.disconnected
+    assert h.backend.created == [("s1", None), ("s1", "sess-1")]
+    (masked,) = h.backend.masked
+    assert list(masked) == ["r0", "r1"]
+    assert resumed.queries == [PROMPTS.render(PromptKind.MASK_RESUME, masked_count=2)]
+    (measured,) = h.of_type(ev.MaskMeasured)
+    assert measured.reclaimed == 9_000
+
+
+async def test_mask_failure_resumes_without_the_mask() -> None:
+    reads = [item for i in range(10) for item in read_cycle(i, 16_000)]
+    first = ScriptedClient([[SessionIdItem("sess-1"), *reads, usage_at(75_000), HANG]])
+    resumed = ScriptedClient([[finished()]])
+    backend = ScriptedBackend([first, resumed])
+    backend.mask_error = "transcript /x.jsonl not found"
+    h = Harness(backend)
+    assert await h.run() is EndStatus.DONE
+    assert resumed.queries == [idle_resume()]
+    assert h.of_type(ev.ErrorRecorded)[0].message == "transcript /x.jsonl not found"
+
+
+async def test_hard_zone_winds_down_checkpoints_and_restarts_fresh() -> None:
+    reads = [item for i in range(3) for item in read_cycle(i, 400)]
+    old = ScriptedClient(
+        [
+            [SessionIdItem("sess-1"), *reads, usage_at(92_000), HANG],
+            [finished("Notes saved.")],
+            [finished("<checkpoint>\n## Goal\nFix issue 42.\n## Completed Work\n- Read /ws/f0.py\n</checkpoint>")],
+        ]
+    )
+    new = ScriptedClient([[SessionIdItem("sess-2"), usage_at(5_000), finished(session_id="sess-2")]])
+    h = Harness(ScriptedBackend([old, new]))
+    assert await h.run() is EndStatus.DONE
+    wind_down, checkpoint_request = old.queries[1:]
+    assert wind_down.startswith("CONTEXT WINDOW NEARLY FULL")
+    assert checkpoint_request.startswith("CONTEXT LIMIT APPROACHING")
+    assert h.backend.created == [("s1", None), ("s1", None)]  # the restart is a fresh session
+    assert "- Read /ws/f0.py" in new.queries[0]
+    (restart,) = h.of_type(ev.Restarted)
+    assert restart.continuation == 1
+    assert h.manager.continuation_count == 1 and h.manager.session_id == "sess-2"
+
+
+async def test_operator_stop_ends_a_streaming_session() -> None:
+    client = ScriptedClient([[SessionIdItem("sess-1"), HANG]])
+    h = Harness(ScriptedBackend([client]))
+    h.runner.limits = RunnerLimits(idle_timeout=30, disconnect_timeout=1.0)
+    task = asyncio.create_task(h.run())
+    await asyncio.sleep(0.05)
+    h.runner.command(Command.STOP)
+    assert await asyncio.wait_for(task, 5) is EndStatus.STOPPED
+    assert client.disconnected
+
+
+async def test_disconnect_is_bounded() -> None:
+    stuck = ScriptedClient([[SessionIdItem("sess-1"), HANG]], disconnect_delay=60)
+    h = Harness(ScriptedBackend([stuck, ScriptedClient([[finished()]])]), disconnect_timeout=0.1)
+    assert await h.run() is EndStatus.DONE
+    ended = h.of_type(ev.ProcessEnded)[0]
+    assert ended.how == "killed after the disconnect bound"
+
+
+async def test_cancelling_the_runner_disconnects_the_agent() -> None:
+    client = ScriptedClient([[SessionIdItem("sess-1"), HANG]])
+    h = Harness(ScriptedBackend([client]))
+    h.runner.limits = RunnerLimits(idle_timeout=30, disconnect_timeout=1.0)
+    task = asyncio.create_task(h.runner.run())
+    await asyncio.sleep(0.05)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert client.disconnected
