@@ -100,6 +100,12 @@ class RunJournal:
         if not self._stream.closed:
             self._stream.close()
 
+    def __enter__(self) -> RunJournal:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
 
 def _private_dir(path: Path) -> None:
     path.mkdir(mode=0o700, parents=True, exist_ok=True)

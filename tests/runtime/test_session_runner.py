@@ -35,7 +35,9 @@ class Harness:
         self.backend = backend
         self.events: list[ev.Event] = []
         self.sleeps: list[float] = []
-        self.manager = ContextManager(name="s1", task=TASK, limits=Limits(**settings), prompts=PROMPTS)  # type: ignore[arg-type]
+        self.manager = ContextManager(
+            name="s1", task=TASK, limits=Limits(**settings), prompts=PROMPTS
+        )  # type: ignore[arg-type]
         self.runner = SessionRunner(
             spec=SessionSpec(name="s1", task=TASK, cwd=Path("/ws")),
             backend=backend,
@@ -122,7 +124,13 @@ async def test_idle_timeout_non_query_phases_skip_the_query_block() -> None:
     # Waiting for approval nothing streams: no idle timeout, no client, no query,
     # however long the wait, until the answer comes.
     usage = UsageItem(CallUsage(cache_read_input_tokens=95_000), final=False)
-    first = ScriptedClient([[SessionIdItem("sess-1"), usage, HANG], [finished("ok")], [finished("<checkpoint>## Goal\nG</checkpoint>")]])
+    first = ScriptedClient(
+        [
+            [SessionIdItem("sess-1"), usage, HANG],
+            [finished("ok")],
+            [finished("<checkpoint>## Goal\nG</checkpoint>")],
+        ]
+    )
     second = ScriptedClient([[finished()]])
     h = Harness(ScriptedBackend([first, second]), require_approval=True)
     task = asyncio.create_task(h.run())
@@ -141,7 +149,9 @@ async def test_idle_timeout_non_query_phases_skip_the_query_block() -> None:
 
 
 async def test_idle_timeout_backoff_delays() -> None:
-    clients = [ScriptedClient([[SessionIdItem("sess-1"), HANG]]) for _ in range(3)] + [ScriptedClient([[finished()]])]
+    clients = [ScriptedClient([[SessionIdItem("sess-1"), HANG]]) for _ in range(3)] + [
+        ScriptedClient([[finished()]])
+    ]
     h = Harness(ScriptedBackend(clients), max_idle_retries=3)
     assert await h.run() is EndStatus.DONE
     assert h.sleeps == [0.0, 5.0, 15.0]
@@ -153,7 +163,15 @@ async def test_idle_timeout_backoff_delays() -> None:
 def read_cycle(index: int, size: int) -> list[MessageItem]:
     tool_id = f"r{index}"
     return [
-        MessageItem(Message(Role.ASSISTANT, (TextBlock("reading"), ToolCall(tool_id, "Read", {"file_path": f"/ws/f{index}.py"})))),
+        MessageItem(
+            Message(
+                Role.ASSISTANT,
+                (
+                    TextBlock("reading"),
+                    ToolCall(tool_id, "Read", {"file_path": f"/ws/f{index}.py"}),
+                ),
+            )
+        ),
         MessageItem(Message(Role.USER, (ToolResult(tool_id, "x" * size),))),
     ]
 
@@ -195,10 +213,16 @@ async def test_hard_zone_winds_down_checkpoints_and_restarts_fresh() -> None:
         [
             [SessionIdItem("sess-1"), *reads, usage_at(92_000), HANG],
             [finished("Notes saved.")],
-            [finished("<checkpoint>\n## Goal\nFix issue 42.\n## Completed Work\n- Read /ws/f0.py\n</checkpoint>")],
+            [
+                finished(
+                    "<checkpoint>\n## Goal\nFix issue 42.\n## Completed Work\n- Read /ws/f0.py\n</checkpoint>"
+                )
+            ],
         ]
     )
-    new = ScriptedClient([[SessionIdItem("sess-2"), usage_at(5_000), finished(session_id="sess-2")]])
+    new = ScriptedClient(
+        [[SessionIdItem("sess-2"), usage_at(5_000), finished(session_id="sess-2")]]
+    )
     h = Harness(ScriptedBackend([old, new]))
     assert await h.run() is EndStatus.DONE
     wind_down, checkpoint_request = old.queries[1:]

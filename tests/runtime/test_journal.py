@@ -1,0 +1,189 @@
+"""The journal: one event a line, private files, no secrets, a reader that survives damage."""
+
+from __future__ import annotations
+
+import json
+import stat
+from pathlib import Path
+
+import pytest
+
+from mala_tui.core import events as ev
+from mala_tui.core.view import RunState
+from mala_tui.runtime.journal import (
+    JournalError,
+    RunJournal,
+    find_run,
+    list_runs,
+    read_events,
+    redact,
+)
+
+
+def journal(data_dir: Path, run_id: str = "20261123-101010-abcd") -> RunJournal:
+    return RunJournal.create(data_dir, run_id, {"mode": "test", "tasks": ["t"]})
+
+
+def some_events() -> list[ev.Event]:
+    return [
+        ev.RunStarted(at=1.0, run_id="r", sessions=("s1",), mode="test"),
+        ev.SessionStarted(
+            at=1.1,
+            session="s1",
+            task="t",
+            cwd="/ws",
+            window=1000,
+            soft_threshold=0.7,
+            hard_threshold=0.9,
+            max_restarts=2,
+            require_approval=False,
+        ),
+        ev.UsageRecorded(at=2.0, session="s1", tokens=750, window=1000, source="per_call"),
+        ev.MaskApplied(
+            at=2.5,
+            session="s1",
+            count=2,
+            tool_use_ids=("a", "b"),
+            placeholders=("[x]", "[y]"),
+            estimated_tokens=200,
+            tokens_before=750,
+            total_masked=2,
+        ),
+        ev.UsageRecorded(at=3.0, session="s1", tokens=560, window=1000, source="per_call"),
+        ev.MaskMeasured(at=3.0, session="s1", tokens_before=750, tokens_after=560, reclaimed=190),
+        ev.SessionEnded(at=4.0, session="s1", status="done", reason="finished", masked_total=2),
+        ev.RunEnded(at=4.1, run_id="r", ok=True),
+    ]
+
+
+def test_round_trip_and_private_files(tmp_path: Path) -> None:
+    j = journal(tmp_path)
+    for event in some_events():
+        j.write(event)
+    path = j.save_checkpoint("s1/../x", 1, "## Goal\nG")
+    j.close()
+    contents = read_events(j.events_path)
+    assert contents.events == some_events()
+    assert contents.skipped == []
+    assert path.name == "s1-..-x-1.md"
+    assert path.parent == j.directory / "checkpoints"
+    for file in (j.events_path, j.directory / "run.json", path):
+        assert stat.S_IMODE(file.stat().st_mode) == 0o600, file
+    for folder in (j.directory, j.directory / "checkpoints", tmp_path / "runs"):
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o700, folder
+
+
+def test_each_event_is_on_disk_as_soon_as_it_is_written(tmp_path: Path) -> None:
+    with journal(tmp_path) as j:
+        for count, event in enumerate(some_events(), start=1):
+            j.write(event)
+            assert len(j.events_path.read_text().splitlines()) == count
+
+
+def test_torn_last_line_is_skipped_and_named(tmp_path: Path) -> None:
+    j = journal(tmp_path)
+    for event in some_events()[:4]:
+        j.write(event)
+    j.close()
+    full = ev.event_json(some_events()[4])
+    with j.events_path.open("a") as handle:
+        handle.write(full[: len(full) // 2])
+    contents = read_events(j.events_path)
+    assert len(contents.events) == 4
+    (skipped,) = contents.skipped
+    assert skipped.line == 5 and skipped.reason.startswith("torn last line (")
+
+
+def test_unknown_types_and_bad_lines_are_skipped_with_reasons(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    lines = [
+        ev.event_json(some_events()[0]),
+        json.dumps({"type": "from_the_future", "at": 1.0}),
+        "not json at all",
+        json.dumps(
+            {
+                "type": "usage",
+                "at": 2.0,
+                "session": "s1",
+                "tokens": "many",
+                "window": 1,
+                "source": "x",
+            }
+        ),
+        json.dumps(["a", "list"]),
+        ev.event_json(some_events()[2]),
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    contents = read_events(path)
+    assert [type(e) for e in contents.events] == [ev.RunStarted, ev.UsageRecorded]
+    assert [(s.line, s.reason.split(":")[0]) for s in contents.skipped] == [
+        (2, "unknown event type 'from_the_future'"),
+        (3, "not JSON"),
+        (4, "usage event"),
+        (5, "expected a JSON object, got list"),
+    ]
+    assert "field tokens" in contents.skipped[2].reason
+
+
+def test_missing_journal_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(JournalError, match="cannot be read"):
+        read_events(tmp_path / "nope.jsonl")
+
+
+def test_secrets_never_reach_the_files(tmp_path: Path) -> None:
+    j = RunJournal.create(
+        tmp_path, "r1", {"env": {"ANTHROPIC_API_KEY": "sk-ant-api03-SECRETSECRETSECRET"}}
+    )
+    j.write(
+        ev.MessageRecorded(
+            at=1,
+            session="s",
+            role="user",
+            kind="tool_result",
+            excerpt="ANTHROPIC_API_KEY=sk-ant-api03-abcdefghijkl Authorization: Bearer tok123",
+        )
+    )
+    j.save_checkpoint("s", 1, "x-api-key: abc123secret")
+    j.close()
+    text = "".join(p.read_text() for p in j.directory.rglob("*") if p.is_file())
+    for secret in ("SECRETSECRET", "abcdefghijkl", "tok123", "abc123secret"):
+        assert secret not in text
+    assert "[redacted]" in text
+
+
+def test_redact_leaves_ordinary_text_alone() -> None:
+    assert (
+        redact("pytest -q: 3 passed; the key idea is caching")
+        == "pytest -q: 3 passed; the key idea is caching"
+    )
+
+
+def test_runs_are_listed_newest_first_and_found_by_prefix(tmp_path: Path) -> None:
+    for run_id in ("20261101-000000-aaaa", "20261102-000000-bbbb"):
+        j = journal(tmp_path, run_id)
+        j.write(ev.RunStarted(at=1.0, run_id=run_id, sessions=("s1", "s2"), mode="demo"))
+        j.close()
+    runs = list_runs(tmp_path)
+    assert [r.run_id for r in runs] == ["20261102-000000-bbbb", "20261101-000000-aaaa"]
+    assert runs[0].sessions == ("s1", "s2") and not runs[0].ended
+    assert find_run(tmp_path, "latest").name == "20261102-000000-bbbb"
+    assert find_run(tmp_path, "20261101").name == "20261101-000000-aaaa"
+    with pytest.raises(JournalError, match="matches 2 runs"):
+        find_run(tmp_path, "2026110")
+    with pytest.raises(JournalError, match="no run 'zzz'"):
+        find_run(tmp_path, "zzz")
+
+
+def test_the_view_rebuilt_from_a_journal_matches_the_live_one(tmp_path: Path) -> None:
+    live = RunState()
+    j = journal(tmp_path)
+    for event in some_events():
+        live.apply(event)
+        j.write(event)
+    j.close()
+    replayed = RunState().apply_all(read_events(j.events_path).events)
+    assert replayed.sessions["s1"].snapshot() == live.sessions["s1"].snapshot()
+    session = replayed.sessions["s1"]
+    assert session.masks[0].reclaimed == 190
+    assert session.status == "done" and session.masked_total == 2
+    assert session.snapshot().zone == "normal" and session.snapshot().tokens == 560
