@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from mala_tui import __version__
+from mala_tui.commands import loopback_cmd
 from mala_tui.config import ConfigError, LoadedSettings, load_settings, parse_override
 
 EXIT_USAGE = 2
@@ -43,6 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     show.add_argument("--json", action="store_true", help="print as JSON")
     config_commands.add_parser("path", help="the config file mala-tui reads")
+    loopback_cmd.register(commands)
     return parser
 
 
@@ -84,5 +86,7 @@ def _dispatch(
         if args.config_command == "show":
             return config_cmd.show(loaded, sys.stdout, as_json=args.json)
         parser.parse_args(["config", "--help"])
+    if args.command == "loopback":
+        return loopback_cmd.run(args)
     parser.print_help()
     return EXIT_USAGE

@@ -1,0 +1,84 @@
+"""`mala-tui loopback serve`: run the loopback model server in the foreground.
+
+Registering the subcommand needs only the standard library; the server (aiohttp, pydantic)
+is imported when the command runs, so ``mala-tui --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, TextIO
+
+EXIT_USAGE = 2
+DEFAULT_WINDOW = 200_000
+_SCENARIO_DIR = Path(__file__).resolve().parent.parent / "loopback" / "scenarios"
+
+
+def register(commands: Any) -> None:
+    """Add ``loopback serve`` to the top-level subparsers."""
+    loopback = commands.add_parser(
+        "loopback", help="a scripted Anthropic-compatible model server for offline runs"
+    )
+    actions = loopback.add_subparsers(dest="loopback_command", metavar="ACTION")
+    shipped = ", ".join(sorted(path.stem for path in _SCENARIO_DIR.glob("*.toml")))
+    serve = actions.add_parser(
+        "serve",
+        help="serve a scenario until Ctrl-C",
+        description=f"Serve a scenario on 127.0.0.1 until Ctrl-C. Shipped scenarios: {shipped}",
+    )
+    serve.add_argument("--scenario", required=True, metavar="FILE_OR_NAME")
+    serve.add_argument("--port", type=int, default=0, help="0 picks a free port (default)")
+    serve.add_argument("--window", type=int, default=DEFAULT_WINDOW, help="prompt token limit")
+    serve.add_argument("--log", type=Path, metavar="FILE", help="write the request log (JSONL)")
+    serve.add_argument(
+        "--delay",
+        type=float,
+        metavar="SECONDS",
+        help="pause after each message_start (default: the scenario's response_delay_s)",
+    )
+    serve.add_argument(
+        "--workspace",
+        type=Path,
+        metavar="DIR",
+        help="generate the scenario's workspace files in DIR (also used when a request "
+        "does not state its working directory)",
+    )
+    serve.add_argument(
+        "--home",
+        type=Path,
+        metavar="DIR",
+        help="where the printed env puts the CLI's config and temp dirs (default: a temp dir)",
+    )
+
+
+def run(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
+    """Dispatch ``loopback ACTION``; returns the exit status."""
+    if args.loopback_command != "serve":
+        out.write("usage: mala-tui loopback serve --scenario FILE_OR_NAME [--port N]\n")
+        return EXIT_USAGE
+    # Deferred so that registering the subcommand does not import the server.
+    from mala_tui.loopback import ScenarioError, load_scenario  # noqa: PLC0415
+    from mala_tui.loopback.standalone import ServeOptions, serve_forever  # noqa: PLC0415
+
+    try:
+        scenario = load_scenario(args.scenario)
+    except ScenarioError as exc:
+        print(f"mala-tui: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    options = ServeOptions(
+        port=args.port,
+        window=args.window,
+        home=args.home or Path(tempfile.mkdtemp(prefix="mala-tui-loopback-")),
+        log=args.log,
+        delay_s=args.delay,
+        workspace=args.workspace,
+    )
+    try:
+        serve_forever(scenario, options, out)
+    except OSError as exc:
+        print(f"mala-tui: cannot serve on port {args.port}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    return 0

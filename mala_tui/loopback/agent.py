@@ -1,0 +1,199 @@
+"""The scripted agent: decides one reply from one request, as a real model would.
+
+It reads the latest user text to know what is being asked:
+- the CLI's compaction request (``CRITICAL: Respond with TEXT ONLY`` ... ``<summary>``):
+  answer with ``<analysis>``/``<summary>`` listing what it sees done;
+- a continuation prompt (``CONTINUING FROM A PREVIOUS SESSION``): carry on with the steps;
+- a checkpoint request (``<checkpoint>`` and the word checkpoint): answer with a checkpoint,
+  no tool call;
+- a wind-down (``wrap up``): optionally save progress notes, then a short answer;
+- anything else (the task, "Continue ..." resume prompts, tool results): play the first
+  step not visible as done (see progress.py), or give the final answer when none is left.
+Before an Edit (or a retried Write) it re-reads the file unless a good Read of it is
+visible after the last failed attempt: the CLI refuses to change a file it has not read in
+the current session, and a model would read it again too.
+
+Pure: no I/O, no clock; the server records what it played and whether that was a redo.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from mala_tui.loopback import replies
+from mala_tui.loopback.progress import Progress
+from mala_tui.loopback.request_view import RequestView
+from mala_tui.loopback.scenario import PlannedStep, Scenario
+
+ResponseKind = Literal[
+    "tool_use", "checkpoint", "wind_down", "final", "compaction_summary", "error"
+]
+StopReason = Literal["end_turn", "tool_use"]
+
+# A step whose call failed this many times (visible) is given up rather than looped on.
+MAX_ATTEMPTS = 3
+
+_WRAP_UP = re.compile(r"\bwrap[\s-]*up\b", re.IGNORECASE)
+_CHECKPOINT_WORD = re.compile(r"\bcheckpoint\b", re.IGNORECASE)
+_CHECKPOINT_TAG = re.compile(r"</?checkpoint>", re.IGNORECASE)
+
+
+def is_compaction_request(text: str) -> bool:
+    """The CLI's own summarisation request."""
+    head = text.lstrip()[:400].lower()
+    return "critical: respond with text only" in head and "<summary>" in text.lower()
+
+
+def is_continuation(text: str) -> bool:
+    """The first prompt of a fresh session seeded with a checkpoint."""
+    return "continuing from a previous session" in text.lower()
+
+
+def is_checkpoint_request(text: str) -> bool:
+    """mala-tui's checkpoint request: the <checkpoint> form and the word checkpoint."""
+    return "<checkpoint>" in text.lower() and bool(
+        _CHECKPOINT_WORD.search(_CHECKPOINT_TAG.sub(" ", text))
+    )
+
+
+def is_wind_down(text: str) -> bool:
+    """mala-tui's wind-down message."""
+    return bool(_WRAP_UP.search(text))
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One assistant message: its content blocks, why it stops, and the step it plays."""
+
+    kind: ResponseKind
+    content: tuple[Mapping[str, Any], ...]
+    stop_reason: StopReason
+    step: PlannedStep | None = None
+    note: str = ""
+    done_count: int = 0
+
+
+def _text(text: str) -> dict[str, Any]:
+    return {"type": "text", "text": text}
+
+
+def _new_tool_use_id() -> str:
+    return f"toolu_{uuid.uuid4().hex[:24]}"
+
+
+class ScriptedAgent:
+    """Plays one scenario. ``reply`` maps a request to the agent's answer."""
+
+    def __init__(
+        self,
+        scenario: Scenario,
+        *,
+        fallback_workspace: Path | None = None,
+        new_tool_use_id: Callable[[], str] = _new_tool_use_id,
+    ) -> None:
+        self.scenario = scenario
+        self._plan = scenario.plan()
+        self._by_key = {step.key: step for step in self._plan}
+        self._fallback_workspace = fallback_workspace
+        self._new_id = new_tool_use_id
+
+    def workspace_of(self, view: RequestView) -> Path | None:
+        """The workspace the CLI states, else the configured one."""
+        return view.workspace or self._fallback_workspace
+
+    def step_for(self, key: tuple[str, str]) -> PlannedStep | None:
+        return self._by_key.get(key)
+
+    def reply(self, view: RequestView) -> Reply:
+        progress = Progress(self._plan, view)
+        done, remaining = progress.done_steps(), progress.remaining_steps()
+        workspace = self.workspace_of(view)
+        if is_compaction_request(view.final_user_text):
+            text = replies.compaction_summary_text(self.scenario, done, remaining)
+            return Reply("compaction_summary", (_text(text),), "end_turn", done_count=len(done))
+        latest = view.latest_user_text
+        asked = latest.own_text if latest is not None else ""
+        if not is_continuation(asked):
+            if is_checkpoint_request(asked):
+                text = replies.checkpoint_text(
+                    self.scenario, done, remaining, workspace, self.scenario.checkpoint_style
+                )
+                return Reply("checkpoint", (_text(text),), "end_turn", done_count=len(done))
+            if is_wind_down(asked):
+                since = latest.message_index if latest is not None else -1
+                return self._wind_down(progress, since, workspace, done, remaining)
+        return self._next_step(progress, workspace, len(done))
+
+    def _next_step(self, progress: Progress, workspace: Path | None, done_count: int) -> Reply:
+        for step in self._plan:
+            status = progress.status(step)
+            if status.done or len(status.failed_at) >= MAX_ATTEMPTS:
+                continue
+            last_failure = status.failed_at[-1] if status.failed_at else -1
+            needs_read = step.tool == "Edit" or (step.tool == "Write" and status.failed_at)
+            if needs_read and not progress.read_succeeded_after(step.primary, last_failure):
+                read = self._by_key.get(("Read", step.primary)) or PlannedStep(
+                    number=0,
+                    id=f"{step.id}-reread",
+                    label=f"read {step.primary} before changing it",
+                    tool="Read",
+                    primary=step.primary,
+                )
+                note = f"read {step.primary} again before {step.label}"
+                return self._tool_reply("tool_use", read, workspace, done_count, note)
+            return self._tool_reply("tool_use", step, workspace, done_count)
+        return Reply(
+            "final", (_text(self.scenario.final_answer),), "end_turn", done_count=done_count
+        )
+
+    def _wind_down(
+        self,
+        progress: Progress,
+        since: int,
+        workspace: Path | None,
+        done: list[PlannedStep],
+        remaining: list[PlannedStep],
+    ) -> Reply:
+        notes = self.scenario.wind_down_notes
+        if notes is not None:
+            attempts = [c for c in progress.calls_for(("Write", notes)) if c.message_index > since]
+            failures = [c.message_index for c in attempts if c.result_is_error]
+            if not any(c.succeeded for c in attempts) and len(failures) < MAX_ATTEMPTS:
+                last_failure = failures[-1] if failures else since
+                if failures and not progress.read_succeeded_after(notes, last_failure):
+                    read = PlannedStep(0, "wind-down-notes-read", f"read {notes}", "Read", notes)
+                    return self._tool_reply("wind_down", read, workspace, len(done))
+                content = replies.progress_notes_text(self.scenario, done, remaining)
+                write = PlannedStep(
+                    0,
+                    "wind-down-notes",
+                    "save progress notes",
+                    "Write",
+                    notes,
+                    (("content", content),),
+                )
+                return self._tool_reply("wind_down", write, workspace, len(done))
+        text = replies.wind_down_text(done, remaining)
+        return Reply("wind_down", (_text(text),), "end_turn", done_count=len(done))
+
+    def _tool_reply(
+        self,
+        kind: ResponseKind,
+        step: PlannedStep,
+        workspace: Path | None,
+        done_count: int,
+        note: str = "",
+    ) -> Reply:
+        call = {
+            "type": "tool_use",
+            "id": self._new_id(),
+            "name": step.tool,
+            "input": step.tool_input(workspace),
+        }
+        intro = _text(replies.step_intro_text(step, note))
+        return Reply(kind, (intro, call), "tool_use", step=step, note=note, done_count=done_count)

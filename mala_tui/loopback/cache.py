@@ -1,0 +1,107 @@
+"""Prompt caching, simulated the way the Messages API bills it.
+
+The API caches prompt prefixes ending at ``cache_control`` breakpoints. For a request it
+finds the longest prefix it has cached (reads bill as ``cache_read_input_tokens``), writes
+the prefix up to the request's last breakpoint (the new part bills as
+``cache_creation_input_tokens``), and charges everything after the last breakpoint as plain
+``input_tokens``. A prefix is identified by its content, so rewriting an old block (masking
+a tool result) changes every prefix from that block on: a cache miss from there, as for real.
+
+Simplifications, on purpose: the cache is shared by all routes of one server (the API's is
+shared by an organisation), the lookback is not limited to 20 blocks, and entries expire
+after a TTL that every hit refreshes (the API's 5-minute default).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from mala_tui.loopback.tokens import PromptBlock
+
+DEFAULT_TTL_S = 300.0
+# The API does not cache prefixes shorter than this (1,024 tokens for Sonnet models).
+MIN_CACHEABLE_TOKENS = 1024
+
+
+@dataclass(frozen=True)
+class CacheSplit:
+    """How one request's prompt tokens are billed."""
+
+    input_tokens: int
+    cache_creation_input_tokens: int
+    cache_read_input_tokens: int
+
+    @property
+    def prompt_tokens(self) -> int:
+        """The whole prompt: what the context holds before the reply."""
+        return self.input_tokens + self.cache_creation_input_tokens + self.cache_read_input_tokens
+
+
+def prefix_keys(blocks: Sequence[PromptBlock]) -> list[bytes]:
+    """Key of each prefix: entry i identifies blocks[0..i] by content."""
+    keys: list[bytes] = []
+    running = b""
+    for block in blocks:
+        running = hashlib.sha256(running + block.digest).digest()
+        keys.append(running)
+    return keys
+
+
+class PromptCache:
+    """Cached prefixes with their expiry times; ``bill`` reads and updates it per request."""
+
+    def __init__(
+        self, *, ttl_s: float = DEFAULT_TTL_S, min_cacheable_tokens: int = MIN_CACHEABLE_TOKENS
+    ) -> None:
+        self._ttl_s = ttl_s
+        self._min_cacheable_tokens = min_cacheable_tokens
+        self._expiry: dict[bytes, float] = {}
+
+    def __len__(self) -> int:
+        return len(self._expiry)
+
+    def bill(self, blocks: Sequence[PromptBlock], now: float) -> CacheSplit:
+        """Split a request's prompt into cache read / cache write / input, and cache it."""
+        self._expire(now)
+        total = sum(block.tokens for block in blocks)
+        breakpoints = [index for index, block in enumerate(blocks) if block.breakpoint]
+        if not breakpoints:
+            return CacheSplit(
+                input_tokens=total, cache_creation_input_tokens=0, cache_read_input_tokens=0
+            )
+        keys = prefix_keys(blocks)
+        cumulative: list[int] = []
+        running = 0
+        for block in blocks:
+            running += block.tokens
+            cumulative.append(running)
+        last_breakpoint = breakpoints[-1]
+
+        hit = -1
+        for index in range(last_breakpoint, -1, -1):
+            if keys[index] in self._expiry:
+                hit = index
+                break
+        read = cumulative[hit] if hit >= 0 else 0
+        if hit >= 0:
+            self._expiry[keys[hit]] = now + self._ttl_s
+
+        written_to = hit
+        for index in breakpoints:
+            if index <= hit or cumulative[index] < self._min_cacheable_tokens:
+                continue
+            self._expiry[keys[index]] = now + self._ttl_s
+            written_to = index
+        created = cumulative[written_to] - read if written_to > hit else 0
+        return CacheSplit(
+            input_tokens=total - read - created,
+            cache_creation_input_tokens=created,
+            cache_read_input_tokens=read,
+        )
+
+    def _expire(self, now: float) -> None:
+        stale = [key for key, expiry in self._expiry.items() if expiry <= now]
+        for key in stale:
+            del self._expiry[key]

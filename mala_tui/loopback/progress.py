@@ -1,0 +1,149 @@
+"""Which steps of a scenario are visible as done in one request: the scripted agent's memory.
+
+A step is done when the request shows it done, and only then:
+- its tool call is in the conversation (same tool, same primary argument, paths compared
+  relative to the workspace) with a result that is not an error, intact or masked; or
+- a line of user text (a checkpoint, a continuation or compaction summary, a harness-written
+  checkpoint) names the step's tool and its primary argument, e.g. ``- Read src/mod_07.py``
+  or ``Bash: pytest -q``. Lines under a heading such as "Remaining Tasks", "Pending" or
+  "Next Step" are plans, not records, and do not count; or
+- for an Edit, the latest visible Read of its file already shows the new text and not the
+  old one (the edit happened, even if the call that made it is gone).
+Work it cannot see as done, the agent does again.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from mala_tui.loopback.request_view import RequestView, ToolCall
+from mala_tui.loopback.scenario import TOOL_NAMES, PlannedStep
+
+_HEADING = re.compile(
+    r"^\s*(?:#{1,6}\s+(?P<markdown>.+?)|(?:\d+\.\s*)?(?P<label>[A-Za-z][\w /&-]{2,60}):)\s*$"
+)
+_PLAN_HEADING = re.compile(
+    r"remaining|pending|to ?do|next|not (?:yet )?done|outstanding|planned", re.IGNORECASE
+)
+_TOOL_WORD = {name: re.compile(rf"\b{name}\b", re.IGNORECASE) for name in TOOL_NAMES}
+_ANY_TOOL = re.compile(r"\b(?:" + "|".join(TOOL_NAMES) + r")\b", re.IGNORECASE)
+_BEFORE_OK = frozenset(" \t`'\"(:[,=<>*")
+
+
+def record_lines(texts: Iterable[str]) -> list[str]:
+    """Lines that may record done work: those naming a tool, outside plan sections."""
+    lines: list[str] = []
+    for text in texts:
+        in_plan = False
+        for line in text.splitlines():
+            heading = _HEADING.match(line)
+            if heading:
+                title = heading.group("markdown") or heading.group("label") or ""
+                in_plan = bool(_PLAN_HEADING.search(title))
+                continue
+            if not in_plan and _ANY_TOOL.search(line):
+                lines.append(line)
+    return lines
+
+
+def _mentions(line: str, argument: str, workspace: Path | None) -> bool:
+    """``argument`` occurs in ``line`` as a whole token (not inside a longer path or word)."""
+    absolute_prefix = f"{workspace}/" if workspace is not None else None
+    start = line.find(argument)
+    while start >= 0:
+        end = start + len(argument)
+        before = line[start - 1] if start > 0 else " "
+        before_ok = before in _BEFORE_OK or (
+            before == "/" and absolute_prefix is not None and line[:start].endswith(absolute_prefix)
+        )
+        after = line[end : end + 2]
+        after_ok = not after or not (
+            after[0].isalnum() or after[0] in "_/-" or (after[0] == "." and after[1:].isalnum())
+        )
+        if before_ok and after_ok:
+            return True
+        start = line.find(argument, start + 1)
+    return False
+
+
+def line_records_step(line: str, step: PlannedStep, workspace: Path | None) -> bool:
+    """Whether one line of text lists this step as done (tool name and primary argument)."""
+    return bool(_TOOL_WORD[step.tool].search(line)) and _mentions(line, step.primary, workspace)
+
+
+@dataclass(frozen=True)
+class StepStatus:
+    """What the request shows about one step."""
+
+    step: PlannedStep
+    done_by_call: bool
+    done_by_text: bool
+    done_by_content: bool
+    failed_at: tuple[int, ...]
+    """Message indexes of visible attempts whose result was an error."""
+
+    @property
+    def done(self) -> bool:
+        return self.done_by_call or self.done_by_text or self.done_by_content
+
+
+class Progress:
+    """The scenario's steps as one request shows them."""
+
+    def __init__(self, plan: Sequence[PlannedStep], view: RequestView) -> None:
+        self._plan = tuple(plan)
+        self._view = view
+        self._calls: dict[tuple[str, str], list[ToolCall]] = {}
+        for call in view.calls:
+            self._calls.setdefault(self.call_key(call), []).append(call)
+        self._lines = record_lines(entry.text for entry in view.user_texts)
+        self._statuses = {step.key: self._status(step) for step in self._plan}
+
+    def call_key(self, call: ToolCall) -> tuple[str, str]:
+        """The (tool, primary argument) a call is recognised by."""
+        return (call.name, self._view.primary_argument(call))
+
+    def calls_for(self, key: tuple[str, str]) -> list[ToolCall]:
+        return list(self._calls.get(key, ()))
+
+    def status(self, step: PlannedStep) -> StepStatus:
+        return self._statuses.get(step.key) or self._status(step)
+
+    def done_steps(self) -> list[PlannedStep]:
+        return [step for step in self._plan if self._statuses[step.key].done]
+
+    def remaining_steps(self) -> list[PlannedStep]:
+        return [step for step in self._plan if not self._statuses[step.key].done]
+
+    def read_succeeded_after(self, path: str, message_index: int) -> bool:
+        """A Read of ``path`` with a good result appears after ``message_index``."""
+        return any(
+            call.succeeded and call.message_index > message_index
+            for call in self._calls.get(("Read", path), ())
+        )
+
+    def _status(self, step: PlannedStep) -> StepStatus:
+        calls = self._calls.get(step.key, [])
+        workspace = self._view.workspace
+        return StepStatus(
+            step=step,
+            done_by_call=any(call.succeeded for call in calls),
+            done_by_text=any(line_records_step(line, step, workspace) for line in self._lines),
+            done_by_content=step.tool == "Edit" and self._edit_visible_in_file(step),
+            failed_at=tuple(call.message_index for call in calls if call.result_is_error),
+        )
+
+    def _edit_visible_in_file(self, step: PlannedStep) -> bool:
+        reads = [
+            call
+            for call in self._calls.get(("Read", step.primary), [])
+            if call.succeeded and not call.result_masked
+        ]
+        if not reads:
+            return False
+        shown = reads[-1].result_text or ""
+        old, new = str(step.param("old")), str(step.param("new"))
+        return new in shown and old not in shown

@@ -1,0 +1,111 @@
+"""The texts a scripted agent writes: checkpoints, compaction summaries, wind-down notes.
+
+All of them are built only from what the request shows (the Progress of one request), and
+they list done steps one a line in the form the done rule recognises (``- Read src/a.py``,
+``- Bash: pytest -q``), so a fresh session seeded with them skips exactly that work. Plans
+go under headings the rule ignores ("Remaining Tasks", "Pending Tasks", "Next Step").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from mala_tui.loopback.scenario import CheckpointStyle, PlannedStep, Scenario
+
+CHECKPOINT_SECTIONS = (
+    "## Goal",
+    "## Completed Work",
+    "## Remaining Tasks",
+    "## Do Not Redo",
+    "## Key Decisions",
+)
+
+
+def _done_list(done: Sequence[PlannedStep]) -> str:
+    if not done:
+        return "- Nothing yet."
+    return "\n".join(f"- {step.done_line}" for step in done)
+
+
+def _todo_list(remaining: Sequence[PlannedStep]) -> str:
+    if not remaining:
+        return "1. Nothing: give the final answer."
+    return "\n".join(
+        f"{number}. {step.label} (step {step.id})" for number, step in enumerate(remaining, 1)
+    )
+
+
+def checkpoint_text(
+    scenario: Scenario,
+    done: Sequence[PlannedStep],
+    remaining: Sequence[PlannedStep],
+    workspace: Path | None,
+    style: CheckpointStyle,
+) -> str:
+    """The answer to a checkpoint request, in the requested (mis)behaviour style."""
+    total = len(done) + len(remaining)
+    body = "\n\n".join(
+        (
+            f"## Goal\n{scenario.goal or scenario.task}",
+            f"## Completed Work\n{_done_list(done)}",
+            f"## Remaining Tasks\n{_todo_list(remaining)}",
+            f"## Do Not Redo\n{_done_list(done)}",
+            "## Key Decisions\n"
+            f"- Working directory: {workspace or 'unknown'}\n"
+            f"- Steps are done strictly in order; {len(done)} of {total} are complete.",
+        )
+    )
+    if style == "untagged":
+        return body
+    tagged = f"<checkpoint>\n{body}\n</checkpoint>"
+    if style == "code_fence":
+        return f"```xml\n{tagged}\n```"
+    return tagged
+
+
+def compaction_summary_text(
+    scenario: Scenario, done: Sequence[PlannedStep], remaining: Sequence[PlannedStep]
+) -> str:
+    """The answer to the CLI's own compaction request: <analysis> then <summary>."""
+    current = f"- {done[-1].done_line}" if done else "- Nothing yet."
+    following = f"{remaining[0].label} (step {remaining[0].id})" if remaining else "final answer"
+    return (
+        "<analysis>\n"
+        f"The task has {len(done) + len(remaining)} steps; {len(done)} are visible as done "
+        "in this conversation.\n"
+        "</analysis>\n\n"
+        "<summary>\n"
+        f"1. Primary Request and Intent:\n{scenario.task}\n\n"
+        f"2. Completed Work:\n{_done_list(done)}\n\n"
+        f"3. Pending Tasks:\n{_todo_list(remaining)}\n\n"
+        f"4. Current Work:\n{current}\n\n"
+        f"5. Optional Next Step:\n{following}\n"
+        "</summary>"
+    )
+
+
+def wind_down_text(done: Sequence[PlannedStep], remaining: Sequence[PlannedStep]) -> str:
+    """The short answer to a wind-down message."""
+    if not remaining:
+        return "Wrapping up: every step is done; nothing is left in progress."
+    return (
+        f"Wrapping up: {len(done)} of {len(done) + len(remaining)} steps are done. "
+        f"Stopping before {remaining[0].label}."
+    )
+
+
+def progress_notes_text(
+    scenario: Scenario, done: Sequence[PlannedStep], remaining: Sequence[PlannedStep]
+) -> str:
+    """The progress-notes file written on wind-down, when the scenario asks for one."""
+    return (
+        f"# Progress notes: {scenario.name}\n\n"
+        f"## Done\n{_done_list(done)}\n\n"
+        f"## Remaining Tasks\n{_todo_list(remaining)}\n"
+    )
+
+
+def step_intro_text(step: PlannedStep, note: str = "") -> str:
+    """The one-line text the agent says before a tool call."""
+    return f"Next: {note or step.label}."

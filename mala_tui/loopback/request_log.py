@@ -1,0 +1,116 @@
+"""The server's request log: one frozen record per ``/v1/messages`` call, and its totals.
+
+Tests and benchmarks read it: what each request held (tokens and their cache split, masked
+placeholders), what the scripted agent played (step, whether it was a redo), and what went
+wrong on purpose (faults) or for real (too long). It can be written as JSONL.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+# Relative cost of each kind of token, input = 1, as the API prices them.
+CACHE_READ_COST = 0.1
+CACHE_WRITE_COST = 1.25
+OUTPUT_COST = 5.0
+
+
+@dataclass(frozen=True)
+class RequestRecord:
+    """One ``/v1/messages`` request and what the server did with it."""
+
+    index: int
+    """1-based over the whole server."""
+    route_request: int
+    """1-based over the route (what ``at_request`` faults count)."""
+    time: float
+    """Unix time the request arrived."""
+    route: str
+    scenario: str
+    session_id: str | None
+    stream: bool
+    message_count: int
+    prompt_tokens: int
+    input_tokens: int
+    cache_creation_input_tokens: int
+    cache_read_input_tokens: int
+    output_tokens: int
+    masked_placeholders: int
+    step_id: str | None
+    step_label: str | None
+    redone: bool
+    response_kind: str
+    """tool_use, checkpoint, wind_down, final, compaction_summary or error."""
+    status: int
+    """HTTP status sent (200 for every answer that streamed, even one later cut off)."""
+    fault: str | None
+    error: str | None
+    window: int
+    done_steps: int
+    """Scenario steps the agent saw as done in this request."""
+    body: Mapping[str, Any] | None = None
+    """The request body, kept only when the server was asked to keep bodies."""
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class LogSummary:
+    """Totals over a run's records."""
+
+    requests: int
+    errors: int
+    redone_steps: int
+    prompt_tokens: int
+    input_tokens: int
+    cache_creation_input_tokens: int
+    cache_read_input_tokens: int
+    output_tokens: int
+    cost_units: float
+    """Cost in input-token units: cache reads 0.1x, cache writes 1.25x, output 5x."""
+    peak_prompt_tokens: int
+
+
+def cost_units(record: RequestRecord) -> float:
+    return (
+        record.input_tokens
+        + CACHE_READ_COST * record.cache_read_input_tokens
+        + CACHE_WRITE_COST * record.cache_creation_input_tokens
+        + OUTPUT_COST * record.output_tokens
+    )
+
+
+def summarize(records: Iterable[RequestRecord]) -> LogSummary:
+    """Sum a run's records (errors answered before any token was billed count as requests)."""
+    items = list(records)
+    return LogSummary(
+        requests=len(items),
+        errors=sum(1 for r in items if r.response_kind == "error"),
+        redone_steps=sum(1 for r in items if r.redone),
+        prompt_tokens=sum(r.prompt_tokens for r in items if r.status == 200),
+        input_tokens=sum(r.input_tokens for r in items),
+        cache_creation_input_tokens=sum(r.cache_creation_input_tokens for r in items),
+        cache_read_input_tokens=sum(r.cache_read_input_tokens for r in items),
+        output_tokens=sum(r.output_tokens for r in items),
+        cost_units=round(sum(cost_units(r) for r in items), 2),
+        peak_prompt_tokens=max((r.prompt_tokens for r in items if r.status == 200), default=0),
+    )
+
+
+def write_jsonl(records: Iterable[RequestRecord], path: Path) -> None:
+    """One record a line, in request order."""
+    with path.open("w", encoding="utf-8") as out:
+        for record in records:
+            out.write(json.dumps(record.to_json()) + "\n")
+
+
+def read_jsonl(path: Path) -> list[RequestRecord]:
+    """Records written by ``write_jsonl``."""
+    with path.open(encoding="utf-8") as source:
+        return [RequestRecord(**json.loads(line)) for line in source if line.strip()]

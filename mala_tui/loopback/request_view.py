@@ -1,0 +1,208 @@
+"""What a scripted agent can see in one Messages API request, pulled out of the raw body.
+
+Everything the agent decides comes from here, as a real model decides only from its
+prompt: the tool calls in the conversation with their results (intact, masked or failed),
+the user texts (the task, checkpoints, continuation and compaction prompts), and the
+working directory the CLI states in its environment block.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from mala_tui.loopback.tokens import tool_result_text
+
+MASKED_PLACEHOLDER = re.compile(r"^\[(\w+) result masked -- (.*)\]$", re.MULTILINE)
+_SYSTEM_REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
+# The CLI states its cwd in an environment block, in the first user message in current
+# versions ("Primary working directory: /x") and in the system prompt in older ones.
+_WORKING_DIRECTORY = re.compile(r"(?:Primary working directory|Working directory):\s*(/[^\n<]*)")
+_FILE_TOOLS = frozenset({"Read", "Write", "Edit", "NotebookEdit"})
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A tool_use in an assistant message, with its result if the request carries one."""
+
+    message_index: int
+    id: str
+    name: str
+    input: Mapping[str, Any]
+    result_text: str | None
+    result_is_error: bool
+    result_masked: bool
+
+    @property
+    def succeeded(self) -> bool:
+        """Its result is present and not an error (a masked result counts as present)."""
+        return self.result_text is not None and not self.result_is_error
+
+
+@dataclass(frozen=True)
+class UserText:
+    """The text blocks of one user message (tool results excluded)."""
+
+    message_index: int
+    text: str
+    """Everything, system reminders included."""
+    own_text: str
+    """With ``<system-reminder>`` blocks removed: what a person or harness typed."""
+
+
+@dataclass(frozen=True)
+class RequestView:
+    """One request as the scripted agent reads it."""
+
+    model: str
+    stream: bool
+    message_count: int
+    workspace: Path | None
+    calls: tuple[ToolCall, ...]
+    user_texts: tuple[UserText, ...]
+    last_message_role: str
+    masked_placeholders: int
+    session_id: str | None
+
+    @property
+    def latest_user_text(self) -> UserText | None:
+        """The most recent user message that has text of its own (not only tool results)."""
+        for entry in reversed(self.user_texts):
+            if entry.own_text.strip():
+                return entry
+        return None
+
+    @property
+    def final_user_text(self) -> str:
+        """The own text of the request's last message, if that is a user message."""
+        if self.last_message_role != "user" or not self.user_texts:
+            return ""
+        last = self.user_texts[-1]
+        return last.own_text if last.message_index == self.message_count - 1 else ""
+
+    def relative_path(self, value: str) -> str:
+        """A tool's path argument relative to the workspace, in posix form."""
+        path = PurePosixPath(value)
+        if path.is_absolute() and self.workspace is not None:
+            try:
+                return str(path.relative_to(PurePosixPath(str(self.workspace))))
+            except ValueError:
+                return str(path)
+        return str(PurePosixPath(*[part for part in path.parts if part != "."]))
+
+    def primary_argument(self, call: ToolCall) -> str:
+        """The argument that identifies a call: path, command or pattern."""
+        if call.name in _FILE_TOOLS:
+            return self.relative_path(str(call.input.get("file_path", "")))
+        if call.name == "Bash":
+            return str(call.input.get("command", ""))
+        return str(call.input.get("pattern", ""))
+
+
+def _session_id(body: Mapping[str, Any], headers: Mapping[str, str]) -> str | None:
+    for name, value in headers.items():
+        if name.lower() == "x-claude-code-session-id" and value:
+            return value
+    # Also carried in metadata.user_id, a JSON string: {"session_id": ...}.
+    metadata = body.get("metadata")
+    user_id = metadata.get("user_id") if isinstance(metadata, Mapping) else None
+    if isinstance(user_id, str):
+        try:
+            decoded = json.loads(user_id)
+        except json.JSONDecodeError:
+            return None
+        if isinstance(decoded, Mapping) and isinstance(decoded.get("session_id"), str):
+            return str(decoded["session_id"])
+    return None
+
+
+def _find_workspace(body: Mapping[str, Any]) -> Path | None:
+    texts: list[str] = []
+    system = body.get("system")
+    if isinstance(system, str):
+        texts.append(system)
+    elif isinstance(system, list):
+        texts.extend(str(block.get("text", "")) for block in system if isinstance(block, Mapping))
+    for message in body.get("messages") or []:
+        content = message.get("content") if isinstance(message, Mapping) else None
+        if isinstance(content, str):
+            texts.append(content)
+        elif isinstance(content, list):
+            texts.extend(
+                str(block.get("text", ""))
+                for block in content
+                if isinstance(block, Mapping) and block.get("type") == "text"
+            )
+        if len(texts) > 64:
+            break
+    for text in texts:
+        match = _WORKING_DIRECTORY.search(text)
+        if match:
+            return Path(match.group(1).strip())
+    return None
+
+
+def parse_request(body: Mapping[str, Any], headers: Mapping[str, str] | None = None) -> RequestView:
+    """Read a request body (and its headers, for the session id) into a RequestView."""
+    messages = [m for m in body.get("messages") or [] if isinstance(m, Mapping)]
+    results: dict[str, tuple[str, bool, bool]] = {}
+    user_texts: list[UserText] = []
+    masked = 0
+    pending: list[tuple[int, Mapping[str, Any]]] = []
+    for index, message in enumerate(messages):
+        content = message.get("content")
+        blocks: list[Mapping[str, Any]] = (
+            [{"type": "text", "text": content}]
+            if isinstance(content, str)
+            else [b for b in content or [] if isinstance(b, Mapping)]
+        )
+        if message.get("role") == "assistant":
+            pending.extend((index, b) for b in blocks if b.get("type") == "tool_use")
+            continue
+        texts: list[str] = []
+        for block in blocks:
+            if block.get("type") == "tool_result":
+                text = tool_result_text(block.get("content"))
+                found = len(MASKED_PLACEHOLDER.findall(text))
+                masked += found
+                results[str(block.get("tool_use_id"))] = (
+                    text,
+                    bool(block.get("is_error")),
+                    found > 0,
+                )
+            elif block.get("type") == "text":
+                texts.append(str(block.get("text", "")))
+        if texts:
+            joined = "\n".join(texts)
+            user_texts.append(UserText(index, joined, _SYSTEM_REMINDER.sub("", joined)))
+    calls = []
+    for index, block in pending:
+        call_id = str(block.get("id", ""))
+        result = results.get(call_id)
+        raw_input = block.get("input")
+        calls.append(
+            ToolCall(
+                message_index=index,
+                id=call_id,
+                name=str(block.get("name", "")),
+                input=raw_input if isinstance(raw_input, Mapping) else {},
+                result_text=result[0] if result else None,
+                result_is_error=result[1] if result else False,
+                result_masked=result[2] if result else False,
+            )
+        )
+    return RequestView(
+        model=str(body.get("model", "")),
+        stream=bool(body.get("stream", False)),
+        message_count=len(messages),
+        workspace=_find_workspace(body),
+        calls=tuple(calls),
+        user_texts=tuple(user_texts),
+        last_message_role=str(messages[-1].get("role", "")) if messages else "",
+        masked_placeholders=masked,
+        session_id=_session_id(body, headers or {}),
+    )

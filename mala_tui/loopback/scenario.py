@@ -1,0 +1,459 @@
+"""Scenario files: the task a scripted agent plays, validated strictly.
+
+A scenario (TOML or JSON) names a task, a workspace to generate (files of given sizes), the
+ordered tool steps (Read, Bash, Grep, Glob, Edit, Write with real arguments, run for real by
+the CLI), a final answer, pacing, misbehaviour switches and faults. A step or workspace
+entry with ``count = N`` is a generator: it expands to N entries, with ``{i}`` in its string
+fields replaced by ``start``, ``start + 1``, ... (format specs work: ``mod_{i:03d}.py``).
+
+Every step must differ from the others by tool and primary argument (the file path, the
+command, or the pattern): that pair is how the agent recognises a step as done, in tool
+calls and in one-line mentions such as ``- Read src/mod_07.py`` or ``Bash: pytest -q``.
+"""
+
+from __future__ import annotations
+
+import json
+import string
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Annotated, Any, Literal, Self
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from mala_tui.loopback.content import ContentKind, generate_content
+from mala_tui.loopback.faults import FaultSpec
+
+ToolName = Literal["Read", "Bash", "Grep", "Glob", "Edit", "Write"]
+CheckpointStyle = Literal["tagged", "untagged", "code_fence"]
+TOOL_NAMES: tuple[ToolName, ...] = ("Read", "Bash", "Grep", "Glob", "Edit", "Write")
+SCENARIO_SUFFIXES = (".toml", ".json")
+SHIPPED_DIR = Path(__file__).resolve().parent / "scenarios"
+
+
+class ScenarioError(ValueError):
+    """A scenario that cannot be used; the message names the file and the field."""
+
+
+def _expand(template: str, number: int) -> str:
+    return template.format(i=number)
+
+
+def _check_template(value: str) -> str:
+    """A string field may use ``{i}`` (with a format spec) and nothing else in braces."""
+    for _, field_name, _, _ in string.Formatter().parse(value):
+        if field_name is not None and field_name != "i":
+            raise ValueError(f"template {value!r} uses {{{field_name}}}; only {{i}} is available")
+    try:
+        _expand(value, 1)
+    except (ValueError, IndexError) as exc:
+        raise ValueError(f"template {value!r} does not format: {exc}") from exc
+    return value
+
+
+def _check_relative_path(value: str) -> str:
+    path = PurePosixPath(value)
+    if not value or path.is_absolute() or ".." in path.parts:
+        raise ValueError(f"{value!r} must be a relative path inside the workspace")
+    return _check_template(value)
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class _StepSpec(_Strict):
+    id: str | None = None
+    """Step id for logs and faults; defaults to ``s`` + the step's position (``s007``)."""
+    label: str | None = None
+    """Human label; defaults to a verb and the primary argument (``read src/app.py``)."""
+    count: int = Field(default=1, ge=1, le=10_000)
+    """Generator: repeat this step ``count`` times with ``{i}`` = start, start+1, ..."""
+    start: int = 1
+
+    @field_validator("id", "label")
+    @classmethod
+    def check_optional_template(cls, value: str | None) -> str | None:
+        return None if value is None else _check_template(value)
+
+
+class ReadStep(_StepSpec):
+    tool: Literal["Read"]
+    path: str
+
+    @field_validator("path")
+    @classmethod
+    def check_path(cls, value: str) -> str:
+        return _check_relative_path(value)
+
+
+class BashStep(_StepSpec):
+    tool: Literal["Bash"]
+    command: str
+    description: str | None = None
+
+    @field_validator("command")
+    @classmethod
+    def check_command(cls, value: str) -> str:
+        if not value.strip() or "\n" in value:
+            raise ValueError(
+                "a command must be one non-empty line (done steps are listed one a line)"
+            )
+        return _check_template(value)
+
+
+class GrepStep(_StepSpec):
+    tool: Literal["Grep"]
+    pattern: str
+    path: str | None = None
+    glob: str | None = None
+    output_mode: Literal["content", "files_with_matches", "count"] | None = None
+
+    @field_validator("pattern", "glob")
+    @classmethod
+    def check_pattern(cls, value: str | None) -> str | None:
+        return None if value is None else _check_template(value)
+
+    @field_validator("path")
+    @classmethod
+    def check_path(cls, value: str | None) -> str | None:
+        return None if value is None else _check_relative_path(value)
+
+
+class GlobStep(_StepSpec):
+    tool: Literal["Glob"]
+    pattern: str
+    path: str | None = None
+
+    @field_validator("pattern")
+    @classmethod
+    def check_pattern(cls, value: str) -> str:
+        return _check_template(value)
+
+    @field_validator("path")
+    @classmethod
+    def check_path(cls, value: str | None) -> str | None:
+        return None if value is None else _check_relative_path(value)
+
+
+class EditStep(_StepSpec):
+    tool: Literal["Edit"]
+    path: str
+    old: str
+    new: str
+
+    @field_validator("path")
+    @classmethod
+    def check_path(cls, value: str) -> str:
+        return _check_relative_path(value)
+
+    @field_validator("old", "new")
+    @classmethod
+    def check_strings(cls, value: str) -> str:
+        return _check_template(value)
+
+
+class WriteStep(_StepSpec):
+    tool: Literal["Write"]
+    path: str
+    content: str | None = None
+    """Literal content; or give ``size`` for generated content of that many bytes."""
+    size: int | None = Field(default=None, ge=1, le=5_000_000)
+    kind: ContentKind = "text"
+
+    @field_validator("path")
+    @classmethod
+    def check_path(cls, value: str) -> str:
+        return _check_relative_path(value)
+
+    @model_validator(mode="after")
+    def check_content_or_size(self) -> Self:
+        if (self.content is None) == (self.size is None):
+            raise ValueError("give exactly one of content or size")
+        return self
+
+
+StepSpec = Annotated[
+    ReadStep | BashStep | GrepStep | GlobStep | EditStep | WriteStep, Field(discriminator="tool")
+]
+
+
+class WorkspaceFile(_Strict):
+    """A file to generate in the workspace (or ``count`` files from a template)."""
+
+    path: str
+    size: int | None = Field(default=None, ge=0, le=5_000_000)
+    """Bytes of generated content; or give ``content``."""
+    content: str | None = None
+    kind: ContentKind = "text"
+    count: int = Field(default=1, ge=1, le=10_000)
+    start: int = 1
+
+    @field_validator("path")
+    @classmethod
+    def check_path(cls, value: str) -> str:
+        return _check_relative_path(value)
+
+    @model_validator(mode="after")
+    def check_content_or_size(self) -> Self:
+        if (self.content is None) == (self.size is None):
+            raise ValueError("give exactly one of content or size")
+        return self
+
+
+class WorkspaceSpec(_Strict):
+    files: list[WorkspaceFile] = Field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class PlannedStep:
+    """One concrete step of a scenario after generators are expanded.
+
+    ``primary`` is the argument that identifies the step: the workspace-relative path for
+    Read/Write/Edit, the command for Bash, the pattern for Grep/Glob.
+    """
+
+    number: int
+    id: str
+    label: str
+    tool: ToolName
+    primary: str
+    params: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """What makes this step this step: tool and primary argument."""
+        return (self.tool, self.primary)
+
+    @property
+    def done_line(self) -> str:
+        """How the agent lists the step as done: ``Read src/a.py`` or ``Bash: pytest -q``."""
+        if self.tool == "Bash":
+            return f"Bash: {self.primary}"
+        return f"{self.tool} {self.primary}"
+
+    def param(self, name: str) -> Any:
+        return dict(self.params).get(name)
+
+    def tool_input(self, workspace: Path | None) -> dict[str, Any]:
+        """The tool_use input the agent sends; paths are absolute when the workspace is known."""
+
+        def where(relative: str) -> str:
+            return str(workspace / relative) if workspace is not None else relative
+
+        params = dict(self.params)
+        if self.tool == "Read":
+            return {"file_path": where(self.primary)}
+        if self.tool == "Write":
+            return {"file_path": where(self.primary), "content": params["content"]}
+        if self.tool == "Edit":
+            return {
+                "file_path": where(self.primary),
+                "old_string": params["old"],
+                "new_string": params["new"],
+            }
+        if self.tool == "Bash":
+            return {"command": self.primary, "description": params.get("description") or self.label}
+        result: dict[str, Any] = {"pattern": self.primary}
+        if params.get("path") is not None:
+            result["path"] = where(params["path"])
+        elif workspace is not None:
+            result["path"] = str(workspace)
+        for name in ("glob", "output_mode"):
+            if params.get(name) is not None:
+                result[name] = params[name]
+        return result
+
+
+def _default_label(tool: ToolName, primary: str) -> str:
+    verb = {
+        "Read": "read",
+        "Write": "write",
+        "Edit": "edit",
+        "Bash": "run",
+        "Grep": "search for",
+        "Glob": "list",
+    }[tool]
+    return f"{verb} {primary}"
+
+
+def _expand_step(spec: StepSpec, number: int, i: int) -> PlannedStep:
+    def fmt(value: str | None) -> str | None:
+        return None if value is None else _expand(value, i)
+
+    params: dict[str, Any]
+    if isinstance(spec, ReadStep):
+        primary, params = _expand(spec.path, i), {}
+    elif isinstance(spec, BashStep):
+        primary, params = _expand(spec.command, i), {"description": fmt(spec.description)}
+    elif isinstance(spec, GrepStep):
+        primary = _expand(spec.pattern, i)
+        params = {"path": fmt(spec.path), "glob": fmt(spec.glob), "output_mode": spec.output_mode}
+    elif isinstance(spec, GlobStep):
+        primary, params = _expand(spec.pattern, i), {"path": fmt(spec.path)}
+    elif isinstance(spec, EditStep):
+        primary, params = (
+            _expand(spec.path, i),
+            {"old": _expand(spec.old, i), "new": _expand(spec.new, i)},
+        )
+    else:
+        primary = _expand(spec.path, i)
+        content = (
+            _expand(spec.content, i)
+            if spec.content is not None
+            else generate_content(primary, spec.size or 0, spec.kind)
+        )
+        params = {"content": content}
+    return PlannedStep(
+        number=number,
+        id=fmt(spec.id) or f"s{number:03d}",
+        label=fmt(spec.label) or _default_label(spec.tool, primary),
+        tool=spec.tool,
+        primary=primary,
+        params=tuple((key, value) for key, value in params.items() if value is not None),
+    )
+
+
+class Scenario(_Strict):
+    """A scripted agent's task. Build with ``load_scenario`` or ``Scenario.model_validate``."""
+
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$")
+    """Route-safe name; a server serves the scenario under ``/agents/<name>``."""
+    description: str = ""
+    task: str
+    """The first prompt to send the agent."""
+    goal: str | None = None
+    """One or two sentences for the checkpoint's Goal section; defaults to ``task``."""
+    final_answer: str
+    response_delay_s: float = Field(default=0.0, ge=0, le=60)
+    """Pause after each message_start, so people watching see the gauges move."""
+    checkpoint_style: CheckpointStyle = "tagged"
+    """Misbehaviour switch: ``untagged`` drops the tags, ``code_fence`` wraps them in ```xml."""
+    wind_down_notes: str | None = None
+    """If set, the agent writes its progress to this workspace file when asked to wrap up."""
+    workspace: WorkspaceSpec = Field(default_factory=WorkspaceSpec)
+    steps: list[StepSpec] = Field(min_length=1)
+    faults: list[FaultSpec] = Field(default_factory=list)
+
+    _plan: tuple[PlannedStep, ...] = PrivateAttr(default=())
+
+    @field_validator("wind_down_notes")
+    @classmethod
+    def check_notes_path(cls, value: str | None) -> str | None:
+        return None if value is None else _check_relative_path(value)
+
+    @model_validator(mode="after")
+    def expand_and_cross_check(self) -> Self:
+        plan: list[PlannedStep] = []
+        ids: dict[str, int] = {}
+        keys: dict[tuple[str, str], int] = {}
+        for index, spec in enumerate(self.steps):
+            for i in range(spec.start, spec.start + spec.count):
+                step = _expand_step(spec, len(plan) + 1, i)
+                where = f"steps.{index}"
+                if step.id in ids:
+                    raise ValueError(f"{where}.id: step id {step.id!r} is used twice")
+                if step.key in keys:
+                    raise ValueError(
+                        f"{where}: {step.done_line!r} repeats step {keys[step.key]}; "
+                        "steps must differ by tool and primary argument"
+                    )
+                ids[step.id] = step.number
+                keys[step.key] = step.number
+                plan.append(step)
+        for index, fault in enumerate(self.faults):
+            if fault.at_step is not None and fault.at_step not in ids:
+                raise ValueError(f"faults.{index}.at_step: no step has id {fault.at_step!r}")
+        self._plan = tuple(plan)
+        return self
+
+    def plan(self) -> tuple[PlannedStep, ...]:
+        """The concrete steps in order, generators expanded."""
+        return self._plan
+
+    @property
+    def tools(self) -> list[str]:
+        """Tool names the CLI must offer (pass as ``tools=``/``allowed_tools=``)."""
+        used = {step.tool for step in self._plan}
+        if self.wind_down_notes is not None:
+            used |= {"Write", "Read"}
+        if "Edit" in used:
+            used.add("Read")
+        return [name for name in TOOL_NAMES if name in used]
+
+    def workspace_files(self) -> list[tuple[str, str]]:
+        """Each workspace file as (relative path, content), generators expanded."""
+        files: list[tuple[str, str]] = []
+        for entry in self.workspace.files:
+            for i in range(entry.start, entry.start + entry.count):
+                path = _expand(entry.path, i)
+                if entry.content is not None:
+                    files.append((path, _expand(entry.content, i)))
+                else:
+                    files.append((path, generate_content(path, entry.size or 0, entry.kind)))
+        return files
+
+
+def shipped_scenarios() -> dict[str, Path]:
+    """Scenarios that ship with mala-tui, by name (the file's stem)."""
+    return {
+        path.stem: path
+        for path in sorted(SHIPPED_DIR.iterdir())
+        if path.suffix in SCENARIO_SUFFIXES and path.is_file()
+    }
+
+
+def _read_mapping(path: Path) -> Mapping[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ScenarioError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    try:
+        data: Any = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
+    except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
+        raise ScenarioError(f"{path}: not valid {path.suffix[1:].upper()}: {exc}") from exc
+    if not isinstance(data, Mapping):
+        raise ScenarioError(f"{path}: the top level must be a table/object")
+    return data
+
+
+def _describe(error: ValidationError) -> str:
+    lines = []
+    for detail in error.errors():
+        location = ".".join(str(part) for part in detail["loc"])
+        message = detail["msg"].removeprefix("Value error, ")
+        lines.append(f"{location}: {message}" if location else message)
+    return "; ".join(lines)
+
+
+def load_scenario(path_or_name: str | Path) -> Scenario:
+    """Load a scenario from a .toml/.json file, or a shipped one by name.
+
+    Raises ScenarioError naming the file and the field for anything wrong.
+    """
+    path = Path(path_or_name)
+    if not path.is_file():
+        shipped = shipped_scenarios()
+        if str(path_or_name) not in shipped:
+            raise ScenarioError(
+                f"{path_or_name}: no such scenario file, and no shipped scenario by that name "
+                f"(shipped: {', '.join(shipped) or 'none'})"
+            )
+        path = shipped[str(path_or_name)]
+    if path.suffix not in SCENARIO_SUFFIXES:
+        raise ScenarioError(f"{path}: a scenario file must end in .toml or .json")
+    data = _read_mapping(path)
+    try:
+        return Scenario.model_validate(data)
+    except ValidationError as exc:
+        raise ScenarioError(f"{path}: {_describe(exc)}") from exc

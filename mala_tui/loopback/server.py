@@ -1,0 +1,532 @@
+"""The loopback model server: the Anthropic Messages API on 127.0.0.1, played by scripts.
+
+Runs inside the caller's asyncio loop (the Textual app and the agent runtime share one),
+or standalone through ``mala-tui loopback serve``. Several scenarios share one server, each
+under its own path prefix, so ``ANTHROPIC_BASE_URL=http://127.0.0.1:PORT/agents/<route>``
+picks the scenario (the CLI keeps the prefix: it calls ``<prefix>/v1/messages?beta=true``).
+With a single route the bare base URL serves it too.
+
+Per request: estimate the prompt (tokens.py), refuse it above the window as the API does,
+let the route's scripted agent decide a reply (agent.py), apply a fault if one is due
+(faults.py), bill the prompt against the simulated cache (cache.py), log it
+(request_log.py) and stream the answer (wire.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import struct
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+from aiohttp import web
+
+from mala_tui.loopback import wire
+from mala_tui.loopback.agent import Reply, ScriptedAgent
+from mala_tui.loopback.cache import DEFAULT_TTL_S, CacheSplit, PromptCache
+from mala_tui.loopback.faults import HTTP_ERROR_STATUS, FaultBook, FaultSpec
+from mala_tui.loopback.request_log import RequestRecord, write_jsonl
+from mala_tui.loopback.request_view import RequestView, parse_request
+from mala_tui.loopback.scenario import Scenario
+from mala_tui.loopback.tokens import output_tokens, prompt_blocks
+
+DEFAULT_WINDOW = 200_000
+# With the ``context-1m-2025-08-07`` beta the API allows a 1M-token prompt.
+WINDOW_1M = 1_000_000
+CONTEXT_1M_BETA = "context-1m"
+MODEL_IDS = ("claude-sonnet-4-5",)
+_HTTP_ERROR_BODIES = {
+    "overloaded": ("overloaded_error", "Overloaded"),
+    "api_error": ("api_error", "Internal server error"),
+}
+
+
+@dataclass
+class _Route:
+    name: str
+    agent: ScriptedAgent
+    faults: FaultBook
+    response_delay_s: float
+    requests: int = 0
+    results_seen: set[tuple[str, str]] = field(default_factory=set)
+
+
+@dataclass(frozen=True)
+class _Exchange:
+    """One /v1/messages request being answered, and what the server made of it."""
+
+    request: web.Request
+    route: _Route
+    route_request: int
+    view: RequestView
+    body: Mapping[str, Any]
+    prompt: int
+    window: int
+    model: str
+    message_id: str
+
+    @property
+    def request_id(self) -> str:
+        return f"req_{self.message_id.removeprefix('msg_')}"
+
+
+@dataclass(frozen=True)
+class _Answer:
+    """What the scripted agent replies, as billed, and the fault that shapes its delivery."""
+
+    reply: Reply
+    split: CacheSplit | None
+    produced: int
+    fault: FaultSpec | None
+
+
+def _routes_from(
+    scenarios: Scenario | Sequence[Scenario] | Mapping[str, Scenario],
+) -> dict[str, Scenario]:
+    if isinstance(scenarios, Scenario):
+        return {scenarios.name: scenarios}
+    if isinstance(scenarios, Mapping):
+        routes = dict(scenarios)
+    else:
+        routes = {}
+        for scenario in scenarios:
+            if scenario.name in routes:
+                raise ValueError(
+                    f"two scenarios are named {scenario.name!r}: pass a mapping of route names"
+                )
+            routes[scenario.name] = scenario
+    if not routes:
+        raise ValueError("a loopback server needs at least one scenario")
+    for name in routes:
+        if not name or not all(ch.isalnum() or ch in "-_" for ch in name):
+            raise ValueError(f"route name {name!r} must be letters, digits, '-' or '_'")
+    return routes
+
+
+class LoopbackServer:
+    """An Anthropic-compatible model server playing scripted agents.
+
+    ``scenarios``: one Scenario, several (routed by name), or a mapping route -> Scenario
+    (two agents playing the same scenario need two routes: each route keeps its own
+    request count, faults and record of results seen, which is what "redone" is judged by).
+    ``window``: prompt tokens above this get HTTP 400 prompt-too-long (1M with the 1M beta).
+    ``response_delay_s``: overrides every scenario's pacing (tests pass 0).
+    ``workspace``: where the workspace is when a request does not state its working
+    directory (one path for all routes or a mapping per route).
+    ``keep_bodies``: keep each request body in its log record (memory-hungry on long runs).
+    """
+
+    def __init__(
+        self,
+        scenarios: Scenario | Sequence[Scenario] | Mapping[str, Scenario],
+        *,
+        window: int = DEFAULT_WINDOW,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        response_delay_s: float | None = None,
+        workspace: Path | Mapping[str, Path] | None = None,
+        keep_bodies: bool = False,
+        cache_ttl_s: float = DEFAULT_TTL_S,
+        clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.window = window
+        self.host = host
+        self._port = port
+        self._keep_bodies = keep_bodies
+        self._clock = clock
+        self._wall_clock = wall_clock
+        self._cache = PromptCache(ttl_s=cache_ttl_s)
+        self._routes: dict[str, _Route] = {}
+        for name, scenario in _routes_from(scenarios).items():
+            fallback = workspace.get(name) if isinstance(workspace, Mapping) else workspace
+            delay = scenario.response_delay_s if response_delay_s is None else response_delay_s
+            self._routes[name] = _Route(
+                name=name,
+                agent=ScriptedAgent(scenario, fallback_workspace=fallback),
+                faults=FaultBook(scenario.faults),
+                response_delay_s=delay,
+            )
+        self._records: list[RequestRecord] = []
+        self._count_tokens_requests = 0
+        self._runner: web.AppRunner | None = None
+        self._closing: asyncio.Event | None = None
+        self._log_changed: asyncio.Condition | None = None
+        self._base_url: str | None = None
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    async def start(self) -> str:
+        """Listen (port 0 picks a free one) and return the base URL."""
+        if self._runner is not None:
+            raise RuntimeError("the loopback server is already started")
+        self._closing = asyncio.Event()
+        self._log_changed = asyncio.Condition()
+        app = web.Application(client_max_size=256 * 1024 * 1024, middlewares=[_api_errors])
+        app.router.add_post("/v1/messages", self._messages)
+        app.router.add_post("/v1/messages/count_tokens", self._count_tokens)
+        app.router.add_post("/agents/{route}/v1/messages", self._messages)
+        app.router.add_post("/agents/{route}/v1/messages/count_tokens", self._count_tokens)
+        app.router.add_get("/v1/models", self._models)
+        app.router.add_get("/agents/{route}/v1/models", self._models)
+        app.router.add_get("/", self._health)
+        app.router.add_route("*", "/{tail:.*}", self._not_found)
+        # handler_cancellation: a client that hangs up cancels its handler, which is how a
+        # stall "until the client goes away" ends.
+        runner = web.AppRunner(
+            app, handler_cancellation=True, shutdown_timeout=2.0, access_log=None
+        )
+        await runner.setup()
+        site = web.TCPSite(runner, self.host, self._port)
+        await site.start()
+        self._runner = runner
+        self._port = int(runner.addresses[0][1])
+        self._base_url = f"http://{self.host}:{self._port}"
+        return self._base_url
+
+    async def stop(self) -> None:
+        """End stalls, close connections, stop listening. Safe to call twice."""
+        if self._runner is None:
+            return
+        if self._closing is not None:
+            self._closing.set()
+        runner, self._runner = self._runner, None
+        await runner.cleanup()
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.stop()
+
+    # -- public state --------------------------------------------------------------------
+
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:PORT``; serves the route directly when there is only one."""
+        if self._base_url is None:
+            raise RuntimeError("the loopback server is not started")
+        return self._base_url
+
+    @property
+    def port(self) -> int:
+        return self._port
+
+    @property
+    def routes(self) -> tuple[str, ...]:
+        return tuple(self._routes)
+
+    def url_for(self, route: str) -> str:
+        """The base URL that selects one route: ``http://127.0.0.1:PORT/agents/<route>``."""
+        if route not in self._routes:
+            raise KeyError(f"no route {route!r}; routes: {', '.join(self._routes)}")
+        return f"{self.base_url}/agents/{route}"
+
+    def scenario(self, route: str) -> Scenario:
+        return self._routes[route].agent.scenario
+
+    @property
+    def request_log(self) -> list[RequestRecord]:
+        """Every ``/v1/messages`` request so far, in arrival order (a copy)."""
+        return list(self._records)
+
+    @property
+    def count_tokens_requests(self) -> int:
+        return self._count_tokens_requests
+
+    def write_log(self, path: Path) -> None:
+        """Write the request log as JSONL, one record a line."""
+        write_jsonl(self._records, path)
+
+    def add_fault(self, fault: FaultSpec, route: str | None = None) -> None:
+        """Arm a fault on a route (the only route when there is one)."""
+        self._routes[route or self._only_route()].faults.add(fault)
+
+    async def wait_for(
+        self, predicate: Callable[[list[RequestRecord]], bool]
+    ) -> list[RequestRecord]:
+        """Wait until the log satisfies ``predicate``; return the log then.
+
+        Bound it with ``asyncio.timeout``: it waits as long as it takes.
+        """
+        if self._log_changed is None:
+            raise RuntimeError("the loopback server is not started")
+        condition = self._log_changed
+        async with condition:
+            await condition.wait_for(lambda: predicate(self._records))
+            return list(self._records)
+
+    # -- handlers ------------------------------------------------------------------------
+
+    def _only_route(self) -> str:
+        if len(self._routes) != 1:
+            raise KeyError(f"several routes ({', '.join(self._routes)}): name one")
+        return next(iter(self._routes))
+
+    def _route_of(self, request: web.Request) -> _Route:
+        name = request.match_info.get("route")
+        if name is None:
+            try:
+                name = self._only_route()
+            except KeyError as exc:
+                raise _ApiError(
+                    404, "not_found_error", f"{exc.args[0]}; use /agents/<route>"
+                ) from exc
+        route = self._routes.get(name)
+        if route is None:
+            raise _ApiError(
+                404, "not_found_error", f"no route {name!r}; routes: {', '.join(self._routes)}"
+            )
+        return route
+
+    async def _health(self, request: web.Request) -> web.Response:
+        return web.Response(
+            text=f"mala-tui loopback model server; routes: {', '.join(self._routes)}\n"
+        )
+
+    async def _not_found(self, request: web.Request) -> web.Response:
+        raise _ApiError(
+            404, "not_found_error", f"{request.method} {request.path} is not served here"
+        )
+
+    async def _models(self, request: web.Request) -> web.Response:
+        self._route_of(request)
+        data = [
+            {
+                "type": "model",
+                "id": model,
+                "display_name": model,
+                "created_at": "2025-09-29T00:00:00Z",
+            }
+            for model in MODEL_IDS
+        ]
+        return web.json_response(
+            {"data": data, "has_more": False, "first_id": data[0]["id"], "last_id": data[-1]["id"]}
+        )
+
+    async def _count_tokens(self, request: web.Request) -> web.Response:
+        self._route_of(request)
+        body = await _json_body(request)
+        self._count_tokens_requests += 1
+        return web.json_response({"input_tokens": sum(b.tokens for b in prompt_blocks(body))})
+
+    async def _messages(self, request: web.Request) -> web.StreamResponse:
+        route = self._route_of(request)
+        body = await _json_body(request)
+        route.requests += 1
+        view = parse_request(body, request.headers)
+        blocks = prompt_blocks(body)
+        beta = request.headers.get("anthropic-beta", "")
+        exchange = _Exchange(
+            request=request,
+            route=route,
+            route_request=route.requests,
+            view=view,
+            body=body,
+            prompt=sum(block.tokens for block in blocks),
+            window=max(self.window, WINDOW_1M) if CONTEXT_1M_BETA in beta else self.window,
+            model=view.model or MODEL_IDS[0],
+            message_id=f"msg_{uuid.uuid4().hex[:24]}",
+        )
+        if exchange.prompt > exchange.window:
+            message = wire.prompt_too_long_message(exchange.prompt, exchange.window)
+            await self._record(exchange, None, status=400, error=message)
+            raise _ApiError(400, "invalid_request_error", message)
+
+        reply = route.agent.reply(view)
+        fault = route.faults.take(route.requests, reply.step.id if reply.step else None)
+        if fault is not None and fault.kind in HTTP_ERROR_STATUS:
+            status = HTTP_ERROR_STATUS[fault.kind]
+            error_type, message = _HTTP_ERROR_BODIES[fault.kind]
+            await self._record(
+                exchange, _Answer(reply, None, 0, fault), status=status, error=message
+            )
+            raise _ApiError(status, error_type, message)
+
+        split = self._cache.bill(blocks, self._clock())
+        answer = _Answer(reply, split, output_tokens(reply.content), fault)
+        step_key = reply.step.key if reply.step is not None else None
+        redone = reply.kind == "tool_use" and step_key in route.results_seen
+        for call in view.calls:
+            if call.succeeded:
+                route.results_seen.add((call.name, view.primary_argument(call)))
+        await self._record(exchange, answer, status=200, redone=redone)
+        if view.stream:
+            return await self._stream(exchange, answer)
+        return await self._respond_whole(exchange, answer)
+
+    async def _record(
+        self,
+        exchange: _Exchange,
+        answer: _Answer | None,
+        *,
+        status: int,
+        redone: bool = False,
+        error: str | None = None,
+    ) -> None:
+        view = exchange.view
+        # An answer refused with an HTTP error plays no step and bills nothing.
+        reply = answer.reply if answer is not None and status == 200 else None
+        split = answer.split if answer is not None else None
+        fault = answer.fault if answer is not None else None
+        record = RequestRecord(
+            index=len(self._records) + 1,
+            route_request=exchange.route_request,
+            time=self._wall_clock(),
+            route=exchange.route.name,
+            scenario=exchange.route.agent.scenario.name,
+            session_id=view.session_id,
+            stream=view.stream,
+            message_count=view.message_count,
+            prompt_tokens=exchange.prompt,
+            input_tokens=split.input_tokens if split else 0,
+            cache_creation_input_tokens=split.cache_creation_input_tokens if split else 0,
+            cache_read_input_tokens=split.cache_read_input_tokens if split else 0,
+            output_tokens=answer.produced if answer is not None else 0,
+            masked_placeholders=view.masked_placeholders,
+            step_id=reply.step.id if reply and reply.step else None,
+            step_label=(reply.note or reply.step.label) if reply and reply.step else None,
+            redone=redone,
+            response_kind=reply.kind if reply else "error",
+            status=status,
+            fault=fault.describe() if fault else None,
+            error=error,
+            window=exchange.window,
+            done_steps=reply.done_count if reply else 0,
+            body=exchange.body if self._keep_bodies else None,
+        )
+        self._records.append(record)
+        if self._log_changed is not None:
+            async with self._log_changed:
+                self._log_changed.notify_all()
+
+    # -- responding ----------------------------------------------------------------------
+
+    async def _pause(self, seconds: float | None) -> bool:
+        """Wait ``seconds`` (None: until the server stops). True if the server is stopping."""
+        assert self._closing is not None
+        try:
+            await asyncio.wait_for(self._closing.wait(), timeout=seconds)
+        except TimeoutError:
+            return False
+        return True
+
+    async def _stream(self, exchange: _Exchange, answer: _Answer) -> web.StreamResponse:
+        request, fault, split = exchange.request, answer.fault, answer.split
+        assert split is not None
+        kind = fault.kind if fault is not None else None
+        if fault is not None and kind == "stall_before_bytes" and await self._pause(fault.seconds):
+            return _hang_up(request)
+        response = web.StreamResponse(
+            headers={
+                "Content-Type": "text/event-stream; charset=utf-8",
+                "Cache-Control": "no-cache",
+                "request-id": exchange.request_id,
+            }
+        )
+        await response.prepare(request)
+        await response.write(
+            wire.message_start(exchange.message_id, exchange.model, split).encode()
+        )
+        await response.write(wire.PING.encode())
+        stalled = fault is not None and kind == "stall_after_message_start"
+        if stalled and fault is not None and await self._pause(fault.seconds):
+            return _hang_up(request)
+        delay = exchange.route.response_delay_s
+        if delay and await self._pause(delay):
+            return _hang_up(request)
+        rate = fault.tokens_per_second if fault is not None else None
+        for index, block in enumerate(answer.reply.content):
+            for event in wire.content_events(index, block):
+                await response.write(event.encode())
+                if kind == "connection_reset" and event.name == "content_block_delta":
+                    return _hang_up(request, reset=True)
+                if rate and event.tokens and await self._pause(event.tokens / rate):
+                    return _hang_up(request)
+        for event in wire.message_end(answer.reply.stop_reason, split, answer.produced):
+            await response.write(event.encode())
+        await response.write_eof()
+        return response
+
+    async def _respond_whole(self, exchange: _Exchange, answer: _Answer) -> web.StreamResponse:
+        request, fault, split = exchange.request, answer.fault, answer.split
+        assert split is not None
+        kind = fault.kind if fault is not None else None
+        stalled = kind in {"stall_before_bytes", "stall_after_message_start"}
+        if fault is not None and stalled and await self._pause(fault.seconds):
+            return _hang_up(request)
+        if kind == "connection_reset":
+            return _hang_up(request, reset=True)
+        delay = exchange.route.response_delay_s
+        if fault is not None and fault.tokens_per_second:
+            delay += answer.produced / fault.tokens_per_second
+        if delay and await self._pause(delay):
+            return _hang_up(request)
+        reply = answer.reply
+        body = wire.message_body(
+            exchange.message_id,
+            exchange.model,
+            reply.content,
+            stop_reason=reply.stop_reason,
+            split=split,
+            output_tokens=answer.produced,
+        )
+        return web.json_response(body, headers={"request-id": exchange.request_id})
+
+
+class _ApiError(Exception):
+    """Raised by handlers; answered with the API's JSON error body by ``_api_errors``."""
+
+    def __init__(self, status: int, error_type: str, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.error_type = error_type
+        self.message = message
+
+
+@web.middleware
+async def _api_errors(
+    request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+) -> web.StreamResponse:
+    try:
+        return await handler(request)
+    except _ApiError as error:
+        return web.json_response(
+            wire.error_body(error.error_type, error.message),
+            status=error.status,
+            headers={"request-id": f"req_{uuid.uuid4().hex[:24]}"},
+        )
+
+
+async def _json_body(request: web.Request) -> Mapping[str, Any]:
+    try:
+        body = json.loads(await request.read())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise _ApiError(400, "invalid_request_error", f"request body is not JSON: {exc}") from exc
+    if not isinstance(body, Mapping):
+        raise _ApiError(400, "invalid_request_error", "request body must be a JSON object")
+    return body
+
+
+def _hang_up(request: web.Request, *, reset: bool = False) -> web.StreamResponse:
+    """Drop the connection; with ``reset`` the client sees a TCP RST, not a clean close."""
+    transport = request.transport
+    if transport is not None:
+        sock = transport.get_extra_info("socket")
+        if reset and isinstance(sock, socket.socket):
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        transport.abort()
+    return web.Response(status=499)

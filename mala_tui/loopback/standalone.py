@@ -1,0 +1,96 @@
+"""Serving one scenario in the foreground: what ``mala-tui loopback serve`` runs.
+
+Starts the server, prints the base URL and the environment that points a ``claude`` CLI at
+it, serves until SIGINT/SIGTERM, then prints the request totals and writes the log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shlex
+import signal
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+from mala_tui.loopback.env import offline_cli_env
+from mala_tui.loopback.request_log import summarize
+from mala_tui.loopback.scenario import Scenario
+from mala_tui.loopback.server import MODEL_IDS, LoopbackServer
+from mala_tui.loopback.workspace import materialize_workspace
+
+
+@dataclass(frozen=True)
+class ServeOptions:
+    """What the command line asked for."""
+
+    port: int
+    window: int
+    home: Path
+    """Where the printed env puts the CLI's config and temp dirs."""
+    log: Path | None = None
+    delay_s: float | None = None
+    workspace: Path | None = None
+    """Generate the scenario's files here; also the fallback working directory."""
+
+
+def serve_forever(scenario: Scenario, options: ServeOptions, out: TextIO) -> None:
+    """Run the server until SIGINT/SIGTERM. Raises OSError if the port cannot be bound."""
+    workspace = options.workspace.resolve() if options.workspace else None
+    if workspace is not None:
+        materialize_workspace(scenario, workspace)
+    server = LoopbackServer(
+        scenario,
+        window=options.window,
+        port=options.port,
+        response_delay_s=options.delay_s,
+        workspace=workspace,
+    )
+    asyncio.run(_serve(server, scenario, options, workspace, out))
+
+
+async def _serve(
+    server: LoopbackServer,
+    scenario: Scenario,
+    options: ServeOptions,
+    workspace: Path | None,
+    out: TextIO,
+) -> None:
+    base_url = await server.start()
+    try:
+        _print_banner(out, base_url, options.home.resolve(), scenario, workspace)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, stop.set)
+        await stop.wait()
+    finally:
+        await server.stop()
+    totals = summarize(server.request_log)
+    out.write(
+        f"\n{totals.requests} requests ({server.count_tokens_requests} count_tokens); "
+        f"prompt tokens {totals.prompt_tokens}: cache read {totals.cache_read_input_tokens}, "
+        f"cache write {totals.cache_creation_input_tokens}, input {totals.input_tokens}; "
+        f"output {totals.output_tokens}; peak prompt {totals.peak_prompt_tokens}; "
+        f"cost {totals.cost_units} input-token units; {totals.redone_steps} steps redone\n"
+    )
+    if options.log is not None:
+        server.write_log(options.log)
+        out.write(f"request log: {options.log}\n")
+    out.flush()
+
+
+def _print_banner(
+    out: TextIO, base_url: str, home: Path, scenario: Scenario, workspace: Path | None
+) -> None:
+    out.write(f"loopback model server: {base_url}  (model {MODEL_IDS[0]}; Ctrl-C stops)\n\n")
+    out.write("# point a claude CLI at it:\n")
+    for name, value in offline_cli_env(base_url, home).items():
+        out.write(f"export {name}={shlex.quote(value)}\n" if value else f"unset {name}\n")
+    tools = ",".join(scenario.tools)
+    where = f"cd {shlex.quote(str(workspace))} && " if workspace else ""
+    out.write(
+        f"\n{where}claude -p {shlex.quote(scenario.task)} --model {MODEL_IDS[0]} "
+        f"--tools {tools} --allowedTools {tools}\n"
+    )
+    out.flush()
