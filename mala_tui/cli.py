@@ -9,10 +9,11 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from mala_tui import __version__
-from mala_tui.commands import loopback_cmd
+from mala_tui.commands import loopback_cmd, run_cmd, runs_cmd
 from mala_tui.config import ConfigError, LoadedSettings, load_settings, parse_override
 
 EXIT_USAGE = 2
@@ -44,6 +45,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     show.add_argument("--json", action="store_true", help="print as JSON")
     config_commands.add_parser("path", help="the config file mala-tui reads")
+    run_cmd.register(commands)
+    runs_cmd.register(commands)
     loopback_cmd.register(commands)
     return parser
 
@@ -78,6 +81,17 @@ def _load(args: argparse.Namespace) -> LoadedSettings:
 def _dispatch(
     args: argparse.Namespace, loaded: LoadedSettings, parser: argparse.ArgumentParser
 ) -> int:
+    data_dir = getattr(args, "data_dir", None)
+    if data_dir is not None:
+        loaded = _with_data_dir(loaded, data_dir)
+    if args.command == "run":
+        return run_cmd.run(args, loaded)
+    if args.command == "demo":
+        return run_cmd.demo(args, loaded)
+    if args.command == "runs":
+        return runs_cmd.runs(args, loaded)
+    if args.command == "show":
+        return runs_cmd.show(args, loaded)
     if args.command == "config":
         from mala_tui.commands import config_cmd
 
@@ -90,3 +104,10 @@ def _dispatch(
         return loopback_cmd.run(args)
     parser.print_help()
     return EXIT_USAGE
+
+
+def _with_data_dir(loaded: LoadedSettings, data_dir: Path) -> LoadedSettings:
+    storage = loaded.settings.storage.model_copy(update={"data_dir": data_dir})
+    sources = dict(loaded.sources, **{"storage.data_dir": "command line --data-dir"})
+    settings = loaded.settings.model_copy(update={"storage": storage})
+    return LoadedSettings(settings, sources, loaded.config_file, loaded.config_file_exists)

@@ -60,8 +60,8 @@ def run(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
         out.write("usage: mala-tui loopback serve --scenario FILE_OR_NAME [--port N]\n")
         return EXIT_USAGE
     # Deferred so that registering the subcommand does not import the server.
-    from mala_tui.loopback import ScenarioError, load_scenario  # noqa: PLC0415
-    from mala_tui.loopback.standalone import ServeOptions, serve_forever  # noqa: PLC0415
+    from mala_tui.loopback import ScenarioError, load_scenario
+    from mala_tui.loopback.standalone import ServeOptions, serve_forever
 
     try:
         scenario = load_scenario(args.scenario)

@@ -128,6 +128,7 @@ class SessionRunner:
         self._generation = 0
         self._started_at: dict[int, float] = {}
         self._last_item_at = time.monotonic()
+        self._client_pid: int | None = None
         self.status: EndStatus | None = None
         self.end_reason = ""
         self.approval_pending: int | None = None
@@ -414,7 +415,7 @@ class SessionRunner:
         started = time.monotonic()
         await client.connect()
         self._client = client
-        pid = client.pid
+        pid = self._client_pid = client.pid
         if pid is not None:
             self.pids.append(pid)
             self._started_at[pid] = started
@@ -483,8 +484,9 @@ class SessionRunner:
 
     async def _close_client(self, bound: float) -> None:
         """Disconnect within `bound` seconds; past it, kill the process."""
-        client, reader = self._client, self._reader
+        client, reader, pid = self._client, self._reader, self._client_pid
         self._client = self._reader = None
+        self._client_pid = None
         self._generation += 1  # whatever the old process still sends is ignored
         if reader is not None:
             reader.cancel()
@@ -497,11 +499,10 @@ class SessionRunner:
             await asyncio.wait_for(client.disconnect(), bound)
         except TimeoutError:
             how = "killed after the disconnect bound"
-            _kill(client.pid)
+            _kill(pid)
         except Exception as exc:
             how = f"disconnect failed ({exc!r}); killed"
-            _kill(client.pid)
-        pid = client.pid
+            _kill(pid)
         started = self._started_at.pop(pid, None) if pid is not None else None
         self._emit(
             ev.ProcessEnded(

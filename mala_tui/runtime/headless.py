@@ -1,0 +1,112 @@
+"""Headless output: one line per notable event, for terminals without the app and for logs.
+
+Text from agents is printed with control characters made visible, so a task or
+an error message cannot move the cursor or clear the screen.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import TextIO
+
+from mala_tui.core import events as ev
+
+_CONTROL = {code: f"\\x{code:02x}" for code in (*range(0x00, 0x09), *range(0x0B, 0x20), 0x7F)}
+_CONTROL.update({0x09: " ", 0x0A: " "})
+
+
+def literal(text: str, limit: int = 160) -> str:
+    """One line, control characters shown as escapes, at most `limit` characters."""
+    flat = text.translate(_CONTROL)
+    flat = "".join(ch if not 0x80 <= ord(ch) < 0xA0 else f"\\x{ord(ch):02x}" for ch in flat)
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _pct(tokens: int, window: int) -> str:
+    return f"{tokens:,}/{window:,} ({tokens / window:.0%})" if window else f"{tokens:,}"
+
+
+def describe(event: ev.Event) -> str | None:
+    """The line for a notable event; None for the ones not worth a line (usage, messages)."""
+    match event:
+        case ev.RunStarted():
+            return f"run {event.run_id} started: {len(event.sessions)} sessions ({event.mode})"
+        case ev.RunEnded():
+            verdict = "ok" if event.ok else literal(event.reason) or "not ok"
+            return f"run {event.run_id} ended: {verdict}"
+        case ev.SessionStarted():
+            return f"started: {literal(event.task, 100)}"
+        case ev.PhaseChanged():
+            return f"{event.before} -> {event.after} ({event.trigger})"
+        case ev.MaskApplied():
+            return (
+                f"masked {event.count} results (est. {event.estimated_tokens:,} tokens) "
+                f"at {event.tokens_before:,} tokens; {event.total_masked} masked in all"
+            )
+        case ev.MaskMeasured():
+            return (
+                f"mask measured: {event.tokens_before:,} -> {event.tokens_after:,} tokens "
+                f"({event.reclaimed:,} reclaimed)"
+            )
+        case ev.MaskSkipped():
+            return f"not masking: {literal(event.reason)}"
+        case ev.WindDownSent():
+            return f"wind-down sent at {_pct(event.tokens, event.window)}"
+        case ev.CheckpointRequested():
+            return "checkpoint requested"
+        case ev.CheckpointSaved():
+            where = f" -> {event.path}" if event.path else ""
+            return f"checkpoint {event.number} ({event.origin}, {len(event.text):,} chars){where}"
+        case ev.ApprovalRequested():
+            return (
+                f"approval needed for checkpoint {event.checkpoint_number}: {literal(event.reason)}"
+            )
+        case ev.ApprovalDecided():
+            return f"approval: {event.decision} (by {event.decided_by})"
+        case ev.Restarted():
+            return (
+                f"restart {event.continuation} from checkpoint {event.checkpoint_number} "
+                f"at {event.tokens_before:,} tokens ({literal(event.reason)}; {event.approved_by})"
+            )
+        case ev.IdleTimedOut():
+            tail = f", {literal(event.reason)}" if event.reason else ""
+            return (
+                f"idle {event.idle_seconds:.0f} s: {event.decision} "
+                f"(retry {event.retry}, wait {event.delay:g} s){tail}"
+            )
+        case ev.ApiErrorSeen():
+            return (
+                f"API error {event.terminal_reason} {event.status or ''}: {event.decision}".rstrip()
+            )
+        case ev.CompactionSeen():
+            return f"CLI compaction {'blocked' if event.blocked else 'happened'} ({event.trigger})"
+        case ev.ProcessStarted():
+            return f"agent process {event.pid} started{' (resume)' if event.resume else ''}"
+        case ev.ProcessEnded():
+            return f"agent process {event.pid} ended: {event.how} after {event.seconds:.1f} s"
+        case ev.SessionEnded():
+            return (
+                f"ended {event.status}: {literal(event.reason)} "
+                f"({event.restarts} restarts, {event.masked_total} masked)"
+            )
+        case ev.ErrorRecorded():
+            return f"error in {event.where}: {literal(event.message)}"
+    return None
+
+
+def printer(
+    out: TextIO, clock: Callable[[float], time.struct_time] = time.localtime
+) -> Callable[[ev.Event], None]:
+    """An event listener that prints notable events, one line each, flushed."""
+
+    def listen(event: ev.Event) -> None:
+        line = describe(event)
+        if line is None:
+            return
+        stamp = time.strftime("%H:%M:%S", clock(event.at))
+        who = literal(event.session, 24) if event.session else "-"
+        out.write(f"{stamp} {who:<24} {line}\n")
+        out.flush()
+
+    return listen

@@ -1,0 +1,171 @@
+"""Building a run: tasks into session specs, a journal, a supervisor; running it headless.
+
+`mala-tui run`, `mala-tui demo` and the app all start runs through here, so a
+run is journaled, and its agent processes are accounted for, the same way
+whatever started it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import tomllib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from mala_tui.config import LoadedSettings, Settings, user_config_dir
+from mala_tui.core.prompts import PromptSet
+from mala_tui.prompt_files import load_prompts
+from mala_tui.runtime.backends.base import Backend, SessionSpec
+from mala_tui.runtime.headless import printer
+from mala_tui.runtime.journal import RunJournal, new_run_id
+from mala_tui.runtime.supervisor import ApprovalMode, RunResult, Supervisor
+
+EXIT_OK = 0
+EXIT_NOT_ALL_DONE = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+
+class TaskFileError(ValueError):
+    """A tasks file that cannot be used; the message names the file and the entry."""
+
+
+@dataclass(frozen=True)
+class TaskPlan:
+    name: str
+    task: str
+    cwd: Path
+
+
+def plan_tasks(tasks: Sequence[str], tasks_file: Path | None, cwd: Path) -> list[TaskPlan]:
+    """Tasks from the command line, then from a TOML or JSON file of [[task]] entries.
+
+    A file entry is a table with `task` and optionally `name` and `cwd` (relative
+    to the file). Names must be unique; missing ones are task-1, task-2...
+    """
+    plans = [TaskPlan("", text, cwd) for text in tasks]
+    if tasks_file is not None:
+        plans += _read_tasks_file(tasks_file)
+    named: list[TaskPlan] = []
+    seen: set[str] = set()
+    for index, plan in enumerate(plans, start=1):
+        name = plan.name or f"task-{index}"
+        if name in seen:
+            raise TaskFileError(f"two tasks are named {name!r}; names must be unique")
+        seen.add(name)
+        named.append(TaskPlan(name, plan.task, plan.cwd))
+    if not named:
+        raise TaskFileError("no task given: pass TASK arguments or --tasks FILE")
+    return named
+
+
+def _read_tasks_file(path: Path) -> list[TaskPlan]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise TaskFileError(f"tasks file {path}: cannot be read: {exc.strerror or exc}") from None
+    try:
+        data: Any = json.loads(text) if path.suffix == ".json" else tomllib.loads(text)
+    except (json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise TaskFileError(
+            f"tasks file {path}: not valid {path.suffix[1:] or 'TOML'}: {exc}"
+        ) from None
+    entries = data.get("task") if isinstance(data, dict) else data
+    if not isinstance(entries, list):
+        raise TaskFileError(f"tasks file {path}: expected a list of [[task]] tables")
+    plans = []
+    for index, entry in enumerate(entries, start=1):
+        where = f"tasks file {path}, task {index}"
+        if not isinstance(entry, dict):
+            raise TaskFileError(f"{where}: expected a table with a `task` string")
+        unknown = set(entry) - {"task", "name", "cwd"}
+        if unknown:
+            raise TaskFileError(
+                f"{where}: unknown key {sorted(unknown)[0]!r}; allowed: task, name, cwd"
+            )
+        task, name, cwd = entry.get("task"), entry.get("name", ""), entry.get("cwd", ".")
+        if not isinstance(task, str) or not task.strip():
+            raise TaskFileError(f"{where}: `task` must be a non-empty string")
+        if not isinstance(name, str) or not isinstance(cwd, str):
+            raise TaskFileError(f"{where}: `name` and `cwd` must be strings")
+        folder = (path.parent / cwd).resolve()
+        if not folder.is_dir():
+            raise TaskFileError(f"{where}: cwd {folder} is not a folder")
+        plans.append(TaskPlan(name, task, folder))
+    return plans
+
+
+def agent_spec(plan: TaskPlan, settings: Settings, **extra: Any) -> SessionSpec:
+    agent = settings.agent
+    return SessionSpec(
+        name=plan.name,
+        task=plan.task,
+        cwd=plan.cwd,
+        model=extra.pop("model", None) or agent.model,
+        allowed_tools=agent.allowed_tools,
+        permission_mode=agent.permission_mode,
+        **extra,
+    )
+
+
+def prompts_for(settings: Settings) -> PromptSet:
+    """The user's own templates (config dir's prompts/) over the shipped ones, checked now."""
+    return load_prompts(user_config_dir() / "prompts")
+
+
+def open_journal(loaded: LoadedSettings, mode: str, tasks: Sequence[TaskPlan]) -> RunJournal:
+    settings = loaded.settings
+    meta = {
+        "mode": mode,
+        "tasks": [{"name": t.name, "task": t.task, "cwd": str(t.cwd)} for t in tasks],
+        "settings": settings.model_dump(mode="json"),
+        "settings_sources": dict(loaded.sources),
+        "config_file": str(loaded.config_file),
+    }
+    return RunJournal.create(settings.resolved_data_dir(), new_run_id(), meta)
+
+
+def build_supervisor(
+    *,
+    loaded: LoadedSettings,
+    backend: Backend,
+    journal: RunJournal,
+    specs: Sequence[SessionSpec],
+    approval_mode: ApprovalMode | None,
+    mode: str,
+) -> Supervisor:
+    supervisor = Supervisor(
+        settings=loaded.settings,
+        backend=backend,
+        prompts=prompts_for(loaded.settings),
+        journal=journal,
+        approval_mode=approval_mode,
+        mode=mode,
+    )
+    for spec in specs:
+        supervisor.add_session(spec)
+    return supervisor
+
+
+async def run_headless(supervisor: Supervisor, out: TextIO) -> RunResult:
+    """Run to the end printing one line per notable event; Ctrl-C stops every session first."""
+    supervisor.listeners.events.append(printer(out))
+    return await supervisor.run()
+
+
+def exit_status(result: RunResult, out: TextIO) -> int:
+    for name, status in result.statuses.items():
+        reason = result.reasons.get(name, "")
+        out.write(f"{name}: {status.value}{' - ' + reason if reason else ''}\n")
+    return EXIT_OK if result.ok else EXIT_NOT_ALL_DONE
+
+
+def run_until_done(main: Any) -> Any:
+    """asyncio.run, with Ctrl-C turned into a clean cancellation (sessions are stopped)."""
+    with contextlib.suppress(KeyboardInterrupt):
+        return asyncio.run(main)
+    return None
