@@ -158,7 +158,9 @@ class LoopbackServer:
         self._count_tokens_requests = 0
         self._runner: web.AppRunner | None = None
         self._closing: asyncio.Event | None = None
-        self._log_changed: asyncio.Condition | None = None
+        self._abandoned: list[int] = []
+        # Replaced on every change: waiters hold the old one and wake when it is set.
+        self._changed = asyncio.Event()
         self._base_url: str | None = None
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -168,7 +170,7 @@ class LoopbackServer:
         if self._runner is not None:
             raise RuntimeError("the loopback server is already started")
         self._closing = asyncio.Event()
-        self._log_changed = asyncio.Condition()
+        self._changed = asyncio.Event()
         app = web.Application(client_max_size=256 * 1024 * 1024, middlewares=[_api_errors])
         app.router.add_post("/v1/messages", self._messages)
         app.router.add_post("/v1/messages/count_tokens", self._count_tokens)
@@ -255,19 +257,26 @@ class LoopbackServer:
         """Arm a fault on a route (the only route when there is one)."""
         self._routes[route or self._only_route()].faults.add(fault)
 
+    @property
+    def abandoned_requests(self) -> tuple[int, ...]:
+        """Indexes of requests whose client went away before the answer was complete."""
+        return tuple(self._abandoned)
+
     async def wait_for(
         self, predicate: Callable[[list[RequestRecord]], bool]
     ) -> list[RequestRecord]:
-        """Wait until the log satisfies ``predicate``; return the log then.
+        """Wait until ``predicate(request_log)`` holds (checked at every log change,
+        including a client going away); return the log then.
 
         Bound it with ``asyncio.timeout``: it waits as long as it takes.
         """
-        if self._log_changed is None:
-            raise RuntimeError("the loopback server is not started")
-        condition = self._log_changed
-        async with condition:
-            await condition.wait_for(lambda: predicate(self._records))
-            return list(self._records)
+        while not predicate(self.request_log):
+            await self._changed.wait()
+        return self.request_log
+
+    def _notify(self) -> None:
+        changed, self._changed = self._changed, asyncio.Event()
+        changed.set()
 
     # -- handlers ------------------------------------------------------------------------
 
@@ -343,7 +352,7 @@ class LoopbackServer:
         )
         if exchange.prompt > exchange.window:
             message = wire.prompt_too_long_message(exchange.prompt, exchange.window)
-            await self._record(exchange, None, status=400, error=message)
+            self._record(exchange, None, status=400, error=message)
             raise _ApiError(400, "invalid_request_error", message)
 
         reply = route.agent.reply(view)
@@ -351,9 +360,7 @@ class LoopbackServer:
         if fault is not None and fault.kind in HTTP_ERROR_STATUS:
             status = HTTP_ERROR_STATUS[fault.kind]
             error_type, message = _HTTP_ERROR_BODIES[fault.kind]
-            await self._record(
-                exchange, _Answer(reply, None, 0, fault), status=status, error=message
-            )
+            self._record(exchange, _Answer(reply, None, 0, fault), status=status, error=message)
             raise _ApiError(status, error_type, message)
 
         split = self._cache.bill(blocks, self._clock())
@@ -363,12 +370,19 @@ class LoopbackServer:
         for call in view.calls:
             if call.succeeded:
                 route.results_seen.add((call.name, view.primary_argument(call)))
-        await self._record(exchange, answer, status=200, redone=redone)
-        if view.stream:
-            return await self._stream(exchange, answer)
-        return await self._respond_whole(exchange, answer)
+        self._record(exchange, answer, status=200, redone=redone)
+        index = len(self._records)
+        try:
+            if view.stream:
+                return await self._stream(exchange, answer)
+            return await self._respond_whole(exchange, answer)
+        except asyncio.CancelledError:
+            # handler_cancellation: the client hung up while we were answering.
+            self._abandoned.append(index)
+            self._notify()
+            raise
 
-    async def _record(
+    def _record(
         self,
         exchange: _Exchange,
         answer: _Answer | None,
@@ -409,9 +423,7 @@ class LoopbackServer:
             body=exchange.body if self._keep_bodies else None,
         )
         self._records.append(record)
-        if self._log_changed is not None:
-            async with self._log_changed:
-                self._log_changed.notify_all()
+        self._notify()
 
     # -- responding ----------------------------------------------------------------------
 
