@@ -35,8 +35,15 @@ class ContextSettings(BaseModel):
     soft_threshold: float = Field(default=0.70, gt=0, le=1)
     """Fraction of the window at which the oldest tool results start being masked."""
 
-    hard_threshold: float = Field(default=0.90, gt=0, le=1)
-    """Fraction of the window at which the agent is wound down, checkpointed and restarted."""
+    mask_target_threshold: float = Field(default=0.60, gt=0, le=1)
+    """Masking at the soft threshold goes on down to this fraction, so that one batch
+    (one prompt-cache miss) buys room for several steps instead of one."""
+
+    hard_threshold: float = Field(default=0.80, gt=0, le=1)
+    """Fraction of the window at which the agent is wound down, checkpointed and restarted.
+    Claude Code with its own compaction off refuses, without sending it, any request past
+    about 177,000 tokens of a 200,000 window (0.885): keep this low enough that one large
+    tool result cannot jump over that limit before the wind-down."""
 
     context_limit: int = Field(default=200_000, gt=0)
     """Window size in tokens, used only while the model has not reported its own."""
@@ -68,6 +75,8 @@ class ContextSettings(BaseModel):
     def _soft_below_hard(self) -> ContextSettings:
         if self.soft_threshold >= self.hard_threshold:
             raise ValueError("soft_threshold must be below hard_threshold")
+        if self.mask_target_threshold > self.soft_threshold:
+            raise ValueError("mask_target_threshold must not be above soft_threshold")
         return self
 
 
@@ -338,16 +347,13 @@ def _describe(exc: ValidationError, layered: _Layered) -> str:
             f"{_suggest(loc[1], list(model.model_fields))}; allowed keys in [{section}]: {allowed}"
         )
     if len(loc) == 1 and section == "context":
-        # The cross-field rule: name both values and both origins.
-        values = layered.values.get("context", {})
-        soft = values.get("soft_threshold", ContextSettings.model_fields["soft_threshold"].default)
-        hard = values.get("hard_threshold", ContextSettings.model_fields["hard_threshold"].default)
-        return (
-            f"context.soft_threshold = {soft!r} "
-            f"({layered.sources.get('context.soft_threshold', DEFAULT_SOURCE)}) must be below "
-            f"context.hard_threshold = {hard!r} "
-            f"({layered.sources.get('context.hard_threshold', DEFAULT_SOURCE)})"
+        # A cross-field rule: name both values and both origins.
+        lower, upper, relation = (
+            ("mask_target_threshold", "soft_threshold", "must not be above")
+            if "mask_target_threshold" in str(error["msg"])
+            else ("soft_threshold", "hard_threshold", "must be below")
         )
+        return f"{_shown(layered, lower)} {relation} {_shown(layered, upper)}"
     key = ".".join(loc[:2])
     value = layered.values.get(section, {}).get(loc[1]) if len(loc) >= 2 else error["input"]
     allowed = _allowed(model, loc[1]) if model is not None and len(loc) >= 2 else ""
@@ -355,6 +361,13 @@ def _describe(exc: ValidationError, layered: _Layered) -> str:
     return f"{key} = {value!r} ({layered.sources.get(key, DEFAULT_SOURCE)}): {message}" + (
         f"; allowed: {allowed}" if allowed else ""
     )
+
+
+def _shown(layered: _Layered, name: str) -> str:
+    """`context.<name> = <value> (<where from>)` for a context setting."""
+    default = ContextSettings.model_fields[name].default
+    value = layered.values.get("context", {}).get(name, default)
+    return f"context.{name} = {value!r} ({layered.sources.get(f'context.{name}', DEFAULT_SOURCE)})"
 
 
 def _allowed(model: type[BaseModel], name: str) -> str:

@@ -159,15 +159,24 @@ def split_sections(text: str) -> dict[str, str]:
     return sections
 
 
-def harness_checkpoint(transcript: Transcript, *, reason: str, carryover_turns: int) -> Checkpoint:
+def harness_checkpoint(
+    transcript: Transcript,
+    *,
+    reason: str,
+    carryover_turns: int,
+    goal: str | None = None,
+    previous: Checkpoint | None = None,
+) -> Checkpoint:
     """A checkpoint built from the transcript when the agent cannot write one.
 
-    Goal: the first prompt. Completed work: every tool call, in order, one line
-    each in the `Tool argument` form a reader (or a model) recognises. Files
-    touched: paths of calls that write. Key decisions: the agent's last words.
+    Goal: the task (or the first prompt). Completed work: what the previous
+    checkpoint of this task listed, then every tool call of this session, in
+    order, one line each in the `Tool argument` form a reader (or a model)
+    recognises. Do not redo: files written. Key decisions: the agent's last words.
     """
-    completed: list[str] = []
-    touched: list[str] = []
+    earlier = previous.sections if previous is not None else {}
+    completed: list[str] = [earlier["Completed Work"]] if earlier.get("Completed Work") else []
+    touched: list[str] = [earlier["Do Not Redo"]] if earlier.get("Do Not Redo") else []
     seen: set[str] = set()
     for obs in transcript.observations():
         if obs.result is None:
@@ -187,7 +196,7 @@ def harness_checkpoint(transcript: Transcript, *, reason: str, carryover_turns: 
         for message in transcript
         if message.role is Role.ASSISTANT and message.text.strip()
     ][-3:]
-    goal = transcript.first_prompt().strip() or "(the first prompt was not seen)"
+    goal = (goal or transcript.first_prompt()).strip() or "(the first prompt was not seen)"
     parts = [
         f"(Written by mala-tui, not by the agent: {reason}.)",
         "## Goal",

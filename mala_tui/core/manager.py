@@ -192,7 +192,9 @@ class Limits:
     """The settings a manager needs, copied from the config (the core does not read it)."""
 
     soft_threshold: float = 0.70
-    hard_threshold: float = 0.90
+    hard_threshold: float = 0.80
+    mask_target_threshold: float = 0.60
+    """Masking goes on down to this fraction: one cache miss buys room for several steps."""
     context_limit: int = 200_000
     keep_recent_observations: int = 4
     mask_min_batch_tokens: int = 8_000
@@ -420,7 +422,7 @@ class ContextManager:
         if zone is Zone.HARD:
             return self._wind_down(at, usage)
         if zone is Zone.SOFT:
-            goal = usage.tokens - int(self.limits.soft_threshold * self.window) + 1
+            goal = usage.tokens - int(self.limits.mask_target_threshold * self.window)
             return self._mask(at, usage, goal, Trigger.SOFT_PRESSURE)
         self._pending.skip_reason = None
         return Outcome()
@@ -603,9 +605,7 @@ class ContextManager:
 
     def _emergency(self, at: float, reason: str) -> Outcome:
         """The agent can no longer write a checkpoint: build one from the transcript."""
-        checkpoint = harness_checkpoint(
-            self.transcript, reason=reason, carryover_turns=self.limits.carryover_turns
-        )
+        checkpoint = self._harness_checkpoint(reason)
         self._pending.restart_reason = f"emergency: {reason}"
         self._pending.mask = None
         streaming = self._turn.streaming
@@ -615,6 +615,17 @@ class ContextManager:
             self._turn.interrupting = True
             return Outcome((Interrupt(), *outcome.actions), outcome.events)
         return outcome
+
+    def _harness_checkpoint(self, reason: str) -> Checkpoint:
+        # The goal is the task, not this session's first prompt (after a restart that
+        # is the continuation prompt), and what earlier checkpoints listed stays listed.
+        return harness_checkpoint(
+            self.transcript,
+            reason=reason,
+            carryover_turns=self.limits.carryover_turns,
+            goal=self.task,
+            previous=self.checkpoint,
+        )
 
     def _checkpoint_ready(self, at: float, checkpoint: Checkpoint) -> Outcome:
         if self.counters.continuation >= self.limits.max_restarts:
@@ -821,9 +832,7 @@ class ContextManager:
             try:
                 checkpoint = extract_checkpoint(obs.result_text)
             except CheckpointError as exc:
-                checkpoint = harness_checkpoint(
-                    self.transcript, reason=str(exc), carryover_turns=self.limits.carryover_turns
-                )
+                checkpoint = self._harness_checkpoint(str(exc))
             return self._checkpoint_ready(obs.at, checkpoint)
         raise IllegalTransition(f"{self.name}: a turn ended while {self.phase.value}")
 
@@ -946,10 +955,8 @@ class ContextManager:
         self._check(Trigger.RESTART_BY_HAND)
         events: list[ev.Event] = []
         if self.checkpoint is None:
-            self.checkpoint = harness_checkpoint(
-                self.transcript,
-                reason="restarted by hand after the session ended without a checkpoint",
-                carryover_turns=self.limits.carryover_turns,
+            self.checkpoint = self._harness_checkpoint(
+                "restarted by hand after the session ended without a checkpoint"
             )
             self.counters.checkpoints += 1
             events.append(self._checkpoint_event(at, self.checkpoint))

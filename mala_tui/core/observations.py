@@ -57,7 +57,9 @@ class TurnEnded:
 
     @property
     def prompt_too_long(self) -> bool:
-        return self.terminal_reason == "prompt_too_long" or (
+        """The window is exhausted: the API refused the prompt, or the CLI refused to send
+        it (`blocking_limit`, Claude Code's own local limit with compaction off)."""
+        return self.terminal_reason in ("prompt_too_long", "blocking_limit") or (
             self.is_error and "prompt is too long" in self.result_text.lower()
         )
 

@@ -28,7 +28,13 @@ _HEADING = re.compile(
 _PLAN_HEADING = re.compile(
     r"remaining|pending|to ?do|next|not (?:yet )?done|outstanding|planned", re.IGNORECASE
 )
-_TOOL_WORD = {name: re.compile(rf"\b{name}\b", re.IGNORECASE) for name in TOOL_NAMES}
+_RECORD_START = {
+    name: re.compile(
+        rf"^\s*(?:[-*+•]\s*|\d+[.)]\s*)?(?:tool call:\s*)?(?:(?:called|ran|used)\s+)?[`*]*{name}\b",
+        re.IGNORECASE,
+    )
+    for name in TOOL_NAMES
+}
 _ANY_TOOL = re.compile(r"\b(?:" + "|".join(TOOL_NAMES) + r")\b", re.IGNORECASE)
 _BEFORE_OK = frozenset(" \t`'\"(:[,=<>*")
 
@@ -70,8 +76,13 @@ def _mentions(line: str, argument: str, workspace: Path | None) -> bool:
 
 
 def line_records_step(line: str, step: PlannedStep, workspace: Path | None) -> bool:
-    """Whether one line of text lists this step as done (tool name and primary argument)."""
-    return bool(_TOOL_WORD[step.tool].search(line)) and _mentions(line, step.primary, workspace)
+    """Whether one line of text lists this step as done: it opens with the tool's name
+    (after a bullet, a number or "Tool call:") and names the step's primary argument.
+
+    Narration such as "Next: read a.py again before edit a.py" names a tool in passing
+    and records nothing.
+    """
+    return bool(_RECORD_START[step.tool].match(line)) and _mentions(line, step.primary, workspace)
 
 
 @dataclass(frozen=True)
@@ -119,9 +130,9 @@ class Progress:
         return [step for step in self._plan if not self._statuses[step.key].done]
 
     def read_succeeded_after(self, path: str, message_index: int) -> bool:
-        """A Read of ``path`` with a good result appears after ``message_index``."""
+        """A Read of ``path`` after ``message_index`` shows its content, or shows it is absent."""
         return any(
-            call.succeeded and call.message_index > message_index
+            (call.succeeded or call.found_nothing) and call.message_index > message_index
             for call in self._calls.get(("Read", path), ())
         )
 
@@ -133,7 +144,7 @@ class Progress:
             done_by_call=any(call.succeeded for call in calls),
             done_by_text=any(line_records_step(line, step, workspace) for line in self._lines),
             done_by_content=step.tool == "Edit" and self._edit_visible_in_file(step),
-            failed_at=tuple(call.message_index for call in calls if call.result_is_error),
+            failed_at=tuple(call.message_index for call in calls if call.failed),
         )
 
     def _edit_visible_in_file(self, step: PlannedStep) -> bool:

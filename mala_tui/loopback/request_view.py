@@ -23,6 +23,8 @@ _SYSTEM_REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTA
 # versions ("Primary working directory: /x") and in the system prompt in older ones.
 _WORKING_DIRECTORY = re.compile(r"(?:Primary working directory|Working directory):\s*(/[^\n<]*)")
 _FILE_TOOLS = frozenset({"Read", "Write", "Edit", "NotebookEdit"})
+# What the CLI puts in the result of a tool call it did not run because the turn was interrupted.
+_REJECTED_PREFIXES = ("The user doesn't want to proceed with this tool use", "[Request interrupted")
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,22 @@ class ToolCall:
     def succeeded(self) -> bool:
         """Its result is present and not an error (a masked result counts as present)."""
         return self.result_text is not None and not self.result_is_error
+
+    @property
+    def rejected(self) -> bool:
+        """The call never ran: the turn was interrupted and the CLI answered it with a refusal."""
+        text = self.result_text or ""
+        return self.result_is_error and text.startswith(_REJECTED_PREFIXES)
+
+    @property
+    def failed(self) -> bool:
+        """It ran and went wrong (an interrupted call did not run: it is not a failure)."""
+        return self.result_is_error and not self.rejected
+
+    @property
+    def found_nothing(self) -> bool:
+        """A Read of a file that does not exist: nothing to read, so a Write may go ahead."""
+        return self.result_is_error and "does not exist" in (self.result_text or "")[:200]
 
 
 @dataclass(frozen=True)

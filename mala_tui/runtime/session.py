@@ -79,6 +79,8 @@ class RunnerLimits:
     approval_timeout_decision: str = "deny"
     drain_timeout: float = 30.0
     """How long to wait for an interrupted turn to end before disconnecting it."""
+    clean_point_timeout: float = 120.0
+    """How long to wait for the running tool call to finish before interrupting anyway."""
 
 
 @dataclass(frozen=True)
@@ -129,6 +131,8 @@ class SessionRunner:
         self._started_at: dict[int, float] = {}
         self._last_item_at = time.monotonic()
         self._client_pid: int | None = None
+        self._call_open = False
+        """An API call has started (message_start) and not finished (message_delta)."""
         self.status: EndStatus | None = None
         self.end_reason = ""
         self.approval_pending: int | None = None
@@ -257,6 +261,8 @@ class SessionRunner:
             )
             return self._observe(IdleTimedOut(self._clock(), time.monotonic() - self._last_item_at))
         self._last_item_at = time.monotonic()
+        if isinstance(item.item, UsageItem):
+            self._call_open = not item.item.final
         return self._observe_stream_item(item.item)
 
     def _observe_stream_item(self, item: StreamItem) -> Outcome:
@@ -333,7 +339,7 @@ class SessionRunner:
         match action:
             case SendPrompt():
                 if action.interrupt_first:
-                    drained = await self._interrupt_and_drain()
+                    drained = await self._interrupt_and_drain(at_clean_point=True)
                     if drained.actions or self.manager.phase.terminal:
                         return drained
                 await self._query(action.text, resume=self.manager.session_id)
@@ -377,7 +383,7 @@ class SessionRunner:
 
     async def _apply_mask(self, action: ApplyMask) -> Outcome | None:
         if action.interrupt_first:
-            drained = await self._interrupt_and_drain()
+            drained = await self._interrupt_and_drain(at_clean_point=True)
             if drained.actions or self.manager.phase.terminal:
                 return drained
         session_id = self.manager.session_id
@@ -443,21 +449,60 @@ class SessionRunner:
             return
         await self._inbox.put(_FromAgent(generation, None))
 
-    async def _interrupt_and_drain(self) -> Outcome:
-        """Interrupt the turn and feed the manager until it has ended; returns what that decided."""
-        client = self._client
-        if client is None or not self.manager.streaming:
+    async def _interrupt_and_drain(self, *, at_clean_point: bool = False) -> Outcome:
+        """Interrupt the turn and feed the manager until it has ended; returns what that decided.
+
+        With `at_clean_point`, first let the API call in flight finish and its tool calls
+        get their results: an interrupt lands on the next call, so the step the agent
+        was taking is kept, not rejected (a rejected Write is work thrown away).
+        """
+        if self._client is None or not self.manager.streaming:
             return (
                 self._observe(_interrupted(self._clock())) if self.manager.streaming else Outcome()
             )
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(client.interrupt(), self.limits.disconnect_timeout)
         held: list[OperatorCommand | ApprovalPolicyChanged | _Answer] = []
         try:
+            if at_clean_point:
+                settled = await self._until_clean_point(
+                    time.monotonic() + self.limits.clean_point_timeout, held
+                )
+                if settled is not None:
+                    return settled
+            client = self._client
+            if client is None:
+                return self._observe(_interrupted(self._clock()))
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(client.interrupt(), self.limits.disconnect_timeout)
             return await self._drain(time.monotonic() + self.limits.drain_timeout, held)
         finally:
             for item in held:  # operator input during the drain waits its turn
                 self._inbox.put_nowait(item)
+
+    def _at_clean_point(self) -> bool:
+        return not self._call_open and not self.manager.transcript.open_calls
+
+    async def _until_clean_point(
+        self, deadline: float, held: list[OperatorCommand | ApprovalPolicyChanged | _Answer]
+    ) -> Outcome | None:
+        """Feed the manager until no call or tool is in flight; an outcome if the turn ended."""
+        while not self._at_clean_point():
+            try:
+                async with asyncio.timeout(max(0.0, deadline - time.monotonic())):
+                    item = await self._inbox.get()
+            except TimeoutError:
+                return None  # a tool that runs this long is interrupted after all
+            if not isinstance(item, _FromAgent):
+                held.append(item)
+                continue
+            if item.generation == self._generation and item.item is None:
+                await self._close_client(self.limits.disconnect_timeout)
+                return self._observe(_interrupted(self._clock()))
+            outcome = self._handle(item)
+            if isinstance(item.item, ResultItem) and item.generation == self._generation:
+                return outcome or Outcome()  # the turn ended before it needed interrupting
+            if outcome is not None and outcome.actions:
+                return outcome
+        return None
 
     async def _drain(
         self, deadline: float, held: list[OperatorCommand | ApprovalPolicyChanged | _Answer]

@@ -62,6 +62,7 @@ def limits_from(settings: Settings) -> Limits:
     return Limits(
         soft_threshold=context.soft_threshold,
         hard_threshold=context.hard_threshold,
+        mask_target_threshold=context.mask_target_threshold,
         context_limit=context.context_limit,
         keep_recent_observations=context.keep_recent_observations,
         mask_min_batch_tokens=context.mask_min_batch_tokens,

@@ -40,10 +40,13 @@ def test_config_show_json_round_trips() -> None:
     done = run("config", "show", "--json")
     data = json.loads(done.stdout)
     assert data["context.hard_threshold"] == {
-        "value": 0.9,
+        "value": 0.8,
         "source": "default",
-        "description": "Fraction of the window at which the agent is wound down, checkpointed and restarted.",
+        "description": data["context.hard_threshold"]["description"],
     }
+    assert data["context.hard_threshold"]["description"].startswith(
+        "Fraction of the window at which the agent is wound down, checkpointed and restarted."
+    )
 
 
 def test_config_path_prints_the_file_read() -> None:
@@ -58,7 +61,7 @@ def test_broken_config_exits_2_with_one_message(tmp_path: Path) -> None:
     assert done.stdout == ""
     assert done.stderr == (
         f"mala-tui: config error: context.soft_threshold = 0.95 (file {path}) must be below "
-        "context.hard_threshold = 0.9 (default)\n"
+        "context.hard_threshold = 0.8 (default)\n"
     )
 
 

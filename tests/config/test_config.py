@@ -24,9 +24,10 @@ def test_defaults_when_there_is_no_file() -> None:
     context = loaded.settings.context
     assert (context.soft_threshold, context.hard_threshold, context.context_limit) == (
         0.70,
-        0.90,
+        0.80,
         200_000,
     )
+    assert context.mask_target_threshold == 0.60
     assert (context.carryover_turns, context.require_approval) == (5, False)
     assert loaded.settings.idle.max_idle_retries == 2
     assert loaded.settings.idle.idle_retry_backoff == (0.0, 5.0, 15.0)
@@ -66,7 +67,10 @@ def message_for(text: str) -> str:
 def test_soft_not_below_hard_names_both_values_and_origins() -> None:
     path = os.environ["MALA_TUI_CONFIG_FILE"]
     assert message_for("[context]\nsoft_threshold = 0.95\n") == (
-        f"context.soft_threshold = 0.95 (file {path}) must be below context.hard_threshold = 0.9 (default)"
+        f"context.soft_threshold = 0.95 (file {path}) must be below context.hard_threshold = 0.8 (default)"
+    )
+    assert message_for("[context]\nmask_target_threshold = 0.75\n") == (
+        f"context.mask_target_threshold = 0.75 (file {path}) must not be above context.soft_threshold = 0.7 (default)"
     )
 
 

@@ -183,6 +183,26 @@ def test_harness_checkpoint_from_a_transcript() -> None:
     assert "renaming it" in sections["Key Decisions"]
 
 
+def test_harness_checkpoint_keeps_the_task_and_what_earlier_checkpoints_listed() -> None:
+    previous = Checkpoint(
+        "## Goal\nG\n## Completed Work\n- Read /ws/a.py\n## Do Not Redo\n- /ws/b.py",
+        CheckpointOrigin.TAGGED,
+    )
+    transcript = Transcript(
+        [
+            Message.user_text("CONTINUING FROM A PREVIOUS SESSION ..."),
+            call("e", "Edit", file_path="/ws/c.py"),
+            result("e", "ok"),
+        ]
+    )
+    sections = harness_checkpoint(
+        transcript, reason="r", carryover_turns=1, goal="The task.", previous=previous
+    ).sections
+    assert sections["Goal"] == "The task."
+    assert sections["Completed Work"].splitlines() == ["- Read /ws/a.py", "- Edit /ws/c.py"]
+    assert sections["Do Not Redo"].splitlines() == ["- /ws/b.py", "- /ws/c.py"]
+
+
 @given(st.text(max_size=400))
 def test_extraction_never_crashes_and_never_returns_tags(answer: str) -> None:
     try:

@@ -121,6 +121,8 @@ def test_the_workspace_falls_back_to_the_configured_one() -> None:
         ("- Read other/src/mod_1.py", False),
         ("- Edit src/mod_1.py", False),
         ("src/mod_1.py", False),
+        ("Next: read src/mod_1.py again before edit src/mod_1.py.", False),
+        ("Agent: Next: read src/mod_1.py.", False),
     ],
 )
 def test_one_line_naming_tool_and_argument_records_a_step(line: str, done: bool) -> None:

@@ -42,7 +42,12 @@ class Harness:
             spec=SessionSpec(name="s1", task=TASK, cwd=Path("/ws")),
             backend=backend,
             manager=self.manager,
-            limits=RunnerLimits(idle_timeout=IDLE, disconnect_timeout=1.0, drain_timeout=1.0),
+            limits=RunnerLimits(
+                idle_timeout=IDLE,
+                disconnect_timeout=1.0,
+                drain_timeout=1.0,
+                clean_point_timeout=2.0,
+            ),
             sink=self.sink,
             sleep=self.sleep,
         )
@@ -176,23 +181,54 @@ def read_cycle(index: int, size: int) -> list[MessageItem]:
     ]
 
 
-def usage_at(tokens: int) -> UsageItem:
-    return UsageItem(CallUsage(input_tokens=3, cache_read_input_tokens=tokens - 3), final=False)
+def usage_at(tokens: int, *, final: bool = True) -> UsageItem:
+    return UsageItem(CallUsage(input_tokens=3, cache_read_input_tokens=tokens - 3), final=final)
 
 
 async def test_soft_zone_masks_through_the_backend_and_resumes() -> None:
     reads = [item for i in range(10) for item in read_cycle(i, 16_000)]
     first = ScriptedClient([[SessionIdItem("sess-1"), *reads, usage_at(75_000), HANG]])
-    resumed = ScriptedClient([[usage_at(66_000), finished()]])
+    resumed = ScriptedClient([[usage_at(60_000), finished()]])
     h = Harness(ScriptedBackend([first, resumed]))
     assert await h.run() is EndStatus.DONE
     assert first.interrupted == 1 and first.disconnected
     assert h.backend.created == [("s1", None), ("s1", "sess-1")]
     (masked,) = h.backend.masked
-    assert list(masked) == ["r0", "r1"]
-    assert resumed.queries == [PROMPTS.render(PromptKind.MASK_RESUME, masked_count=2)]
+    assert list(masked) == ["r0", "r1", "r2", "r3"]
+    assert resumed.queries == [PROMPTS.render(PromptKind.MASK_RESUME, masked_count=4)]
     (measured,) = h.of_type(ev.MaskMeasured)
-    assert measured.reclaimed == 9_000
+    assert measured.reclaimed == 15_000
+
+
+async def test_the_interrupt_waits_for_the_tool_call_in_flight() -> None:
+    # Soft pressure is seen at message_start of a call that goes on to write a file: the
+    # interrupt comes after that Write's result, so the write is kept, not rejected.
+    reads = [item for i in range(10) for item in read_cycle(i, 16_000)]
+    write = MessageItem(
+        Message(Role.ASSISTANT, (ToolCall("w1", "Write", {"file_path": "/ws/out.md"}),))
+    )
+    written = MessageItem(Message(Role.USER, (ToolResult("w1", "File created"),)))
+    first = ScriptedClient(
+        [
+            [
+                SessionIdItem("sess-1"),
+                *reads,
+                usage_at(75_000, final=False),
+                write,
+                usage_at(75_100),
+                written,
+                usage_at(75_200, final=False),
+                HANG,
+            ]
+        ]
+    )
+    resumed = ScriptedClient([[finished()]])
+    h = Harness(ScriptedBackend([first, resumed]))
+    assert await h.run() is EndStatus.DONE
+    assert first.interrupted == 1
+    assert h.manager.transcript.observations()[-1].result == ToolResult("w1", "File created")
+    (masked,) = h.backend.masked
+    assert "w1" not in masked
 
 
 async def test_mask_failure_resumes_without_the_mask() -> None:

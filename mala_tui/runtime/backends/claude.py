@@ -192,7 +192,14 @@ class ClaudeClient:
     def _from_assistant(self, message: AssistantMessage) -> list[StreamItem]:
         items: list[StreamItem] = []
         message_id = message.message_id or ""
-        if message_id and message_id not in self._usage and message.usage is not None:
+        # A refused call (prompt too long, say) comes back as an error message with zero
+        # usage: it says nothing about the window, and must not read as an empty one.
+        if (
+            message_id
+            and message_id not in self._usage
+            and message.usage is not None
+            and message.error is None
+        ):
             # No stream event for this call (partial messages unavailable): its usage
             # is right but for a stale output count, and shared by every block: take it once.
             try:

@@ -1,0 +1,91 @@
+"""Running real Claude Code sessions against the loopback model in tests."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mala_tui.core import events as ev
+from mala_tui.core.manager import ContextManager, Limits
+from mala_tui.loopback import (
+    MODEL,
+    LoopbackServer,
+    Scenario,
+    materialize_workspace,
+    offline_cli_env,
+)
+from mala_tui.prompt_files import load_prompts
+from mala_tui.runtime.backends.base import SessionSpec
+from mala_tui.runtime.backends.claude import ClaudeBackend
+from mala_tui.runtime.session import RunnerLimits, SessionRunner
+
+TOOLS = ("Read", "Grep", "Glob", "Bash", "Edit", "Write")
+
+
+def session_spec(
+    name: str, scenario: Scenario, server: LoopbackServer, root: Path, route: str | None = None
+) -> SessionSpec:
+    workspace = root / name / "workspace"
+    home = root / name / "home"
+    workspace.mkdir(parents=True)
+    materialize_workspace(scenario, workspace)
+    url = server.url_for(route) if route else server.base_url
+    return SessionSpec(
+        name=name,
+        task=scenario.task,
+        cwd=workspace,
+        model=MODEL,
+        allowed_tools=TOOLS,
+        permission_mode="acceptEdits",
+        env=offline_cli_env(url, home),
+        private_home=home,
+    )
+
+
+@dataclass
+class Recorded:
+    events: list[ev.Event] = field(default_factory=list)
+
+    def __call__(self, event: ev.Event) -> ev.Event:
+        self.events.append(event)
+        return event
+
+    def of(self, kind: type) -> list:  # type: ignore[type-arg]
+        return [e for e in self.events if isinstance(e, kind)]
+
+
+def runner(
+    spec: SessionSpec,
+    limits: Limits,
+    *,
+    idle_timeout: float = 60.0,
+    backup_dir: Path | None = None,
+    sink: Callable[[ev.Event], ev.Event] | None = None,
+) -> tuple[SessionRunner, Recorded]:
+    recorded = Recorded()
+    manager = ContextManager(name=spec.name, task=spec.task, limits=limits, prompts=load_prompts())
+    return (
+        SessionRunner(
+            spec=spec,
+            backend=ClaudeBackend(backup_dir=backup_dir),
+            manager=manager,
+            limits=RunnerLimits(
+                idle_timeout=idle_timeout, disconnect_timeout=limits.disconnect_timeout
+            ),
+            sink=sink or recorded,
+        ),
+        recorded,
+    )
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False

@@ -1,0 +1,138 @@
+"""The Claude backend with the real SDK and CLI against the loopback model.
+
+Usage accounting against the CLI's own /context figure, masking by transcript
+rewrite and resume, a real stall recovered within the disconnect bound, and a
+prompt-too-long recovered from a harness-made checkpoint.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from mala_tui.core import events as ev
+from mala_tui.core.actions import EndStatus
+from mala_tui.core.manager import Limits
+from mala_tui.loopback import FaultSpec, LoopbackServer, Scenario, load_scenario
+from mala_tui.runtime.backends.base import ResultItem, UsageItem
+from mala_tui.runtime.backends.claude import ClaudeBackend
+from tests.integration.harness import alive, runner, session_spec
+
+pytestmark = pytest.mark.integration
+
+
+async def test_usage_from_the_stream_matches_the_clis_own_context_figure(tmp_path: Path) -> None:
+    scenario = load_scenario("quickstart")
+    async with LoopbackServer(scenario, response_delay_s=0) as server:
+        spec = session_spec("q", scenario, server, tmp_path)
+        client = ClaudeBackend().create(spec, resume=None)
+        await client.connect()
+        try:
+            await client.query(scenario.task)
+            finals = []
+            async for item in client.stream():
+                if isinstance(item, UsageItem) and item.final:
+                    finals.append(item.call)
+                if isinstance(item, ResultItem):
+                    assert item.context_window == 200_000
+                    break
+            cli = await client.context_usage()
+        finally:
+            await client.disconnect()
+        last = finals[-1]
+        cli_figure = cli["totalTokens"] + cli["apiUsage"]["output_tokens"]
+        assert abs(last.context_tokens - cli_figure) <= 0.02 * cli_figure
+        # And the server computed the same numbers for that request.
+        record = [r for r in server.request_log if r.response_kind != "error"][-1]
+        assert last.prompt_tokens == record.prompt_tokens
+        assert last.cache_read_input_tokens == record.cache_read_input_tokens
+        assert cli["isAutoCompactEnabled"] is False
+
+
+async def test_masking_rewrites_the_transcript_and_the_model_sees_placeholders(
+    tmp_path: Path,
+) -> None:
+    scenario = load_scenario("quickstart")
+    limits = Limits(
+        soft_threshold=0.08,
+        hard_threshold=0.9,
+        keep_recent_observations=1,
+        mask_min_batch_tokens=500,
+    )
+    async with LoopbackServer(scenario, response_delay_s=0) as server:
+        spec = session_spec("q", scenario, server, tmp_path)
+        run, recorded = runner(spec, limits, backup_dir=tmp_path / "backup")
+        assert await run.run() is EndStatus.DONE
+    masks = recorded.of(ev.MaskApplied)
+    assert masks, "the session should have crossed the soft threshold"
+    log = server.request_log
+    first_masked = next(r for r in log if r.masked_placeholders > 0)
+    before = log[first_masked.index - 2]
+    # Rewriting an old result is a prompt-cache miss from that block on.
+    assert first_masked.cache_read_input_tokens < before.cache_read_input_tokens
+    assert first_masked.prompt_tokens < before.prompt_tokens
+    measured = recorded.of(ev.MaskMeasured)[0]
+    assert measured.reclaimed > 0
+    assert not any(r.redone for r in log)
+    assert list((tmp_path / "backup").glob("*.jsonl")), "the original transcript is kept"
+    assert all(not alive(pid) for pid in run.pids)
+
+
+async def test_a_real_stall_is_detected_disconnected_and_resumed(tmp_path: Path) -> None:
+    scenario = load_scenario("quickstart")
+    async with LoopbackServer(scenario, response_delay_s=0) as server:
+        server.add_fault(FaultSpec(kind="stall_after_message_start", at_request=3))
+        spec = session_spec("q", scenario, server, tmp_path)
+        run, recorded = runner(spec, Limits(disconnect_timeout=10.0), idle_timeout=3.0)
+        started = time.monotonic()
+        assert await run.run() is EndStatus.DONE
+        elapsed = time.monotonic() - started
+    (timeout,) = recorded.of(ev.IdleTimedOut)
+    assert timeout.decision == "resume" and timeout.idle_seconds >= 3.0
+    stalled_pid = run.pids[0]
+    ended = next(e for e in recorded.of(ev.ProcessEnded) if e.pid == stalled_pid)
+    # Detection to process gone: bounded by the disconnect timeout.
+    assert ended.at - timeout.at <= 10.0
+    assert not alive(stalled_pid)
+    assert len(run.pids) == 2 and all(not alive(pid) for pid in run.pids)
+    assert elapsed < 60
+
+
+#: Six 1,000-token notes and a digest: over a 19,000-token window partway through.
+TIGHT = Scenario.model_validate(
+    {
+        "name": "tight",
+        "description": "reads that outgrow a small window",
+        "task": "Read the six notes and write a digest to DIGEST.md.",
+        "goal": "Read notes/n_1..6.txt, write DIGEST.md.",
+        "final_answer": "DIGEST.md written.",
+        "workspace": {
+            "files": [{"path": "notes/n_{i}.txt", "count": 6, "size": 4000, "kind": "text"}]
+        },
+        "steps": [
+            {"tool": "Read", "path": "notes/n_{i}.txt", "count": 6},
+            {"tool": "Write", "path": "DIGEST.md", "content": "digest\n"},
+        ],
+    }
+)
+
+
+async def test_prompt_too_long_recovers_from_a_harness_checkpoint(tmp_path: Path) -> None:
+    # The CLI believes in a 200K window; the server refuses past 19,000 tokens, as the
+    # real API does past its window, partway through the task.
+    async with LoopbackServer(TIGHT, response_delay_s=0, window=19_000) as server:
+        spec = session_spec("tight", TIGHT, server, tmp_path)
+        run, recorded = runner(spec, Limits(max_restarts=3))
+        status = await run.run()
+    refused = [r for r in server.request_log if r.response_kind == "error"]
+    assert len(refused) == 1
+    (restart,) = recorded.of(ev.Restarted)
+    assert restart.reason == "emergency: the prompt is too long for the window"
+    saved = recorded.of(ev.CheckpointSaved)[0]
+    assert saved.origin == "harness"
+    assert "- Read " in saved.text and "n_4.txt" in saved.text
+    assert status is EndStatus.DONE
+    assert (spec.cwd / "DIGEST.md").exists()
+    assert not any(r.redone for r in server.request_log), "the harness checkpoint lost progress"
