@@ -235,6 +235,8 @@ class _Pending:
     """The mask stopped a running turn: the session must be resumed after it."""
     measure_from: int | None = None
     skip_reason: str | None = None
+    work_ends_at: int | None = None
+    """Transcript length when the wind-down began: what follows is not work to carry over."""
     skip_revision: int | None = None
     """Transcript revision when masking last found nothing: unchanged, nothing to redo."""
     restart_reason: str = ""
@@ -565,6 +567,7 @@ class ContextManager:
 
     def _wind_down(self, at: float, usage: ContextUsage) -> Outcome:
         moved = self._move(at, Trigger.HARD_PRESSURE)
+        self._pending.work_ends_at = len(self.transcript)
         interrupt = self._turn.streaming
         self._turn.interrupting = interrupt
         text = self.prompts.render(
@@ -588,6 +591,8 @@ class ContextManager:
 
     def _request_checkpoint(self, at: float, trigger: Trigger) -> Outcome:
         moved = self._move(at, trigger)
+        if self._pending.work_ends_at is None:
+            self._pending.work_ends_at = len(self.transcript)
         usage = self.usage
         interrupt = self._turn.streaming
         self._turn.interrupting = interrupt
@@ -680,7 +685,11 @@ class ContextManager:
         carried = (
             "(included in the checkpoint above)"
             if self.checkpoint.harness_made
-            else carryover_text(self.transcript.carryover(self.limits.carryover_turns))
+            else carryover_text(
+                self.transcript.carryover(
+                    self.limits.carryover_turns, before=self._pending.work_ends_at
+                )
+            )
         )
         prompt = self.prompts.render(
             PromptKind.CONTINUATION,

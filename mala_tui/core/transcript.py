@@ -282,12 +282,21 @@ class Transcript:
             if end > start
         ]
 
-    def carryover(self, turns: int) -> tuple[Message, ...]:
-        """The last `turns` complete cycles' messages; never splits a call from its result."""
+    def carryover(self, turns: int, *, before: int | None = None) -> tuple[Message, ...]:
+        """The last `turns` complete cycles' messages; never splits a call from its result.
+
+        With `before`, only cycles that end at or before that message index count
+        (the work before a wind-down, say, without the wind-down itself).
+        """
         if turns <= 0:
             return ()
-        chosen = self.cycles()[-turns:]
-        return tuple(message for cycle in chosen for message in cycle)
+        limit = len(self._messages) if before is None else before
+        cycles: list[tuple[Message, ...]] = []
+        points = [point for point in self.cut_points() if point <= limit]
+        for start, end in itertools.pairwise(points):
+            if end > start:
+                cycles.append(tuple(self._messages[start:end]))
+        return tuple(message for cycle in cycles[-turns:] for message in cycle)
 
 
 def render_messages(messages: Sequence[Message], *, result_chars: int = 600) -> str:

@@ -5,8 +5,8 @@ A step is done when the request shows it done, and only then:
   relative to the workspace) with a result that is not an error, intact or masked; or
 - a line of user text (a checkpoint, a continuation or compaction summary, a harness-written
   checkpoint) names the step's tool and its primary argument, e.g. ``- Read src/mod_07.py``
-  or ``Bash: pytest -q``. Lines under a heading such as "Remaining Tasks", "Pending" or
-  "Next Step" are plans, not records, and do not count; or
+  or ``Bash: pytest -q``. Lines under a heading such as "Goal", "Remaining Tasks", "Pending"
+  or "Next Step" are aims and plans, not records, and do not count; or
 - for an Edit, the latest visible Read of its file already shows the new text and not the
   old one (the edit happened, even if the call that made it is gone).
 Work it cannot see as done, the agent does again.
@@ -26,7 +26,8 @@ _HEADING = re.compile(
     r"^\s*(?:#{1,6}\s+(?P<markdown>.+?)|(?:\d+\.\s*)?(?P<label>[A-Za-z][\w /&-]{2,60}):)\s*$"
 )
 _PLAN_HEADING = re.compile(
-    r"remaining|pending|to ?do|next|not (?:yet )?done|outstanding|planned", re.IGNORECASE
+    r"remaining|pending|to ?do|next|not (?:yet )?done|outstanding|planned|goal|task|objective",
+    re.IGNORECASE,
 )
 _RECORD_START = {
     name: re.compile(

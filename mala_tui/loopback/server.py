@@ -381,6 +381,12 @@ class LoopbackServer:
             self._abandoned.append(index)
             self._notify()
             raise
+        except ConnectionResetError:
+            # The client went away mid-stream (an interrupt, a disconnect): nothing to
+            # answer any more, and nothing wrong with the server.
+            self._abandoned.append(index)
+            self._notify()
+            return web.Response(status=499)
 
     def _record(
         self,

@@ -473,6 +473,9 @@ def test_hard_zone_winds_down_then_asks_for_a_checkpoint_then_restarts() -> None
     assert "continuation 1" in fresh.prompt
     # The last complete cycles are carried over, never a call without its result.
     assert "Tool call: Read /ws/src/t003.py" in fresh.prompt
+    # ...the work, not the wind-down and checkpoint exchange that followed it.
+    carried = fresh.prompt.split("for orientation:")[1]
+    assert "WRAP UP" not in carried and "Saved notes." not in carried
     saved = [e for e in restart.events if isinstance(e, ev.CheckpointSaved)]
     assert saved[0].number == 1 and saved[0].origin == "tagged"
     restarted = [e for e in restart.events if isinstance(e, ev.Restarted)]

@@ -1,0 +1,145 @@
+"""`mala-tui demo --headless` as a user runs it: four real CLI sessions on the loopback model."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from mala_tui.core import events as ev
+from mala_tui.core.view import RunState
+from mala_tui.runtime.journal import list_runs, read_events
+from tests.integration.harness import alive
+
+pytestmark = pytest.mark.integration
+
+SOFT = 0.70
+
+
+def demo(data_dir: Path, *extra: str, timeout: float = 400) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, MALA_TUI_STORAGE__DATA_DIR=str(data_dir))
+    return subprocess.run(
+        [sys.executable, "-m", "mala_tui", "demo", "--headless", *extra],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=timeout,
+    )
+
+
+def test_the_demo_shows_every_behaviour_and_leaves_nothing_behind(tmp_path: Path) -> None:
+    done = demo(tmp_path)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "Traceback" not in done.stderr
+    (run,) = list_runs(tmp_path)
+    journal = read_events(run.directory / "events.jsonl")
+    assert journal.skipped == []
+    events = journal.events
+    state = RunState().apply_all(events)
+    assert {name: s.status for name, s in state.sessions.items()} == {
+        "soft-zone-reader": "done",
+        "hard-zone-long-task": "done",
+        "stall-once": "done",
+        "normal-zone": "done",
+    }
+    requests = [
+        json.loads(line)
+        for line in (run.directory / "loopback-requests.jsonl").read_text().splitlines()
+    ]
+
+    # Soft zone: masked, the model saw placeholders, and the session came back under soft.
+    soft = state.sessions["soft-zone-reader"]
+    assert soft.masks and soft.restarts == []
+    assert any(r["route"] == "soft-zone-reader" and r["masked_placeholders"] > 0 for r in requests)
+    assert all(m.reclaimed is not None and m.reclaimed > 0 for m in soft.masks)
+    after_each = [
+        e.tokens_after
+        for e in events
+        if isinstance(e, ev.MaskMeasured) and e.session == "soft-zone-reader"
+    ]
+    assert after_each and all(tokens < SOFT * soft.window for tokens in after_each)
+
+    # Hard zone: wound down, checkpointed, restarted fresh, and nothing redone.
+    hard = state.sessions["hard-zone-long-task"]
+    assert len(hard.restarts) == 1 and hard.checkpoints[0].origin == "tagged"
+    assert Path(hard.checkpoints[0].path).read_text().startswith("## Goal")
+    assert (
+        hard.restarts[0].tokens_after is not None
+        and hard.restarts[0].tokens_after < hard.restarts[0].tokens_before
+    )
+    assert not any(r["redone"] for r in requests)
+    workspace = run.directory / "demo" / "hard-zone-long-task" / "workspace" / "reports"
+    assert len(list(workspace.glob("region_*.md"))) == 30
+
+    # The stall: detected, the stuck process gone within the disconnect bound, resumed.
+    stall = [e for e in events if e.session == "stall-once"]
+    (timeout,) = [e for e in stall if isinstance(e, ev.IdleTimedOut)]
+    assert timeout.decision == "resume"
+    started = [e.pid for e in stall if isinstance(e, ev.ProcessStarted)]
+    stuck_end = next(e for e in stall if isinstance(e, ev.ProcessEnded) and e.pid == started[0])
+    assert stuck_end.at - timeout.at <= 10.0
+
+    # The normal one: never masked or restarted.
+    normal = state.sessions["normal-zone"]
+    assert (
+        normal.masks == []
+        and normal.restarts == []
+        and max(p.tokens for p in normal.usage) < SOFT * normal.window
+    )
+
+    # Every agent process started was seen ending, and none is alive.
+    pids = [e.pid for e in events if isinstance(e, ev.ProcessStarted) and e.pid is not None]
+    ended = {e.pid for e in events if isinstance(e, ev.ProcessEnded)}
+    assert pids and set(pids) <= ended
+    assert [pid for pid in pids if alive(pid)] == []
+    # The journal holds every event the run printed, in order, the run's end last.
+    assert (
+        isinstance(events[0], ev.RunStarted)
+        and isinstance(events[-1], ev.RunEnded)
+        and events[-1].ok
+    )
+
+
+def test_ctrl_c_stops_every_session_and_no_process_is_left(tmp_path: Path) -> None:
+    env = dict(os.environ, MALA_TUI_STORAGE__DATA_DIR=str(tmp_path))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "mala_tui", "demo", "--headless"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        pids: list[int] = []
+        while time.monotonic() < deadline and len(pids) < 4:
+            runs = list_runs(tmp_path)
+            if runs:
+                events = read_events(runs[0].directory / "events.jsonl").events
+                pids = [
+                    e.pid for e in events if isinstance(e, ev.ProcessStarted) and e.pid is not None
+                ]
+            time.sleep(0.2)
+        assert len(pids) >= 4, "the four agents should have started"
+        assert all(alive(pid) for pid in pids[:4])
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == 130, err
+    assert "interrupted: every session was stopped" in out
+    assert "Traceback" not in err
+    events = read_events(list_runs(tmp_path)[0].directory / "events.jsonl").events
+    pids = [e.pid for e in events if isinstance(e, ev.ProcessStarted) and e.pid is not None]
+    assert [pid for pid in pids if alive(pid)] == []
+    statuses = {e.session: e.status for e in events if isinstance(e, ev.SessionEnded)}
+    assert set(statuses.values()) <= {"stopped", "done"} and len(statuses) == 4
+    assert isinstance(events[-1], ev.RunEnded) and not events[-1].ok

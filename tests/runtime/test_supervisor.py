@@ -1,0 +1,195 @@
+"""The supervisor: many sessions, the approval gate, coalesced snapshots, the journal, stopping."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from mala_tui.config import ContextSettings, IdleSettings, Settings
+from mala_tui.core import events as ev
+from mala_tui.core.actions import EndStatus
+from mala_tui.core.usage import CallUsage
+from mala_tui.prompt_files import load_prompts
+from mala_tui.runtime.backends.base import SessionIdItem, SessionSpec, UsageItem
+from mala_tui.runtime.backends.scripted import HANG, ScriptedBackend, ScriptedClient, finished
+from mala_tui.runtime.journal import RunJournal, read_events
+from mala_tui.runtime.supervisor import Supervisor
+
+CHECKPOINT = "<checkpoint>\n## Goal\nG\n## Completed Work\n- Read /ws/a.py\n</checkpoint>"
+
+
+def settings(**context: object) -> Settings:
+    return Settings(
+        context=ContextSettings(context_limit=100_000, **context),  # type: ignore[arg-type]
+        idle=IdleSettings(idle_timeout_seconds=5),
+    )
+
+
+def hard_session(session_id: str) -> list[ScriptedClient]:
+    """A session that hits the hard zone, winds down, writes a checkpoint, and on restart finishes."""
+    hard = UsageItem(CallUsage(cache_read_input_tokens=85_000), final=True)
+    old = ScriptedClient(
+        [
+            [SessionIdItem(session_id), hard, HANG],
+            [finished("saved", session_id)],
+            [finished(CHECKPOINT, session_id)],
+        ]
+    )
+    new = ScriptedClient([[SessionIdItem(f"{session_id}-2"), finished("done", f"{session_id}-2")]])
+    return [old, new]
+
+
+class Sessions:
+    """A backend whose clients are chosen per session name, in order."""
+
+    def __init__(self, clients: dict[str, list[ScriptedClient]]) -> None:
+        self.by_name = {name: ScriptedBackend(list(found)) for name, found in clients.items()}
+
+    def create(self, spec: SessionSpec, *, resume: str | None) -> ScriptedClient:
+        return self.by_name[spec.name].create(spec, resume=resume)
+
+    async def mask_transcript(
+        self, spec: SessionSpec, session_id: str, placeholders: object
+    ) -> int:
+        return 0
+
+
+OPEN: list[RunJournal] = []
+
+
+@pytest.fixture(autouse=True)
+def close_journals() -> Iterator[None]:
+    yield
+    while OPEN:
+        OPEN.pop().close()
+
+
+def supervisor(tmp_path: Path, backend: object, names: list[str], **kwargs: object) -> Supervisor:
+    journal = RunJournal.create(tmp_path, "run-1", {"mode": "test"})
+    OPEN.append(journal)
+    sup = Supervisor(
+        settings=kwargs.pop("settings", settings()),  # type: ignore[arg-type]
+        backend=backend,  # type: ignore[arg-type]
+        prompts=load_prompts(),
+        journal=journal,
+        publish_interval=0.02,
+        **kwargs,  # type: ignore[arg-type]
+    )
+    for name in names:
+        sup.add_session(SessionSpec(name=name, task=f"task {name}", cwd=tmp_path))
+    return sup
+
+
+async def wait_for_approvals(sup: Supervisor, count: int) -> None:
+    for _ in range(500):
+        if len(sup.approvals) >= count:
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"expected {count} pending approvals, got {sup.approvals}")
+
+
+async def test_approvals_queue_and_each_answer_reaches_its_session(tmp_path: Path) -> None:
+    backend = Sessions({"a": hard_session("sa"), "b": hard_session("sb"), "c": hard_session("sc")})
+    sup = supervisor(tmp_path, backend, ["a", "b", "c"], approval_mode="ask")
+    seen: list[list[str]] = []
+    sup.listeners.approvals.append(lambda pending: seen.append([p.session for p in pending]))
+    run = asyncio.create_task(sup.run())
+    await wait_for_approvals(sup, 3)
+    assert {p.session for p in sup.approvals} == {"a", "b", "c"}
+    assert all(p.checkpoint_text.startswith("## Goal\nG") for p in sup.approvals)
+    sup.decide("a", "approve")
+    sup.decide("b", "deny")
+    sup.decide("c", "edit", "## Goal\nOnly the edited plan.")
+    result = await asyncio.wait_for(run, 10)
+    assert result.statuses == {"a": EndStatus.DONE, "b": EndStatus.DENIED, "c": EndStatus.DONE}
+    assert sup.approvals == []
+    assert seen[-1] == []
+    continuation_c = backend.by_name["c"].clients[1].queries[0]
+    assert "## Goal\nOnly the edited plan." in continuation_c
+    decided = [
+        e for e in read_events(sup.journal.events_path).events if isinstance(e, ev.ApprovalDecided)
+    ]  # type: ignore[union-attr]
+    assert sorted(d.decision for d in decided) == ["approve", "deny", "edit"]
+    with pytest.raises(KeyError, match="no approval is pending"):
+        sup.decide("a", "approve")
+
+
+async def test_deny_policy_answers_without_a_person(tmp_path: Path) -> None:
+    sup = supervisor(tmp_path, Sessions({"a": hard_session("sa")}), ["a"], approval_mode="deny")
+    result = await asyncio.wait_for(sup.run(), 10)
+    assert result.statuses == {"a": EndStatus.DENIED}
+    decided = [e for e in sup.state.sessions["a"].log if isinstance(e, ev.ApprovalDecided)]
+    assert [(d.decision, d.decided_by) for d in decided] == [("deny", "policy")]
+    assert sup.state.sessions["a"].checkpoints, "the checkpoint is kept"
+
+
+async def test_an_approval_timeout_takes_the_configured_answer(tmp_path: Path) -> None:
+    sup = supervisor(
+        tmp_path,
+        Sessions({"a": hard_session("sa")}),
+        ["a"],
+        approval_mode="ask",
+        settings=settings(approval_timeout_seconds=0.1, approval_timeout_decision="approve"),
+    )
+    result = await asyncio.wait_for(sup.run(), 10)
+    assert result.statuses == {"a": EndStatus.DONE}
+    decided = [e for e in sup.state.sessions["a"].log if isinstance(e, ev.ApprovalDecided)]
+    assert [(d.decision, d.decided_by) for d in decided] == [("approve", "timeout")]
+
+
+async def test_snapshots_are_coalesced_and_checkpoints_saved_as_markdown(tmp_path: Path) -> None:
+    sup = supervisor(tmp_path, Sessions({"a": hard_session("sa")}), ["a"], approval_mode="auto")
+    published: list[dict[str, object]] = []
+    sup.listeners.snapshots.append(published.append)
+    await asyncio.wait_for(sup.run(), 10)
+    events = read_events(sup.journal.events_path).events  # type: ignore[union-attr]
+    assert 0 < len(published) < len([e for e in events if e.session == "a"])
+    final = sup.snapshots()["a"]
+    assert final.status == "done" and final.restarts == 1
+    saved = [e for e in events if isinstance(e, ev.CheckpointSaved)]
+    assert saved[0].path.endswith("checkpoints/a-1.md")
+    assert Path(saved[0].path).read_text().startswith("## Goal\nG")
+
+
+async def test_stop_all_ends_every_session_and_disconnects(tmp_path: Path) -> None:
+    clients = {name: [ScriptedClient([[SessionIdItem(f"s{name}"), HANG]])] for name in "ab"}
+    sup = supervisor(
+        tmp_path,
+        Sessions(clients),
+        ["a", "b"],
+        settings=Settings(idle=IdleSettings(idle_timeout_seconds=30)),
+    )
+    run = asyncio.create_task(sup.run())
+    await asyncio.sleep(0.1)
+    sup.stop_all()
+    result = await asyncio.wait_for(run, 10)
+    assert result.statuses == {"a": EndStatus.STOPPED, "b": EndStatus.STOPPED}
+    assert all(c.disconnected for found in clients.values() for c in found)
+    ended = read_events(sup.journal.events_path).events  # type: ignore[union-attr]
+    assert isinstance(ended[-1], ev.RunEnded) and not ended[-1].ok
+
+
+async def test_cancelling_the_run_stops_every_session(tmp_path: Path) -> None:
+    clients = {name: [ScriptedClient([[SessionIdItem(f"s{name}"), HANG]])] for name in "ab"}
+    sup = supervisor(
+        tmp_path,
+        Sessions(clients),
+        ["a", "b"],
+        settings=Settings(idle=IdleSettings(idle_timeout_seconds=30)),
+    )
+    run = asyncio.create_task(sup.run())
+    await asyncio.sleep(0.1)
+    run.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await run
+    assert all(c.disconnected for found in clients.values() for c in found)
+    assert isinstance(read_events(sup.journal.events_path).events[-1], ev.RunEnded)  # type: ignore[union-attr]
+
+
+def test_two_sessions_cannot_share_a_name(tmp_path: Path) -> None:
+    sup = supervisor(tmp_path, Sessions({}), ["a"])
+    with pytest.raises(ValueError, match="two sessions are named 'a'"):
+        sup.add_session(SessionSpec(name="a", task="t", cwd=tmp_path))
