@@ -8,6 +8,7 @@ import sys
 
 BENCHMARKS = {
     "core": "mala_tui.bench.core_bench",
+    "latency": "mala_tui.bench.latency_bench",
 }
 
 

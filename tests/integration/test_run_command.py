@@ -1,0 +1,75 @@
+"""`mala-tui run` on a user's own task, with the model behind ANTHROPIC_BASE_URL (here, loopback)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from mala_tui.core import events as ev
+from mala_tui.loopback import LoopbackServer, load_scenario, materialize_workspace, offline_cli_env
+from mala_tui.runtime.journal import list_runs, read_events
+from tests.integration.harness import alive
+
+pytestmark = pytest.mark.integration
+
+
+async def run_cli(*args: str, env: dict[str, str]) -> tuple[int, str, str]:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "mala_tui",
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=env,
+    )
+    out, err = await asyncio.wait_for(process.communicate(), 180)
+    assert process.returncode is not None
+    return process.returncode, out.decode(), err.decode()
+
+
+async def test_run_headless_supervises_a_task_and_journals_it(tmp_path: Path) -> None:
+    scenario = load_scenario("quickstart")
+    workspace = tmp_path / "project"
+    workspace.mkdir()
+    materialize_workspace(scenario, workspace)
+    async with LoopbackServer(scenario, response_delay_s=0) as server:
+        env = dict(os.environ, **offline_cli_env(server.base_url, tmp_path / "claude-home"))
+        env["MALA_TUI_STORAGE__DATA_DIR"] = str(tmp_path / "data")
+        code, out, err = await run_cli(
+            "--set",
+            "agent.model=claude-sonnet-4-5",
+            "run",
+            scenario.task,
+            "--cwd",
+            str(workspace),
+            "--headless",
+            env=env,
+        )
+    assert code == 0, out + err
+    assert "task-1: done - the agent finished its task" in out
+    assert "VERSION = 2" in (workspace / "src" / "app.py").read_text()
+    (run,) = list_runs(tmp_path / "data")
+    assert run.mode == "run" and run.ok
+    meta = json.loads((run.directory / "run.json").read_text())
+    assert meta["tasks"] == [{"name": "task-1", "task": scenario.task, "cwd": str(workspace)}]
+    assert "sk-ant" not in (run.directory / "run.json").read_text()
+    events = read_events(run.directory / "events.jsonl").events
+    pids = [e.pid for e in events if isinstance(e, ev.ProcessStarted) and e.pid]
+    assert pids and not any(alive(pid) for pid in pids)
+
+
+async def test_run_with_a_bad_tasks_file_exits_2_naming_the_entry(tmp_path: Path) -> None:
+    tasks = tmp_path / "tasks.toml"
+    tasks.write_text('[[task]]\nname = "a"\ntask = "x"\nmodel = "y"\n')
+    code, out, err = await run_cli("run", "--tasks", str(tasks), "--headless", env=dict(os.environ))
+    assert code == 2
+    assert (
+        err
+        == f"mala-tui run: tasks file {tasks}, task 1: unknown key 'model'; allowed: task, name, cwd\n"
+    )
