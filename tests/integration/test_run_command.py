@@ -69,6 +69,7 @@ async def test_run_with_a_bad_tasks_file_exits_2_naming_the_entry(tmp_path: Path
     tasks.write_text('[[task]]\nname = "a"\ntask = "x"\nmodel = "y"\n')
     code, out, err = await run_cli("run", "--tasks", str(tasks), "--headless", env=dict(os.environ))
     assert code == 2
+    assert out == ""
     assert (
         err
         == f"mala-tui run: tasks file {tasks}, task 1: unknown key 'model'; allowed: task, name, cwd\n"
