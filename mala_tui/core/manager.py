@@ -333,7 +333,7 @@ class ContextManager:
                     observation.at,
                     Trigger.FAIL,
                     EndStatus.FAILED,
-                    f"session timeout: {observation.seconds:.0f} s passed, retries included",
+                    f"session timeout: {observation.seconds:g} s passed, retries included",
                 )
             case AgentFailed():
                 self._check(Trigger.FAIL)
@@ -917,7 +917,7 @@ class ContextManager:
     def _on_idle(self, obs: IdleTimedOut) -> Outcome:
         if self.phase not in STREAMING:
             raise IllegalTransition(f"{self.name}: idle timeout while {self.phase.value}")
-        decided = self._retry(obs.at, f"idle for {obs.idle_seconds:.0f} s")
+        decided = self._retry(obs.at, f"idle for {obs.idle_seconds:.3g} s")
         retry = next((a for a in decided.actions if isinstance(a, RetryTurn)), None)
         ended = next((a for a in decided.actions if isinstance(a, EndSession)), None)
         event = ev.IdleTimedOut(

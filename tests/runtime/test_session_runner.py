@@ -300,3 +300,27 @@ async def test_cancelling_the_runner_disconnects_the_agent() -> None:
     with pytest.raises(asyncio.CancelledError):
         await task
     assert client.disconnected
+
+
+async def test_the_session_timeout_covers_every_retry() -> None:
+    clients = [ScriptedClient([[SessionIdItem("sess-1"), HANG]]) for _ in range(6)]
+    h = Harness(ScriptedBackend(clients), max_idle_retries=5, idle_retry_backoff=(0.2,))
+    h.runner._sleep = asyncio.sleep  # the backoff really waits here: it is what runs out the clock
+    h.runner.limits = RunnerLimits(idle_timeout=IDLE, disconnect_timeout=1.0, session_timeout=0.5)
+    assert await h.run() is EndStatus.FAILED
+    assert h.runner.end_reason == "session timeout: 0.5 s passed, retries included"
+    assert 1 <= len(h.of_type(ev.IdleTimedOut)) < 5
+    assert all(c.disconnected for c in clients if c.connected)
+
+
+class BrokenClient(ScriptedClient):
+    async def connect(self) -> None:
+        raise RuntimeError("claude: command not found")
+
+
+async def test_an_agent_that_cannot_start_fails_the_session_with_the_reason() -> None:
+    h = Harness(ScriptedBackend([BrokenClient([])]))
+    assert await h.run() is EndStatus.FAILED
+    assert "claude: command not found" in h.runner.end_reason
+    (error,) = h.of_type(ev.ErrorRecorded)
+    assert error.where == "runtime"
