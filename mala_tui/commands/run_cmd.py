@@ -86,7 +86,7 @@ def run(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.stdo
 def demo(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.stdout) -> int:
     from mala_tui.core.prompts import PromptTemplateError
     from mala_tui.runtime.demo import demo_run
-    from mala_tui.runtime.launch import exit_status, run_headless
+    from mala_tui.runtime.launch import exit_status
 
     async def main() -> RunResult | int:
         async with demo_run(loaded, approval_mode=args.approve) as started:
@@ -94,7 +94,7 @@ def demo(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.std
                 f"demo run {started.journal.run_id}: journal in {started.journal.directory}\n"
             )
             if args.headless:
-                return await run_headless(started.supervisor, out)
+                return await _headless(started.supervisor, out)
             return await _app(started.supervisor)
 
     try:
@@ -109,11 +109,11 @@ def demo(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.std
 
 
 def _drive(supervisor: Supervisor, headless: bool, out: TextIO) -> int:
-    from mala_tui.runtime.launch import exit_status, run_headless
+    from mala_tui.runtime.launch import exit_status
 
     async def main() -> RunResult | int:
         if headless:
-            return await run_headless(supervisor, out)
+            return await _headless(supervisor, out)
         return await _app(supervisor)
 
     try:
@@ -130,3 +130,20 @@ async def _app(supervisor: Supervisor) -> int:
     app = MalaApp(supervisor, settings=supervisor.settings)
     await app.run_async()
     return app.return_code or 0
+
+
+async def _headless(supervisor: Supervisor, out: TextIO) -> RunResult | int:
+    from mala_tui.runtime.launch import (
+        HeadlessApprovalError,
+        check_headless_approvals,
+        read_stdin_line,
+        run_headless,
+    )
+
+    interactive = sys.stdin.isatty()
+    try:
+        check_headless_approvals(supervisor, interactive)
+    except HeadlessApprovalError as exc:
+        print(f"mala-tui: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    return await run_headless(supervisor, out, read_line=read_stdin_line if interactive else None)

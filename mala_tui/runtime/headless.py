@@ -6,11 +6,17 @@ an error message cannot move the cursor or clear the screen.
 
 from __future__ import annotations
 
+import asyncio
 import time
-from collections.abc import Callable
-from typing import TextIO
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, TextIO
 
 from mala_tui.core import events as ev
+
+if TYPE_CHECKING:
+    from mala_tui.runtime.supervisor import Supervisor
+
+LineReader = Callable[[], Awaitable[str]]
 
 _CONTROL = {code: f"\\x{code:02x}" for code in (*range(0x00, 0x09), *range(0x0B, 0x20), 0x7F)}
 _CONTROL.update({0x09: " ", 0x0A: " "})
@@ -110,3 +116,37 @@ def printer(
         out.flush()
 
     return listen
+
+
+async def answer_from_terminal(supervisor: Supervisor, out: TextIO, read_line: LineReader) -> None:
+    """Ask on the terminal for each pending approval, one at a time, until cancelled.
+
+    The checkpoint is printed literally (control characters made visible); the
+    answer is approve or deny. Editing needs the app.
+    """
+    changed = asyncio.Event()
+    supervisor.listeners.approvals.append(lambda _pending: changed.set())
+    while True:
+        if not supervisor.approvals:
+            changed.clear()
+            await changed.wait()
+            continue
+        request = supervisor.approvals[0]
+        out.write(
+            f"\n--- checkpoint {request.checkpoint_number} of {literal(request.session, 60)} "
+            f"({literal(request.reason)}) ---\n"
+        )
+        for line in request.checkpoint_text.splitlines():
+            out.write(literal(line, 400) + "\n")
+        out.write("--- restart from this checkpoint? [a]pprove / [d]eny: ")
+        out.flush()
+        answer = (await read_line()).strip().lower()
+        if request not in supervisor.approvals:
+            continue  # answered meanwhile (a timeout, say)
+        if answer in ("a", "approve", "y", "yes"):
+            supervisor.decide(request.session, "approve", by="operator")
+        elif answer in ("d", "deny", "n", "no"):
+            supervisor.decide(request.session, "deny", by="operator")
+        else:
+            out.write(f"not an answer: {literal(answer, 40)!r}\n")
+        await asyncio.sleep(0)

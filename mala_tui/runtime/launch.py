@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import sys
 import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -20,7 +21,7 @@ from mala_tui.config import LoadedSettings, Settings, user_config_dir
 from mala_tui.core.prompts import PromptSet
 from mala_tui.prompt_files import load_prompts
 from mala_tui.runtime.backends.base import Backend, SessionSpec
-from mala_tui.runtime.headless import printer
+from mala_tui.runtime.headless import LineReader, answer_from_terminal, printer
 from mala_tui.runtime.journal import RunJournal, new_run_id
 from mala_tui.runtime.supervisor import ApprovalMode, RunResult, Supervisor
 
@@ -151,10 +152,61 @@ def build_supervisor(
     return supervisor
 
 
-async def run_headless(supervisor: Supervisor, out: TextIO) -> RunResult:
-    """Run to the end printing one line per notable event; Ctrl-C stops every session first."""
+class HeadlessApprovalError(ValueError):
+    """Approvals are to be asked but there is no terminal to ask on."""
+
+
+def check_headless_approvals(supervisor: Supervisor, interactive: bool) -> None:
+    """Headless runs can ask on a terminal; without one an `ask` would wait forever."""
+    if supervisor.approval_mode != "ask" or interactive:
+        return
+    if supervisor.settings.context.approval_timeout_seconds is not None:
+        return  # a timeout answers every request
+    raise HeadlessApprovalError(
+        "approvals are set to ask, but this headless run has no terminal to ask on: "
+        "use --approve auto or --approve deny, or set context.approval_timeout_seconds"
+    )
+
+
+async def run_headless(
+    supervisor: Supervisor, out: TextIO, *, read_line: LineReader | None = None
+) -> RunResult:
+    """Run to the end printing one line per notable event; Ctrl-C stops every session first.
+
+    With `read_line` (a terminal), pending approvals are asked for there.
+    """
     supervisor.listeners.events.append(printer(out))
-    return await supervisor.run()
+    asker = None
+    if read_line is not None and supervisor.approval_mode == "ask":
+        asker = asyncio.create_task(answer_from_terminal(supervisor, out, read_line))
+    try:
+        return await supervisor.run()
+    finally:
+        if asker is not None:
+            asker.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await asker
+
+
+async def read_stdin_line() -> str:
+    """One line from the terminal, read when it is ready so the event loop runs on meanwhile.
+
+    A reader callback rather than a thread: a thread blocked in readline would keep
+    the process from exiting until Enter was pressed.
+    """
+    loop = asyncio.get_running_loop()
+    line: asyncio.Future[str] = loop.create_future()
+
+    def ready() -> None:
+        loop.remove_reader(sys.stdin)
+        if not line.done():
+            line.set_result(sys.stdin.readline())
+
+    loop.add_reader(sys.stdin, ready)
+    try:
+        return await line
+    finally:
+        loop.remove_reader(sys.stdin)
 
 
 def exit_status(result: RunResult, out: TextIO) -> int:

@@ -468,7 +468,7 @@ class SessionRunner:
                 )
                 if settled is not None:
                     return settled
-            client = self._client
+            client = self._current_client()  # the wait above may have closed it
             if client is None:
                 return self._observe(_interrupted(self._clock()))
             with contextlib.suppress(Exception):
@@ -477,6 +477,9 @@ class SessionRunner:
         finally:
             for item in held:  # operator input during the drain waits its turn
                 self._inbox.put_nowait(item)
+
+    def _current_client(self) -> AgentClient | None:
+        return self._client
 
     def _at_clean_point(self) -> bool:
         return not self._call_open and not self.manager.transcript.open_calls

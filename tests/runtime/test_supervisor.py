@@ -193,3 +193,53 @@ def test_two_sessions_cannot_share_a_name(tmp_path: Path) -> None:
     sup = supervisor(tmp_path, Sessions({}), ["a"])
     with pytest.raises(ValueError, match="two sessions are named 'a'"):
         sup.add_session(SessionSpec(name="a", task="t", cwd=tmp_path))
+
+
+async def test_headless_runs_ask_on_the_terminal_and_print_the_checkpoint_literally(
+    tmp_path: Path,
+) -> None:
+    import io
+
+    from mala_tui.runtime.launch import run_headless
+
+    backend = Sessions({"a": hard_session("sa")})
+    sup = supervisor(tmp_path, backend, ["a"], approval_mode="ask")
+    answers = iter(["maybe\n", "a\n"])
+
+    async def read_line() -> str:
+        await asyncio.sleep(0)
+        return next(answers)
+
+    out = io.StringIO()
+    result = await asyncio.wait_for(run_headless(sup, out, read_line=read_line), 10)
+    assert result.statuses == {"a": EndStatus.DONE}
+    text = out.getvalue()
+    assert (
+        "--- checkpoint 1 of a (hard threshold: 85000 of 100000 tokens (85%)) ---\n## Goal\nG"
+        in text
+    )
+    assert "not an answer: 'maybe'" in text
+    assert "approval: approve (by operator)" in text
+
+
+def test_a_headless_ask_without_a_terminal_is_refused_up_front(tmp_path: Path) -> None:
+    from mala_tui.runtime.launch import HeadlessApprovalError, check_headless_approvals
+
+    sup = supervisor(tmp_path, Sessions({}), ["a"], approval_mode="ask")
+    with pytest.raises(HeadlessApprovalError, match="no terminal to ask on: use --approve auto"):
+        check_headless_approvals(sup, interactive=False)
+    check_headless_approvals(sup, interactive=True)
+    timed = supervisor(
+        tmp_path / "t",
+        Sessions({}),
+        ["a"],
+        approval_mode="ask",
+        settings=settings(approval_timeout_seconds=60),
+    )
+    check_headless_approvals(timed, interactive=False)
+
+
+def test_control_characters_from_agents_are_made_visible() -> None:
+    from mala_tui.runtime.headless import literal
+
+    assert literal("ok\x1b[2J\x07 [bold]x[/]\r\nnext") == "ok\\x1b[2J\\x07 [bold]x[/]\\x0d next"
