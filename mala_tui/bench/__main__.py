@@ -8,6 +8,7 @@ import sys
 
 BENCHMARKS = {
     "core": "mala_tui.bench.core_bench",
+    "ui": "mala_tui.ui.bench",
 }
 
 
