@@ -195,6 +195,24 @@ class Supervisor:
             if runner.status is None:
                 runner.command(Command.STOP)
 
+    def transcript_path(self, session: str) -> Path | None:
+        """The agent CLI's own transcript of the session's current agent session, if it has one.
+
+        Only the Claude backend keeps transcripts; for others, or before the agent
+        named its session, there is none.
+        """
+        runner = self.runners[session]
+        session_id = runner.manager.session_id
+        if session_id is None:
+            return None
+        from mala_tui.runtime.backends.base import MaskError
+        from mala_tui.runtime.backends.claude import config_dir, find_transcript
+
+        try:
+            return find_transcript(config_dir(runner.spec), session_id)
+        except MaskError:
+            return None
+
     def set_require_approval(self, session: str | None, required: bool) -> None:
         targets = self.runners.values() if session is None else [self.runners[session]]
         for runner in targets:

@@ -1,0 +1,1 @@
+"""The Textual app: live dashboard, session detail, checkpoints, restart approval, themes."""

@@ -1,0 +1,274 @@
+"""The mala-tui Textual app: wires the source, the screens, the themes and the live updates.
+
+`MalaApp(source, settings=...)` shows a live run (a `runtime.supervisor.Supervisor`,
+run in a worker from mount until quit) or a finished one (a `RunState` read
+from its journal: nothing can be changed). `run_app` runs it in the terminal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable, Iterable
+from typing import ClassVar, Final
+
+from textual.app import App, SystemCommand
+from textual.binding import Binding, BindingType
+from textual.screen import Screen
+from textual.worker import Worker, WorkerState
+
+from mala_tui.config import Settings
+from mala_tui.runtime.supervisor import ApprovalRequest
+from mala_tui.ui.bridge import UpdateBridge
+from mala_tui.ui.commands import SessionCommands
+from mala_tui.ui.controller import Controller
+from mala_tui.ui.screens.approval import ApprovalAnswer, ApprovalScreen
+from mala_tui.ui.screens.checkpoints import CheckpointScreen
+from mala_tui.ui.screens.dashboard import DashboardScreen
+from mala_tui.ui.screens.detail import DetailScreen
+from mala_tui.ui.screens.help import HelpScreen
+from mala_tui.ui.session_actions import SessionActions
+from mala_tui.ui.source import LiveSource, Source
+from mala_tui.ui.themes import load_themes, own_variable_defaults, theme_folders
+
+DEFAULT_THEME: Final = "mala-dark"
+STOP_WAIT_SECONDS: Final = 30.0
+"""How long quitting waits for the sessions to stop (each disconnect is bounded at 10 s)."""
+
+
+class MalaApp(App[int]):
+    """Watches a run's sessions; approves restarts; shows checkpoints, history and charts."""
+
+    CSS_PATH = "app.tcss"
+    TITLE = "mala-tui"
+    COMMANDS: ClassVar = App.COMMANDS | {SessionCommands}
+    # A mode, not get_default_screen: only screens reached through modes or
+    # push_screen get their CSS_PATH loaded.
+    MODES: ClassVar = {"dashboard": DashboardScreen}
+    DEFAULT_MODE: ClassVar[str] = "dashboard"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("a", "review_approvals", "Approvals"),
+        Binding("question_mark,f1", "help", "Help", key_display="?"),
+        Binding("T", "change_theme", "Theme", show=False),
+        Binding("q", "quit", "Quit"),
+    ]
+
+    def __init__(
+        self,
+        source: Source,
+        *,
+        settings: Settings,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        super().__init__()
+        self.settings = settings
+        self.clock = clock
+        """Time for what the app measures itself (how long the run has been watched)."""
+        self.started_at = clock()
+        self.controller = Controller(source)
+        self.bridge = UpdateBridge(self, self.controller)
+        self.session_actions = SessionActions(self)
+        self._announced: set[tuple[str, int]] = set()
+        self._supervisor_worker: Worker[object] | None = None
+        self._stopping = False
+        loaded = load_themes(theme_folders())
+        for theme in loaded.themes.values():
+            self.register_theme(theme)
+        self._theme_errors = loaded.message() if loaded.errors else ""
+        wanted = settings.ui.theme
+        self._theme_missing = "" if wanted in self.available_themes else wanted
+        self.theme = wanted if not self._theme_missing else DEFAULT_THEME
+
+    # -- themes ------------------------------------------------------------------------------------
+
+    def get_theme_variable_defaults(self) -> dict[str, str]:
+        colours = self.current_theme.to_color_system().generate()
+        return own_variable_defaults(colours)
+
+    # -- start and stop ----------------------------------------------------------------------------
+
+    def on_mount(self) -> None:
+        if self._theme_errors:
+            self.notify(
+                self._theme_errors, title="Themes", severity="error", timeout=20, markup=False
+            )
+        if self._theme_missing:
+            self.notify(
+                f"No theme is named {self._theme_missing!r}; using {DEFAULT_THEME}",
+                severity="warning",
+                markup=False,
+            )
+        supervisor = self.controller.supervisor
+        if supervisor is None:
+            return
+        self.bridge.attach(supervisor)
+        self.bridge.approvals.subscribe(self, self._on_approvals)
+        self._on_approvals(self.controller.pending())
+        self._supervisor_worker = self.run_worker(
+            self._run(supervisor), name="supervisor", group="supervisor", exit_on_error=False
+        )
+
+    def on_unmount(self) -> None:
+        self.bridge.detach()
+
+    async def _run(self, supervisor: LiveSource) -> object:
+        result = await supervisor.run()
+        self.bridge.flush()
+        self.notify("Every session has ended.", title="Run over")
+        return result
+
+    async def action_quit(self) -> None:
+        """Stop every session, wait for the supervisor to finish (agents gone), then exit.
+
+        A second quit while waiting cancels the supervisor, which stops its
+        sessions on the way out.
+        """
+        worker = self._supervisor_worker
+        if worker is None or worker.state not in (WorkerState.PENDING, WorkerState.RUNNING):
+            self.exit(0)
+            return
+        if self._stopping:
+            worker.cancel()
+            return
+        self._stopping = True
+        supervisor = self.controller.supervisor
+        assert supervisor is not None
+        supervisor.stop_all()
+        self.notify("Stopping every session...", title="Quitting", timeout=STOP_WAIT_SECONDS)
+        self.run_worker(self._exit_when_stopped(worker), group="quit", exclusive=True)
+
+    async def _exit_when_stopped(self, worker: Worker[object]) -> None:
+        try:
+            await asyncio.wait_for(self._settled(worker), STOP_WAIT_SECONDS)
+        except TimeoutError:
+            worker.cancel()
+            await self._settled(worker)
+        self.exit(0)
+
+    @staticmethod
+    async def _settled(worker: Worker[object]) -> None:
+        with contextlib.suppress(Exception):
+            await worker.wait()
+
+    # -- approvals ---------------------------------------------------------------------------------
+
+    def _on_approvals(self, pending: list[ApprovalRequest]) -> None:
+        fresh = [r for r in pending if (r.session, r.checkpoint_number) not in self._announced]
+        for request in fresh:
+            self._announced.add((request.session, request.checkpoint_number))
+            self.notify(
+                f"{request.session} waits for approval of checkpoint #{request.checkpoint_number}"
+                " (press a)",
+                title="Restart approval",
+                severity="warning",
+                timeout=8,
+                markup=False,
+            )
+        if fresh:
+            self.bell()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "review_approvals":
+            return self.controller.live
+        return True
+
+    def action_review_approvals(self) -> None:
+        """Open the oldest pending approval; answering it opens the next."""
+        if isinstance(self.screen, ApprovalScreen):
+            return
+        pending = self.controller.pending()
+        if not pending:
+            self.notify("No restart is waiting for approval.")
+            return
+        request = pending[0]
+        state = self.controller.session(request.session)
+        previous = next(
+            (
+                record.text
+                for record in (state.checkpoints if state is not None else [])
+                if record.number == request.checkpoint_number - 1
+            ),
+            None,
+        )
+        self.push_screen(
+            ApprovalScreen(request, previous=previous, waiting=len(pending)), self._answered
+        )
+
+    def _answered(self, answer: ApprovalAnswer | None) -> None:
+        if answer is None:
+            return
+        self.controller.decide(answer.request, answer.decision, answer.text)
+        verb = {"approve": "approved", "deny": "denied", "edit": "approved (edited)"}[
+            answer.decision
+        ]
+        self.notify(
+            f"{answer.request.session}: checkpoint #{answer.request.checkpoint_number} {verb}",
+            markup=False,
+        )
+        self.refresh_snapshots([answer.request.session])
+        self.bridge.approvals.publish(self.controller.pending())
+        if self.controller.pending():
+            self.call_later(self.action_review_approvals)
+
+    # -- navigation and commands -------------------------------------------------------------------
+
+    def open_session(self, name: str) -> None:
+        if self.controller.session(name) is not None:
+            self.push_screen(DetailScreen(name))
+
+    def open_checkpoints(self, name: str, number: int | None = None) -> None:
+        if self.controller.session(name) is not None:
+            self.push_screen(CheckpointScreen(name, number))
+
+    def refresh_snapshots(self, names: list[str]) -> None:
+        """Republish these sessions (after a change the run records no event for)."""
+        changed = {name: snap for name in names if (snap := self.controller.snapshot(name))}
+        if changed:
+            self.bridge.snapshots.publish(changed)
+
+    def action_help(self) -> None:
+        if isinstance(self.screen, HelpScreen):
+            return
+        title = type(self.screen).__name__.removesuffix("Screen").lower()
+        self.push_screen(HelpScreen(title, self.screen.active_bindings))
+
+    def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        yield SystemCommand("Help", "Every key of this screen", self.action_help)
+        if self.controller.live:
+            yield SystemCommand(
+                "Approvals",
+                "Review the restarts waiting for approval",
+                self.action_review_approvals,
+            )
+            yield SystemCommand(
+                "Require approval for all sessions (on/off)",
+                "Ask before any session restarts, or stop asking",
+                self.session_actions.toggle_approval_all,
+            )
+
+
+def run_app(source: Source, settings: Settings) -> int:
+    """Run the app in the terminal until quit; returns the exit status.
+
+    0 when the app ended normally with no agent process left; 1 when it
+    crashed, or when an agent process outlived the run (it is then killed, and
+    its pid reported on stderr).
+    """
+    app = MalaApp(source, settings=settings)
+    app.run()
+    status = app.return_code or 0
+    supervisor = app.controller.supervisor
+    if supervisor is not None:
+        left = supervisor.alive_pids()
+        if left:
+            print(f"mala-tui: agent processes outlived the run, killing: {left}", file=sys.stderr)
+            for pid in left:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+            status = 1
+    return status

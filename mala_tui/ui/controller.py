@@ -1,0 +1,123 @@
+"""The app's one handle on what it shows: reads, operator commands, and the approval queue.
+
+Screens never talk to the supervisor directly: they ask the controller, which
+knows whether the run is live (commands go to the supervisor) or read-only (a
+journal: nothing can be changed), and which approvals are still waiting for an
+answer from this app.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Literal
+
+from mala_tui.core.observations import Command
+from mala_tui.core.view import RunState, SessionSnapshot, SessionState
+from mala_tui.runtime.supervisor import ApprovalRequest
+from mala_tui.ui.source import LiveSource, Source
+
+Decision = Literal["approve", "deny", "edit"]
+
+
+class ReadOnlyError(RuntimeError):
+    """An action on a finished run read from its journal."""
+
+
+class Controller:
+    """Reads the run and sends the operator's commands to its supervisor."""
+
+    def __init__(self, source: Source) -> None:
+        self.supervisor: LiveSource | None = None if isinstance(source, RunState) else source
+        self.state: RunState = source if isinstance(source, RunState) else source.state
+        self._answered: set[tuple[str, int]] = set()
+        self._approval_overrides: dict[str, bool] = {}
+
+    @property
+    def live(self) -> bool:
+        """True when the run is in progress and can be acted on."""
+        return self.supervisor is not None
+
+    # -- reading -----------------------------------------------------------------------------------
+
+    def snapshots(self) -> dict[str, SessionSnapshot]:
+        """Every session now, in the order they appeared."""
+        return self.adjust({name: state.snapshot() for name, state in self.state.sessions.items()})
+
+    def snapshot(self, name: str) -> SessionSnapshot | None:
+        state = self.state.sessions.get(name)
+        return None if state is None else self.adjust({name: state.snapshot()})[name]
+
+    def session(self, name: str) -> SessionState | None:
+        return self.state.sessions.get(name)
+
+    def adjust(self, snapshots: dict[str, SessionSnapshot]) -> dict[str, SessionSnapshot]:
+        """Snapshots with what this app changed and the run has not recorded yet.
+
+        Switching approval on or off reaches the session's manager but records no
+        event, so the snapshot would keep the old setting; the app remembers it.
+        """
+        if not self._approval_overrides:
+            return snapshots
+        return {
+            name: (
+                replace(snap, require_approval=self._approval_overrides[name])
+                if name in self._approval_overrides
+                else snap
+            )
+            for name, snap in snapshots.items()
+        }
+
+    # -- acting ------------------------------------------------------------------------------------
+
+    def _live(self) -> LiveSource:
+        if self.supervisor is None:
+            raise ReadOnlyError("this run has ended: it can be read, not changed")
+        return self.supervisor
+
+    def command(self, name: str, command: Command) -> None:
+        self._live().command(name, command)
+
+    def set_require_approval(self, name: str | None, required: bool) -> None:
+        """Switch approval before restarts on or off, for one session or (None) for all."""
+        self._live().set_require_approval(name, required)
+        for target in self.state.sessions if name is None else [name]:
+            self._approval_overrides[target] = required
+
+    def requires_approval_everywhere(self) -> bool:
+        snapshots = self.snapshots()
+        return bool(snapshots) and all(snap.require_approval for snap in snapshots.values())
+
+    def transcript_path(self, name: str) -> Path | None:
+        return self._live().transcript_path(name)
+
+    # -- approvals ---------------------------------------------------------------------------------
+
+    def pending(self) -> list[ApprovalRequest]:
+        """Approvals waiting for an answer this app has not given yet, oldest first."""
+        if self.supervisor is None:
+            return []
+        return [
+            request
+            for request in self.supervisor.approvals
+            if (request.session, request.checkpoint_number) not in self._answered
+        ]
+
+    def forget_answered(self) -> None:
+        """Drop answers the supervisor has acted on (their requests left its list)."""
+        if self.supervisor is not None:
+            asked = {(r.session, r.checkpoint_number) for r in self.supervisor.approvals}
+            self._answered &= asked
+
+    def is_pending(self, request: ApprovalRequest) -> bool:
+        return any(
+            (p.session, p.checkpoint_number) == (request.session, request.checkpoint_number)
+            for p in self.pending()
+        )
+
+    def decide(
+        self, request: ApprovalRequest, decision: Decision, edited_text: str | None = None
+    ) -> None:
+        """Answer one approval; it leaves the queue at once, before the session acts on it."""
+        self._live().decide(request.session, decision, edited_text)
+        self._answered.add((request.session, request.checkpoint_number))

@@ -1,0 +1,91 @@
+"""One line of the event log per event: its type, then what matters about it, literally."""
+
+from __future__ import annotations
+
+from rich.text import Text
+
+from mala_tui.core import events as ev
+from mala_tui.ui.format import elapsed, percent, tokens
+from mala_tui.ui.text import clean
+
+TYPE_WIDTH = 20
+
+
+def summary(event: ev.Event) -> str:
+    """What the event says, in a few words (agent text made safe by the caller)."""
+    match event:
+        case ev.SessionStarted():
+            return f"task {event.task!r} in {event.cwd}, window {tokens(event.window)}"
+        case ev.PhaseChanged():
+            return f"{event.before} -> {event.after} ({event.trigger})"
+        case ev.UsageRecorded():
+            used = f"{tokens(event.tokens)} / {tokens(event.window)}"
+            return f"{used} ({percent(event.pressure)}) {event.source}"
+        case ev.MessageRecorded():
+            what = f"{event.role} {event.kind}" + (f" {event.tool}" if event.tool else "")
+            error = " error" if event.is_error else ""
+            return f"{what}{error}: {event.excerpt}"
+        case ev.MaskApplied():
+            return (
+                f"masked {event.count} results (~{tokens(event.estimated_tokens)}), "
+                f"{event.total_masked} in all"
+            )
+        case ev.MaskMeasured():
+            change = f"{tokens(event.tokens_before)} -> {tokens(event.tokens_after)}"
+            return f"reclaimed {tokens(event.reclaimed)}: {change}"
+        case ev.MaskSkipped():
+            return f"{event.reason} at {tokens(event.tokens)}"
+        case ev.WindDownSent():
+            return f"at {tokens(event.tokens)} / {tokens(event.window)}"
+        case ev.CheckpointRequested():
+            return f"at {tokens(event.tokens)}"
+        case ev.CheckpointSaved():
+            return f"#{event.number} ({event.origin}, {len(event.text)} chars) {event.path}"
+        case ev.ApprovalRequested():
+            return f"checkpoint #{event.checkpoint_number}: {event.reason}"
+        case ev.ApprovalDecided():
+            return f"{event.decision} by {event.decided_by}"
+        case ev.Restarted():
+            return (
+                f"continuation {event.continuation} from checkpoint #{event.checkpoint_number} "
+                f"({event.reason}, {tokens(event.tokens_before)} before, by {event.approved_by})"
+            )
+        case ev.IdleTimedOut():
+            silent = f"silent {event.idle_seconds:.0f} s, retry {event.retry}"
+            return f"{silent}: {event.decision} {event.reason}"
+        case ev.ApiErrorSeen():
+            status = f" {event.status}" if event.status is not None else ""
+            return f"{event.terminal_reason}{status}, retry {event.retry} {event.decision}"
+        case ev.CompactionSeen():
+            return f"{event.trigger}, {'blocked' if event.blocked else 'NOT blocked'}"
+        case ev.ProcessStarted():
+            return f"pid {event.pid} for {event.purpose}" + (" (resume)" if event.resume else "")
+        case ev.ProcessEnded():
+            return f"pid {event.pid} {event.how} after {event.seconds:.1f} s"
+        case ev.SessionEnded():
+            return f"{event.status}: {event.reason}"
+        case ev.ErrorRecorded():
+            return f"{event.where}: {event.message}"
+        case ev.RunStarted():
+            return f"run {event.run_id} ({event.mode})"
+        case ev.RunEnded():
+            return f"run {event.run_id} {'ok' if event.ok else 'not ok'} {event.reason}"
+
+
+def log_line(event: ev.Event, start: float) -> Text:
+    """`+m:ss  type                summary` with the type styled; the summary is literal."""
+    line = Text(no_wrap=True, overflow="ellipsis", end="")
+    line.append(f"+{elapsed(event.at - start):>7}  ", style="dim")
+    line.append(event.type.ljust(TYPE_WIDTH), style="bold")
+    line.append(clean(summary(event), one_line=True))
+    return line
+
+
+def matches(event: ev.Event, kind: str | None, text: str) -> bool:
+    """The event log's filter: an event type (None for any) and words in the line."""
+    if kind is not None and event.type != kind:
+        return False
+    if not text:
+        return True
+    haystack = f"{event.type} {summary(event)}".lower()
+    return all(word in haystack for word in text.lower().split())

@@ -1,0 +1,59 @@
+"""Short human forms of the figures the screens show: tokens, percentages, durations, phases."""
+
+from __future__ import annotations
+
+from typing import Final
+
+PHASE_LABELS: Final = {
+    "running": "running",
+    "masking": "masking",
+    "winding_down": "winding down",
+    "checkpointing": "checkpointing",
+    "awaiting_approval": "awaiting approval",
+    "restarting": "restarting",
+    "paused": "paused",
+    "done": "done",
+    "stopped": "stopped",
+    "failed": "failed",
+    "denied": "denied",
+}
+"""Every manager phase (and end status) as the screens name it."""
+
+SOURCE_LABELS: Final = {
+    "per_call": "exact",
+    "cumulative": "est.",
+    "estimate": "est.",
+    "disabled": "no data",
+}
+"""core.usage's sources, shortened: only per-call usage is an exact figure."""
+
+
+def phase_label(phase: str) -> str:
+    return PHASE_LABELS.get(phase, phase.replace("_", " "))
+
+
+def source_label(source: str) -> str:
+    return SOURCE_LABELS.get(source, "est.")
+
+
+def tokens(count: int) -> str:
+    """12, 9.8k, 123k, 1.2M: at most four significant characters, for narrow cards."""
+    if count < 1_000:
+        return str(count)
+    if count < 10_000:
+        return f"{count / 1_000:.1f}k"
+    if count < 1_000_000:
+        return f"{count // 1_000}k"
+    return f"{count / 1_000_000:.1f}M"
+
+
+def percent(fraction: float) -> str:
+    return f"{fraction * 100:.0f}%"
+
+
+def elapsed(seconds: float) -> str:
+    """Seconds as `m:ss`, or `h:mm:ss` from an hour on; negative values read as 0."""
+    whole = max(0, int(seconds))
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"

@@ -1,0 +1,413 @@
+"""A fixed, made-up run for screenshots, snapshot tests and trying the screens without agents.
+
+Every time is an offset from one fixed instant and nothing is random, so the
+screens it produces are the same on every machine. `sample_events()` is a run
+with a session in each state worth showing; `SampleSupervisor` holds it as a
+live run that records what it is asked to do instead of running agents.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mala_tui.core import events as ev
+from mala_tui.core.observations import Command
+from mala_tui.core.view import RunState, SessionSnapshot
+from mala_tui.runtime.supervisor import (
+    ApprovalListener,
+    ApprovalRequest,
+    EventListener,
+    SnapshotListener,
+)
+
+T0 = 1_750_000_000.0
+"""The sample run's start, seconds since the epoch."""
+WINDOW = 200_000
+
+CHECKPOINT_1 = """\
+## Goal
+Move the settings screen to the new form widgets without changing what is saved.
+
+## Completed Work
+- Read src/settings/form.py and src/settings/store.py
+- Replaced the three text inputs with `FormField` (tests pass)
+
+## Remaining Tasks
+- Port the colour picker
+- Port the keyboard shortcuts table
+
+## Key Decisions
+- Keep the store's JSON format: older versions read it.
+"""
+
+CHECKPOINT_2 = """\
+## Goal
+Move the settings screen to the new form widgets without changing what is saved.
+
+## Completed Work
+- Read src/settings/form.py and src/settings/store.py
+- Replaced the three text inputs with `FormField` (tests pass)
+- Ported the colour picker; see [link=https://example.com]docs[/link] for the palette
+
+## Remaining Tasks
+- Port the keyboard shortcuts table
+
+## Do Not Redo
+- The colour picker port (commit 4f2a9c1)
+
+## Key Decisions
+- Keep the store's JSON format: older versions read it.
+"""
+
+
+@dataclass
+class _Session:
+    name: str
+    task: str
+    max_restarts: int = 3
+    require_approval: bool = False
+    events: list[ev.Event] = field(default_factory=list)
+    phase: str = "running"
+
+    def add(self, event: ev.Event) -> None:
+        self.events.append(event)
+
+    def start(self, at: float) -> None:
+        self.add(
+            ev.SessionStarted(
+                at=T0 + at,
+                session=self.name,
+                task=self.task,
+                cwd=f"/work/{self.name}",
+                model="claude-sonnet-4-5",
+                window=WINDOW,
+                soft_threshold=0.7,
+                hard_threshold=0.9,
+                max_restarts=self.max_restarts,
+                require_approval=self.require_approval,
+            )
+        )
+
+    def usage(self, at: float, pressure: float, source: str = "per_call") -> None:
+        self.add(
+            ev.UsageRecorded(
+                at=T0 + at,
+                session=self.name,
+                tokens=round(pressure * WINDOW),
+                window=WINDOW,
+                source=source,
+            )
+        )
+
+    def climb(
+        self,
+        start: float,
+        end: float,
+        low: float,
+        high: float,
+        *,
+        steps: int,
+        source: str = "per_call",
+    ) -> None:
+        for step in range(steps):
+            fraction = step / max(1, steps - 1)
+            self.usage(start + (end - start) * fraction, low + (high - low) * fraction, source)
+
+    def phase_to(self, at: float, after: str, trigger: str) -> None:
+        self.add(
+            ev.PhaseChanged(
+                at=T0 + at, session=self.name, before=self.phase, after=after, trigger=trigger
+            )
+        )
+        self.phase = after
+
+    def mask(self, at: float, count: int, before: float, total: int, reclaimed: int) -> None:
+        placeholders = tuple(
+            f"[Read result masked -- src/module_{total - count + index:02d}.py, "
+            f"{120 + 7 * index} lines]"
+            for index in range(count)
+        )
+        self.add(
+            ev.MaskApplied(
+                at=T0 + at,
+                session=self.name,
+                count=count,
+                tool_use_ids=tuple(f"toolu_{index:03d}" for index in range(count)),
+                placeholders=placeholders,
+                estimated_tokens=reclaimed + 1_500,
+                tokens_before=round(before * WINDOW),
+                total_masked=total,
+            )
+        )
+        self.add(
+            ev.MaskMeasured(
+                at=T0 + at + 4,
+                session=self.name,
+                tokens_before=round(before * WINDOW),
+                tokens_after=round(before * WINDOW) - reclaimed,
+                reclaimed=reclaimed,
+            )
+        )
+
+    def message(
+        self, at: float, kind: str, tool: str, excerpt: str, *, error: bool = False
+    ) -> None:
+        role = "assistant" if kind == "tool_call" else "user"
+        self.add(
+            ev.MessageRecorded(
+                at=T0 + at,
+                session=self.name,
+                role=role,
+                kind=kind,
+                tool=tool,
+                excerpt=excerpt,
+                size=len(excerpt) * 40,
+                is_error=error,
+            )
+        )
+
+
+def _normal() -> _Session:
+    s = _Session("parser-fix", "Fix the off-by-one in the tokenizer's line counting (issue 42).")
+    s.start(0)
+    s.message(5, "tool_call", "Read", "src/tokenizer.py")
+    s.message(6, "tool_result", "Read", "def count_lines(text): ...")
+    s.climb(10, 600, 0.05, 0.41, steps=24)
+    s.message(610, "tool_call", "Bash", "pytest tests/test_tokenizer.py -q")
+    s.message(640, "tool_result", "Bash", "1 failed, 41 passed", error=True)
+    return s
+
+
+def _soft() -> _Session:
+    s = _Session("api-docs", "Write reference docs for every public endpoint in api/routes.")
+    s.start(0)
+    s.climb(10, 400, 0.08, 0.74, steps=20, source="cumulative")
+    s.phase_to(405, "masking", "soft_pressure")
+    s.mask(410, 3, 0.74, 3, 9_000)
+    s.phase_to(416, "running", "mask_applied")
+    s.climb(420, 640, 0.70, 0.77, steps=9, source="cumulative")
+    return s
+
+
+def _hard() -> _Session:
+    s = _Session("migrate-db", "Migrate the orders tables to the new schema and backfill them.")
+    s.start(0)
+    s.climb(10, 300, 0.1, 0.72, steps=14)
+    s.phase_to(305, "masking", "soft_pressure")
+    s.mask(306, 4, 0.72, 4, 6_000)
+    s.phase_to(312, "running", "mask_applied")
+    s.climb(320, 630, 0.69, 0.93, steps=12)
+    s.phase_to(632, "winding_down", "hard_pressure")
+    s.add(ev.WindDownSent(at=T0 + 632, session=s.name, tokens=186_000, window=WINDOW))
+    return s
+
+
+def _awaiting() -> _Session:
+    s = _Session(
+        "settings-form", "Move the settings screen to the new form widgets.", require_approval=True
+    )
+    s.start(0)
+    s.climb(10, 200, 0.05, 0.71, steps=10)
+    s.phase_to(201, "masking", "soft_pressure")
+    s.mask(202, 5, 0.71, 5, 12_000)
+    s.phase_to(208, "running", "mask_applied")
+    s.climb(210, 300, 0.66, 0.91, steps=6)
+    s.phase_to(301, "winding_down", "hard_pressure")
+    s.phase_to(320, "checkpointing", "wind_down_done")
+    s.add(
+        ev.CheckpointSaved(
+            at=T0 + 330,
+            session=s.name,
+            number=1,
+            origin="tagged",
+            text=CHECKPOINT_1,
+            path="/runs/sample/settings-form-1.md",
+        )
+    )
+    s.phase_to(331, "awaiting_approval", "checkpoint_for_approval")
+    s.add(
+        ev.ApprovalRequested(
+            at=T0 + 331, session=s.name, checkpoint_number=1, reason="hard threshold reached (91%)"
+        )
+    )
+    s.add(
+        ev.ApprovalDecided(at=T0 + 350, session=s.name, decision="approve", decided_by="operator")
+    )
+    s.phase_to(350, "restarting", "approved")
+    s.add(
+        ev.Restarted(
+            at=T0 + 352,
+            session=s.name,
+            continuation=1,
+            reason="hard threshold reached (91%)",
+            tokens_before=182_000,
+            checkpoint_number=1,
+            approved_by="operator",
+        )
+    )
+    s.phase_to(353, "running", "restarted")
+    s.climb(360, 600, 0.12, 0.92, steps=12)
+    s.phase_to(601, "winding_down", "hard_pressure")
+    s.phase_to(615, "checkpointing", "wind_down_done")
+    s.add(
+        ev.CheckpointSaved(
+            at=T0 + 625,
+            session=s.name,
+            number=2,
+            origin="tagged",
+            text=CHECKPOINT_2,
+            path="/runs/sample/settings-form-2.md",
+        )
+    )
+    s.phase_to(626, "awaiting_approval", "checkpoint_for_approval")
+    s.add(
+        ev.ApprovalRequested(
+            at=T0 + 626, session=s.name, checkpoint_number=2, reason="hard threshold reached (92%)"
+        )
+    )
+    return s
+
+
+def _done() -> _Session:
+    s = _Session("flaky-tests", "Find why test_upload is flaky and fix it.")
+    s.start(0)
+    s.climb(10, 250, 0.04, 0.38, steps=12)
+    s.phase_to(260, "done", "task_done")
+    s.add(ev.SessionEnded(at=T0 + 260, session=s.name, status="done", reason="task finished"))
+    return s
+
+
+def _failed() -> _Session:
+    s = _Session(
+        "release-notes", "Draft the release notes from the merged pull requests.", max_restarts=2
+    )
+    s.start(0)
+    s.climb(10, 120, 0.03, 0.22, steps=6, source="estimate")
+    s.add(
+        ev.IdleTimedOut(
+            at=T0 + 180, session=s.name, idle_seconds=120, retry=1, decision="resume", delay=0
+        )
+    )
+    s.add(
+        ev.IdleTimedOut(
+            at=T0 + 320, session=s.name, idle_seconds=120, retry=2, decision="resume", delay=5
+        )
+    )
+    s.add(
+        ev.ErrorRecorded(
+            at=T0 + 330,
+            session=s.name,
+            where="agent",
+            message="FileNotFoundError: [Errno 2] No such file or directory: 'CHANGES.md'",
+        )
+    )
+    s.phase_to(331, "failed", "fail")
+    s.add(
+        ev.SessionEnded(
+            at=T0 + 331,
+            session=s.name,
+            status="failed",
+            reason="idle timeout: max retries (2) exceeded",
+        )
+    )
+    return s
+
+
+def _starting() -> _Session:
+    s = _Session("new-endpoint", "Add a /health endpoint with a test.")
+    s.start(630)
+    return s
+
+
+def sample_events() -> list[ev.Event]:
+    """The sample run's events, in time order: seven sessions, one in each state worth showing."""
+    sessions = [_normal(), _soft(), _hard(), _awaiting(), _done(), _failed(), _starting()]
+    events: list[ev.Event] = [
+        ev.RunStarted(
+            at=T0, run_id="20250615-sample", sessions=tuple(s.name for s in sessions), mode="sample"
+        )
+    ]
+    merged = sorted((e for s in sessions for e in s.events), key=lambda e: e.at)
+    return events + merged
+
+
+def sample_state() -> RunState:
+    """The sample run as `mala-tui show` would read it back."""
+    return RunState().apply_all(sample_events())
+
+
+@dataclass
+class SampleListeners:
+    snapshots: list[SnapshotListener] = field(default_factory=list)
+    events: list[EventListener] = field(default_factory=list)
+    approvals: list[ApprovalListener] = field(default_factory=list)
+
+
+class SampleSupervisor:
+    """The sample run as a live one: commands and answers are recorded, no agent runs.
+
+    It has the shape of `runtime.supervisor.Supervisor` the app needs
+    (`ui.source.LiveSource`). `record` plays an event as the real supervisor's
+    sink does: into the view, to the listeners, and approvals follow.
+    """
+
+    def __init__(self, events: list[ev.Event] | None = None) -> None:
+        self.state = RunState()
+        self.listeners = SampleListeners()
+        self.approvals: list[ApprovalRequest] = []
+        self.calls: list[tuple[str, ...]] = []
+        """Every command, answer and setting the app sent, in order."""
+        self._stopped = asyncio.Event()
+        for event in sample_events() if events is None else events:
+            self.record(event)
+
+    def record(self, event: ev.Event) -> None:
+        self.state.apply(event)
+        if isinstance(event, ev.ApprovalRequested):
+            state = self.state.sessions[event.session]
+            text = state.checkpoints[-1].text if state.checkpoints else ""
+            self.approvals.append(
+                ApprovalRequest(
+                    event.session, event.checkpoint_number, text, event.reason, event.at
+                )
+            )
+        elif isinstance(event, ev.ApprovalDecided | ev.SessionEnded):
+            self.approvals = [a for a in self.approvals if a.session != event.session]
+        for listener in self.listeners.events:
+            listener(event)
+        if isinstance(event, ev.ApprovalRequested | ev.ApprovalDecided | ev.SessionEnded):
+            for approvals_listener in self.listeners.approvals:
+                approvals_listener(list(self.approvals))
+        if event.session:
+            snapshot = self.state.sessions[event.session].snapshot()
+            for snapshots_listener in self.listeners.snapshots:
+                snapshots_listener({event.session: snapshot})
+
+    def snapshots(self) -> dict[str, SessionSnapshot]:
+        return {name: state.snapshot() for name, state in self.state.sessions.items()}
+
+    async def run(self) -> None:
+        await self._stopped.wait()
+
+    def command(self, session: str, command: Command) -> None:
+        self.calls.append(("command", session, command.value))
+
+    def decide(
+        self, session: str, decision: str, edited_text: str | None = None, by: str = "operator"
+    ) -> None:
+        self.calls.append(("decide", session, decision, edited_text or ""))
+
+    def set_require_approval(self, session: str | None, required: bool) -> None:
+        self.calls.append(("require_approval", session or "*", str(required)))
+
+    def stop_all(self) -> None:
+        self.calls.append(("stop_all",))
+        self._stopped.set()
+
+    def alive_pids(self) -> list[int]:
+        return []
+
+    def transcript_path(self, session: str) -> Path | None:
+        return Path(f"/home/dev/.claude/projects/-work-{session}/{session}-0001.jsonl")

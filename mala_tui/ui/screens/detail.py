@@ -1,0 +1,175 @@
+"""One session in depth: gauge, context over time, restart history, masked results, event log."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar, cast
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane
+
+from mala_tui.core import events as ev
+from mala_tui.core.view import SessionSnapshot, SessionState
+from mala_tui.ui.drawing import Reading
+from mala_tui.ui.format import elapsed, phase_label, tokens
+from mala_tui.ui.text import literal
+from mala_tui.ui.timeline import session_start
+from mala_tui.ui.widgets.approval_badge import ApprovalBadge
+from mala_tui.ui.widgets.context_chart import ChartData, ContextChart
+from mala_tui.ui.widgets.event_log import EventLog
+from mala_tui.ui.widgets.gauge import ContextGauge
+from mala_tui.ui.widgets.session_card import card_state
+
+if TYPE_CHECKING:
+    from mala_tui.ui.app import MalaApp
+
+HISTORY_EVENTS = (
+    ev.Restarted,
+    ev.MaskApplied,
+    ev.MaskMeasured,
+    ev.UsageRecorded,
+    ev.CheckpointSaved,
+)
+"""Events that change the tables or the chart: others only reach the log."""
+
+
+class DetailScreen(Screen[None]):
+    """The session named at construction; follows it live, and reads it back for a finished run."""
+
+    CSS_PATH = "detail.tcss"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "app.pop_screen", "Back"),
+        Binding("c", "session('checkpoints')", "Checkpoints"),
+        Binding("p", "session('pause')", "Pause/resume"),
+        Binding("x", "session('stop')", "Stop"),
+        Binding("m", "session('mask')", "Mask now"),
+        Binding("r", "session('restart')", "Restart now"),
+        Binding("v", "session('approval')", "Approval on/off", show=False),
+        Binding("o", "session('transcript')", "Transcript path", show=False),
+        Binding("l", "show_tab('events')", "Event log", show=False),
+    ]
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self.session_name = name
+
+    @property
+    def mala(self) -> MalaApp:
+        return cast("MalaApp", self.app)
+
+    @property
+    def state(self) -> SessionState:
+        state = self.mala.controller.session(self.session_name)
+        if state is None:
+            raise KeyError(self.session_name)
+        return state
+
+    def compose(self) -> ComposeResult:
+        state = self.state
+        start = session_start(state)
+        with Horizontal(id="topbar"):
+            yield Static(id="title")
+            yield ApprovalBadge()
+        yield Static(literal(state.task or "(no task)"), id="task")
+        yield ContextGauge(id="gauge")
+        yield ContextChart(ChartData.of(state), id="chart")
+        with TabbedContent(initial="restarts"):
+            with TabPane("Restarts", id="restarts"):
+                yield DataTable(id="restart-table", cursor_type="row", zebra_stripes=True)
+            with TabPane("Masked results", id="masks"):
+                yield DataTable(id="mask-table", cursor_type="row", zebra_stripes=True)
+            with TabPane("Event log", id="events"):
+                yield EventLog(state.log, start=start)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        restarts = self.query_one("#restart-table", DataTable)
+        restarts.add_columns(
+            "time", "reason", "tokens before", "after", "approved by", "checkpoint"
+        )
+        masks = self.query_one("#mask-table", DataTable)
+        masks.add_columns("time", "placeholder", "batch", "est. tokens", "reclaimed")
+        self._fill_tables()
+        snapshot = self.mala.controller.snapshot(self.session_name)
+        if snapshot is not None:
+            self._show(snapshot)
+        self.mala.bridge.snapshots.subscribe(self, self._on_snapshots)
+        self.mala.bridge.events.subscribe(self, self._on_events)
+
+    def _show(self, snapshot: SessionSnapshot) -> None:
+        state = phase_label(card_state(snapshot))
+        extra = f" \u00b7 {snapshot.end_reason}" if snapshot.end_reason else ""
+        approval = " \u00b7 approval on" if snapshot.require_approval else ""
+        counters = (
+            f" \u00b7 restarts {snapshot.restarts}/{snapshot.max_restarts}"
+            f" \u00b7 masked {snapshot.masked_total} \u00b7 idle retries {snapshot.idle_retries}"
+        )
+        self.query_one("#title", Static).update(
+            literal(f"{snapshot.name} \u00b7 {state}{extra}{counters}{approval}", one_line=True)
+        )
+        self.query_one(ContextGauge).reading = Reading.of(snapshot)
+
+    def _on_snapshots(self, changed: dict[str, SessionSnapshot]) -> None:
+        snapshot = changed.get(self.session_name)
+        if snapshot is not None:
+            self._show(snapshot)
+
+    def _on_events(self, events: list[ev.Event]) -> None:
+        mine = [event for event in events if event.session == self.session_name]
+        if not mine:
+            return
+        self.query_one(EventLog).add(mine)
+        if any(isinstance(event, HISTORY_EVENTS) for event in mine):
+            self.query_one(ContextChart).data = ChartData.of(self.state)
+            if any(not isinstance(event, ev.UsageRecorded) for event in mine):
+                self._fill_tables()
+
+    def _fill_tables(self) -> None:
+        state = self.state
+        start = session_start(state)
+        restarts = self.query_one("#restart-table", DataTable)
+        restarts.clear()
+        for restart in state.restarts:
+            after = tokens(restart.tokens_after) if restart.tokens_after is not None else "-"
+            restarts.add_row(
+                Text(f"+{elapsed(restart.at - start)}"),
+                literal(restart.reason, one_line=True),
+                Text(tokens(restart.tokens_before)),
+                Text(after),
+                literal(restart.approved_by, one_line=True),
+                Text(f"#{restart.checkpoint_number} \u2192", style="underline"),
+                key=str(restart.checkpoint_number),
+            )
+        masks = self.query_one("#mask-table", DataTable)
+        masks.clear()
+        for batch, mask in enumerate(state.masks, start=1):
+            reclaimed = tokens(mask.reclaimed) if mask.reclaimed is not None else "-"
+            for index, placeholder in enumerate(mask.placeholders):
+                first = index == 0
+                masks.add_row(
+                    Text(f"+{elapsed(mask.at - start)}" if first else ""),
+                    literal(placeholder, one_line=True),
+                    Text(f"{batch} ({mask.count})" if first else ""),
+                    Text(tokens(mask.estimated_tokens) if first else ""),
+                    Text(reclaimed if first else ""),
+                )
+
+    @on(DataTable.RowSelected, "#restart-table")
+    def _open_checkpoint(self, event: DataTable.RowSelected) -> None:
+        number = int(event.row_key.value or 0)
+        self.mala.open_checkpoints(self.session_name, number)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "session" and parameters:
+            return self.mala.session_actions.available(str(parameters[0]), self.session_name)
+        return True
+
+    def action_session(self, action_id: str) -> None:
+        self.mala.session_actions.run(action_id, self.session_name)
+
+    def action_show_tab(self, tab: str) -> None:
+        self.query_one(TabbedContent).active = tab

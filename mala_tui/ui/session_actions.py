@@ -1,0 +1,159 @@
+"""What the operator can do to a session, shared by the key bindings and the command palette.
+
+Every screen's bindings name an action here by id (`session('pause')`), the
+palette lists the same table, and availability is decided in one place: a
+finished run read from its journal offers only what reads; a session that has
+ended cannot be paused, stopped or masked, but a stopped or failed one can be
+restarted from its checkpoint.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final
+
+from mala_tui.core.observations import Command
+from mala_tui.core.view import SessionSnapshot
+from mala_tui.ui.controller import ReadOnlyError
+from mala_tui.ui.format import phase_label
+
+if TYPE_CHECKING:
+    from mala_tui.ui.app import MalaApp
+
+
+@dataclass(frozen=True, slots=True)
+class SessionAction:
+    id: str
+    label: str
+    help: str
+    live_only: bool = True
+    when_ended: bool = False
+    """Still offered once the session has ended."""
+
+
+SESSION_ACTIONS: Final = (
+    SessionAction("open", "Open", "chart, restarts, masked results and event log", False, True),
+    SessionAction(
+        "checkpoints", "Checkpoints", "every checkpoint, what changed, export", False, True
+    ),
+    SessionAction("pause", "Pause or resume", "hold the session after its current turn, or go on"),
+    SessionAction("stop", "Stop", "end the session; its checkpoint is kept"),
+    SessionAction("mask", "Mask now", "mask old tool results now, whatever the pressure"),
+    SessionAction(
+        "restart",
+        "Checkpoint and restart now",
+        "wind down, checkpoint, start fresh",
+        when_ended=True,
+    ),
+    SessionAction("approval", "Require approval on or off", "ask before this session restarts"),
+    SessionAction(
+        "transcript", "Transcript path", "copy the agent's transcript path", when_ended=True
+    ),
+)
+ACTIONS_BY_ID: Final = {action.id: action for action in SESSION_ACTIONS}
+RESTARTABLE_ENDINGS: Final = frozenset({"stopped", "failed", "denied"})
+
+
+class SessionActions:
+    """Runs a session action by id for the app, with the notices and confirmations it needs."""
+
+    def __init__(self, app: MalaApp) -> None:
+        self.app = app
+
+    def available(self, action_id: str, name: str | None) -> bool | None:
+        """True: offered; None: shown but not possible now; False: not offered at all."""
+        action = ACTIONS_BY_ID.get(action_id)
+        if action is None:
+            return False
+        if action.live_only and not self.app.controller.live:
+            return False
+        snapshot = self.app.controller.snapshot(name) if name is not None else None
+        if snapshot is None:
+            return None
+        if action_id == "checkpoints":
+            state = self.app.controller.session(snapshot.name)
+            return True if state is not None and state.checkpoints else None
+        if snapshot.status is None:
+            return True
+        if action_id == "restart":
+            return True if snapshot.status in RESTARTABLE_ENDINGS else None
+        return True if action.when_ended else None
+
+    def run(self, action_id: str, name: str) -> None:
+        snapshot = self.app.controller.snapshot(name)
+        if snapshot is None or not self.available(action_id, name):
+            self.app.bell()
+            return
+        try:
+            getattr(self, f"_{action_id}")(snapshot)
+        except ReadOnlyError as exc:
+            self.app.notify(str(exc), severity="warning", markup=False)
+
+    # -- one method per action, named after its id -------------------------------------------------
+
+    def _open(self, snapshot: SessionSnapshot) -> None:
+        self.app.open_session(snapshot.name)
+
+    def _checkpoints(self, snapshot: SessionSnapshot) -> None:
+        self.app.open_checkpoints(snapshot.name)
+
+    def _pause(self, snapshot: SessionSnapshot) -> None:
+        command = Command.RESUME if snapshot.phase == "paused" else Command.PAUSE
+        self._send(snapshot.name, command)
+
+    def _stop(self, snapshot: SessionSnapshot) -> None:
+        from mala_tui.ui.screens.confirm import ConfirmScreen
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self._send(snapshot.name, Command.STOP)
+
+        self.app.push_screen(
+            ConfirmScreen(
+                f"Stop {snapshot.name}?",
+                f"It is {phase_label(snapshot.phase)}. Its checkpoint is kept, and it can be "
+                "restarted by hand.",
+                confirm="Stop",
+            ),
+            answered,
+        )
+
+    def _mask(self, snapshot: SessionSnapshot) -> None:
+        self._send(snapshot.name, Command.MASK_NOW)
+
+    def _restart(self, snapshot: SessionSnapshot) -> None:
+        self._send(snapshot.name, Command.RESTART_NOW)
+
+    def _approval(self, snapshot: SessionSnapshot) -> None:
+        required = not snapshot.require_approval
+        self.app.controller.set_require_approval(snapshot.name, required)
+        state = "on" if required else "off"
+        self.app.notify(f"{snapshot.name}: approval before restarts is {state}", markup=False)
+        self.app.refresh_snapshots([snapshot.name])
+
+    def _transcript(self, snapshot: SessionSnapshot) -> None:
+        path = self.app.controller.transcript_path(snapshot.name)
+        if path is None:
+            self.app.notify(
+                f"{snapshot.name} has no agent transcript yet", severity="warning", markup=False
+            )
+            return
+        self.app.copy_to_clipboard(str(path))
+        self.app.notify(str(path), title="Transcript path copied", markup=False, timeout=10)
+
+    def toggle_approval_all(self) -> None:
+        """Approval on for every session, or off when every session already has it."""
+        controller = self.app.controller
+        try:
+            required = not controller.requires_approval_everywhere()
+            controller.set_require_approval(None, required)
+        except ReadOnlyError as exc:
+            self.app.notify(str(exc), severity="warning", markup=False)
+            return
+        state = "on" if required else "off"
+        self.app.notify(f"Approval before restarts is {state} for every session")
+        self.app.refresh_snapshots(list(controller.state.sessions))
+
+    def _send(self, name: str, command: Command) -> None:
+        self.app.controller.command(name, command)
+        self.app.notify(f"{name}: {command.value.replace('_', ' ')} sent", markup=False)

@@ -1,0 +1,73 @@
+"""What the app shows: a live run it can act on, or a finished run it can only read.
+
+The app is built against `LiveSource`, the part of `runtime.supervisor.Supervisor`
+it uses, so the command line passes a real Supervisor while tests, screenshots
+and the benchmark may pass a recording stand-in with the same shape. A
+`RunState` read back from a journal is the read-only source (`mala-tui show`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Protocol
+
+from mala_tui.core.observations import Command
+from mala_tui.core.view import RunState, SessionSnapshot
+from mala_tui.runtime.supervisor import (
+    ApprovalListener,
+    ApprovalRequest,
+    EventListener,
+    SnapshotListener,
+)
+
+
+class Listeners(Protocol):
+    """Callbacks the supervisor calls on the event loop; the app appends its own."""
+
+    @property
+    def snapshots(self) -> list[SnapshotListener]: ...
+
+    @property
+    def events(self) -> list[EventListener]: ...
+
+    @property
+    def approvals(self) -> list[ApprovalListener]: ...
+
+
+class LiveSource(Protocol):
+    """A run in progress, as the app sees it (`runtime.supervisor.Supervisor` is one)."""
+
+    @property
+    def state(self) -> RunState:
+        """Every event so far, reduced: the histories the detail screens draw."""
+
+    @property
+    def listeners(self) -> Listeners: ...
+
+    @property
+    def approvals(self) -> list[ApprovalRequest]:
+        """Checkpoints waiting for a person, oldest first."""
+
+    def snapshots(self) -> dict[str, SessionSnapshot]: ...
+
+    async def run(self) -> object:
+        """Run every session to its end; cancelled, it stops them all first."""
+
+    def command(self, session: str, command: Command) -> None: ...
+
+    def decide(
+        self, session: str, decision: str, edited_text: str | None = None, by: str = "operator"
+    ) -> None: ...
+
+    def set_require_approval(self, session: str | None, required: bool) -> None: ...
+
+    def stop_all(self) -> None: ...
+
+    def alive_pids(self) -> list[int]:
+        """Agent processes still running: none may be left when the app ends."""
+
+    def transcript_path(self, session: str) -> Path | None: ...
+
+
+Source = LiveSource | RunState
+"""What `MalaApp` is given: a live run, or a finished one read from its journal."""

@@ -1,0 +1,1 @@
+"""The app's own widgets, one public widget per module."""

@@ -1,0 +1,262 @@
+"""A session's card on the dashboard: name, task, state, context gauge, counters, trend."""
+
+from __future__ import annotations
+
+from typing import ClassVar, Final
+
+from rich.cells import cell_len, set_cell_size
+from rich.segment import Segment
+from rich.style import Style
+from textual import events
+from textual.geometry import Region
+from textual.message import Message
+from textual.reactive import reactive
+from textual.strip import Strip
+from textual.widget import Widget
+
+from mala_tui.core.view import SessionSnapshot
+from mala_tui.ui.drawing import Reading, gauge_bar, gauge_figures, trend_blocks
+from mala_tui.ui.format import phase_label
+from mala_tui.ui.text import clean, literal
+
+LINES: Final = ("task", "state", "bar", "figures", "counters", "trend")
+"""What each content line of a card shows, top to bottom."""
+ZONES: Final = ("normal", "soft", "hard")
+
+
+def card_state(snapshot: SessionSnapshot) -> str:
+    """The state a card shows: the end status once ended, else the manager's phase."""
+    if snapshot.status is not None:
+        return snapshot.status
+    return snapshot.phase
+
+
+def state_text(snapshot: SessionSnapshot) -> str:
+    state = card_state(snapshot)
+    text = f"\u25cf {phase_label(state)}"
+    if snapshot.pending_approval is not None:
+        text += f" \u00b7 checkpoint #{snapshot.pending_approval}"
+    elif state in {"failed", "stopped", "denied"} and snapshot.end_reason:
+        text += f" \u00b7 {snapshot.end_reason}"
+    return text
+
+
+def counters_text(snapshot: SessionSnapshot) -> str:
+    return (
+        f"masked {snapshot.masked_session} ({snapshot.masked_total} all) \u00b7 "
+        f"restarts {snapshot.restarts}/{snapshot.max_restarts} \u00b7 idle {snapshot.idle_retries}"
+    )
+
+
+class SessionCard(Widget, can_focus=True):
+    """One session at a glance; focus it and press enter (or double-click) to open it.
+
+    The card is a single widget drawing its six lines itself (the gauge and the
+    trend with `ui.drawing`, as `ContextGauge` does): with 50 busy sessions a
+    card of child widgets cost several times more per update, most of it in
+    compositing the children. An update repaints only the lines that changed.
+
+    The state is a CSS class (`-state-running`, `-state-awaiting_approval`...)
+    and the stylesheet colours the parts through the component classes below,
+    from theme variables only. The zone picks between component classes
+    (`card--fill`, `card--fill-soft`, `card--fill-hard`) instead of being a
+    class of the card: in a busy run zones change often, and each class change
+    re-applies the stylesheet to the card and its eleven component styles.
+    """
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "card--task",
+        "card--state",
+        "card--counters",
+        "card--fill",
+        "card--fill-soft",
+        "card--fill-hard",
+        "card--empty",
+        "card--mark",
+        "card--figures",
+        "card--figures-soft",
+        "card--figures-hard",
+        "card--source",
+        "card--trend-normal",
+        "card--trend-soft",
+        "card--trend-hard",
+    }
+    """
+    | Class | Description |
+    | :- | :- |
+    | `card--task` | The session's task. |
+    | `card--state` | Its state (running, masking, awaiting approval, done...). |
+    | `card--counters` | Masked results, restarts, idle retries. |
+    | `card--fill`, `card--empty`, `card--mark` | The gauge: used window, free window, thresholds. |
+    | `card--fill-soft`, `card--fill-hard` | The used window in the soft and hard zones. |
+    | `card--figures`, `card--source` | Percent and tokens; "exact" or "est.". |
+    | `card--figures-soft`, `card--figures-hard` | The figures in the soft and hard zones. |
+    | `card--trend-normal`, `-soft`, `-hard` | Trend samples by zone. |
+    """
+
+    DEFAULT_CSS = """
+    SessionCard {
+        height: 8;
+        padding: 0 1;
+        border: round $foreground 25%;
+        border-title-color: $foreground;
+        border-title-style: bold;
+        border-subtitle-color: $foreground-muted;
+        background: $surface;
+        /* Focus and state show in the border and the text only: the card keeps
+           its resolved colours per theme, state and zone, so its background
+           must not change with them. */
+        &:focus {
+            border: heavy $primary;
+            border-title-color: $primary;
+        }
+        & > .card--task { color: $foreground-muted; }
+        & > .card--state { color: $primary; }
+        & > .card--counters { color: $foreground-muted; }
+        & > .card--fill { color: $gauge-normal; }
+        & > .card--fill-soft { color: $gauge-soft; }
+        & > .card--fill-hard { color: $gauge-hard; }
+        & > .card--empty { color: $foreground 15%; }
+        & > .card--mark { color: $gauge-mark; }
+        & > .card--figures { color: $foreground; }
+        & > .card--figures-soft { color: $gauge-soft; }
+        & > .card--figures-hard { color: $gauge-hard; text-style: bold; }
+        & > .card--source { color: $foreground-muted; }
+        & > .card--trend-normal { color: $gauge-normal 70%; }
+        & > .card--trend-soft { color: $gauge-soft; }
+        & > .card--trend-hard { color: $gauge-hard; }
+        &.-state-masking > .card--state,
+        &.-state-winding_down > .card--state,
+        &.-state-checkpointing > .card--state,
+        &.-state-restarting > .card--state { color: $warning; }
+        &.-state-awaiting_approval {
+            border: round $accent;
+            & > .card--state { color: $accent; text-style: bold; }
+        }
+        &.-state-awaiting_approval:focus { border: heavy $accent; }
+        &.-state-done > .card--state { color: $success; }
+        &.-state-failed > .card--state,
+        &.-state-denied > .card--state { color: $error; text-style: bold; }
+        &.-state-paused > .card--state,
+        &.-state-stopped > .card--state { color: $foreground-muted; text-style: italic; }
+    }
+    """
+
+    snapshot: reactive[SessionSnapshot | None] = reactive(None, init=False, repaint=False)
+    """The session as of the last update (the card repaints only the lines that changed)."""
+
+    class Open(Message):
+        """The user asked to open this session (double click); handled by `on_session_card_open`."""
+
+        def __init__(self, name: str) -> None:
+            super().__init__()
+            self.name = name
+
+    def __init__(self, snapshot: SessionSnapshot, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.session_name = snapshot.name
+        self.border_title = literal(snapshot.name, one_line=True)
+        self._keys: dict[str, object] = {}
+        self._state = ""
+        self._zone = ""
+        self._palette: tuple[tuple[str, str, str], dict[str, Style]] | None = None
+        self.set_reactive(SessionCard.snapshot, snapshot)
+        self._show(snapshot)
+
+    def watch_snapshot(self, new: SessionSnapshot | None) -> None:
+        if new is not None:
+            self._show(new)
+
+    def _show(self, snap: SessionSnapshot) -> None:
+        state, zone = card_state(snap), snap.zone
+        if state != self._state:
+            if self._state:
+                self.remove_class(f"-state-{self._state}")
+            self.add_class(f"-state-{state}")
+            self._state = state
+        self._zone = zone
+        subtitle = "approval on" if snap.require_approval else ""
+        if str(self.border_subtitle or "") != subtitle:
+            self.border_subtitle = subtitle
+        reading = Reading.of(snap)
+        keys: dict[str, object] = {
+            "task": snap.task,
+            "state": (state, state_text(snap)),
+            "bar": reading,
+            "figures": reading,
+            "counters": counters_text(snap),
+            "trend": (snap.trend, snap.soft_threshold, snap.hard_threshold),
+        }
+        changed = [y for y, line in enumerate(LINES) if self._keys.get(line) != keys[line]]
+        self._keys = keys
+        if changed and self.is_mounted:
+            width = self.size.width
+            if len(changed) == len(LINES):
+                self.refresh()
+            else:
+                self.refresh(*(Region(0, y, width, 1) for y in changed))
+
+    # -- drawing -----------------------------------------------------------------------------------
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._palette = None
+
+    def _styles(self) -> dict[str, Style]:
+        """Resolved styles of the parts, worked out once per theme, state and zone.
+
+        Textual resolves them again on every repaint, walking every ancestor; a
+        busy dashboard repaints many cards a second, so they are kept until one
+        of the three changes.
+        """
+        key = (self.app.theme, self._state, self._zone)
+        suffix = "" if self._zone == "normal" else f"-{self._zone}"
+        if self._palette is None or self._palette[0] != key:
+            get = self.get_component_rich_style
+            styles = {
+                "base": self.rich_style,
+                "task": get("card--task"),
+                "state": get("card--state"),
+                "counters": get("card--counters"),
+                "fill": get(f"card--fill{suffix}"),
+                "empty": get("card--empty"),
+                "mark": get("card--mark"),
+                "figures": get(f"card--figures{suffix}"),
+                "source": get("card--source"),
+                "normal": get("card--trend-normal"),
+                "soft": get("card--trend-soft"),
+                "hard": get("card--trend-hard"),
+            }
+            self._palette = (key, styles)
+        return self._palette[1]
+
+    def render_line(self, y: int) -> Strip:
+        width = self.size.width
+        styles = self._styles()
+        snap = self.snapshot
+        if snap is None or not 0 <= y < len(LINES) or width <= 0:
+            return Strip.blank(width, styles["base"])
+        line = LINES[y]
+        if line == "bar":
+            return gauge_bar(Reading.of(snap), width, styles)
+        if line == "figures":
+            return gauge_figures(Reading.of(snap), width, styles)
+        if line == "trend":
+            return trend_blocks(snap.trend, width, snap.soft_threshold, snap.hard_threshold, styles)
+        if line == "task":
+            return _text_line(snap.task or "(no task)", width, styles["task"], styles["base"])
+        if line == "state":
+            return _text_line(state_text(snap), width, styles["state"], styles["base"])
+        return _text_line(counters_text(snap), width, styles["counters"], styles["base"])
+
+    def on_click(self, event: events.Click) -> None:
+        if event.chain >= 2:
+            self.post_message(self.Open(self.session_name))
+
+
+def _text_line(text: str, width: int, style: Style, base: Style) -> Strip:
+    """One line of literal text, cut with an ellipsis when it does not fit."""
+    shown = clean(text, one_line=True)
+    if cell_len(shown) > width:
+        shown = set_cell_size(shown, max(0, width - 1)) + "\u2026"
+    return Strip([Segment(shown, style)]).crop_extend(0, width, base)
