@@ -138,6 +138,14 @@ def _session_id(body: Mapping[str, Any], headers: Mapping[str, str]) -> str | No
     return None
 
 
+def _result_text(content: object) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(str(part.get("text", "")) for part in content if isinstance(part, Mapping))
+    return ""
+
+
 def _find_workspace(body: Mapping[str, Any]) -> Path | None:
     texts: list[str] = []
     system = body.get("system")
@@ -150,11 +158,15 @@ def _find_workspace(body: Mapping[str, Any]) -> Path | None:
         if isinstance(content, str):
             texts.append(content)
         elif isinstance(content, list):
-            texts.extend(
-                str(block.get("text", ""))
-                for block in content
-                if isinstance(block, Mapping) and block.get("type") == "text"
-            )
+            for block in content:
+                if not isinstance(block, Mapping):
+                    continue
+                if block.get("type") == "text":
+                    texts.append(str(block.get("text", "")))
+                elif block.get("type") == "tool_result":
+                    # After its own compaction the CLI restates the environment block
+                    # as a system reminder inside the first tool result, not as text.
+                    texts.append(_result_text(block.get("content")))
         if len(texts) > 64:
             break
     for text in texts:

@@ -320,3 +320,46 @@ def test_recognition_is_case_insensitive_and_ignores_system_reminders() -> None:
     assert decide(conversation).kind == "tool_use"
     conversation.user_text("please WRAP UP now")
     assert decide(conversation).kind == "wind_down"
+
+
+def test_the_workspace_is_found_in_a_tool_result_after_the_clis_compaction() -> None:
+    body = {
+        "model": "claude-sonnet-4-5",
+        "messages": [
+            {
+                "role": "user",
+                "content": [{"type": "text", "text": "This session continues from a summary."}],
+            },
+            {
+                "role": "assistant",
+                "content": [
+                    {
+                        "type": "tool_use",
+                        "id": "t1",
+                        "name": "Read",
+                        "input": {"file_path": f"{WORKSPACE}/src/mod_1.py"},
+                    }
+                ],
+            },
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "t1",
+                        "content": [
+                            {"type": "text", "text": "1\tcode"},
+                            {
+                                "type": "text",
+                                "text": f"<system-reminder>\nPrimary working directory: {WORKSPACE}\n</system-reminder>",
+                            },
+                        ],
+                    }
+                ],
+            },
+        ],
+    }
+    view = parse_request(body)
+    assert view.workspace == WORKSPACE
+    # The absolute path of the Read is now the scenario's src/mod_1.py: step 1 is done.
+    assert ScriptedAgent(SCENARIO).reply(view).step.id == "s002"
