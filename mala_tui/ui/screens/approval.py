@@ -60,6 +60,7 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer | None]):
         self.previous = previous
         """The session's checkpoint before this one, to show what changed; None for the first."""
         self.waiting = waiting
+        self._finished = False
 
     def compose(self) -> ComposeResult:
         request = self.request
@@ -110,18 +111,25 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer | None]):
         return True
 
     def _approvals_changed(self, pending: list[ApprovalRequest]) -> None:
+        if self._finished or self.app.screen is not self:
+            return  # answered already: the list changed because of this very answer
         key = (self.request.session, self.request.checkpoint_number)
         if all((p.session, p.checkpoint_number) != key for p in pending):
             self.app.notify(f"{self.request.session} no longer waits for approval", markup=False)
-            self.dismiss(None)
+            self._finish(None)
+
+    def _finish(self, answer: ApprovalAnswer | None) -> None:
+        if not self._finished:
+            self._finished = True
+            self.dismiss(answer)
 
     # -- answers -----------------------------------------------------------------------------------
 
     def action_approve(self) -> None:
-        self.dismiss(ApprovalAnswer(self.request, "approve"))
+        self._finish(ApprovalAnswer(self.request, "approve"))
 
     def action_deny(self) -> None:
-        self.dismiss(ApprovalAnswer(self.request, "deny"))
+        self._finish(ApprovalAnswer(self.request, "deny"))
 
     def action_edit(self) -> None:
         self.editing = True
@@ -132,14 +140,14 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer | None]):
         if not text.strip():
             self.app.notify("An empty checkpoint cannot be approved", severity="error")
             return
-        self.dismiss(ApprovalAnswer(self.request, "edit", text))
+        self._finish(ApprovalAnswer(self.request, "edit", text))
 
     def action_later(self) -> None:
         if self.editing:
             self.editing = False
             self.query_one("#view").focus()
             return
-        self.dismiss(None)
+        self._finish(None)
 
     @on(Button.Pressed)
     def _pressed(self, event: Button.Pressed) -> None:
