@@ -24,7 +24,6 @@ import statistics
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import ClassVar, Final
 
 from textual.app import ComposeResult
@@ -40,7 +39,6 @@ from mala_tui.runtime.backends.scripted import ScriptedBackend
 from mala_tui.runtime.supervisor import RunResult, Supervisor
 from mala_tui.ui.app import MalaApp
 from mala_tui.ui.format import phase_label
-from mala_tui.ui.screens import dashboard as dashboard_module
 from mala_tui.ui.screens.dashboard import DashboardScreen
 from mala_tui.ui.widgets.session_card import SessionCard, card_state
 
@@ -284,7 +282,6 @@ class _NaiveCard(SessionCard):
 
 
 class _NaiveDashboard(DashboardScreen):
-    CSS_PATH = str(Path(dashboard_module.__file__).with_name("dashboard.tcss"))
     card_class: ClassVar[type[SessionCard]] = _NaiveCard
     repaint_seconds: ClassVar[float] = 0.0
 

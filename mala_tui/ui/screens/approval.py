@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, cast
 
 from textual import on
@@ -40,7 +41,8 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer | None]):
     the screen closes itself and says so.
     """
 
-    CSS_PATH = "approval.tcss"
+    # Absolute, so subclasses defined elsewhere find it too.
+    CSS_PATH = str(Path(__file__).with_name("approval.tcss"))
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("a", "approve", "Approve"),
         Binding("d", "deny", "Deny"),

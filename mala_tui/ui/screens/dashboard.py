@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Final, cast
 
 from rich.text import Text
@@ -86,7 +87,8 @@ def _state_changed(before: SessionSnapshot | None, after: SessionSnapshot) -> bo
 class DashboardScreen(Screen[None]):
     """Every session of the run at a glance; the focused card is what the keys act on."""
 
-    CSS_PATH = "dashboard.tcss"
+    # Absolute, so subclasses defined elsewhere find it too.
+    CSS_PATH = str(Path(__file__).with_name("dashboard.tcss"))
     # Focus belongs to the cards (the keys act on the focused one), never to the
     # filter until "/" is pressed: cards of a live run arrive after the screen mounts.
     AUTO_FOCUS = ""
