@@ -123,6 +123,17 @@ class MalaApp(App[int]):
         self.notify("Every session has ended.", title="Run over")
         return result
 
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        worker = event.worker
+        if worker is self._supervisor_worker and event.state is WorkerState.ERROR:
+            self.notify(
+                f"The run stopped on an error: {worker.error!r}",
+                title="Supervisor",
+                severity="error",
+                timeout=30,
+                markup=False,
+            )
+
     async def action_quit(self) -> None:
         """Stop every session, wait for the supervisor to finish (agents gone), then exit.
 

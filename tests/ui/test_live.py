@@ -111,3 +111,23 @@ async def test_quitting_stops_every_session_and_waits_for_the_run() -> None:
     assert client.disconnected
     assert supervisor.runners["s1"].status is not None
     assert supervisor.state.ended_at is not None  # the run recorded its end
+
+
+class _BrokenSupervisor(Supervisor):
+    async def run(self) -> object:  # type: ignore[override]
+        raise RuntimeError("journal disk full")
+
+
+async def test_a_supervisor_that_fails_is_reported_and_the_app_runs_on() -> None:
+    settings = Settings(context=ContextSettings(context_limit=100_000))
+    supervisor = _BrokenSupervisor(
+        settings=settings, backend=ScriptedBackend([]), prompts=load_prompts(), journal=None
+    )
+    app = app_on(supervisor)
+    async with app.run_test(notifications=True) as pilot:
+        await pilot.pause(0.1)
+        notes = [n.message for n in app._notifications]
+        assert any("journal disk full" in note for note in notes)
+        assert app.is_running
+        await pilot.press("q")
+        await wait_for(lambda: not app.is_running)
