@@ -14,6 +14,7 @@ import signal
 import sys
 import time
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import ClassVar, Final
 
 from textual.app import App, SystemCommand
@@ -43,7 +44,8 @@ STOP_WAIT_SECONDS: Final = 30.0
 class MalaApp(App[int]):
     """Watches a run's sessions; approves restarts; shows checkpoints, history and charts."""
 
-    CSS_PATH = "app.tcss"
+    # Absolute, so subclasses defined elsewhere find it too.
+    CSS_PATH = str(Path(__file__).with_name("app.tcss"))
     TITLE = "mala-tui"
     COMMANDS: ClassVar = App.COMMANDS | {SessionCommands}
     # A mode, not get_default_screen: only screens reached through modes or
@@ -120,6 +122,17 @@ class MalaApp(App[int]):
         self.bridge.flush()
         self.notify("Every session has ended.", title="Run over")
         return result
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        worker = event.worker
+        if worker is self._supervisor_worker and event.state is WorkerState.ERROR:
+            self.notify(
+                f"The run stopped on an error: {worker.error!r}",
+                title="Supervisor",
+                severity="error",
+                timeout=30,
+                markup=False,
+            )
 
     async def action_quit(self) -> None:
         """Stop every session, wait for the supervisor to finish (agents gone), then exit.

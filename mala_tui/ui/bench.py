@@ -24,12 +24,12 @@ import statistics
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import ClassVar, Final
 
 from textual.app import ComposeResult
 from textual.drivers.headless_driver import HeadlessDriver
 from textual.pilot import Pilot
+from textual.strip import Strip
 from textual.widgets import ProgressBar, Static
 
 from mala_tui.config import Settings
@@ -40,7 +40,6 @@ from mala_tui.runtime.backends.scripted import ScriptedBackend
 from mala_tui.runtime.supervisor import RunResult, Supervisor
 from mala_tui.ui.app import MalaApp
 from mala_tui.ui.format import phase_label
-from mala_tui.ui.screens import dashboard as dashboard_module
 from mala_tui.ui.screens.dashboard import DashboardScreen
 from mala_tui.ui.widgets.session_card import SessionCard, card_state
 
@@ -282,9 +281,11 @@ class _NaiveCard(SessionCard):
         if self.snapshot is not None:
             self._show(self.snapshot)
 
+    def render_line(self, y: int) -> Strip:
+        return Strip.blank(self.size.width, self.rich_style)  # the children draw it all
+
 
 class _NaiveDashboard(DashboardScreen):
-    CSS_PATH = str(Path(dashboard_module.__file__).with_name("dashboard.tcss"))
     card_class: ClassVar[type[SessionCard]] = _NaiveCard
     repaint_seconds: ClassVar[float] = 0.0
 
@@ -309,6 +310,8 @@ async def _with_app(
     await app.run_async(headless=False, size=size, auto_pilot=once_ready)
     if app.return_code or not figures:
         raise RuntimeError(f"the app failed (exit status {app.return_code}); see above")
+    if not figures[0].bytes_written:
+        raise RuntimeError("the app drew nothing while measured: a widget failed to render?")
     return figures[0]
 
 
@@ -321,14 +324,22 @@ async def run(
     naive: bool = False,
     size: tuple[int, int] = (200, 60),
     with_app: bool = True,
+    repaint: float | None = None,
 ) -> Figures:
-    """Drive the load for `seconds` after `warmup`; with the app, or alone for the baseline."""
+    """Drive the load for `seconds` after `warmup`; with the app, or alone for the baseline.
+
+    `repaint` overrides the dashboard's repaint interval (0: on every update).
+    """
     supervisor = _IdleSupervisor()
     load = _Load(supervisor, sessions, rate)
     if not with_app:
         load.start()
         return await load.run(warmup, seconds)
-    app = (_NaiveApp if naive else MalaApp)(supervisor, settings=Settings())
+    app_class: type[MalaApp] = _NaiveApp if naive else MalaApp
+    if repaint is not None:
+        screen = type("RepaintDashboard", (DashboardScreen,), {"repaint_seconds": repaint})
+        app_class = type("RepaintApp", (app_class,), {"MODES": {"dashboard": screen}})
+    app = app_class(supervisor, settings=Settings())
 
     async def measure() -> Figures:
         load.start()
@@ -347,6 +358,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup", type=float, default=3.0)
     parser.add_argument("--size", default="200x60", help="terminal size, COLUMNSxLINES")
     parser.add_argument("--naive", action="store_true", help="cards of Static and ProgressBar")
+    parser.add_argument(
+        "--repaint",
+        type=float,
+        default=None,
+        help="seconds between repaints of gauges and trends (0: on every update); "
+        "default: the dashboard's own",
+    )
     args = parser.parse_args(argv)
     columns, lines = (int(part) for part in args.size.split("x"))
     figures = asyncio.run(
@@ -357,12 +375,17 @@ def main(argv: list[str] | None = None) -> int:
             args.warmup,
             naive=args.naive,
             size=(columns, lines),
+            repaint=args.repaint,
         )
     )
     baseline = asyncio.run(
         run(args.sessions, args.rate, min(args.seconds, 10.0), 1.0, with_app=False)
     )
     card = "naive Static+ProgressBar card" if args.naive else "SessionCard"
+    if args.repaint is not None:
+        card += (
+            f", repaint every {args.repaint:g} s" if args.repaint else ", repaint on every update"
+        )
     print(
         f"ui benchmark: {args.sessions} sessions x {args.rate:g} updates/s for "
         f"{figures.seconds:.1f} s, {card}, {columns}x{lines}, "

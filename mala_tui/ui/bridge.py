@@ -54,13 +54,12 @@ class UpdateBridge:
     def detach(self) -> None:
         if self._source is not None:
             listeners = self._source.listeners
-            for bucket, callback in (
-                (listeners.snapshots, self._on_snapshots),
-                (listeners.events, self._on_event),
-                (listeners.approvals, self._on_approvals),
-            ):
-                if callback in bucket:
-                    bucket.remove(callback)  # type: ignore[arg-type]
+            if self._on_snapshots in listeners.snapshots:
+                listeners.snapshots.remove(self._on_snapshots)
+            if self._on_event in listeners.events:
+                listeners.events.remove(self._on_event)
+            if self._on_approvals in listeners.approvals:
+                listeners.approvals.remove(self._on_approvals)
             self._source = None
         if self._handle is not None:
             self._handle.cancel()

@@ -36,7 +36,9 @@ class SessionCommands(Provider):
     screen is about (the focused card, or the detail screen's session).
     """
 
-    def _commands(self, only: str | None = None) -> Iterator[tuple[str, str, Callable[[], None]]]:
+    def _session_commands(
+        self, only: str | None = None
+    ) -> Iterator[tuple[str, str, Callable[[], None]]]:
         app = cast("MalaApp", self.app)
         names = [only] if only is not None else list(app.controller.state.sessions)
         for name in names:
@@ -60,12 +62,12 @@ class SessionCommands(Provider):
         current = self._current_session()
         if current is None:
             return
-        for text, help_text, callback in self._commands(current):
+        for text, help_text, callback in self._session_commands(current):
             yield DiscoveryHit(Content(text), callback, text=text, help=help_text)
 
     async def search(self, query: str) -> Hits:
         matcher = self.matcher(query)
-        for text, help_text, callback in self._commands():
+        for text, help_text, callback in self._session_commands():
             score = matcher.match(text)
             if score > 0:
                 yield Hit(

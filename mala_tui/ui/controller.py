@@ -109,12 +109,6 @@ class Controller:
             asked = {(r.session, r.checkpoint_number) for r in self.supervisor.approvals}
             self._answered &= asked
 
-    def is_pending(self, request: ApprovalRequest) -> bool:
-        return any(
-            (p.session, p.checkpoint_number) == (request.session, request.checkpoint_number)
-            for p in self.pending()
-        )
-
     def decide(
         self, request: ApprovalRequest, decision: Decision, edited_text: str | None = None
     ) -> None:

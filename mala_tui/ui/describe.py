@@ -15,7 +15,7 @@ def summary(event: ev.Event) -> str:
     """What the event says, in a few words (agent text made safe by the caller)."""
     match event:
         case ev.SessionStarted():
-            return f"task {event.task!r} in {event.cwd}, window {tokens(event.window)}"
+            return f"task: {event.task} (in {event.cwd}, window {tokens(event.window)})"
         case ev.PhaseChanged():
             return f"{event.before} -> {event.after} ({event.trigger})"
         case ev.UsageRecorded():

@@ -37,9 +37,8 @@ async def _approval(pilot: Pilot[int]) -> None:
 
 
 async def _detail(pilot: Pilot[int]) -> None:
-    await pilot.press("s", "s")  # sort by state: the session awaiting approval comes first
-    await pilot.pause(2.1)  # let the periodic re-sort happen
-    await pilot.press("enter")
+    # Filter down to the session with a restart behind it, open it.
+    await pilot.press("slash", *"settings", "enter", "enter")
     await pilot.pause()
 
 

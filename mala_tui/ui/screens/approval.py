@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, cast
 
 from textual import on
@@ -40,7 +41,8 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer | None]):
     the screen closes itself and says so.
     """
 
-    CSS_PATH = "approval.tcss"
+    # Absolute, so subclasses defined elsewhere find it too.
+    CSS_PATH = str(Path(__file__).with_name("approval.tcss"))
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("a", "approve", "Approve"),
         Binding("d", "deny", "Deny"),
@@ -60,6 +62,7 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer | None]):
         self.previous = previous
         """The session's checkpoint before this one, to show what changed; None for the first."""
         self.waiting = waiting
+        self._finished = False
 
     def compose(self) -> ComposeResult:
         request = self.request
@@ -110,18 +113,25 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer | None]):
         return True
 
     def _approvals_changed(self, pending: list[ApprovalRequest]) -> None:
+        if self._finished or self.app.screen is not self:
+            return  # answered already: the list changed because of this very answer
         key = (self.request.session, self.request.checkpoint_number)
         if all((p.session, p.checkpoint_number) != key for p in pending):
             self.app.notify(f"{self.request.session} no longer waits for approval", markup=False)
-            self.dismiss(None)
+            self._finish(None)
+
+    def _finish(self, answer: ApprovalAnswer | None) -> None:
+        if not self._finished:
+            self._finished = True
+            self.dismiss(answer)
 
     # -- answers -----------------------------------------------------------------------------------
 
     def action_approve(self) -> None:
-        self.dismiss(ApprovalAnswer(self.request, "approve"))
+        self._finish(ApprovalAnswer(self.request, "approve"))
 
     def action_deny(self) -> None:
-        self.dismiss(ApprovalAnswer(self.request, "deny"))
+        self._finish(ApprovalAnswer(self.request, "deny"))
 
     def action_edit(self) -> None:
         self.editing = True
@@ -132,14 +142,14 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer | None]):
         if not text.strip():
             self.app.notify("An empty checkpoint cannot be approved", severity="error")
             return
-        self.dismiss(ApprovalAnswer(self.request, "edit", text))
+        self._finish(ApprovalAnswer(self.request, "edit", text))
 
     def action_later(self) -> None:
         if self.editing:
             self.editing = False
             self.query_one("#view").focus()
             return
-        self.dismiss(None)
+        self._finish(None)
 
     @on(Button.Pressed)
     def _pressed(self, event: Button.Pressed) -> None:

@@ -38,7 +38,8 @@ ORIGIN_NOTES = {
 class CheckpointScreen(Screen[None]):
     """Lists the session's checkpoints; the highlighted one is shown against its predecessor."""
 
-    CSS_PATH = "checkpoints.tcss"
+    # Absolute, so subclasses defined elsewhere find it too.
+    CSS_PATH = str(Path(__file__).with_name("checkpoints.tcss"))
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "app.pop_screen", "Back"),
         Binding("e", "export", "Export"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import ClassVar
 
 from textual.app import ComposeResult
@@ -16,7 +17,8 @@ from mala_tui.ui.text import literal
 class ConfirmScreen(ModalScreen[bool]):
     """Dismisses with True for the confirming button (or y), False otherwise (n, escape)."""
 
-    CSS_PATH = "confirm.tcss"
+    # Absolute, so subclasses defined elsewhere find it too.
+    CSS_PATH = str(Path(__file__).with_name("confirm.tcss"))
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("y", "answer(True)", "Yes"),
         Binding("n,escape", "answer(False)", "No"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Final, cast
 
 from rich.text import Text
@@ -86,7 +87,11 @@ def _state_changed(before: SessionSnapshot | None, after: SessionSnapshot) -> bo
 class DashboardScreen(Screen[None]):
     """Every session of the run at a glance; the focused card is what the keys act on."""
 
-    CSS_PATH = "dashboard.tcss"
+    # Absolute, so subclasses defined elsewhere find it too.
+    CSS_PATH = str(Path(__file__).with_name("dashboard.tcss"))
+    # Focus belongs to the cards (the keys act on the focused one), never to the
+    # filter until "/" is pressed: cards of a live run arrive after the screen mounts.
+    AUTO_FOCUS = ""
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "session('open')", "Open"),
         Binding("p", "session('pause')", "Pause/resume"),
@@ -160,6 +165,10 @@ class DashboardScreen(Screen[None]):
         """The cards in the order shown, hidden ones included."""
         return [self._cards[name] for name in self._order]
 
+    def card(self, name: str) -> SessionCard | None:
+        """The card of the session with this name."""
+        return self._cards.get(name)
+
     def focused_session(self) -> str | None:
         focused = self.focused
         return focused.session_name if isinstance(focused, SessionCard) else None
@@ -175,6 +184,8 @@ class DashboardScreen(Screen[None]):
         await self.query_one("#grid", Grid).mount_all(fresh)
         self._resort(force=True)
         self._update_counts()
+        if self.focused is None:
+            self._focus_first()
 
     def _on_snapshots(self, changed: dict[str, SessionSnapshot]) -> None:
         unknown = [snap for name, snap in changed.items() if name not in self._cards]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, cast
 
 from rich.text import Text
@@ -40,7 +41,8 @@ HISTORY_EVENTS = (
 class DetailScreen(Screen[None]):
     """The session named at construction; follows it live, and reads it back for a finished run."""
 
-    CSS_PATH = "detail.tcss"
+    # Absolute, so subclasses defined elsewhere find it too.
+    CSS_PATH = str(Path(__file__).with_name("detail.tcss"))
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "app.pop_screen", "Back"),
         Binding("c", "session('checkpoints')", "Checkpoints"),

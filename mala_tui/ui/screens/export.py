@@ -15,7 +15,8 @@ from textual.widgets import Input, Static
 class ExportScreen(ModalScreen[Path | None]):
     """An editable path; enter dismisses with it, escape with None."""
 
-    CSS_PATH = "export.tcss"
+    # Absolute, so subclasses defined elsewhere find it too.
+    CSS_PATH = str(Path(__file__).with_name("export.tcss"))
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
 
     def __init__(self, default: Path) -> None:

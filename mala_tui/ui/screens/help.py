@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import ClassVar
 
 from rich.table import Table
@@ -21,7 +22,8 @@ PALETTE_NOTE = (
 class HelpScreen(ModalScreen[None]):
     """Lists every binding active where help was asked for, the app's own included."""
 
-    CSS_PATH = "help.tcss"
+    # Absolute, so subclasses defined elsewhere find it too.
+    CSS_PATH = str(Path(__file__).with_name("help.tcss"))
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,q,question_mark", "dismiss", "Close")]
 
     def __init__(self, title: str, bindings: dict[str, ActiveBinding]) -> None:
@@ -34,10 +36,11 @@ class HelpScreen(ModalScreen[None]):
         table.add_column(style="bold", no_wrap=True)
         table.add_column()
         seen: set[tuple[str, str]] = set()
+        ours = _own_bindings(self._keys)
         for active in self._keys.values():
             binding = active.binding
-            if binding.system or not binding.description:
-                continue
+            if binding.system or (binding.action, binding.description) not in ours:
+                continue  # Textual's own scrolling and focus keys: every app has them
             key = self.app.get_key_display(binding)
             if (key, binding.description) in seen:
                 continue
@@ -53,3 +56,16 @@ class HelpScreen(ModalScreen[None]):
             with VerticalScroll(id="keys"):
                 yield Static(table)
             yield Static(Text(PALETTE_NOTE), id="note")
+
+
+def _own_bindings(keys: dict[str, ActiveBinding]) -> set[tuple[str, str]]:
+    """(action, description) of the bindings mala-tui's own classes declare."""
+    own: set[tuple[str, str]] = set()
+    for active in keys.values():
+        for cls in type(active.node).__mro__:
+            if not cls.__module__.startswith("mala_tui."):
+                continue
+            for binding in cls.__dict__.get("BINDINGS", []):
+                if isinstance(binding, Binding) and binding.description:
+                    own.add((binding.action, binding.description))
+    return own

@@ -224,16 +224,22 @@ class ContextChart(Widget):
         return Strip(Segment.simplify(segments), AXIS_WIDTH + plot_w)
 
     def _times(self, data: ChartData, plot_w: int, axis: Style) -> Strip:
-        left, right = elapsed(0), elapsed(data.end - data.start)
-        middle = elapsed((data.end - data.start) / 2)
-        gap = plot_w - len(left) - len(right) - len(middle)
-        if gap >= 2:
-            text = left + " " * (gap // 2) + middle + " " * (gap - gap // 2) + right
-        else:
-            text = (left + " " * max(1, plot_w - len(left) - len(right)) + right)[:plot_w]
-        return Strip([Segment(" " * AXIS_WIDTH + text, axis)], AXIS_WIDTH + len(text)).crop_extend(
-            0, AXIS_WIDTH + plot_w, self.rich_style
-        )
+        """Elapsed time at the start, the middle and the end of the plot."""
+        span = data.end - data.start
+        labels = [(0, elapsed(0)), (plot_w // 2, elapsed(span / 2)), (plot_w, elapsed(span))]
+        segments = [Segment(" " * AXIS_WIDTH, self.rich_style)]
+        used = 0
+        for index, (at, label) in enumerate(labels):
+            start = min(max(used, at - len(label) // 2), plot_w - len(label))
+            if index == len(labels) - 1:
+                start = plot_w - len(label)
+            if start < used or start + len(label) > plot_w:
+                continue  # too narrow for this label
+            # Each label its own segment: spaces between labels are positions, not text.
+            segments.append(Segment(" " * (start - used), self.rich_style))
+            segments.append(Segment(label, axis))
+            used = start + len(label)
+        return Strip(segments).crop_extend(0, AXIS_WIDTH + plot_w, self.rich_style)
 
 
 def _pct(fraction: float) -> str:

@@ -72,7 +72,7 @@ class EventLog(Vertical):
         log = self.query_one(RichLog)
         for event in fresh:
             if matches(event, kind, text):
-                log.write(log_line(event, self.start))
+                self._write(log, event)
 
     @on(Input.Changed, "#event-text")
     @on(Select.Changed, "#event-type")
@@ -83,4 +83,9 @@ class EventLog(Vertical):
         log = self.query_one(RichLog)
         log.clear()
         for event in self.shown():
-            log.write(log_line(event, self.start))
+            self._write(log, event)
+
+    def _write(self, log: RichLog, event: ev.Event) -> None:
+        line = log_line(event, self.start)
+        # At its own width: a long line scrolls sideways instead of being cut.
+        log.write(line, width=max(line.cell_len, 1))

@@ -1,0 +1,85 @@
+"""Shared by the UI tests: apps on fixed data, and the screen as the user would read it."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+from textual.pilot import Pilot
+
+from mala_tui.config import Settings, UiSettings
+from mala_tui.core import events as ev
+from mala_tui.core.view import RunState
+from mala_tui.ui.app import MalaApp
+from mala_tui.ui.sample import T0, SampleSupervisor, sample_events
+from mala_tui.ui.screens.dashboard import DashboardScreen
+from mala_tui.ui.source import Source
+
+SIZE = (140, 44)
+
+
+def make_app(source: Source | None = None, *, theme: str = "mala-dark") -> MalaApp:
+    """The app on `source` (the live sample run by default) with a frozen clock."""
+    return MalaApp(
+        source if source is not None else SampleSupervisor(),
+        settings=Settings(ui=UiSettings(theme=theme)),
+        clock=lambda: 0.0,
+    )
+
+
+def screen_text(app: MalaApp) -> str:
+    """What the terminal would show, as plain text (styles dropped, characters kept)."""
+    width, height = app.size
+    console = Console(
+        width=width, height=height, file=io.StringIO(), record=True, force_terminal=True
+    )
+    console.print(
+        app.screen._compositor.render_update(full=True, screen_stack=app._background_screens)
+    )
+    return console.export_text(styles=False)
+
+
+async def open_session(pilot: Pilot[int], name: str, *keys: str) -> None:
+    """Focus the session's card, press enter (its detail screen), then these keys."""
+    screen = pilot.app.screen
+    assert isinstance(screen, DashboardScreen)
+    card = screen.card(name)
+    assert card is not None
+    card.focus()
+    await pilot.pause()
+    await pilot.press("enter", *keys)
+
+
+def notifications(app: MalaApp) -> list[str]:
+    return [f"{n.title}: {n.message}" for n in app._notifications]
+
+
+def second_approval_events() -> list[ev.Event]:
+    """The sample run, with a second session (migrate-db) waiting for approval after the first."""
+    return [
+        *sample_events(),
+        ev.CheckpointSaved(
+            at=T0 + 640,
+            session="migrate-db",
+            number=1,
+            origin="tagged",
+            text="## Goal\nMigrate the orders tables.\n## Remaining Tasks\n- Backfill",
+        ),
+        ev.PhaseChanged(
+            at=T0 + 641,
+            session="migrate-db",
+            before="checkpointing",
+            after="awaiting_approval",
+            trigger="checkpoint_for_approval",
+        ),
+        ev.ApprovalRequested(
+            at=T0 + 641,
+            session="migrate-db",
+            checkpoint_number=1,
+            reason="hard threshold reached (93%)",
+        ),
+    ]
+
+
+def read_only_sample() -> RunState:
+    return RunState().apply_all(sample_events())

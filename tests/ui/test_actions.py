@@ -1,0 +1,151 @@
+"""The operator's actions reach the supervisor, from the keys and from the command palette."""
+
+from __future__ import annotations
+
+from textual.pilot import Pilot
+
+from mala_tui.ui.sample import SampleSupervisor
+from mala_tui.ui.screens.confirm import ConfirmScreen
+from mala_tui.ui.screens.dashboard import DashboardScreen
+from mala_tui.ui.widgets.session_card import SessionCard
+
+from .helpers import make_app, notifications, read_only_sample
+
+
+def commands(supervisor: SampleSupervisor) -> list[tuple[str, ...]]:
+    return [call for call in supervisor.calls if call[0] != "decide"]
+
+
+async def focus(pilot: Pilot[int], name: str) -> DashboardScreen:
+    """Focus the session's card, as the arrow keys would."""
+    screen = pilot.app.screen
+    assert isinstance(screen, DashboardScreen)
+    card = screen.card(name)
+    assert card is not None
+    card.focus()
+    await pilot.pause()
+    assert screen.focused_session() == name
+    return screen
+
+
+async def test_pause_mask_and_restart_go_to_the_focused_session() -> None:
+    supervisor = SampleSupervisor()
+    app = make_app(supervisor)
+    async with app.run_test() as pilot:
+        await focus(pilot, "parser-fix")
+        await pilot.press("p", "m", "r")
+        assert commands(supervisor) == [
+            ("command", "parser-fix", "pause"),
+            ("command", "parser-fix", "mask_now"),
+            ("command", "parser-fix", "restart_now"),
+        ]
+
+
+async def test_pause_becomes_resume_on_a_paused_session() -> None:
+    from mala_tui.core import events as ev
+    from mala_tui.ui.sample import T0
+
+    supervisor = SampleSupervisor()
+    supervisor.record(
+        ev.PhaseChanged(
+            at=T0 + 700, session="parser-fix", before="running", after="paused", trigger="pause"
+        )
+    )
+    app = make_app(supervisor)
+    async with app.run_test() as pilot:
+        await focus(pilot, "parser-fix")
+        await pilot.press("p")
+        assert commands(supervisor) == [("command", "parser-fix", "resume")]
+
+
+async def test_stop_asks_first() -> None:
+    supervisor = SampleSupervisor()
+    app = make_app(supervisor)
+    async with app.run_test() as pilot:
+        await focus(pilot, "api-docs")
+        await pilot.press("x")
+        assert isinstance(app.screen, ConfirmScreen)
+        await pilot.press("n")
+        assert commands(supervisor) == []
+        await pilot.press("x", "y")
+        assert commands(supervisor) == [("command", "api-docs", "stop")]
+
+
+async def test_an_ended_session_can_only_be_restarted() -> None:
+    supervisor = SampleSupervisor()
+    app = make_app(supervisor)
+    async with app.run_test() as pilot:
+        screen = await focus(pilot, "release-notes")  # failed
+        for key in ("p", "x", "m", "v"):
+            assert screen.check_action("session", (_ACTIONS[key],)) is None
+        await pilot.press("p", "x", "m", "v", "r")
+        await pilot.pause()
+        assert commands(supervisor) == [("command", "release-notes", "restart_now")]
+        await focus(pilot, "flaky-tests")  # done: nothing to restart
+        await pilot.press("r")
+        assert commands(supervisor) == [("command", "release-notes", "restart_now")]
+
+
+_ACTIONS = {"p": "pause", "x": "stop", "m": "mask", "v": "approval"}
+
+
+async def test_approval_switches_per_session_and_for_all() -> None:
+    supervisor = SampleSupervisor()
+    app = make_app(supervisor)
+    async with app.run_test() as pilot:
+        screen = await focus(pilot, "parser-fix")
+        card = screen.card("parser-fix")
+        assert card is not None and card.snapshot is not None
+        assert not card.snapshot.require_approval
+        await pilot.press("v")
+        await pilot.pause()
+        assert card.snapshot.require_approval
+        assert str(card.border_subtitle) == "approval on"
+        await pilot.press("V")  # not every session asks yet: on for all
+        await pilot.pause()
+        assert all(c.snapshot and c.snapshot.require_approval for c in screen.query(SessionCard))
+        await pilot.press("V")  # now every session asks: off for all
+        await pilot.pause()
+        assert commands(supervisor) == [
+            ("require_approval", "parser-fix", "True"),
+            ("require_approval", "*", "True"),
+            ("require_approval", "*", "False"),
+        ]
+        assert not any(
+            c.snapshot and c.snapshot.require_approval for c in screen.query(SessionCard)
+        )
+
+
+async def test_transcript_path_is_copied_and_shown() -> None:
+    supervisor = SampleSupervisor()
+    app = make_app(supervisor)
+    async with app.run_test(notifications=True) as pilot:
+        await focus(pilot, "parser-fix")
+        await pilot.press("o")
+        assert app.clipboard.endswith("/parser-fix-0001.jsonl")
+        assert any(app.clipboard in note for note in notifications(app))
+
+
+async def test_the_command_palette_runs_the_same_actions() -> None:
+    supervisor = SampleSupervisor()
+    app = make_app(supervisor)
+    async with app.run_test() as pilot:
+        await pilot.press("ctrl+p")
+        await pilot.press(*"mask now: api-docs")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert commands(supervisor) == [("command", "api-docs", "mask_now")]
+
+
+async def test_a_finished_run_offers_no_actions() -> None:
+    app = make_app(read_only_sample())
+    async with app.run_test() as pilot:
+        screen = await focus(pilot, "parser-fix")
+        for key in ("p", "x", "m", "r", "v", "o"):
+            await pilot.press(key)
+        assert isinstance(app.screen, DashboardScreen)
+        for action in ("pause", "stop", "mask", "restart", "approval", "transcript"):
+            assert screen.check_action("session", (action,)) is False
+        assert screen.check_action("session", ("open",)) is True
+        assert app.check_action("review_approvals", ()) is False

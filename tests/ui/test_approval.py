@@ -1,0 +1,184 @@
+"""Restart approval: approve, deny, edit then approve, the queue, and announcing it anywhere."""
+
+from __future__ import annotations
+
+from textual.widgets import TextArea
+
+from mala_tui.core import events as ev
+from mala_tui.ui.sample import T0, SampleSupervisor
+from mala_tui.ui.screens.approval import ApprovalScreen
+from mala_tui.ui.screens.dashboard import DashboardScreen
+from mala_tui.ui.screens.detail import DetailScreen
+from mala_tui.ui.widgets.approval_badge import ApprovalBadge
+from mala_tui.ui.widgets.checkpoint_view import CheckpointView
+
+from .helpers import make_app, notifications, screen_text, second_approval_events
+
+
+def decisions(supervisor: SampleSupervisor) -> list[tuple[str, ...]]:
+    return [call for call in supervisor.calls if call[0] == "decide"]
+
+
+async def test_approve() -> None:
+    supervisor = SampleSupervisor()
+    app = make_app(supervisor)
+    async with app.run_test() as pilot:
+        await pilot.press("a")
+        assert isinstance(app.screen, ApprovalScreen)
+        assert app.screen.request.session == "settings-form"
+        await pilot.press("a")
+        await pilot.pause()
+        assert decisions(supervisor) == [("decide", "settings-form", "approve", "")]
+        assert isinstance(app.screen, DashboardScreen)
+        assert app.controller.pending() == []
+
+
+async def test_deny() -> None:
+    supervisor = SampleSupervisor()
+    app = make_app(supervisor)
+    async with app.run_test() as pilot:
+        await pilot.press("a", "d")
+        await pilot.pause()
+        assert decisions(supervisor) == [("decide", "settings-form", "deny", "")]
+
+
+async def test_buttons_answer_too() -> None:
+    supervisor = SampleSupervisor()
+    app = make_app(supervisor)
+    async with app.run_test(size=(140, 44)) as pilot:
+        await pilot.press("a")
+        await pilot.click("#deny")
+        await pilot.pause()
+        assert decisions(supervisor) == [("decide", "settings-form", "deny", "")]
+
+
+async def test_edit_then_approve_sends_the_edited_text() -> None:
+    supervisor = SampleSupervisor()
+    app = make_app(supervisor)
+    async with app.run_test() as pilot:
+        await pilot.press("a", "e")
+        editor = app.screen.query_one(TextArea)
+        assert editor.has_focus
+        assert editor.text.startswith("## Goal")
+        editor.text = "## Goal\nShip the form.\n"
+        editor.move_cursor(editor.document.end)
+        await pilot.press(*"- done")
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        assert decisions(supervisor) == [
+            ("decide", "settings-form", "edit", "## Goal\nShip the form.\n- done")
+        ]
+
+
+async def test_keys_that_answer_are_off_while_editing() -> None:
+    supervisor = SampleSupervisor()
+    app = make_app(supervisor)
+    async with app.run_test() as pilot:
+        await pilot.press("a", "e", "d", "a")  # typed into the editor, not answers
+        await pilot.pause()
+        assert decisions(supervisor) == []
+        assert app.screen.query_one(TextArea).text.startswith("da")
+        await pilot.press("escape")
+        assert not app.screen.editing
+        await pilot.press("escape")
+        await pilot.pause()
+        assert isinstance(app.screen, DashboardScreen)
+        assert decisions(supervisor) == []
+        assert len(app.controller.pending()) == 1  # "later": still waiting
+
+
+async def test_an_empty_edit_is_not_approved() -> None:
+    supervisor = SampleSupervisor()
+    app = make_app(supervisor)
+    async with app.run_test(notifications=True) as pilot:
+        await pilot.press("a", "e")
+        app.screen.query_one(TextArea).text = "  \n"
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        assert decisions(supervisor) == []
+        assert isinstance(app.screen, ApprovalScreen)
+
+
+async def test_the_queue_shows_each_waiting_approval_in_turn() -> None:
+    supervisor = SampleSupervisor(second_approval_events())
+    app = make_app(supervisor)
+    async with app.run_test() as pilot:
+        await pilot.pause()
+        assert app.screen.query_one(ApprovalBadge).count == 2
+        await pilot.press("a")
+        first = app.screen
+        assert isinstance(first, ApprovalScreen) and first.request.session == "settings-form"
+        assert "1 more waiting" in screen_text(app)
+        await pilot.press("a")
+        await pilot.pause()
+        second = app.screen
+        assert isinstance(second, ApprovalScreen) and second.request.session == "migrate-db"
+        await pilot.press("d")
+        await pilot.pause()
+        assert isinstance(app.screen, DashboardScreen)
+        assert decisions(supervisor) == [
+            ("decide", "settings-form", "approve", ""),
+            ("decide", "migrate-db", "deny", ""),
+        ]
+        assert app.screen.query_one(ApprovalBadge).count == 0
+        assert not app.screen.query_one(ApprovalBadge).display
+
+
+async def test_the_modal_shows_what_changed_since_the_last_checkpoint() -> None:
+    app = make_app()
+    async with app.run_test(size=(140, 44)) as pilot:
+        await pilot.press("a")
+        view = app.screen.query_one(CheckpointView)
+        assert view.checkpoint[1] is not None  # compared with checkpoint #1
+        text = screen_text(app)
+        assert "Completed Work  \u00b7 changed" in text
+        assert "Do Not Redo  \u00b7 new" in text
+        assert "+ - Ported the colour picker" in text
+
+
+async def test_a_new_approval_is_announced_on_any_screen() -> None:
+    supervisor = SampleSupervisor()
+    app = make_app(supervisor)
+    async with app.run_test(notifications=True) as pilot:
+        await pilot.press("enter")  # the first card's detail screen
+        assert isinstance(app.screen, DetailScreen)
+        badge = app.screen.query_one(ApprovalBadge)
+        assert badge.count == 1
+        supervisor.record(
+            ev.ApprovalRequested(
+                at=T0 + 700, session="migrate-db", checkpoint_number=1, reason="hard threshold"
+            )
+        )
+        await pilot.pause(0.1)
+        assert badge.count == 2
+        assert any(
+            "migrate-db waits for approval of checkpoint #1" in n for n in notifications(app)
+        )
+
+
+async def test_the_modal_closes_when_its_request_stops_waiting() -> None:
+    supervisor = SampleSupervisor()
+    app = make_app(supervisor)
+    async with app.run_test(notifications=True) as pilot:
+        await pilot.press("a")
+        assert isinstance(app.screen, ApprovalScreen)
+        supervisor.record(
+            ev.ApprovalDecided(
+                at=T0 + 700, session="settings-form", decision="approve", decided_by="timeout"
+            )
+        )
+        await pilot.pause(0.1)
+        assert isinstance(app.screen, DashboardScreen)
+        assert any("no longer waits" in n for n in notifications(app))
+        assert decisions(supervisor) == []
+
+
+async def test_nothing_to_approve_in_a_finished_run() -> None:
+    from .helpers import read_only_sample
+
+    app = make_app(read_only_sample())
+    async with app.run_test() as pilot:
+        await pilot.press("a")
+        await pilot.pause()
+        assert isinstance(app.screen, DashboardScreen)
+        assert not app.screen.query_one(ApprovalBadge).display

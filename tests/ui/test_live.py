@@ -1,0 +1,133 @@
+"""The app on a real Supervisor with scripted agents: live updates, approval end to end, quitting."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from textual.widgets import TextArea
+
+from mala_tui.config import ContextSettings, Settings, UiSettings
+from mala_tui.core.transcript import Message, Role, TextBlock, ToolCall, ToolResult
+from mala_tui.core.usage import CallUsage
+from mala_tui.prompt_files import load_prompts
+from mala_tui.runtime.backends.base import MessageItem, SessionIdItem, SessionSpec, UsageItem
+from mala_tui.runtime.backends.scripted import HANG, ScriptedBackend, ScriptedClient, finished
+from mala_tui.runtime.supervisor import Supervisor
+from mala_tui.ui.app import MalaApp
+from mala_tui.ui.screens.approval import ApprovalScreen
+from mala_tui.ui.screens.dashboard import DashboardScreen
+from mala_tui.ui.widgets.approval_badge import ApprovalBadge
+
+CHECKPOINT = (
+    "<checkpoint>\n## Goal\nFix issue 42.\n## Completed Work\n- Read /ws/f0.py\n</checkpoint>"
+)
+
+
+def usage_at(tokens: int) -> UsageItem:
+    return UsageItem(CallUsage(input_tokens=3, cache_read_input_tokens=tokens - 3), final=False)
+
+
+def read(index: int) -> list[MessageItem]:
+    tool_id = f"r{index}"
+    call = ToolCall(tool_id, "Read", {"file_path": f"/ws/f{index}.py"})
+    return [
+        MessageItem(Message(Role.ASSISTANT, (TextBlock("reading"), call))),
+        MessageItem(Message(Role.USER, (ToolResult(tool_id, "x" * 400),))),
+    ]
+
+
+def supervisor_with(*clients: ScriptedClient, approval: bool) -> Supervisor:
+    settings = Settings(context=ContextSettings(context_limit=100_000, require_approval=approval))
+    supervisor = Supervisor(
+        settings=settings,
+        backend=ScriptedBackend(list(clients)),
+        prompts=load_prompts(),
+        journal=None,
+        publish_interval=0.02,
+    )
+    supervisor.add_session(SessionSpec(name="s1", task="Fix issue 42.", cwd=Path("/ws")))
+    return supervisor
+
+
+def app_on(supervisor: Supervisor) -> MalaApp:
+    return MalaApp(supervisor, settings=Settings(ui=UiSettings()), clock=lambda: 0.0)
+
+
+async def wait_for(condition: object, seconds: float = 10.0) -> None:
+    async with asyncio.timeout(seconds):
+        while not condition():  # type: ignore[operator]
+            await asyncio.sleep(0.02)
+
+
+async def test_an_edited_checkpoint_is_what_the_restarted_agent_gets() -> None:
+    old = ScriptedClient(
+        [
+            [SessionIdItem("sess-1"), *read(0), *read(1), usage_at(92_000), HANG],
+            [finished("Notes saved.")],
+            [finished(CHECKPOINT)],
+        ]
+    )
+    new = ScriptedClient(
+        [[SessionIdItem("sess-2"), usage_at(5_000), finished(session_id="sess-2")]]
+    )
+    supervisor = supervisor_with(old, new, approval=True)
+    app = app_on(supervisor)
+    async with app.run_test(size=(140, 44)) as pilot:
+        screen = app.screen
+        assert isinstance(screen, DashboardScreen)
+        await wait_for(app.controller.pending)
+        await pilot.pause(0.1)
+        assert screen.query_one(ApprovalBadge).count == 1
+        card = screen.card("s1")
+        assert card is not None and card.snapshot is not None
+        assert card.snapshot.phase == "awaiting_approval"
+        await pilot.press("a", "e")
+        assert isinstance(app.screen, ApprovalScreen)
+        editor = app.screen.query_one(TextArea)
+        editor.text = "## Goal\nFix issue 42, edited by hand.\n"
+        await pilot.press("ctrl+s")
+        await wait_for(lambda: supervisor.runners["s1"].status is not None)
+        assert new.queries and "Fix issue 42, edited by hand." in new.queries[0]
+        await pilot.pause(0.1)
+        assert card.snapshot.status == "done"
+        assert card.snapshot.restarts == 1
+
+
+async def test_quitting_stops_every_session_and_waits_for_the_run() -> None:
+    client = ScriptedClient([[SessionIdItem("sess-1"), usage_at(30_000), HANG]])
+    supervisor = supervisor_with(client, approval=False)
+    app = app_on(supervisor)
+    async with app.run_test() as pilot:
+        await wait_for(lambda: "s1" in app.controller.state.sessions and client.queries)
+        await pilot.pause(0.1)
+        screen = app.screen
+        assert isinstance(screen, DashboardScreen)
+        card = screen.card("s1")
+        assert card is not None and card.snapshot is not None
+        assert card.snapshot.tokens == 30_000
+        await pilot.press("q")
+        await wait_for(lambda: not app.is_running)
+    assert client.disconnected
+    assert supervisor.runners["s1"].status is not None
+    assert supervisor.state.ended_at is not None  # the run recorded its end
+
+
+class _BrokenSupervisor(Supervisor):
+    async def run(self) -> object:  # type: ignore[override]
+        raise RuntimeError("journal disk full")
+
+
+async def test_a_supervisor_that_fails_is_reported_and_the_app_runs_on() -> None:
+    settings = Settings(context=ContextSettings(context_limit=100_000))
+    supervisor = _BrokenSupervisor(
+        settings=settings, backend=ScriptedBackend([]), prompts=load_prompts(), journal=None
+    )
+    app = app_on(supervisor)
+    async with app.run_test(notifications=True) as pilot:
+        await pilot.pause(0.1)
+        notes = [n.message for n in app._notifications]
+        assert any("journal disk full" in note for note in notes)
+        assert app.is_running
+        await pilot.press("q")
+        await wait_for(lambda: not app.is_running)

@@ -1,0 +1,15 @@
+"""The screenshot script renders the real app's screens to SVG files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mala_tui.ui.screenshots import render
+
+
+async def test_a_screenshot_is_an_svg_of_the_screen(tmp_path: Path) -> None:
+    path = await render("approval", "mala-light", tmp_path)
+    assert path == tmp_path / "approval-mala-light.svg"
+    svg = path.read_text(encoding="utf-8")
+    assert svg.startswith("<svg")
+    assert "Restart&#160;settings-form&#160;from&#160;checkpoint&#160;#2?" in svg

@@ -1,0 +1,66 @@
+"""How the main screens look, in two themes, on the fixed sample run (pytest-textual-snapshot).
+
+Regenerate after a deliberate change with `pytest tests/ui/test_snapshots.py --snapshot-update`
+and look at the report before committing the new SVGs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+import pytest
+from textual.pilot import Pilot
+
+from mala_tui.ui.sample import SampleSupervisor
+from mala_tui.ui.screens.dashboard import DashboardScreen
+
+from .helpers import SIZE, make_app, read_only_sample
+
+THEMES = ("mala-dark", "mala-light")
+SnapCompare = Callable[..., bool]
+
+
+def steps(*keys: str, session: str = "") -> Callable[[Pilot[int]], Awaitable[None]]:
+    """Focus the session's card (if any), press these keys, drop the notifications.
+
+    The notifications go because their toasts would cover the screen.
+    """
+
+    async def run(pilot: Pilot[int]) -> None:
+        await pilot.pause()
+        screen = pilot.app.screen
+        if session and isinstance(screen, DashboardScreen) and (card := screen.card(session)):
+            card.focus()
+            await pilot.pause()
+        await pilot.press(*keys)
+        await pilot.pause()
+        pilot.app.clear_notifications()
+        await pilot.pause()
+
+    return run
+
+
+@pytest.mark.parametrize("theme", THEMES)
+def test_dashboard_with_a_session_in_each_zone(snap_compare: SnapCompare, theme: str) -> None:
+    app = make_app(SampleSupervisor(), theme=theme)
+    assert snap_compare(app, terminal_size=SIZE, run_before=steps())
+
+
+@pytest.mark.parametrize("theme", THEMES)
+def test_approval_modal(snap_compare: SnapCompare, theme: str) -> None:
+    app = make_app(SampleSupervisor(), theme=theme)
+    assert snap_compare(app, terminal_size=SIZE, run_before=steps("a"))
+
+
+@pytest.mark.parametrize("theme", THEMES)
+def test_session_detail(snap_compare: SnapCompare, theme: str) -> None:
+    app = make_app(read_only_sample(), theme=theme)
+    run_before = steps("enter", session="settings-form")
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+@pytest.mark.parametrize("theme", THEMES)
+def test_checkpoint_viewer(snap_compare: SnapCompare, theme: str) -> None:
+    app = make_app(read_only_sample(), theme=theme)
+    run_before = steps("c", session="settings-form")
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
