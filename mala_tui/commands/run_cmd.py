@@ -125,11 +125,9 @@ def _drive(supervisor: Supervisor, headless: bool, out: TextIO) -> int:
 
 
 async def _app(supervisor: Supervisor) -> int:
-    from mala_tui.ui.app import MalaApp
+    from mala_tui.ui.app import run_app_async
 
-    app = MalaApp(supervisor, settings=supervisor.settings)
-    await app.run_async()
-    return app.return_code or 0
+    return await run_app_async(supervisor, supervisor.settings)
 
 
 async def _headless(supervisor: Supervisor, out: TextIO) -> RunResult | int:

@@ -138,6 +138,13 @@ class ApprovalRequested(EventBase):
     reason: str
 
 
+class ApprovalPolicySet(EventBase):
+    """Requiring approval before restarts was switched on or off for the session."""
+
+    type: Literal["approval_policy"] = "approval_policy"
+    required: bool
+
+
 class ApprovalDecided(EventBase):
     type: Literal["approval_decided"] = "approval_decided"
     decision: Literal["approve", "deny", "edit"]
@@ -221,6 +228,7 @@ Event = Annotated[
     | CheckpointRequested
     | CheckpointSaved
     | ApprovalRequested
+    | ApprovalPolicySet
     | ApprovalDecided
     | Restarted
     | IdleTimedOut

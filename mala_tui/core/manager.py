@@ -355,8 +355,16 @@ class ContextManager:
             case OperatorCommand():
                 return self._on_command(observation)
             case ApprovalPolicyChanged():
+                if observation.required == self.require_approval:
+                    return Outcome()
                 self.require_approval = observation.required
-                return Outcome()
+                return Outcome(
+                    events=(
+                        ev.ApprovalPolicySet(
+                            at=observation.at, session=self.name, required=observation.required
+                        ),
+                    )
+                )
         raise TypeError(f"not an observation: {observation!r}")
 
     # -- the table -------------------------------------------------------------------

@@ -183,6 +183,8 @@ class SessionState:
                 self.pending_approval = event.checkpoint_number
             case ev.ApprovalDecided():
                 self.pending_approval = None
+            case ev.ApprovalPolicySet():
+                self.require_approval = event.required
             case ev.Restarted():
                 self.restarts.append(
                     RestartRecord(

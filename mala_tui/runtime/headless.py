@@ -68,6 +68,8 @@ def describe(event: ev.Event) -> str | None:
             return (
                 f"approval needed for checkpoint {event.checkpoint_number}: {literal(event.reason)}"
             )
+        case ev.ApprovalPolicySet():
+            return f"approval before restarts {'required' if event.required else 'not required'}"
         case ev.ApprovalDecided():
             return f"approval: {event.decision} (by {event.decided_by})"
         case ev.Restarted():

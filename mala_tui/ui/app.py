@@ -274,6 +274,17 @@ def run_app(source: Source, settings: Settings) -> int:
     """
     app = MalaApp(source, settings=settings)
     app.run()
+    return _finish(app)
+
+
+async def run_app_async(source: Source, settings: Settings) -> int:
+    """`run_app` inside a running event loop (the demo's model server shares the loop)."""
+    app = MalaApp(source, settings=settings)
+    await app.run_async()
+    return _finish(app)
+
+
+def _finish(app: MalaApp) -> int:
     status = app.return_code or 0
     supervisor = app.controller.supervisor
     if supervisor is not None:

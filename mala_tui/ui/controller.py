@@ -54,8 +54,8 @@ class Controller:
     def adjust(self, snapshots: dict[str, SessionSnapshot]) -> dict[str, SessionSnapshot]:
         """Snapshots with what this app changed and the run has not recorded yet.
 
-        Switching approval on or off reaches the session's manager but records no
-        event, so the snapshot would keep the old setting; the app remembers it.
+        Switching approval on or off goes through the session's inbox and is recorded
+        when the session takes it in; the app shows the new setting at once.
         """
         if not self._approval_overrides:
             return snapshots

@@ -45,6 +45,12 @@ def summary(event: ev.Event) -> str:
             return f"checkpoint #{event.checkpoint_number}: {event.reason}"
         case ev.ApprovalDecided():
             return f"{event.decision} by {event.decided_by}"
+        case ev.ApprovalPolicySet():
+            return (
+                "approval required before restarts"
+                if event.required
+                else "restarts without approval"
+            )
         case ev.Restarted():
             return (
                 f"continuation {event.continuation} from checkpoint #{event.checkpoint_number} "

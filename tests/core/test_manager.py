@@ -544,7 +544,9 @@ def test_edited_checkpoint_is_the_one_restarted_with() -> None:
 
 def test_approval_can_be_switched_on_at_run_time() -> None:
     m = in_checkpointing()
-    m.observe(ApprovalPolicyChanged(3.0, required=True))
+    switched = m.observe(ApprovalPolicyChanged(3.0, required=True))
+    assert switched.events == (ev.ApprovalPolicySet(at=3.0, session="s1", required=True),)
+    assert m.observe(ApprovalPolicyChanged(3.5, required=True)).events == ()
     assert isinstance(m.observe(done(CHECKPOINT_ANSWER)).actions[0], RequestApproval)
 
 

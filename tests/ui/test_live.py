@@ -25,7 +25,8 @@ CHECKPOINT = (
 
 
 def usage_at(tokens: int) -> UsageItem:
-    return UsageItem(CallUsage(input_tokens=3, cache_read_input_tokens=tokens - 3), final=False)
+    # Final (message_delta) usage: the call is over, so an interrupt need not wait for it.
+    return UsageItem(CallUsage(input_tokens=3, cache_read_input_tokens=tokens - 3), final=True)
 
 
 def read(index: int) -> list[MessageItem]:

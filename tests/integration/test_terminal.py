@@ -1,0 +1,75 @@
+"""`mala-tui demo` in a real terminal (tmux): the gauges move, and quitting leaves nothing behind."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from mala_tui.core import events as ev
+from mala_tui.runtime.journal import list_runs, read_events
+from tests.integration.harness import alive
+
+pytestmark = pytest.mark.integration
+
+FIGURE = re.compile(r"(\d+)%\s+([\d.]+k?) / 200k")
+
+
+def tmux(*args: str) -> str:
+    return subprocess.run(["tmux", *args], capture_output=True, text=True, check=True).stdout
+
+
+def screen(name: str) -> str:
+    return tmux("capture-pane", "-t", name, "-p")
+
+
+def wait_for(predicate: object, timeout: float, what: str, name: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():  # type: ignore[operator]
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"timed out waiting for {what}; the screen:\n{screen(name)}")
+
+
+def test_the_demo_in_a_real_terminal(tmp_path: Path) -> None:
+    assert shutil.which("tmux"), "tmux is needed for this test (.ci/run installs it)"
+    name = f"mala-tui-test-{os.getpid()}"
+    status_file = tmp_path / "status"
+    command = (
+        # COLUMNS/LINES from the test runner's environment would pin the app's size.
+        f"cd {shlex.quote(os.getcwd())} && unset COLUMNS LINES && "
+        f"MALA_TUI_STORAGE__DATA_DIR={shlex.quote(str(tmp_path))} "
+        f"{shlex.quote(sys.executable)} -m mala_tui demo; echo $? > {shlex.quote(str(status_file))}"
+    )
+    tmux("new-session", "-d", "-s", name, "-x", "160", "-y", "48", command)
+    try:
+        wait_for(
+            lambda: "mala-tui" in screen(name) and len(FIGURE.findall(screen(name))) >= 4,
+            60,
+            "four gauges",
+            name,
+        )
+        first = FIGURE.findall(screen(name))
+        time.sleep(8)
+        second = FIGURE.findall(screen(name))
+        assert first != second, f"the gauges did not move:\n{screen(name)}"
+        assert "soft-zone-reader" in screen(name)
+        tmux("send-keys", "-t", name, "q")
+        wait_for(status_file.exists, 60, "the app to exit", name)
+        assert status_file.read_text().strip() == "0"
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True)
+    (run,) = list_runs(tmp_path)
+    events = read_events(run.directory / "events.jsonl").events
+    pids = [e.pid for e in events if isinstance(e, ev.ProcessStarted) and e.pid is not None]
+    assert len(pids) >= 4
+    assert [pid for pid in pids if alive(pid)] == []
+    assert isinstance(events[-1], ev.RunEnded)
