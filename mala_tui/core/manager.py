@@ -233,6 +233,9 @@ class _Pending:
     mask: MaskPlan | None = None
     mask_interrupted: bool = False
     """The mask stopped a running turn: the session must be resumed after it."""
+    mask_trigger: Trigger | None = None
+    mask_floor: int | None = None
+    """Where masking means to bring the window down to, in tokens."""
     measure_from: int | None = None
     skip_reason: str | None = None
     work_ends_at: int | None = None
@@ -466,26 +469,13 @@ class ContextManager:
             # Nothing was worth masking and no result has come since: planning again
             # would find the same (the batch minimum does not depend on the pressure).
             return Outcome()
-        if trigger is Trigger.OPERATOR_MASK:
-            chosen = {
-                obs.call.id: placeholder(obs.call, obs.result)
-                for obs in maskable(
-                    self.transcript.observations(), self.limits.keep_recent_observations
-                )
-                if obs.result is not None
-            }
-            plan = MaskPlan(chosen, 0) if chosen else MaskPlan(skipped_reason="nothing to mask")
-        else:
-            plan = plan_masking(
-                self.transcript.observations(),
-                tokens_to_free=goal,
-                keep_recent=self.limits.keep_recent_observations,
-                min_batch_tokens=self.limits.mask_min_batch_tokens,
-            )
+        plan = self._plan_mask(goal, trigger)
         if not plan:
             return self._skip(at, usage, plan.skipped_reason or "nothing to mask")
         moved = self._move(at, trigger)
         self._pending.mask = plan
+        self._pending.mask_trigger = trigger
+        self._pending.mask_floor = usage.tokens - goal
         self._pending.skip_reason = None
         self._pending.skip_revision = None
         interrupt = self._turn.streaming
@@ -498,6 +488,41 @@ class ContextManager:
             else None
         )
         return Outcome((ApplyMask(plan, interrupt, resume),), (moved,))
+
+    def _plan_mask(self, goal: int, trigger: Trigger) -> MaskPlan:
+        observations = self.transcript.observations()
+        keep = self.limits.keep_recent_observations
+        if trigger is Trigger.OPERATOR_MASK:
+            chosen = {
+                obs.call.id: placeholder(obs.call, obs.result)
+                for obs in maskable(observations, keep)
+                if obs.result is not None
+            }
+            return MaskPlan(chosen, 0) if chosen else MaskPlan(skipped_reason="nothing to mask")
+        return plan_masking(
+            observations,
+            tokens_to_free=goal,
+            keep_recent=keep,
+            min_batch_tokens=self.limits.mask_min_batch_tokens,
+        )
+
+    def _replan_stopped_mask(self) -> Outcome:
+        """The turn stopped for a mask: plan it again over every result the agent has now.
+
+        The mask was decided as an API call began, before its results (and often the
+        previous call's) reached the transcript; planned as decided, it would keep more
+        recent results than `keep_recent` and rewrite them at the cache-miss price.
+        """
+        plan, trigger = self._pending.mask, self._pending.mask_trigger
+        if plan is None or trigger is None:
+            return Outcome()
+        goal = self.usage.tokens - (self._pending.mask_floor or 0)
+        fresh = self._plan_mask(max(goal, 0), trigger)
+        if fresh and set(plan.ids) <= set(fresh.ids):
+            self._pending.mask = fresh
+            plan = fresh
+        resume = self.prompts.render(PromptKind.MASK_RESUME, masked_count=len(plan.ids))
+        return Outcome((ApplyMask(plan, False, resume),))
 
     def _skip(self, at: float, usage: ContextUsage, reason: str) -> Outcome:
         # Say it once per reason, not on every API call while the zone lasts.
@@ -854,7 +879,10 @@ class ContextManager:
         raise IllegalTransition(f"{self.name}: a turn ended while {self.phase.value}")
 
     def _after_interrupt(self, obs: TurnEnded, finished: bool) -> Outcome:
-        """The turn we interrupted is over. Empty outcome: the action that interrupted goes on."""
+        """The turn we stopped is over. Empty outcome: the action that stopped it goes on.
+
+        A mask comes back planned anew, over the results the agent saw before it stopped.
+        """
         self._turn.interrupting = False
         if finished and self.phase in (Phase.RUNNING, Phase.MASKING):
             # The agent finished its task before the interrupt landed: nothing left to manage.
@@ -864,6 +892,8 @@ class ContextManager:
             )
         if obs.prompt_too_long and self.phase in STREAMING and self.phase is not Phase.RESTARTING:
             return self._emergency(obs.at, "the prompt is too long for the window")
+        if self.phase is Phase.MASKING:
+            return self._replan_stopped_mask()
         follow_up = self._turn.after_interrupt
         if follow_up is not None:
             self._begin_turn(follow_up)

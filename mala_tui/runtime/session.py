@@ -19,6 +19,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Literal, overload
 
 from mala_tui.core import events as ev
 from mala_tui.core.actions import (
@@ -463,11 +464,17 @@ class SessionRunner:
         held: list[OperatorCommand | ApprovalPolicyChanged | _Answer] = []
         try:
             if at_clean_point:
-                settled = await self._until_clean_point(
-                    time.monotonic() + self.limits.clean_point_timeout, held
-                )
-                if settled is not None:
-                    return settled
+                deadline = time.monotonic() + self.limits.clean_point_timeout
+                if self._client.stop_after_tools():
+                    # The client ends the turn itself after the running tools: no model
+                    # request is thrown away, as an interrupt would throw the next one.
+                    stopped = await self._drain(deadline, held, give_up=False)
+                    if stopped is not None:
+                        return stopped
+                else:
+                    settled = await self._until_clean_point(deadline, held)
+                    if settled is not None:
+                        return settled
             client = self._current_client()  # the wait above may have closed it
             if client is None:
                 return self._observe(_interrupted(self._clock()))
@@ -507,14 +514,40 @@ class SessionRunner:
                 return outcome
         return None
 
+    @overload
     async def _drain(
-        self, deadline: float, held: list[OperatorCommand | ApprovalPolicyChanged | _Answer]
-    ) -> Outcome:
+        self,
+        deadline: float,
+        held: list[OperatorCommand | ApprovalPolicyChanged | _Answer],
+        *,
+        give_up: Literal[True] = True,
+    ) -> Outcome: ...
+
+    @overload
+    async def _drain(
+        self,
+        deadline: float,
+        held: list[OperatorCommand | ApprovalPolicyChanged | _Answer],
+        *,
+        give_up: Literal[False],
+    ) -> Outcome | None: ...
+
+    async def _drain(
+        self,
+        deadline: float,
+        held: list[OperatorCommand | ApprovalPolicyChanged | _Answer],
+        *,
+        give_up: bool = True,
+    ) -> Outcome | None:
+        """Feed the manager until the turn ends. Past the deadline: close the agent and
+        count the turn as interrupted, or, without `give_up`, return None."""
         while self.manager.streaming:
             try:
                 async with asyncio.timeout(max(0.0, deadline - time.monotonic())):
                     item = await self._inbox.get()
             except TimeoutError:
+                if not give_up:
+                    return None
                 await self._close_client(self.limits.disconnect_timeout)
                 return self._observe(_interrupted(self._clock()))
             if not isinstance(item, _FromAgent):

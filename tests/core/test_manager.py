@@ -59,7 +59,14 @@ CHECKPOINT_ANSWER = "<checkpoint>\n## Goal\nG\n## Completed Work\n- Read src/a.p
 
 
 def manager(**limits: object) -> ContextManager:
-    settings: dict[str, object] = {"context_limit": WINDOW, "mask_min_batch_tokens": 1000}
+    # The zone figures below were chosen for these thresholds, not for the shipped defaults.
+    settings: dict[str, object] = {
+        "context_limit": WINDOW,
+        "soft_threshold": 0.7,
+        "mask_target_threshold": 0.6,
+        "keep_recent_observations": 4,
+        "mask_min_batch_tokens": 1000,
+    }
     settings.update(limits)
     m = ContextManager(
         name="s1", task="Refactor the parser.", limits=Limits(**settings), prompts=PROMPTS
@@ -85,6 +92,9 @@ def done(text: str = "All done.", **fields: object) -> TurnEnded:
 
 INTERRUPTED = TurnEnded(
     2.0, subtype="error_during_execution", is_error=True, terminal_reason="aborted_streaming"
+)
+HOOK_STOPPED = TurnEnded(
+    2.0, subtype="success", is_error=False, terminal_reason="hook_stopped", session_id="sess-1"
 )
 TOO_LONG = TurnEnded(
     2.0,
@@ -384,6 +394,27 @@ def test_soft_zone_mid_turn_interrupts_masks_oldest_and_resumes() -> None:
         59_100,
         15_900,
     )
+
+
+def test_a_mask_is_planned_again_over_the_results_seen_before_the_turn_stopped() -> None:
+    # Decided as an API call began; that call read one more file before the turn stopped.
+    # Planned as decided, keep_recent=1 would keep two results and pay to rewrite both.
+    m = manager(keep_recent_observations=1, mask_target_threshold=0.05)
+    feed_reads(m, count=6)
+    (first,) = m.observe(usage(75_000)).actions
+    assert isinstance(first, ApplyMask) and first.interrupt_first
+    assert first.plan.ids == ("t000", "t001", "t002", "t003", "t004")
+    m.observe(MessageObserved(2.0, call("t006")))
+    m.observe(MessageObserved(2.0, result("t006", "y" * 16_000)))
+
+    (again,) = m.observe(HOOK_STOPPED).actions  # a stop after the tool, not a finished task
+    assert isinstance(again, ApplyMask) and not again.interrupt_first
+    assert again.plan.ids == (*first.plan.ids, "t005")
+    assert again.resume_prompt == PROMPTS.render(PromptKind.MASK_RESUME, masked_count=6)
+    assert m.phase is Phase.MASKING
+    confirmed = m.observe(MaskConfirmed(3.0, again.plan.ids))
+    (applied,) = [e for e in confirmed.events if isinstance(e, ev.MaskApplied)]
+    assert applied.count == 6 and m.phase is Phase.RUNNING and m.streaming
 
 
 def test_masking_continues_in_batches_while_in_the_soft_zone() -> None:

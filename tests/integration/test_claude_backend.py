@@ -76,6 +76,10 @@ async def test_masking_rewrites_the_transcript_and_the_model_sees_placeholders(
     measured = recorded.of(ev.MaskMeasured)[0]
     assert measured.reclaimed > 0
     assert not any(r.redone for r in log)
+    # The turn was stopped after a tool's result (the PostToolUse hook), not interrupted
+    # mid-request: no step was asked of the model twice.
+    steps = [r.step_id for r in log if r.response_kind == "tool_use"]
+    assert len(steps) == len(set(steps))
     assert list((tmp_path / "backup").glob("*.jsonl")), "the original transcript is kept"
     assert all(not alive(pid) for pid in run.pids)
 

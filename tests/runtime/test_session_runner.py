@@ -30,7 +30,14 @@ IDLE = 0.05
 
 class Harness:
     def __init__(self, backend: ScriptedBackend, **limits: object) -> None:
-        settings: dict[str, object] = {"context_limit": 100_000, "mask_min_batch_tokens": 1000}
+        # The zone figures in these tests were chosen for these thresholds.
+        settings: dict[str, object] = {
+            "context_limit": 100_000,
+            "soft_threshold": 0.7,
+            "mask_target_threshold": 0.6,
+            "keep_recent_observations": 4,
+            "mask_min_batch_tokens": 1000,
+        }
         settings.update(limits)
         self.backend = backend
         self.events: list[ev.Event] = []
@@ -229,6 +236,28 @@ async def test_the_interrupt_waits_for_the_tool_call_in_flight() -> None:
     assert h.manager.transcript.observations()[-1].result == ToolResult("w1", "File created")
     (masked,) = h.backend.masked
     assert "w1" not in masked
+
+
+async def test_a_client_that_can_stop_ends_the_turn_after_the_tool_with_no_interrupt() -> None:
+    # The Claude client stops the turn from its PostToolUse hook: the Write in flight is
+    # kept and no model request is started only to be thrown away by an interrupt.
+    reads = [item for i in range(10) for item in read_cycle(i, 16_000)]
+    write = MessageItem(
+        Message(Role.ASSISTANT, (ToolCall("w1", "Write", {"file_path": "/ws/out.md"}),))
+    )
+    written = MessageItem(Message(Role.USER, (ToolResult("w1", "File created"),)))
+    first = ScriptedClient(
+        [[SessionIdItem("sess-1"), *reads, usage_at(75_000, final=False), write, written, HANG]],
+        can_stop=True,
+    )
+    resumed = ScriptedClient([[usage_at(60_000), finished()]])
+    h = Harness(ScriptedBackend([first, resumed]))
+    assert await h.run() is EndStatus.DONE
+    assert (first.stops, first.interrupted) == (1, 0)
+    assert h.backend.created == [("s1", None), ("s1", "sess-1")]
+    (masked,) = h.backend.masked
+    assert list(masked) == ["r0", "r1", "r2", "r3"] and "w1" not in masked
+    assert resumed.queries == [PROMPTS.render(PromptKind.MASK_RESUME, masked_count=4)]
 
 
 async def test_mask_failure_resumes_without_the_mask() -> None:

@@ -101,6 +101,11 @@ class AgentClient(Protocol):
 
     async def interrupt(self) -> None: ...
 
+    def stop_after_tools(self) -> bool:
+        """End the turn once the running tool calls have their results, before the next
+        model request. Returns False when this client cannot; the runner then interrupts,
+        which throws away the model request in flight."""
+
     async def disconnect(self) -> None: ...
 
 

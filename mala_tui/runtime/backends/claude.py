@@ -105,8 +105,11 @@ class ClaudeClient:
         self.resume = resume
         self._side: asyncio.Queue[StreamItem] = asyncio.Queue()
         hooks: dict[Any, list[HookMatcher]] = {
-            "PreCompact": [HookMatcher(hooks=[self._block_compaction])]
+            "PreCompact": [HookMatcher(hooks=[self._block_compaction])],
+            "PostToolUse": [HookMatcher(hooks=[self._after_tool])],
+            "PostToolUseFailure": [HookMatcher(hooks=[self._after_tool])],
         }
+        self._stop_requested = False
         self._client = ClaudeSDKClient(build_options(spec, resume=resume, hooks=hooks))
         self._usage: dict[str, CallUsage] = {}
         self._last_message_id: str | None = None
@@ -136,6 +139,21 @@ class ClaudeClient:
         """The CLI's own /context figures: ground truth for tests, too costly per message."""
         return dict(await self._client.get_context_usage())
 
+    def stop_after_tools(self) -> bool:
+        self._stop_requested = True
+        return True
+
+    async def _after_tool(
+        self, hook_input: HookInput, tool_use_id: str | None, context: HookContext
+    ) -> HookJSONOutput:
+        # The CLI waits for this answer before its next model request: the one clean
+        # point inside a turn. A stop here ends the turn with terminal_reason
+        # "hook_stopped" and nothing thrown away. Subagents' tools are not that point.
+        if not self._stop_requested or hook_input.get("agent_id"):
+            return {}
+        self._stop_requested = False
+        return {"continue_": False, "stopReason": "mala-tui is managing the context window"}
+
     async def _block_compaction(
         self, hook_input: HookInput, tool_use_id: str | None, context: HookContext
     ) -> HookJSONOutput:
@@ -161,6 +179,7 @@ class ClaudeClient:
             case SystemMessage():
                 return self._from_system(message)
             case ResultMessage():
+                self._stop_requested = False  # a stop asked for belongs to the turn that ended
                 return [self._from_result(message)]
         return []
 

@@ -13,8 +13,10 @@ from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
+from mala_tui.core.transcript import ToolResult
 from mala_tui.runtime.backends.base import (
     MaskError,
+    MessageItem,
     ResultItem,
     SessionSpec,
     StreamItem,
@@ -42,6 +44,19 @@ def finished(text: str = "Done.", session_id: str | None = "sess-1") -> ResultIt
     )
 
 
+def hook_stopped(session_id: str | None = "sess-1") -> ResultItem:
+    """How the CLI ends a turn that a hook stopped after a tool result."""
+    return ResultItem(
+        subtype="success",
+        is_error=False,
+        terminal_reason="hook_stopped",
+        result_text="",
+        summed_usage=None,
+        context_window=None,
+        session_id=session_id,
+    )
+
+
 def aborted(session_id: str | None = "sess-1") -> ResultItem:
     return ResultItem(
         subtype="error_during_execution",
@@ -62,6 +77,10 @@ class ScriptedClient:
     disconnected: bool = False
     interrupted: int = 0
     disconnect_delay: float = 0.0
+    can_stop: bool = False
+    """Honour stop_after_tools() as the Claude client's hook does; else the runner interrupts."""
+    stops: int = 0
+    _stop_requested: bool = False
     _queue: asyncio.Queue[StreamItem | None] = field(default_factory=asyncio.Queue)
     _released: asyncio.Event = field(default_factory=asyncio.Event)
     _playing: asyncio.Task[None] | None = None
@@ -85,7 +104,17 @@ class ScriptedClient:
                 await self._released.wait()
                 return
             await self._queue.put(item)
+            if self._stop_requested and _has_result(item):
+                self._stop_requested = False
+                self.stops += 1
+                await self._queue.put(hook_stopped())
+                return
             await asyncio.sleep(0)
+
+    def stop_after_tools(self) -> bool:
+        if self.can_stop:
+            self._stop_requested = True
+        return self.can_stop
 
     async def stream(self) -> AsyncIterator[StreamItem]:
         while True:
@@ -109,6 +138,12 @@ class ScriptedClient:
         if self._playing is not None and not self._playing.done():
             self._playing.cancel()
         await self._queue.put(None)
+
+
+def _has_result(item: StreamItem) -> bool:
+    return isinstance(item, MessageItem) and any(
+        isinstance(block, ToolResult) for block in item.message.blocks
+    )
 
 
 @dataclass
