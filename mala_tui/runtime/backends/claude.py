@@ -45,6 +45,7 @@ from claude_agent_sdk import ToolUseBlock as SdkToolUseBlock
 
 from mala_tui.core.transcript import Block, Message, Role, TextBlock, ToolCall, ToolResult
 from mala_tui.core.usage import CallUsage, UsageFieldError
+from mala_tui.runtime.backends import cli_launcher
 from mala_tui.runtime.backends.base import (
     CompactionItem,
     MaskError,
@@ -94,6 +95,7 @@ def build_options(
         # A private home means a model mala-tui provides: the user's settings do not apply.
         setting_sources=[] if isolated else None,
         hooks=hooks,
+        cli_path=cli_launcher.cli_path(),
     )
 
 
