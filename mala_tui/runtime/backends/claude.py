@@ -258,6 +258,13 @@ class ClaudeClient:
         data = message.data or {}
         if message.subtype == "init" and data.get("session_id"):
             return [SessionIdItem(str(data["session_id"]))]
+        if message.subtype == "api_retry":
+            # The CLI is retrying a failed API call (529, 500, a dropped connection) after
+            # a backoff: the agent is alive, and the retry is worth a line in the log.
+            status = data.get("error_status") or data.get("error") or "error"
+            attempt, most = data.get("attempt"), data.get("max_retries")
+            of = f" (attempt {attempt} of {most})" if attempt and most else ""
+            return [ProblemItem("api", f"API call failed with {status}; the CLI retries{of}")]
         if message.subtype == "compact_boundary":
             meta = data.get("compact_metadata") or {}
             return [
