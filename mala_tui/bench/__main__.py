@@ -8,6 +8,7 @@ import sys
 
 BENCHMARKS = {
     "core": "mala_tui.bench.core_bench",
+    "economy": "mala_tui.bench.economy",
     "latency": "mala_tui.bench.latency_bench",
     "ui": "mala_tui.ui.bench",
 }

@@ -1,0 +1,246 @@
+"""One scenario, four ways of handling its context window, each run for real.
+
+Every arm runs the bundled Claude Code CLI against its own loopback model server and
+workspace, so nothing is shared between arms but the scenario. What an arm cost and
+whether it stayed on track is read from the server's request log (what the model was
+sent, how it was billed, which steps were redone), never from what the client thinks.
+
+- ``raw``: nothing managed, the 1M-token window (``context-1m`` beta): the reference;
+- ``unmanaged``: the 200,000 window, the CLI's compaction off, nothing else;
+- ``compaction``: the CLI's own compaction (``CLAUDE_CODE_AUTO_COMPACT_WINDOW``);
+- ``managed``: mala-tui's supervisor managing the session (settings given by the caller).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+from mala_tui.config import LoadedSettings, Settings
+from mala_tui.core import events as ev
+from mala_tui.loopback import (
+    MODEL,
+    LoopbackServer,
+    RequestRecord,
+    Scenario,
+    materialize_workspace,
+    offline_cli_env,
+    summarize,
+)
+from mala_tui.prompt_files import load_prompts
+from mala_tui.runtime.backends.claude import ClaudeBackend
+from mala_tui.runtime.journal import RunJournal, new_run_id
+from mala_tui.runtime.launch import TaskPlan, agent_spec
+from mala_tui.runtime.supervisor import Supervisor
+
+ARMS = ("raw", "unmanaged", "compaction", "managed")
+BETA_1M: Final = "context-1m-2025-08-07"
+WINDOW = 200_000
+COMPACT_WINDOW = 200_000
+
+
+@dataclass(frozen=True)
+class ArmResult:
+    """What one arm did, from the model's side."""
+
+    arm: str
+    finished: bool
+    ending: str
+    """How the agent's run ended, in a few words."""
+    redone_steps: int
+    peak_prompt_tokens: int
+    window: int
+    requests: int
+    prompt_tokens: int
+    """Sum over requests of the whole prompt: what a provider without caching bills."""
+    cost_units: float
+    """Cache-adjusted cost in input-token units (reads 0.1x, writes 1.25x, output 5x)."""
+    masks: int
+    masked_results: int
+    restarts: int
+    compactions: int
+    wall_s: float
+    trace: tuple[tuple[float, int], ...] = ()
+    """(seconds since the first request, prompt tokens) of each answered request."""
+    settings: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        data = {name: getattr(self, name) for name in self.__dataclass_fields__}
+        data["trace"] = [list(point) for point in self.trace]
+        data["settings"] = dict(self.settings)
+        return data
+
+
+def _trace(records: list[RequestRecord]) -> tuple[tuple[float, int], ...]:
+    answered = [r for r in records if r.status == 200 and r.response_kind != "error"]
+    if not answered:
+        return ()
+    start = answered[0].time
+    return tuple((round(r.time - start, 3), r.prompt_tokens) for r in answered)
+
+
+def _result(
+    arm: str,
+    server: LoopbackServer,
+    *,
+    finished: bool,
+    ending: str,
+    wall_s: float,
+    window: int,
+    masks: int = 0,
+    masked_results: int = 0,
+    restarts: int = 0,
+    settings: Mapping[str, Any] | None = None,
+) -> ArmResult:
+    records = server.request_log
+    totals = summarize(records)
+    return ArmResult(
+        arm=arm,
+        finished=finished,
+        ending=ending,
+        redone_steps=totals.redone_steps,
+        peak_prompt_tokens=totals.peak_prompt_tokens,
+        window=window,
+        requests=totals.requests,
+        prompt_tokens=totals.prompt_tokens,
+        cost_units=totals.cost_units,
+        masks=masks,
+        masked_results=masked_results,
+        restarts=restarts,
+        compactions=sum(1 for r in records if r.response_kind == "compaction_summary"),
+        wall_s=round(wall_s, 1),
+        trace=_trace(records),
+        settings=settings or {},
+    )
+
+
+def _finished_on_model_side(server: LoopbackServer) -> bool:
+    """The scripted agent gave its final answer: every step was visible as done."""
+    return any(r.response_kind == "final" for r in server.request_log)
+
+
+async def run_cli_arm(arm: str, scenario: Scenario, folder: Path) -> ArmResult:
+    """``raw``, ``unmanaged`` or ``compaction``: the CLI alone, as users run it today."""
+    from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, ResultMessage
+
+    if arm not in ("raw", "unmanaged", "compaction"):
+        raise ValueError(f"not a CLI-only arm: {arm!r}")
+    workspace = folder / "workspace"
+    workspace.mkdir(parents=True)
+    materialize_workspace(scenario, workspace)
+    server = LoopbackServer(scenario, workspace=workspace, response_delay_s=0.0)
+    async with server:
+        env = offline_cli_env(
+            server.base_url,
+            folder / "home",
+            auto_compact=arm == "compaction",
+            auto_compact_window=COMPACT_WINDOW if arm == "compaction" else None,
+        )
+        options = ClaudeAgentOptions(
+            cwd=str(workspace),
+            model=MODEL,
+            # The CLI's default tool set, as in the managed arm: the tool definitions are
+            # part of every prompt, so the arms must carry the same ones.
+            allowed_tools=list(scenario.tools),
+            permission_mode="acceptEdits",
+            env=env,
+            setting_sources=[],
+            betas=[BETA_1M] if arm == "raw" else [],
+        )
+        started = time.monotonic()
+        result: ResultMessage | None = None
+        client = ClaudeSDKClient(options)
+        await client.connect()
+        try:
+            await client.query(scenario.task)
+            async for message in client.receive_response():
+                if isinstance(message, ResultMessage):
+                    result = message
+        finally:
+            await client.disconnect()
+        wall = time.monotonic() - started
+        server.write_log(folder / "loopback-requests.jsonl")
+    if result is None:
+        ending = "no result from the CLI"
+    elif result.is_error:
+        ending = f"{result.terminal_reason or result.subtype}: {(result.result or '')[:80]}"
+    else:
+        ending = "completed"
+    finished = result is not None and not result.is_error and _finished_on_model_side(server)
+    return _result(
+        arm,
+        server,
+        finished=finished,
+        ending=ending,
+        wall_s=wall,
+        window=1_000_000 if arm == "raw" else WINDOW,
+    )
+
+
+async def run_managed_arm(
+    scenario: Scenario, folder: Path, settings: Settings, *, label: str = "managed"
+) -> ArmResult:
+    """mala-tui's supervisor managing one session of the scenario, journaled in ``folder``."""
+    workspace = folder / "workspace"
+    workspace.mkdir(parents=True)
+    materialize_workspace(scenario, workspace)
+    journal = RunJournal.create(
+        folder / "data", new_run_id(), {"mode": "bench", "arm": label, "scenario": scenario.name}
+    )
+    server = LoopbackServer(scenario, workspace=workspace, response_delay_s=0.0)
+    async with server:
+        home = folder / "home"
+        spec = agent_spec(
+            TaskPlan(scenario.name, scenario.task, workspace),
+            settings,
+            model=MODEL,
+            env=offline_cli_env(server.base_url, home),
+            private_home=home,
+        )
+        supervisor = Supervisor(
+            settings=settings,
+            backend=ClaudeBackend(backup_dir=journal.directory / "transcripts"),
+            prompts=load_prompts(),
+            journal=journal,
+            approval_mode="auto",
+            mode="bench",
+        )
+        supervisor.add_session(spec)
+        events: list[ev.Event] = []
+        supervisor.listeners.events.append(events.append)
+        started = time.monotonic()
+        try:
+            outcome = await supervisor.run()
+        finally:
+            journal.close()
+        wall = time.monotonic() - started
+        server.write_log(folder / "loopback-requests.jsonl")
+    status = outcome.statuses[scenario.name]
+    reason = outcome.reasons.get(scenario.name, "")
+    masks = [e for e in events if isinstance(e, ev.MaskApplied)]
+    return _result(
+        label,
+        server,
+        finished=outcome.ok and _finished_on_model_side(server),
+        ending=f"{status.value}: {reason}" if reason else status.value,
+        wall_s=wall,
+        window=WINDOW,
+        masks=len(masks),
+        masked_results=sum(m.count for m in masks),
+        restarts=sum(1 for e in events if isinstance(e, ev.Restarted)),
+        settings=settings.context.model_dump(mode="json"),
+    )
+
+
+def settings_with(**context: Any) -> LoadedSettings:
+    """Defaults, with these [context] values: reproducible whatever the user's config says."""
+    settings = Settings()
+    if context:
+        updated = settings.context.model_copy(update=context)
+        type(updated).model_validate(updated.model_dump())  # same checks as a config file
+        settings = settings.model_copy(update={"context": updated})
+    sources = {f"context.{key}": "benchmark" for key in context}
+    return LoadedSettings(settings, sources, Path(), False)
