@@ -32,12 +32,14 @@ class ContextSettings(BaseModel):
 
     model_config = _STRICT
 
-    soft_threshold: float = Field(default=0.70, gt=0, le=1)
-    """Fraction of the window at which the oldest tool results start being masked."""
+    soft_threshold: float = Field(default=0.40, gt=0, le=1)
+    """Fraction of the window at which old tool results are masked. Early on purpose:
+    each mask costs a prompt-cache miss on what stays, so masking while little stays is
+    cheapest (docs/BENCHMARKS.md measures it)."""
 
-    mask_target_threshold: float = Field(default=0.60, gt=0, le=1)
-    """Masking at the soft threshold goes on down to this fraction, so that one batch
-    (one prompt-cache miss) buys room for several steps instead of one."""
+    mask_target_threshold: float = Field(default=0.0, ge=0, le=1)
+    """Masking goes on down to this fraction of the window. 0 masks every result but the
+    most recent few at once: one cache miss, then room for many steps."""
 
     hard_threshold: float = Field(default=0.80, gt=0, le=1)
     """Fraction of the window at which the agent is wound down, checkpointed and restarted.
@@ -48,10 +50,12 @@ class ContextSettings(BaseModel):
     context_limit: int = Field(default=200_000, gt=0)
     """Window size in tokens, used only while the model has not reported its own."""
 
-    keep_recent_observations: int = Field(default=4, ge=0)
-    """The most recent tool results that are never masked."""
+    keep_recent_observations: int = Field(default=2, ge=0)
+    """The most recent tool results that are never masked. Each one kept is rewritten at
+    the cache-write price after every mask; fewer is cheaper, more lets the agent see
+    more of its latest work."""
 
-    mask_min_batch_tokens: int = Field(default=8_000, ge=0)
+    mask_min_batch_tokens: int = Field(default=30_000, ge=0)
     """Mask only when at least this many tokens (estimated) can go at once: masking
     breaks the prompt cache from the first masked result on, so small batches cost
     more than they save."""

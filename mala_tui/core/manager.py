@@ -191,13 +191,13 @@ class IllegalTransition(Exception):
 class Limits:
     """The settings a manager needs, copied from the config (the core does not read it)."""
 
-    soft_threshold: float = 0.70
+    soft_threshold: float = 0.40
     hard_threshold: float = 0.80
-    mask_target_threshold: float = 0.60
-    """Masking goes on down to this fraction: one cache miss buys room for several steps."""
+    mask_target_threshold: float = 0.0
+    """Masking goes on down to this fraction: one cache miss buys room for many steps."""
     context_limit: int = 200_000
-    keep_recent_observations: int = 4
-    mask_min_batch_tokens: int = 8_000
+    keep_recent_observations: int = 2
+    mask_min_batch_tokens: int = 30_000
     carryover_turns: int = 5
     max_restarts: int = 5
     require_approval: bool = False

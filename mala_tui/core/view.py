@@ -113,8 +113,8 @@ class SessionState:
     tokens: int = 0
     window: int = 200_000
     source: str = "disabled"
-    soft_threshold: float = 0.7
-    hard_threshold: float = 0.9
+    soft_threshold: float = 0.4
+    hard_threshold: float = 0.8
     max_restarts: int = 0
     require_approval: bool = False
     masked_total: int = 0

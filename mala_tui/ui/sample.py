@@ -83,8 +83,8 @@ class _Session:
                 cwd=f"/work/{self.name}",
                 model="claude-sonnet-4-5",
                 window=WINDOW,
-                soft_threshold=0.7,
-                hard_threshold=0.9,
+                soft_threshold=0.4,
+                hard_threshold=0.8,
                 max_restarts=self.max_restarts,
                 require_approval=self.require_approval,
             )
@@ -174,7 +174,7 @@ def _normal() -> _Session:
     s.start(0)
     s.message(5, "tool_call", "Read", "src/tokenizer.py")
     s.message(6, "tool_result", "Read", "def count_lines(text): ...")
-    s.climb(10, 600, 0.05, 0.41, steps=24)
+    s.climb(10, 600, 0.05, 0.33, steps=24)
     s.message(610, "tool_call", "Bash", "pytest tests/test_tokenizer.py -q")
     s.message(640, "tool_result", "Bash", "1 failed, 41 passed", error=True)
     return s
@@ -183,24 +183,24 @@ def _normal() -> _Session:
 def _soft() -> _Session:
     s = _Session("api-docs", "Write reference docs for every public endpoint in api/routes.")
     s.start(0)
-    s.climb(10, 400, 0.08, 0.74, steps=20, source="cumulative")
-    s.phase_to(405, "masking", "soft_pressure")
-    s.mask(410, 3, 0.74, 3, 9_000)
-    s.phase_to(416, "running", "mask_applied")
-    s.climb(420, 640, 0.70, 0.77, steps=9, source="cumulative")
+    s.climb(10, 300, 0.08, 0.43, steps=16, source="cumulative")
+    s.phase_to(305, "masking", "soft_pressure")
+    s.mask(310, 9, 0.43, 9, 54_000)
+    s.phase_to(316, "running", "mask_applied")
+    s.climb(320, 640, 0.16, 0.46, steps=14, source="cumulative")
     return s
 
 
 def _hard() -> _Session:
     s = _Session("migrate-db", "Migrate the orders tables to the new schema and backfill them.")
     s.start(0)
-    s.climb(10, 300, 0.1, 0.72, steps=14)
+    s.climb(10, 300, 0.1, 0.42, steps=14)
     s.phase_to(305, "masking", "soft_pressure")
-    s.mask(306, 4, 0.72, 4, 6_000)
+    s.mask(306, 4, 0.42, 4, 6_000)
     s.phase_to(312, "running", "mask_applied")
-    s.climb(320, 630, 0.69, 0.93, steps=12)
+    s.climb(320, 630, 0.39, 0.82, steps=12)
     s.phase_to(632, "winding_down", "hard_pressure")
-    s.add(ev.WindDownSent(at=T0 + 632, session=s.name, tokens=186_000, window=WINDOW))
+    s.add(ev.WindDownSent(at=T0 + 632, session=s.name, tokens=164_000, window=WINDOW))
     return s
 
 
@@ -209,11 +209,11 @@ def _awaiting() -> _Session:
         "settings-form", "Move the settings screen to the new form widgets.", require_approval=True
     )
     s.start(0)
-    s.climb(10, 200, 0.05, 0.71, steps=10)
+    s.climb(10, 200, 0.05, 0.41, steps=10)
     s.phase_to(201, "masking", "soft_pressure")
-    s.mask(202, 5, 0.71, 5, 12_000)
+    s.mask(202, 5, 0.41, 5, 12_000)
     s.phase_to(208, "running", "mask_applied")
-    s.climb(210, 300, 0.66, 0.91, steps=6)
+    s.climb(210, 300, 0.35, 0.81, steps=6)
     s.phase_to(301, "winding_down", "hard_pressure")
     s.phase_to(320, "checkpointing", "wind_down_done")
     s.add(
@@ -229,7 +229,7 @@ def _awaiting() -> _Session:
     s.phase_to(331, "awaiting_approval", "checkpoint_for_approval")
     s.add(
         ev.ApprovalRequested(
-            at=T0 + 331, session=s.name, checkpoint_number=1, reason="hard threshold reached (91%)"
+            at=T0 + 331, session=s.name, checkpoint_number=1, reason="hard threshold reached (81%)"
         )
     )
     s.add(
@@ -241,14 +241,14 @@ def _awaiting() -> _Session:
             at=T0 + 352,
             session=s.name,
             continuation=1,
-            reason="hard threshold reached (91%)",
-            tokens_before=182_000,
+            reason="hard threshold reached (81%)",
+            tokens_before=162_000,
             checkpoint_number=1,
             approved_by="operator",
         )
     )
     s.phase_to(353, "running", "restarted")
-    s.climb(360, 600, 0.12, 0.92, steps=12)
+    s.climb(360, 600, 0.12, 0.82, steps=12)
     s.phase_to(601, "winding_down", "hard_pressure")
     s.phase_to(615, "checkpointing", "wind_down_done")
     s.add(
@@ -264,7 +264,7 @@ def _awaiting() -> _Session:
     s.phase_to(626, "awaiting_approval", "checkpoint_for_approval")
     s.add(
         ev.ApprovalRequested(
-            at=T0 + 626, session=s.name, checkpoint_number=2, reason="hard threshold reached (92%)"
+            at=T0 + 626, session=s.name, checkpoint_number=2, reason="hard threshold reached (82%)"
         )
     )
     return s
@@ -273,7 +273,7 @@ def _awaiting() -> _Session:
 def _done() -> _Session:
     s = _Session("flaky-tests", "Find why test_upload is flaky and fix it.")
     s.start(0)
-    s.climb(10, 250, 0.04, 0.38, steps=12)
+    s.climb(10, 250, 0.04, 0.31, steps=12)
     s.phase_to(260, "done", "task_done")
     s.add(ev.SessionEnded(at=T0 + 260, session=s.name, status="done", reason="task finished"))
     return s

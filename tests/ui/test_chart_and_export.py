@@ -18,7 +18,7 @@ def test_chart_data_of_a_session_has_its_masks_restarts_and_time_span() -> None:
     assert data.start == T0 and data.end == T0 + 626
     assert data.masks == (T0 + 202,)
     assert data.restarts == (T0 + 352,)
-    assert max(pressure for _, pressure in data.points) == 0.92
+    assert max(pressure for _, pressure in data.points) == 0.82
 
 
 async def test_the_chart_marks_masks_and_restarts_under_the_plot_and_labels_both_lines() -> None:
@@ -36,8 +36,8 @@ async def test_the_chart_marks_masks_and_restarts_under_the_plot_and_labels_both
         assert abs((marks.index("R") - 5) / plot_width - 352 / 626) < 0.03
         labels = [line[:4].strip() for line in lines[:-2]]
         assert labels[0] == "100%" and labels[-1] == "0%"
-        assert "90%" in labels and "70%" in labels
-        assert labels.index("90%") < labels.index("70%")
+        assert "80%" in labels and "40%" in labels
+        assert labels.index("80%") < labels.index("40%")
         assert lines[-1].split() == ["0:00", "5:13", "10:26"]
 
 

@@ -57,8 +57,8 @@ async def test_from_a_restart_to_its_checkpoint_and_back(tmp_path: Path) -> None
         assert table.row_count == 1
         assert [cell.plain for cell in table.get_row_at(0)] == [
             "+5:52",
-            "hard threshold reached (91%)",
-            "182k",
+            "hard threshold reached (81%)",
+            "162k",
             "24k",
             "operator",
             "#1 \u2192",

@@ -126,7 +126,7 @@ class ContextChart(Widget):
         plot_w, plot_h = width - AXIS_WIDTH, height - 2
         if plot_w < 4 or plot_h < 2:
             return [Strip.blank(width, self.rich_style) for _ in range(height)]
-        data = self.data or ChartData((), 0.7, 0.9)
+        data = self.data or ChartData((), 0.4, 0.8)
         px_w, px_h = plot_w * 2, plot_h * 4
         span = max(data.end - data.start, 1e-9)
 
