@@ -9,6 +9,7 @@ import sys
 BENCHMARKS = {
     "core": "mala_tui.bench.core_bench",
     "economy": "mala_tui.bench.economy",
+    "faults": "mala_tui.bench.faults",
     "latency": "mala_tui.bench.latency_bench",
     "ui": "mala_tui.ui.bench",
 }

@@ -1,0 +1,472 @@
+"""The fault suite: what goes wrong on the way to the model, and what mala-tui makes of it.
+
+Each trial runs real Claude Code sessions under the supervisor against a loopback model
+that misbehaves on cue (stalls, 529 storms, 500s, connection resets, a window too small),
+and sorts every session into one of three outcomes:
+
+- recovered: the session finished its task (the model gave its final answer);
+- failed fast: the session ended failed, with a reason, within its bound;
+- lost: anything else (a silent hang, a "done" without the work, an exception). Must be 0.
+
+It also counts the agent processes left alive afterwards (found by the trial's folder in
+their environment, not only by the PIDs the supervisor knows) and the journal lines lost
+(written by the journal but not read back). Both must be 0.
+
+    python -m mala_tui.bench faults            # the long suite: dozens of each fault
+    python -m mala_tui.bench faults --quick    # the small one the tests run in CI
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mala_tui.config import Settings
+from mala_tui.core.actions import EndStatus
+from mala_tui.loopback import (
+    MODEL,
+    FaultSpec,
+    LoopbackServer,
+    Scenario,
+    load_scenario,
+    materialize_workspace,
+    offline_cli_env,
+)
+from mala_tui.prompt_files import load_prompts
+from mala_tui.runtime.backends.claude import ClaudeBackend
+from mala_tui.runtime.journal import EVENTS_FILE, RunJournal, new_run_id, read_events
+from mala_tui.runtime.launch import TaskPlan, agent_spec
+from mala_tui.runtime.supervisor import Supervisor
+
+#: The settings every trial runs with: short timeouts so that stalls are seen in seconds.
+TRIAL_IDLE = {
+    "idle_timeout_seconds": 3.0,
+    "idle_retry_backoff": (0.0, 0.5, 1.0),
+    "session_timeout_seconds": 240.0,
+}
+#: A trial that has not ended by then has lost its sessions.
+TRIAL_DEADLINE_S = 420.0
+
+
+@dataclass(frozen=True)
+class Planned:
+    """One session of a trial: its scenario, the faults its model meets, extra env."""
+
+    name: str
+    scenario: Scenario
+    faults: tuple[FaultSpec, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Row:
+    """One trial's figures."""
+
+    fault: str
+    sessions: int
+    injected: int
+    """Faults that fired at the model (or the refusals of a too-small window)."""
+    recovered: int
+    failed_fast: int
+    lost: int
+    reasons: tuple[str, ...]
+    processes_left: int
+    journal_lines_lost: int
+    wall_s: float
+
+
+def agent_processes_under(folder: Path) -> list[int]:
+    """Live processes whose environment points into `folder` (the CLIs a trial started)."""
+    marker = str(folder).encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes()
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if marker in environ and state != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+def trial_settings(**idle: Any) -> Settings:
+    settings = Settings()
+    return settings.model_copy(
+        update={"idle": settings.idle.model_copy(update={**TRIAL_IDLE, **idle})}
+    )
+
+
+async def run_trial(
+    fault: str,
+    planned: Sequence[Planned],
+    folder: Path,
+    *,
+    window: int | None = None,
+    settings: Settings | None = None,
+) -> Row:
+    """Run the sessions side by side on one loopback model and sort their outcomes."""
+    settings = settings or trial_settings()
+    scenarios = {p.name: p.scenario for p in planned}
+    workspaces = {p.name: folder / p.name / "workspace" for p in planned}
+    for p in planned:
+        workspaces[p.name].mkdir(parents=True)
+        materialize_workspace(p.scenario, workspaces[p.name])
+    journal = RunJournal.create(folder / "data", new_run_id(), {"mode": "faults", "fault": fault})
+    server_options: dict[str, Any] = {"workspace": workspaces, "response_delay_s": 0.0}
+    if window is not None:
+        server_options["window"] = window
+    server = LoopbackServer(scenarios, **server_options)
+    started = time.monotonic()
+    async with server:
+        for p in planned:
+            for spec in p.faults:
+                server.add_fault(spec, route=p.name)
+        supervisor = Supervisor(
+            settings=settings,
+            backend=ClaudeBackend(backup_dir=journal.directory / "transcripts"),
+            prompts=load_prompts(),
+            journal=journal,
+            approval_mode="auto",
+            mode="faults",
+        )
+        for p in planned:
+            home = folder / p.name / "home"
+            env = {**offline_cli_env(server.url_for(p.name), home), **p.env}
+            supervisor.add_session(
+                agent_spec(
+                    TaskPlan(p.name, p.scenario.task, workspaces[p.name]),
+                    settings,
+                    model=MODEL,
+                    env=env,
+                    private_home=home,
+                )
+            )
+        run = asyncio.ensure_future(supervisor.run())
+        try:
+            await asyncio.wait_for(asyncio.shield(run), TRIAL_DEADLINE_S)
+        except TimeoutError:
+            run.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await run
+        finally:
+            journal.close()
+    wall = time.monotonic() - started
+    finished = {r.route for r in server.request_log if r.response_kind == "final"}
+    injected = sum(1 for r in server.request_log if r.fault or r.response_kind == "error")
+    recovered = failed = lost = 0
+    reasons: list[str] = []
+    for name, runner in supervisor.runners.items():
+        if runner.status is EndStatus.DONE and name in finished:
+            recovered += 1
+        elif runner.status is EndStatus.FAILED and runner.end_reason.strip():
+            failed += 1
+            reasons.append(runner.end_reason)
+        else:
+            lost += 1
+            reasons.append(f"LOST {name}: {runner.status} {runner.end_reason}")
+    contents = read_events(journal.directory / EVENTS_FILE)
+    await asyncio.sleep(0.2)  # a process reaped a moment ago may still be listed
+    left = sorted(set(agent_processes_under(folder)) | set(supervisor.alive_pids()))
+    return Row(
+        fault=fault,
+        sessions=len(planned),
+        injected=injected,
+        recovered=recovered,
+        failed_fast=failed,
+        lost=lost,
+        reasons=tuple(sorted(set(reasons))),
+        processes_left=len(left),
+        journal_lines_lost=journal.lines_written - len(contents.events),
+        wall_s=round(wall, 1),
+    )
+
+
+# -- the trials --------------------------------------------------------------------------------
+
+STALLS = ("stall_after_message_start", "stall_before_bytes")
+
+
+def stall_sessions(sessions: int, over_limit: int) -> list[Planned]:
+    """Two stalls each (within max_idle_retries), and `over_limit` sessions with three."""
+    base = load_scenario("quickstart")
+    planned = []
+    for index in range(sessions + over_limit):
+        steps = ("s002", "s004", "s006") if index >= sessions else ("s002", "s005")
+        faults = tuple(
+            FaultSpec(kind=STALLS[(index + n) % 2], at_step=step) for n, step in enumerate(steps)
+        )
+        planned.append(Planned(f"stall-{index:02d}", base, faults))
+    return planned
+
+
+def error_sessions(kind: str, sessions: int, storm: int, cli_retries: int) -> list[Planned]:
+    """`storm` errors in a row at one step: more than the CLI's own retries, so mala-tui's
+    retry policy has to carry the session over the rest of the storm."""
+    base = load_scenario("quickstart")
+    return [
+        Planned(
+            f"{kind}-{index:02d}",
+            base,
+            (FaultSpec(kind=kind, at_step=f"s00{2 + index % 5}", times=storm),),
+            {"CLAUDE_CODE_MAX_RETRIES": str(cli_retries)},
+        )
+        for index in range(sessions)
+    ]
+
+
+def reset_sessions(sessions: int) -> list[Planned]:
+    base = load_scenario("quickstart")
+    return [
+        Planned(
+            f"reset-{index:02d}",
+            base,
+            (FaultSpec(kind="connection_reset", at_step=f"s00{2 + index % 5}", times=2),),
+        )
+        for index in range(sessions)
+    ]
+
+
+#: Six 1,000-token notes and a digest: past a 19,000-token window partway through.
+TIGHT = Scenario.model_validate(
+    {
+        "name": "tight",
+        "task": "Read the six notes and write a digest to DIGEST.md.",
+        "goal": "Read notes/n_1..6.txt, write DIGEST.md.",
+        "final_answer": "DIGEST.md written.",
+        "workspace": {
+            "files": [{"path": "notes/n_{i}.txt", "count": 6, "size": 4000, "kind": "text"}]
+        },
+        "steps": [
+            {"tool": "Read", "path": "notes/n_{i}.txt", "count": 6},
+            {"tool": "Write", "path": "DIGEST.md", "content": "digest\n"},
+        ],
+    }
+)
+TIGHT_WINDOW = 19_000
+
+
+def too_long_sessions(sessions: int) -> list[Planned]:
+    return [Planned(f"tight-{index:02d}", TIGHT) for index in range(sessions)]
+
+
+# -- kill -9 of mala-tui itself ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class KillRow:
+    killed_after_lines: int
+    processes_left: int
+    journal_lines: int
+    journal_lines_lost: int
+    torn_last_line: bool
+    runs_lists_it: bool
+    show_json_ok: bool
+    sessions_in_show: int
+
+
+def kill_mid_run(folder: Path, *, after_lines: int = 40, mala_tui: Sequence[str] = ()) -> KillRow:
+    """`kill -9` a headless demo mid-run, then read its journal back with `runs` and `show`."""
+    command = list(mala_tui) or [sys.executable, "-m", "mala_tui"]
+    data = folder / "data"
+    env = dict(os.environ, MALA_TUI_CONFIG_FILE=str(folder / "none.toml"))
+    process = subprocess.Popen(
+        [*command, "demo", "--headless", "--data-dir", str(data)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        journal: Path | None = None
+        while time.monotonic() < deadline and process.poll() is None:
+            found = list((data / "runs").glob(f"*/{EVENTS_FILE}")) if data.exists() else []
+            if found and _line_count(found[0]) >= after_lines:
+                journal = found[0]
+                break
+            time.sleep(0.05)
+        if journal is None:
+            raise RuntimeError("the demo wrote too few journal lines before the kill")
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait(10)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    # The agent CLIs lose their parent with it: their stdin closes and they must go.
+    left: list[int] = []
+    for _ in range(100):
+        left = agent_processes_under(data)
+        if not left:
+            break
+        time.sleep(0.1)
+    for pid in left:  # reported above; not left running after the trial either
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    raw = journal.read_bytes()
+    lines = [line for line in raw.split(b"\n") if line.strip()]
+    torn = bool(raw) and not raw.endswith(b"\n")
+    contents = read_events(journal)
+    lost = len(lines) - len(contents.events) - (1 if torn else 0)
+    run_id = journal.parent.name
+    runs = subprocess.run(
+        [*command, "runs", "--data-dir", str(data)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    show = subprocess.run(
+        [*command, "show", run_id, "--json", "--data-dir", str(data)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    sessions = 0
+    if show.returncode == 0:
+        sessions = len(json.loads(show.stdout).get("sessions", []))
+    return KillRow(
+        killed_after_lines=len(lines),
+        processes_left=len(left),
+        journal_lines=len(lines),
+        journal_lines_lost=lost,
+        torn_last_line=torn,
+        runs_lists_it=runs.returncode == 0 and run_id in runs.stdout,
+        show_json_ok=show.returncode == 0,
+        sessions_in_show=sessions,
+    )
+
+
+def _line_count(path: Path) -> int:
+    try:
+        return path.read_bytes().count(b"\n")
+    except OSError:
+        return 0
+
+
+# -- the command -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Scale:
+    stall_sessions: int
+    stall_over_limit: int
+    error_sessions: int
+    storm: int
+    reset_sessions: int
+    too_long_sessions: int
+    kills: int
+
+
+QUICK = Scale(3, 1, 1, 4, 1, 1, 1)
+LONG = Scale(12, 2, 6, 6, 6, 4, 3)
+
+
+async def run_suite(scale: Scale, root: Path) -> list[Row]:
+    rows = [
+        await run_trial(
+            "stalls (after message_start / before any byte)",
+            stall_sessions(scale.stall_sessions, scale.stall_over_limit),
+            root / "stalls",
+        ),
+        await run_trial(
+            f"529 storms ({scale.storm} in a row, CLI retries 2)",
+            error_sessions("overloaded", scale.error_sessions, scale.storm, 2),
+            root / "overloaded",
+        ),
+        await run_trial(
+            f"500s ({scale.storm} in a row, CLI retries 2)",
+            error_sessions("api_error", scale.error_sessions, scale.storm, 2),
+            root / "api_error",
+        ),
+        await run_trial(
+            "connection reset mid-stream (2 in a row)",
+            reset_sessions(scale.reset_sessions),
+            root / "reset",
+        ),
+        await run_trial(
+            f"prompt too long (a {TIGHT_WINDOW:,}-token window)",
+            too_long_sessions(scale.too_long_sessions),
+            root / "too_long",
+            window=TIGHT_WINDOW,
+        ),
+    ]
+    return rows
+
+
+def rows_table(rows: Sequence[Row]) -> str:
+    lines = [
+        "| fault | sessions | faults injected | recovered | failed fast (reason) | lost "
+        "| processes left | journal lines lost | wall time |",
+        "| --- | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |",
+    ]
+    for row in rows:
+        reasons = "; ".join(row.reasons)
+        failed = f"{row.failed_fast}" + (f" ({reasons})" if reasons else "")
+        lines.append(
+            f"| {row.fault} | {row.sessions} | {row.injected} | {row.recovered} | {failed} "
+            f"| {row.lost} | {row.processes_left} | {row.journal_lines_lost} | {row.wall_s} s |"
+        )
+    return "\n".join(lines)
+
+
+def kills_table(kills: Sequence[KillRow]) -> str:
+    lines = [
+        "| kill -9 after | processes left | journal lines lost | torn last line "
+        "| `runs` lists it | `show --json` | sessions shown |",
+        "| ---: | ---: | ---: | --- | --- | --- | ---: |",
+    ]
+    for k in kills:
+        lines.append(
+            f"| {k.killed_after_lines} lines | {k.processes_left} | {k.journal_lines_lost} "
+            f"| {'yes' if k.torn_last_line else 'no'} | {'yes' if k.runs_lists_it else 'NO'} "
+            f"| {'ok' if k.show_json_ok else 'FAILED'} | {k.sessions_in_show} |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m mala_tui.bench faults")
+    parser.add_argument("--quick", action="store_true", help="the small suite CI runs")
+    parser.add_argument("--keep", type=Path, help="keep the trials' folders here")
+    args = parser.parse_args(argv)
+    scale = QUICK if args.quick else LONG
+    root = args.keep or Path(tempfile.mkdtemp(prefix="mala-tui-faults-"))
+    root.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    try:
+        rows = asyncio.run(run_suite(scale, root))
+        kills = [
+            kill_mid_run(root / f"kill-{n}", after_lines=30 + 40 * n) for n in range(scale.kills)
+        ]
+    finally:
+        if args.keep is None:
+            shutil.rmtree(root, ignore_errors=True)
+    print(rows_table(rows))
+    print()
+    print(kills_table(kills))
+    print(f"\n{time.monotonic() - started:.0f} s in all", file=sys.stderr)
+    bad = (
+        sum(r.lost + r.processes_left + r.journal_lines_lost for r in rows)
+        + sum(k.processes_left + k.journal_lines_lost for k in kills)
+        + sum(1 for k in kills if not (k.runs_lists_it and k.show_json_ok))
+    )
+    return 0 if bad == 0 else 1
