@@ -14,7 +14,9 @@ from hypothesis import HealthCheck, settings
 settings.register_profile(
     "mala", deadline=None, suppress_health_check=[HealthCheck.too_slow], max_examples=150
 )
-settings.load_profile("mala")
+# The fault suite's long fuzzing: HYPOTHESIS_PROFILE=long (see docs/BENCHMARKS.md).
+settings.register_profile("long", settings.get_profile("mala"), max_examples=5000)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "mala"))
 
 
 @pytest.fixture(autouse=True)
