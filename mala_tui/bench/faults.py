@@ -52,8 +52,10 @@ from mala_tui.runtime.launch import TaskPlan, agent_spec
 from mala_tui.runtime.supervisor import Supervisor
 
 #: The settings every trial runs with: short timeouts so that stalls are seen in seconds.
+#: Not too short: a CLI starved of CPU by a dozen others can take seconds to answer, and
+#: a timeout shorter than that retries a session that was never stuck.
 TRIAL_IDLE = {
-    "idle_timeout_seconds": 3.0,
+    "idle_timeout_seconds": 4.0,
     "idle_retry_backoff": (0.0, 0.5, 1.0),
     "session_timeout_seconds": 240.0,
 }
@@ -374,10 +376,11 @@ class Scale:
     reset_sessions: int
     too_long_sessions: int
     kills: int
+    idle_timeout: float
 
 
-QUICK = Scale(3, 1, 1, 4, 1, 1, 1)
-LONG = Scale(12, 2, 6, 6, 6, 4, 3)
+QUICK = Scale(3, 1, 1, 4, 1, 1, 1, idle_timeout=4.0)
+LONG = Scale(12, 2, 6, 6, 6, 4, 3, idle_timeout=10.0)
 
 
 async def run_suite(scale: Scale, root: Path) -> list[Row]:
@@ -386,6 +389,7 @@ async def run_suite(scale: Scale, root: Path) -> list[Row]:
             "stalls (after message_start / before any byte)",
             stall_sessions(scale.stall_sessions, scale.stall_over_limit),
             root / "stalls",
+            settings=trial_settings(idle_timeout_seconds=scale.idle_timeout),
         ),
         await run_trial(
             f"529 storms ({scale.storm} in a row, CLI retries 2)",
