@@ -31,6 +31,7 @@ from mala_tui.loopback import (
     summarize,
 )
 from mala_tui.prompt_files import load_prompts
+from mala_tui.runtime.backends.base import SessionSpec
 from mala_tui.runtime.backends.claude import ClaudeBackend
 from mala_tui.runtime.journal import RunJournal, new_run_id
 from mala_tui.runtime.launch import TaskPlan, agent_spec
@@ -192,23 +193,17 @@ async def run_managed_arm(
     )
     server = LoopbackServer(scenario, workspace=workspace, response_delay_s=0.0)
     async with server:
-        home = folder / "home"
-        spec = agent_spec(
-            TaskPlan(scenario.name, scenario.task, workspace),
-            settings,
-            model=MODEL,
-            env=offline_cli_env(server.base_url, home),
-            private_home=home,
+        supervisor = loopback_supervisor(settings, journal, "bench")
+        supervisor.add_session(
+            loopback_spec(
+                scenario.name,
+                scenario,
+                workspace,
+                server.base_url,
+                folder / "home",
+                settings=settings,
+            )
         )
-        supervisor = Supervisor(
-            settings=settings,
-            backend=ClaudeBackend(backup_dir=journal.directory / "transcripts"),
-            prompts=load_prompts(),
-            journal=journal,
-            approval_mode="auto",
-            mode="bench",
-        )
-        supervisor.add_session(spec)
         events: list[ev.Event] = []
         supervisor.listeners.events.append(events.append)
         started = time.monotonic()
@@ -232,6 +227,38 @@ async def run_managed_arm(
         masked_results=sum(m.count for m in masks),
         restarts=sum(1 for e in events if isinstance(e, ev.Restarted)),
         settings=settings.context.model_dump(mode="json"),
+    )
+
+
+def loopback_supervisor(settings: Settings, journal: RunJournal, mode: str) -> Supervisor:
+    """A supervisor for sessions on a loopback model: restarts approved, journaled."""
+    return Supervisor(
+        settings=settings,
+        backend=ClaudeBackend(backup_dir=journal.directory / "transcripts"),
+        prompts=load_prompts(),
+        journal=journal,
+        approval_mode="auto",
+        mode=mode,
+    )
+
+
+def loopback_spec(
+    name: str,
+    scenario: Scenario,
+    workspace: Path,
+    url: str,
+    home: Path,
+    *,
+    settings: Settings | None = None,
+    env: Mapping[str, str] | None = None,
+) -> SessionSpec:
+    """A session of `scenario` on the model at `url`, its CLI's files under `home`."""
+    return agent_spec(
+        TaskPlan(name, scenario.task, workspace),
+        settings or Settings(),
+        model=MODEL,
+        env={**offline_cli_env(url, home), **(env or {})},
+        private_home=home,
     )
 
 

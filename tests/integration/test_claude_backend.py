@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from mala_tui.bench.faults import TIGHT, TIGHT_WINDOW
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.manager import Limits
-from mala_tui.loopback import FaultSpec, LoopbackServer, Scenario, load_scenario
+from mala_tui.loopback import FaultSpec, LoopbackServer, load_scenario
 from mala_tui.runtime.backends.base import ResultItem, UsageItem
 from mala_tui.runtime.backends.claude import ClaudeBackend
 from tests.integration.harness import alive, runner, session_spec
@@ -104,29 +105,10 @@ async def test_a_real_stall_is_detected_disconnected_and_resumed(tmp_path: Path)
     assert elapsed < 60
 
 
-#: Six 1,000-token notes and a digest: over a 19,000-token window partway through.
-TIGHT = Scenario.model_validate(
-    {
-        "name": "tight",
-        "description": "reads that outgrow a small window",
-        "task": "Read the six notes and write a digest to DIGEST.md.",
-        "goal": "Read notes/n_1..6.txt, write DIGEST.md.",
-        "final_answer": "DIGEST.md written.",
-        "workspace": {
-            "files": [{"path": "notes/n_{i}.txt", "count": 6, "size": 4000, "kind": "text"}]
-        },
-        "steps": [
-            {"tool": "Read", "path": "notes/n_{i}.txt", "count": 6},
-            {"tool": "Write", "path": "DIGEST.md", "content": "digest\n"},
-        ],
-    }
-)
-
-
 async def test_prompt_too_long_recovers_from_a_harness_checkpoint(tmp_path: Path) -> None:
     # The CLI believes in a 200K window; the server refuses past 19,000 tokens, as the
     # real API does past its window, partway through the task.
-    async with LoopbackServer(TIGHT, response_delay_s=0, window=19_000) as server:
+    async with LoopbackServer(TIGHT, response_delay_s=0, window=TIGHT_WINDOW) as server:
         spec = session_spec("tight", TIGHT, server, tmp_path)
         run, recorded = runner(spec, Limits(max_restarts=3))
         status = await run.run()
