@@ -12,7 +12,8 @@ It also counts the agent processes left alive afterwards (found by the trial's f
 their environment, not only by the PIDs the supervisor knows) and the journal lines lost
 (written by the journal but not read back). Both must be 0.
 
-    python -m mala_tui.bench faults            # the long suite: dozens of each fault
+    python -m mala_tui.bench faults            # the long suite: dozens of each fault,
+                                               # then 5,000 fuzzed inputs per parser
     python -m mala_tui.bench faults --quick    # the small one the tests run in CI
 """
 
@@ -23,6 +24,7 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -34,22 +36,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mala_tui.bench.arms import loopback_spec, loopback_supervisor
 from mala_tui.config import Settings
 from mala_tui.core.actions import EndStatus
 from mala_tui.loopback import (
-    MODEL,
     FaultSpec,
     LoopbackServer,
     Scenario,
     load_scenario,
     materialize_workspace,
-    offline_cli_env,
 )
-from mala_tui.prompt_files import load_prompts
-from mala_tui.runtime.backends.claude import ClaudeBackend
 from mala_tui.runtime.journal import EVENTS_FILE, RunJournal, new_run_id, read_events
-from mala_tui.runtime.launch import TaskPlan, agent_spec
-from mala_tui.runtime.supervisor import Supervisor
 
 #: The settings every trial runs with: short timeouts so that stalls are seen in seconds.
 #: Not too short: a CLI starved of CPU by a dozen others can take seconds to answer, and
@@ -139,24 +136,17 @@ async def run_trial(
         for p in planned:
             for spec in p.faults:
                 server.add_fault(spec, route=p.name)
-        supervisor = Supervisor(
-            settings=settings,
-            backend=ClaudeBackend(backup_dir=journal.directory / "transcripts"),
-            prompts=load_prompts(),
-            journal=journal,
-            approval_mode="auto",
-            mode="faults",
-        )
+        supervisor = loopback_supervisor(settings, journal, "faults")
         for p in planned:
-            home = folder / p.name / "home"
-            env = {**offline_cli_env(server.url_for(p.name), home), **p.env}
             supervisor.add_session(
-                agent_spec(
-                    TaskPlan(p.name, p.scenario.task, workspaces[p.name]),
-                    settings,
-                    model=MODEL,
-                    env=env,
-                    private_home=home,
+                loopback_spec(
+                    p.name,
+                    p.scenario,
+                    workspaces[p.name],
+                    server.url_for(p.name),
+                    folder / p.name / "home",
+                    settings=settings,
+                    env=p.env,
                 )
             )
         run = asyncio.ensure_future(supervisor.run())
@@ -447,9 +437,63 @@ def kills_table(kills: Sequence[KillRow]) -> str:
     return "\n".join(lines)
 
 
+#: The property tests that fuzz every parser of outside input (run from a checkout).
+FUZZ_TESTS = (
+    "tests/faults/test_fuzz.py",
+    "tests/core/test_checkpoint.py",
+    "tests/core/test_usage.py",
+    "tests/core/test_masking.py",
+    "tests/core/test_transcript.py",
+    "tests/loopback/test_tokens.py",
+)
+_TEST_HEADER = re.compile(r"^tests/\S+::(\S+):$", re.MULTILINE)
+_PHASE_COUNTS = re.compile(r"- (\d+) passing, (\d+) failing")
+
+
+def fuzz_counts(statistics: str) -> list[tuple[str, int, int]]:
+    """(test, passing, failing) summed over the phases of hypothesis' statistics output."""
+    headers = list(_TEST_HEADER.finditer(statistics))
+    counts = []
+    for index, header in enumerate(headers):
+        end = headers[index + 1].start() if index + 1 < len(headers) else len(statistics)
+        phases = _PHASE_COUNTS.findall(statistics[header.end() : end])
+        counts.append(
+            (header.group(1), sum(int(p) for p, _ in phases), sum(int(f) for _, f in phases))
+        )
+    return counts
+
+
+def run_fuzz(checkout: Path) -> tuple[str, bool]:
+    """The fuzz tests at 5,000 examples each (hypothesis profile "long"); a table, and ok."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--hypothesis-show-statistics",
+            *FUZZ_TESTS,
+        ],
+        cwd=checkout,
+        env=dict(os.environ, HYPOTHESIS_PROFILE="long"),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    rows = ["| fuzzed | examples | crashes or losses |", "| --- | ---: | ---: |"]
+    for test, passing, failing in fuzz_counts(done.stdout):
+        rows.append(f"| {test} | {passing} | {failing} |")
+    if done.returncode != 0:
+        rows.append(f"\n{done.stdout[-3000:]}")
+    return "\n".join(rows), done.returncode == 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m mala_tui.bench faults")
     parser.add_argument("--quick", action="store_true", help="the small suite CI runs")
+    parser.add_argument("--no-fuzz", action="store_true", help="skip the long fuzzing")
     parser.add_argument("--keep", type=Path, help="keep the trials' folders here")
     args = parser.parse_args(argv)
     scale = QUICK if args.quick else LONG
@@ -467,10 +511,16 @@ def main(argv: list[str] | None = None) -> int:
     print(rows_table(rows))
     print()
     print(kills_table(kills))
+    fuzz_ok = True
+    checkout = Path(__file__).resolve().parents[2]
+    if not args.quick and not args.no_fuzz and (checkout / "tests").is_dir():
+        table, fuzz_ok = run_fuzz(checkout)
+        print()
+        print(table)
     print(f"\n{time.monotonic() - started:.0f} s in all", file=sys.stderr)
     bad = (
         sum(r.lost + r.processes_left + r.journal_lines_lost for r in rows)
         + sum(k.processes_left + k.journal_lines_lost for k in kills)
         + sum(1 for k in kills if not (k.runs_lists_it and k.show_json_ok))
     )
-    return 0 if bad == 0 else 1
+    return 0 if bad == 0 and fuzz_ok else 1
