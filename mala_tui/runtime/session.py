@@ -66,6 +66,7 @@ from mala_tui.runtime.backends.base import (
     SessionSpec,
     StreamItem,
     UsageItem,
+    carries_tool_result,
 )
 
 Clock = Callable[[], float]
@@ -540,7 +541,13 @@ class SessionRunner:
         give_up: bool = True,
     ) -> Outcome | None:
         """Feed the manager until the turn ends. Past the deadline: close the agent and
-        count the turn as interrupted, or, without `give_up`, return None."""
+        count the turn as interrupted, or, without `give_up`, return None.
+
+        Without `give_up` the client has promised to stop after its tools: a new model
+        request starting after a tool result means it did not, and None comes back at
+        once, so the caller interrupts instead of letting the agent run on.
+        """
+        result_seen = False
         while self.manager.streaming:
             try:
                 async with asyncio.timeout(max(0.0, deadline - time.monotonic())):
@@ -561,6 +568,11 @@ class SessionRunner:
                 return outcome or Outcome()  # the interrupted turn is over
             if outcome is not None and outcome.actions:
                 return outcome
+            if not give_up and item.generation == self._generation:
+                if carries_tool_result(item.item):
+                    result_seen = True
+                elif result_seen and isinstance(item.item, UsageItem) and not item.item.final:
+                    return None
         return Outcome()
 
     async def _close_client(self, bound: float) -> None:

@@ -48,3 +48,17 @@ def test_a_stop_asked_for_is_answered_once_at_the_next_main_thread_tool() -> Non
     stopped = asyncio.run(c._after_tool({}, None, {"signal": None}))  # type: ignore[arg-type]
     assert stopped["continue_"] is False
     assert asyncio.run(c._after_tool({}, None, {"signal": None})) == {}  # type: ignore[arg-type]
+
+
+def test_a_stop_asked_for_as_a_turn_ended_does_not_stop_the_next_turn() -> None:
+    c = client()
+    sent: list[str] = []
+
+    async def query(prompt: str) -> None:
+        sent.append(prompt)
+
+    c._client.query = query  # type: ignore[method-assign]
+    assert c.stop_after_tools()
+    asyncio.run(c.query("Wrap up."))
+    assert sent == ["Wrap up."]
+    assert asyncio.run(c._after_tool({}, None, {"signal": None})) == {}  # type: ignore[arg-type]

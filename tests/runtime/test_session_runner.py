@@ -29,7 +29,9 @@ IDLE = 0.05
 
 
 class Harness:
-    def __init__(self, backend: ScriptedBackend, **limits: object) -> None:
+    def __init__(
+        self, backend: ScriptedBackend, *, clean_point_timeout: float = 2.0, **limits: object
+    ) -> None:
         # The zone figures in these tests were chosen for these thresholds.
         settings: dict[str, object] = {
             "context_limit": 100_000,
@@ -53,7 +55,7 @@ class Harness:
                 idle_timeout=IDLE,
                 disconnect_timeout=1.0,
                 drain_timeout=1.0,
-                clean_point_timeout=2.0,
+                clean_point_timeout=clean_point_timeout,
             ),
             sink=self.sink,
             sleep=self.sleep,
@@ -258,6 +260,37 @@ async def test_a_client_that_can_stop_ends_the_turn_after_the_tool_with_no_inter
     (masked,) = h.backend.masked
     assert list(masked) == ["r0", "r1", "r2", "r3"] and "w1" not in masked
     assert resumed.queries == [PROMPTS.render(PromptKind.MASK_RESUME, masked_count=4)]
+
+
+async def test_a_stop_that_does_not_take_is_followed_by_an_interrupt_at_once() -> None:
+    # The client promised to stop after the Write but the next model request started:
+    # the runner interrupts then, not after the clean-point timeout (an hour here).
+    reads = [item for i in range(10) for item in read_cycle(i, 16_000)]
+    write = MessageItem(
+        Message(Role.ASSISTANT, (ToolCall("w1", "Write", {"file_path": "/ws/out.md"}),))
+    )
+    written = MessageItem(Message(Role.USER, (ToolResult("w1", "File created"),)))
+    first = ScriptedClient(
+        [
+            [
+                SessionIdItem("sess-1"),
+                *reads,
+                usage_at(75_000, final=False),
+                write,
+                written,
+                usage_at(75_100, final=False),
+                HANG,
+            ]
+        ],
+        can_stop=True,
+        ignores_stop=True,
+    )
+    resumed = ScriptedClient([[usage_at(60_000), finished()]])
+    h = Harness(ScriptedBackend([first, resumed]), clean_point_timeout=3600.0)
+    assert await h.run() is EndStatus.DONE
+    assert (first.stops, first.interrupted) == (0, 1)
+    (masked,) = h.backend.masked
+    assert "w1" not in masked
 
 
 async def test_mask_failure_resumes_without_the_mask() -> None:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from mala_tui.core.transcript import Message
+from mala_tui.core.transcript import Message, ToolResult
 from mala_tui.core.usage import CallUsage
 
 
@@ -83,6 +83,13 @@ class ProblemItem:
 
 
 StreamItem = UsageItem | MessageItem | SessionIdItem | CompactionItem | ResultItem | ProblemItem
+
+
+def carries_tool_result(item: StreamItem | None) -> bool:
+    """A message holding a tool's result: the end of a step, where a turn can stop cleanly."""
+    return isinstance(item, MessageItem) and any(
+        isinstance(block, ToolResult) for block in item.message.blocks
+    )
 
 
 class AgentClient(Protocol):

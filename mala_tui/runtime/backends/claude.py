@@ -129,6 +129,8 @@ class ClaudeClient:
         await self._client.connect()
 
     async def query(self, prompt: str) -> None:
+        # A stop asked for as the previous turn was ending belongs to that turn.
+        self._stop_requested = False
         await self._client.query(prompt)
 
     async def interrupt(self) -> None:

@@ -13,13 +13,12 @@ from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
-from mala_tui.core.transcript import ToolResult
 from mala_tui.runtime.backends.base import (
     MaskError,
-    MessageItem,
     ResultItem,
     SessionSpec,
     StreamItem,
+    carries_tool_result,
 )
 
 
@@ -79,6 +78,8 @@ class ScriptedClient:
     disconnect_delay: float = 0.0
     can_stop: bool = False
     """Honour stop_after_tools() as the Claude client's hook does; else the runner interrupts."""
+    ignores_stop: bool = False
+    """Promise the stop but carry on regardless, as a CLI that ignores its hook's answer."""
     stops: int = 0
     _stop_requested: bool = False
     _queue: asyncio.Queue[StreamItem | None] = field(default_factory=asyncio.Queue)
@@ -94,6 +95,7 @@ class ScriptedClient:
 
     async def query(self, prompt: str) -> None:
         self.queries.append(prompt)
+        self._stop_requested = False  # a stop asked for belongs to the turn before
         turn = self.turns.pop(0) if self.turns else [HANG]
         self._released.clear()
         self._playing = asyncio.create_task(self._play(turn))
@@ -104,7 +106,7 @@ class ScriptedClient:
                 await self._released.wait()
                 return
             await self._queue.put(item)
-            if self._stop_requested and _has_result(item):
+            if self._stop_requested and not self.ignores_stop and carries_tool_result(item):
                 self._stop_requested = False
                 self.stops += 1
                 await self._queue.put(hook_stopped())
@@ -138,12 +140,6 @@ class ScriptedClient:
         if self._playing is not None and not self._playing.done():
             self._playing.cancel()
         await self._queue.put(None)
-
-
-def _has_result(item: StreamItem) -> bool:
-    return isinstance(item, MessageItem) and any(
-        isinstance(block, ToolResult) for block in item.message.blocks
-    )
 
 
 @dataclass
