@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import signal
@@ -72,3 +73,25 @@ def test_the_cli_path_points_at_a_wrapper_of_the_bundled_cli() -> None:
     bundled = cli_launcher.bundled_cli()
     assert bundled is not None and str(bundled) in text and "--pdeathsig KILL" in text
     assert os.access(path, os.X_OK)
+
+
+def test_a_wrapper_that_does_not_run_here_is_not_used(tmp_path: Path) -> None:
+    broken = tmp_path / "broken"
+    broken.write_text("#!/bin/sh\necho 'setpriv: unrecognized option --pdeathsig' >&2\nexit 1\n")
+    broken.chmod(0o700)
+    working = tmp_path / "working"
+    working.write_text("#!/bin/sh\nexit 0\n")
+    working.chmod(0o700)
+    assert not cli_launcher._runs(broken)
+    assert cli_launcher._runs(working)
+    assert not cli_launcher._runs(tmp_path / "missing")
+
+
+def test_each_cli_gets_its_own_wrapper() -> None:
+    cli_launcher.cli_path.cache_clear()
+    path = cli_launcher.cli_path()
+    assert path is not None
+    bundled = cli_launcher.bundled_cli()
+    assert bundled is not None
+    digest = hashlib.sha256(str(bundled).encode()).hexdigest()[:12]
+    assert Path(path).name == f"{cli_launcher.WRAPPER_NAME}-{digest}"

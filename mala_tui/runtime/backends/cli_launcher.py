@@ -8,15 +8,18 @@ parent dies (PR_SET_PDEATHSIG), and util-linux's `setpriv --pdeathsig` asks for 
 before it execs the CLI. The SDK is handed a two-line wrapper script as `cli_path`;
 the process it starts is still the CLI itself (exec), so its PID is the one tracked.
 
-Elsewhere, or without `setpriv`, the SDK starts the CLI as usual.
+Elsewhere, without `setpriv`, or when the wrapper does not run here, the SDK starts the
+CLI as usual.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
 import shlex
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -47,16 +50,30 @@ def cli_path() -> str | None:
     cli = bundled_cli() or (Path(found) if (found := shutil.which("claude")) else None)
     if setpriv is None or cli is None:
         return None
+    # One wrapper per CLI: two installations of mala-tui must not rewrite each other's.
+    digest = hashlib.sha256(str(cli).encode()).hexdigest()[:12]
     folder = Path(platformdirs.user_cache_dir("mala-tui", appauthor=False)) / "bin"
-    script = folder / WRAPPER_NAME
+    script = folder / f"{WRAPPER_NAME}-{digest}"
     text = wrapper_text(setpriv, cli)
     try:
         if not script.is_file() or script.read_text(encoding="utf-8") != text:
             folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-            temp = folder / f".{WRAPPER_NAME}.{os.getpid()}"
+            temp = folder / f".{script.name}.{os.getpid()}"
             temp.write_text(text, encoding="utf-8")
             temp.chmod(0o700)
             temp.replace(script)
     except OSError:
         return None  # an unwritable cache dir: run the CLI the usual way
-    return str(script)
+    return str(script) if _runs(script) else None
+
+
+def _runs(script: Path) -> bool:
+    """The wrapper starts the CLI here: setpriv knows --pdeathsig (util-linux 2.33 and
+    later) and the cache dir allows running programs. Checked once per process."""
+    try:
+        done = subprocess.run(
+            [str(script), "--version"], capture_output=True, timeout=30, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return done.returncode == 0
