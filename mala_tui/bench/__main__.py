@@ -16,6 +16,11 @@ BENCHMARKS = {
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] in BENCHMARKS:  # its own options, --help included, go to it
+        module = importlib.import_module(BENCHMARKS[argv[0]])
+        chosen: int = module.main(argv[1:])
+        return chosen
     parser = argparse.ArgumentParser(prog="python -m mala_tui.bench")
     parser.add_argument("name", choices=sorted(BENCHMARKS), help="which benchmark to run")
     args, rest = parser.parse_known_args(argv)
