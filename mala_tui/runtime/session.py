@@ -17,9 +17,9 @@ import os
 import signal
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
-from typing import Literal, overload
+from typing import Any, Literal, overload
 
 from mala_tui.core import events as ev
 from mala_tui.core.actions import (
@@ -130,6 +130,8 @@ class SessionRunner:
         self._client: AgentClient | None = None
         self._reader: asyncio.Task[None] | None = None
         self._generation = 0
+        self._closing: set[asyncio.Future[None]] = set()
+        """Disconnects under way, seen out before the runner returns."""
         self._started_at: dict[int, float] = {}
         self._last_item_at = time.monotonic()
         self._client_pid: int | None = None
@@ -196,7 +198,7 @@ class SessionRunner:
                 outcome = self._observe(AgentFailed(self._clock(), f"internal error: {exc!r}"))
                 self._note_end(outcome)
         finally:
-            await asyncio.shield(self._close_client(self.limits.disconnect_timeout))
+            await _uncancellable(self._close_everything())
         return self.status or EndStatus.FAILED
 
     async def _loop(self) -> None:
@@ -575,6 +577,11 @@ class SessionRunner:
                     return None
         return Outcome()
 
+    async def _close_everything(self) -> None:
+        await self._close_client(self.limits.disconnect_timeout)
+        if self._closing:
+            await asyncio.wait(set(self._closing), timeout=self.limits.disconnect_timeout)
+
     async def _close_client(self, bound: float) -> None:
         """Disconnect within `bound` seconds; past it, kill the process."""
         client, reader, pid = self._client, self._reader, self._client_pid
@@ -588,13 +595,21 @@ class SessionRunner:
         if client is None:
             return
         how = "disconnected"
-        try:
-            await asyncio.wait_for(client.disconnect(), bound)
-        except TimeoutError:
+        # Not wait_for: cancelling the SDK's close midway leaves its pipes open and the
+        # process on its books. Past the bound the process is killed and the close,
+        # which then sees it gone, is let finish.
+        closing = asyncio.ensure_future(client.disconnect())
+        self._closing.add(closing)  # if this wait is cancelled, run() still sees it out
+        closing.add_done_callback(self._closing.discard)
+        done, _ = await asyncio.wait({closing}, timeout=bound)
+        if not done:
             how = "killed after the disconnect bound"
             _kill(pid)
-        except Exception as exc:
-            how = f"disconnect failed ({exc!r}); killed"
+            done, _ = await asyncio.wait({closing}, timeout=_AFTER_KILL_S)
+            if not done:
+                closing.cancel()
+        elif closing.exception() is not None:
+            how = f"disconnect failed ({closing.exception()!r}); killed"
             _kill(pid)
         started = self._started_at.pop(pid, None) if pid is not None else None
         self._emit(
@@ -606,6 +621,28 @@ class SessionRunner:
                 seconds=time.monotonic() - started if started is not None else 0.0,
             )
         )
+
+
+#: How long the SDK's close may take once its process is killed.
+_AFTER_KILL_S = 5.0
+
+
+async def _uncancellable(cleanup: Coroutine[Any, Any, None]) -> None:
+    """Run a bounded cleanup to its end even when cancelled, again and again, meanwhile.
+
+    A shield alone lets the caller go on a second cancellation (Ctrl-C, then the event
+    loop's own shutdown), which then cancels the cleanup itself and leaves an agent
+    process disconnected halfway. The cancellation is passed on once it is done.
+    """
+    task = asyncio.ensure_future(cleanup)
+    cancelled = False
+    while not task.done():
+        try:
+            await asyncio.shield(task)
+        except asyncio.CancelledError:
+            cancelled = True
+    if cancelled:
+        raise asyncio.CancelledError
 
 
 def _interrupted(at: float) -> TurnEnded:

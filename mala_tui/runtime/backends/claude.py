@@ -116,13 +116,15 @@ class ClaudeClient:
         self._usage: dict[str, CallUsage] = {}
         self._last_message_id: str | None = None
 
+    def _process(self) -> Any:
+        # The SDK does not expose the process; its transport holds it. Looked up
+        # defensively so an SDK change degrades to "unknown", never a crash.
+        transport = getattr(self._client, "_transport", None)
+        return getattr(transport, "_process", None)
+
     @property
     def pid(self) -> int | None:
-        # The SDK does not expose the process; its transport holds it. Looked up
-        # defensively so an SDK change degrades to "pid unknown", never a crash.
-        transport = getattr(self._client, "_transport", None)
-        process = getattr(transport, "_process", None)
-        pid = getattr(process, "pid", None)
+        pid = getattr(self._process(), "pid", None)
         return pid if isinstance(pid, int) else None
 
     async def connect(self) -> None:
@@ -137,7 +139,17 @@ class ClaudeClient:
         await self._client.interrupt()
 
     async def disconnect(self) -> None:
-        await self._client.disconnect()
+        process = self._process()
+        try:
+            await self._client.disconnect()
+        finally:
+            # The SDK waits for the process but leaves its stdout pipe to close at EOF,
+            # which never comes when reading stopped on a full buffer (a disconnect in
+            # the middle of a stream): the pipe then outlives the event loop. Close it.
+            aclose = getattr(process, "aclose", None)
+            if aclose is not None:
+                with contextlib.suppress(Exception):
+                    await aclose()
 
     async def context_usage(self) -> Mapping[str, Any]:
         """The CLI's own /context figures: ground truth for tests, too costly per message."""
