@@ -194,6 +194,16 @@ def usage_at(tokens: int, *, final: bool = True) -> UsageItem:
     return UsageItem(CallUsage(input_tokens=3, cache_read_input_tokens=tokens - 3), final=final)
 
 
+def write_cycle() -> tuple[MessageItem, MessageItem]:
+    """A Write call and its result: the step in flight when soft pressure is seen."""
+    return (
+        MessageItem(
+            Message(Role.ASSISTANT, (ToolCall("w1", "Write", {"file_path": "/ws/out.md"}),))
+        ),
+        MessageItem(Message(Role.USER, (ToolResult("w1", "File created"),))),
+    )
+
+
 async def test_soft_zone_masks_through_the_backend_and_resumes() -> None:
     reads = [item for i in range(10) for item in read_cycle(i, 16_000)]
     first = ScriptedClient([[SessionIdItem("sess-1"), *reads, usage_at(75_000), HANG]])
@@ -213,10 +223,7 @@ async def test_the_interrupt_waits_for_the_tool_call_in_flight() -> None:
     # Soft pressure is seen at message_start of a call that goes on to write a file: the
     # interrupt comes after that Write's result, so the write is kept, not rejected.
     reads = [item for i in range(10) for item in read_cycle(i, 16_000)]
-    write = MessageItem(
-        Message(Role.ASSISTANT, (ToolCall("w1", "Write", {"file_path": "/ws/out.md"}),))
-    )
-    written = MessageItem(Message(Role.USER, (ToolResult("w1", "File created"),)))
+    write, written = write_cycle()
     first = ScriptedClient(
         [
             [
@@ -244,10 +251,7 @@ async def test_a_client_that_can_stop_ends_the_turn_after_the_tool_with_no_inter
     # The Claude client stops the turn from its PostToolUse hook: the Write in flight is
     # kept and no model request is started only to be thrown away by an interrupt.
     reads = [item for i in range(10) for item in read_cycle(i, 16_000)]
-    write = MessageItem(
-        Message(Role.ASSISTANT, (ToolCall("w1", "Write", {"file_path": "/ws/out.md"}),))
-    )
-    written = MessageItem(Message(Role.USER, (ToolResult("w1", "File created"),)))
+    write, written = write_cycle()
     first = ScriptedClient(
         [[SessionIdItem("sess-1"), *reads, usage_at(75_000, final=False), write, written, HANG]],
         can_stop=True,
@@ -266,10 +270,7 @@ async def test_a_stop_that_does_not_take_is_followed_by_an_interrupt_at_once() -
     # The client promised to stop after the Write but the next model request started:
     # the runner interrupts then, not after the clean-point timeout (an hour here).
     reads = [item for i in range(10) for item in read_cycle(i, 16_000)]
-    write = MessageItem(
-        Message(Role.ASSISTANT, (ToolCall("w1", "Write", {"file_path": "/ws/out.md"}),))
-    )
-    written = MessageItem(Message(Role.USER, (ToolResult("w1", "File created"),)))
+    write, written = write_cycle()
     first = ScriptedClient(
         [
             [
