@@ -31,11 +31,13 @@ HANG: Final = _Hang()
 Turn = Sequence[StreamItem | _Hang]
 
 
-def finished(text: str = "Done.", session_id: str | None = "sess-1") -> ResultItem:
+def _turn_end(
+    subtype: str, reason: str, text: str = "", session_id: str | None = "sess-1"
+) -> ResultItem:
     return ResultItem(
-        subtype="success",
-        is_error=False,
-        terminal_reason="completed",
+        subtype=subtype,
+        is_error=subtype != "success",
+        terminal_reason=reason,
         result_text=text,
         summed_usage=None,
         context_window=None,
@@ -43,29 +45,17 @@ def finished(text: str = "Done.", session_id: str | None = "sess-1") -> ResultIt
     )
 
 
+def finished(text: str = "Done.", session_id: str | None = "sess-1") -> ResultItem:
+    return _turn_end("success", "completed", text, session_id)
+
+
 def hook_stopped(session_id: str | None = "sess-1") -> ResultItem:
     """How the CLI ends a turn that a hook stopped after a tool result."""
-    return ResultItem(
-        subtype="success",
-        is_error=False,
-        terminal_reason="hook_stopped",
-        result_text="",
-        summed_usage=None,
-        context_window=None,
-        session_id=session_id,
-    )
+    return _turn_end("success", "hook_stopped", session_id=session_id)
 
 
 def aborted(session_id: str | None = "sess-1") -> ResultItem:
-    return ResultItem(
-        subtype="error_during_execution",
-        is_error=True,
-        terminal_reason="aborted_streaming",
-        result_text="",
-        summed_usage=None,
-        context_window=None,
-        session_id=session_id,
-    )
+    return _turn_end("error_during_execution", "aborted_streaming", session_id=session_id)
 
 
 @dataclass
