@@ -30,9 +30,7 @@ Idle timeouts do not change phase: they disconnect and retry, or fail.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Final
 
 from mala_tui.core import events as ev
@@ -65,6 +63,7 @@ from mala_tui.core.observations import (
     ApprovalPolicyChanged,
     Command,
     CompactionObserved,
+    Decision,
     IdleTimedOut,
     MaskConfirmed,
     MaskFailed,
@@ -77,114 +76,19 @@ from mala_tui.core.observations import (
     TurnEnded,
     UsageObserved,
 )
+from mala_tui.core.phases import (
+    RETRYABLE_RESULTS,
+    STREAMING,
+    TRANSITIONS,
+    IllegalTransition,
+    Phase,
+    Trigger,
+)
 from mala_tui.core.prompts import PromptKind, PromptSet
 from mala_tui.core.transcript import Message, TextBlock, ToolCall, ToolResult, Transcript
 from mala_tui.core.usage import ContextUsage, UsageTracker, Zone
 
-
-class Phase(StrEnum):
-    RUNNING = "running"
-    MASKING = "masking"
-    WINDING_DOWN = "winding_down"
-    CHECKPOINTING = "checkpointing"
-    AWAITING_APPROVAL = "awaiting_approval"
-    RESTARTING = "restarting"
-    PAUSED = "paused"
-    DONE = "done"
-    STOPPED = "stopped"
-    FAILED = "failed"
-
-    @property
-    def terminal(self) -> bool:
-        return self in TERMINAL
-
-
-class Trigger(StrEnum):
-    SOFT_PRESSURE = "soft_pressure"
-    OPERATOR_MASK = "operator_mask"
-    MASK_APPLIED = "mask_applied"
-    MASK_FAILED = "mask_failed"
-    HARD_PRESSURE = "hard_pressure"
-    OPERATOR_CHECKPOINT = "operator_checkpoint"
-    WIND_DOWN_DONE = "wind_down_done"
-    CHECKPOINT_FOR_APPROVAL = "checkpoint_for_approval"
-    CHECKPOINT_ACCEPTED = "checkpoint_accepted"
-    CHECKPOINT_AT_LIMIT = "checkpoint_at_limit"
-    APPROVED = "approved"
-    DENIED = "denied"
-    RESTARTED = "restarted"
-    RESTART_BY_HAND = "restart_by_hand"
-    TASK_DONE = "task_done"
-    PAUSE = "pause"
-    RESUME = "resume"
-    STOP = "stop"
-    FAIL = "fail"
-
-
-TERMINAL: Final = frozenset({Phase.DONE, Phase.STOPPED, Phase.FAILED})
-
-_CHECKPOINT_TRIGGERS: Final = {
-    Trigger.CHECKPOINT_FOR_APPROVAL: Phase.AWAITING_APPROVAL,
-    Trigger.CHECKPOINT_ACCEPTED: Phase.RESTARTING,
-    Trigger.CHECKPOINT_AT_LIMIT: Phase.STOPPED,
-}
-_ENDINGS: Final = {Trigger.STOP: Phase.STOPPED, Trigger.FAIL: Phase.FAILED}
-
-#: The whole state machine: phase -> trigger -> next phase. Anything else is illegal.
-TRANSITIONS: Final[Mapping[Phase, Mapping[Trigger, Phase]]] = {
-    Phase.RUNNING: {
-        Trigger.SOFT_PRESSURE: Phase.MASKING,
-        Trigger.OPERATOR_MASK: Phase.MASKING,
-        Trigger.HARD_PRESSURE: Phase.WINDING_DOWN,
-        Trigger.OPERATOR_CHECKPOINT: Phase.CHECKPOINTING,
-        Trigger.TASK_DONE: Phase.DONE,
-        Trigger.PAUSE: Phase.PAUSED,
-        **_CHECKPOINT_TRIGGERS,  # emergency: a harness-made checkpoint
-        **_ENDINGS,
-    },
-    Phase.MASKING: {
-        Trigger.MASK_APPLIED: Phase.RUNNING,
-        Trigger.MASK_FAILED: Phase.RUNNING,
-        Trigger.HARD_PRESSURE: Phase.WINDING_DOWN,
-        Trigger.TASK_DONE: Phase.DONE,
-        **_CHECKPOINT_TRIGGERS,
-        **_ENDINGS,
-    },
-    Phase.WINDING_DOWN: {
-        Trigger.WIND_DOWN_DONE: Phase.CHECKPOINTING,
-        **_CHECKPOINT_TRIGGERS,
-        **_ENDINGS,
-    },
-    Phase.CHECKPOINTING: {**_CHECKPOINT_TRIGGERS, **_ENDINGS},
-    Phase.AWAITING_APPROVAL: {
-        Trigger.APPROVED: Phase.RESTARTING,
-        Trigger.DENIED: Phase.STOPPED,
-        Trigger.STOP: Phase.STOPPED,
-    },
-    Phase.RESTARTING: {Trigger.RESTARTED: Phase.RUNNING, **_ENDINGS},
-    Phase.PAUSED: {
-        Trigger.RESUME: Phase.RUNNING,
-        Trigger.STOP: Phase.STOPPED,
-        Trigger.OPERATOR_CHECKPOINT: Phase.CHECKPOINTING,
-    },
-    Phase.DONE: {},
-    Phase.STOPPED: {Trigger.RESTART_BY_HAND: Phase.RESTARTING},
-    Phase.FAILED: {Trigger.RESTART_BY_HAND: Phase.RESTARTING},
-}
-
-#: Phases in which the agent may be streaming, so idle and session timeouts apply.
-STREAMING: Final = frozenset(
-    {Phase.RUNNING, Phase.MASKING, Phase.WINDING_DOWN, Phase.CHECKPOINTING, Phase.RESTARTING}
-)
-
-#: Terminal reasons of a ResultMessage worth retrying; others end the session.
-RETRYABLE_RESULTS: Final = frozenset({"api_error", "aborted_streaming"})
-
 _EXCERPT: Final = 300
-
-
-class IllegalTransition(Exception):
-    """An observation the current phase does not accept; nothing was changed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -747,12 +651,12 @@ class ContextManager:
         )
 
     def _on_approval(self, obs: ApprovalGiven) -> Outcome:
-        if obs.decision not in ("approve", "deny", "edit"):
+        if not isinstance(obs.decision, Decision):
             raise IllegalTransition(f"{self.name}: unknown decision {obs.decision!r}")
-        trigger = Trigger.DENIED if obs.decision == "deny" else Trigger.APPROVED
+        trigger = Trigger.DENIED if obs.decision is Decision.DENY else Trigger.APPROVED
         self._check(trigger)
         edited: Checkpoint | None = None
-        if obs.decision == "edit":
+        if obs.decision is Decision.EDIT:
             text = (obs.edited_text or "").strip()
             if not text:
                 raise IllegalTransition(f"{self.name}: the edited checkpoint is empty")

@@ -78,13 +78,21 @@ class MaskFailed:
     reason: str
 
 
+class Decision(StrEnum):
+    """An answer to a restart approval request."""
+
+    APPROVE = "approve"
+    DENY = "deny"
+    EDIT = "edit"
+    """Approve the edited checkpoint text instead of the agent's own."""
+
+
 @dataclass(frozen=True, slots=True)
 class ApprovalGiven:
     """A person (or a policy, or a timeout) answered an approval request."""
 
     at: float
-    decision: str
-    """"approve", "deny" or "edit"."""
+    decision: Decision
     edited_text: str | None = None
     decided_by: str = "operator"
 

@@ -35,13 +35,14 @@ from mala_tui.core.actions import (
     SendPrompt,
     StartFreshSession,
 )
-from mala_tui.core.manager import ContextManager, IllegalTransition, Outcome
+from mala_tui.core.manager import ContextManager, Outcome
 from mala_tui.core.observations import (
     AgentFailed,
     ApprovalGiven,
     ApprovalPolicyChanged,
     Command,
     CompactionObserved,
+    Decision,
     IdleTimedOut,
     MaskConfirmed,
     MaskFailed,
@@ -54,6 +55,7 @@ from mala_tui.core.observations import (
     TurnEnded,
     UsageObserved,
 )
+from mala_tui.core.phases import IllegalTransition
 from mala_tui.runtime.backends.base import (
     AgentClient,
     Backend,
@@ -95,7 +97,7 @@ class _FromAgent:
 
 @dataclass(frozen=True)
 class _Answer:
-    decision: str
+    decision: Decision
     edited_text: str | None
     decided_by: str
 
@@ -151,9 +153,10 @@ class SessionRunner:
         self._inbox.put_nowait(ApprovalPolicyChanged(self._clock(), required))
 
     def answer_approval(
-        self, decision: str, edited_text: str | None = None, by: str = "operator"
+        self, decision: Decision | str, edited_text: str | None = None, by: str = "operator"
     ) -> None:
-        self._inbox.put_nowait(_Answer(decision, edited_text, by))
+        """Raises ValueError for an answer that is not one of `Decision`'s."""
+        self._inbox.put_nowait(_Answer(Decision(decision), edited_text, by))
 
     # -- the loop ------------------------------------------------------------------------------
 

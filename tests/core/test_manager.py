@@ -21,21 +21,14 @@ from mala_tui.core.actions import (
     StartFreshSession,
 )
 from mala_tui.core.checkpoint import CheckpointOrigin
-from mala_tui.core.manager import (
-    TRANSITIONS,
-    ContextManager,
-    IllegalTransition,
-    Limits,
-    Outcome,
-    Phase,
-    Trigger,
-)
+from mala_tui.core.manager import ContextManager, Limits, Outcome
 from mala_tui.core.observations import (
     AgentFailed,
     ApprovalGiven,
     ApprovalPolicyChanged,
     Command,
     CompactionObserved,
+    Decision,
     IdleTimedOut,
     MaskConfirmed,
     MaskFailed,
@@ -48,6 +41,7 @@ from mala_tui.core.observations import (
     TurnEnded,
     UsageObserved,
 )
+from mala_tui.core.phases import TRANSITIONS, IllegalTransition, Phase, Trigger
 from mala_tui.core.prompts import PromptKind
 from mala_tui.core.usage import CallUsage, UsageSource
 from mala_tui.prompt_files import load_prompts
@@ -235,9 +229,9 @@ def fire(m: ContextManager, phase: Phase, trigger: Trigger) -> None:
     ):
         m.observe(done(CHECKPOINT_ANSWER) if phase is Phase.CHECKPOINTING else TOO_LONG)
     elif trigger is Trigger.APPROVED:
-        m.observe(ApprovalGiven(3.0, "approve"))
+        m.observe(ApprovalGiven(3.0, Decision.APPROVE))
     elif trigger is Trigger.DENIED:
-        m.observe(ApprovalGiven(3.0, "deny"))
+        m.observe(ApprovalGiven(3.0, Decision.DENY))
     elif trigger is Trigger.RESTARTED:
         m.observe(RestartCompleted(3.0, "sess-2"))
     elif trigger is Trigger.PAUSE:
@@ -293,17 +287,17 @@ def _state(m: ContextManager) -> tuple[object, ...]:
 
 
 ILLEGAL: list[tuple[Phase, Observation]] = [
-    (Phase.RUNNING, ApprovalGiven(9.0, "approve")),
+    (Phase.RUNNING, ApprovalGiven(9.0, Decision.APPROVE)),
     (Phase.RUNNING, MaskConfirmed(9.0, ("t000",))),
     (Phase.RUNNING, RestartCompleted(9.0, "x")),
     (Phase.RUNNING, OperatorCommand(9.0, Command.RESUME)),
     (Phase.MASKING, OperatorCommand(9.0, Command.PAUSE)),
     (Phase.MASKING, MaskConfirmed(9.0, ("never-planned",))),
-    (Phase.WINDING_DOWN, ApprovalGiven(9.0, "deny")),
+    (Phase.WINDING_DOWN, ApprovalGiven(9.0, Decision.DENY)),
     (Phase.AWAITING_APPROVAL, IdleTimedOut(9.0, 60.0)),
     (Phase.AWAITING_APPROVAL, done()),
-    (Phase.AWAITING_APPROVAL, ApprovalGiven(9.0, "edit", edited_text="   ")),
-    (Phase.AWAITING_APPROVAL, ApprovalGiven(9.0, "maybe")),
+    (Phase.AWAITING_APPROVAL, ApprovalGiven(9.0, Decision.EDIT, edited_text="   ")),
+    (Phase.AWAITING_APPROVAL, ApprovalGiven(9.0, "maybe")),  # type: ignore[arg-type]
     (Phase.PAUSED, IdleTimedOut(9.0, 60.0)),
     (Phase.DONE, done()),
     (Phase.DONE, OperatorCommand(9.0, Command.STOP)),
@@ -542,7 +536,7 @@ def test_approval_is_requested_then_approved() -> None:
     asked = m.observe(done(CHECKPOINT_ANSWER))
     (request,) = asked.actions
     assert isinstance(request, RequestApproval) and request.checkpoint_number == 1
-    approved = m.observe(ApprovalGiven(4.0, "approve", decided_by="operator"))
+    approved = m.observe(ApprovalGiven(4.0, Decision.APPROVE, decided_by="operator"))
     assert isinstance(approved.actions[0], StartFreshSession)
     decided = next(e for e in approved.events if isinstance(e, ev.ApprovalDecided))
     assert (decided.decision, decided.decided_by) == ("approve", "operator")
@@ -551,7 +545,7 @@ def test_approval_is_requested_then_approved() -> None:
 
 def test_denied_stops_with_the_checkpoint_kept_and_restartable_by_hand() -> None:
     m = in_awaiting_approval()
-    outcome = m.observe(ApprovalGiven(4.0, "deny"))
+    outcome = m.observe(ApprovalGiven(4.0, Decision.DENY))
     assert outcome.actions == (EndSession(EndStatus.DENIED, "restart denied by operator"),)
     assert m.phase is Phase.STOPPED and m.checkpoint is not None
     by_hand = m.observe(OperatorCommand(5.0, Command.RESTART_NOW))
@@ -561,7 +555,7 @@ def test_denied_stops_with_the_checkpoint_kept_and_restartable_by_hand() -> None
 
 def test_edited_checkpoint_is_the_one_restarted_with() -> None:
     m = in_awaiting_approval()
-    outcome = m.observe(ApprovalGiven(4.0, "edit", edited_text="## Goal\nOnly this."))
+    outcome = m.observe(ApprovalGiven(4.0, Decision.EDIT, edited_text="## Goal\nOnly this."))
     (fresh,) = outcome.actions
     assert isinstance(fresh, StartFreshSession)
     assert fresh.checkpoint.origin is CheckpointOrigin.EDITED
