@@ -25,6 +25,17 @@ class Interrupt:
 
 
 @dataclass(frozen=True, slots=True)
+class StopTurn:
+    """End the turn at this tool result, before the next model request (a clean point).
+
+    The answer to a `ToolResultSeen`: the runtime tells the agent, from its
+    post-tool hook, not to make the request the new results would go into.
+    """
+
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
 class ApplyMask:
     """Replace these results in the session's transcript and continue on it.
 
@@ -91,6 +102,7 @@ class EndSession:
 Action = (
     SendPrompt
     | Interrupt
+    | StopTurn
     | ApplyMask
     | RequestApproval
     | StartFreshSession

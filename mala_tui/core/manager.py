@@ -73,6 +73,7 @@ from mala_tui.core.observations import (
     RestartCompleted,
     SessionIdentified,
     SessionTimedOut,
+    ToolResultSeen,
     TurnEnded,
     UsageObserved,
 )
@@ -224,6 +225,8 @@ class ContextManager:
                 return Outcome()
             case TurnEnded():
                 return self._on_turn_ended(observation)
+            case ToolResultSeen():
+                return Outcome()  # the projection at each tool result is decided in a later step
             case MaskConfirmed():
                 return self._on_mask_confirmed(observation)
             case MaskFailed():

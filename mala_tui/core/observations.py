@@ -65,6 +65,22 @@ class TurnEnded:
 
 
 @dataclass(frozen=True, slots=True)
+class ToolResultSeen:
+    """A tool finished and its result is about to join the conversation.
+
+    Seen from the agent's post-tool hook, before the model request that would
+    carry it: the one point where a result too large for the room left can
+    still be kept from the model. The manager answers with `StopTurn` or nothing.
+    """
+
+    at: float
+    tool_use_id: str
+    tool: str
+    characters: int
+    """Size of the result as the hook saw it (its serialised form: an upper bound)."""
+
+
+@dataclass(frozen=True, slots=True)
 class MaskConfirmed:
     """The runtime rewrote the transcript and the agent continues on the masked one."""
 
@@ -164,6 +180,7 @@ Observation = (
     | MessageObserved
     | SessionIdentified
     | TurnEnded
+    | ToolResultSeen
     | MaskConfirmed
     | MaskFailed
     | ApprovalGiven
