@@ -166,6 +166,8 @@ def harness_checkpoint(
     carryover_turns: int,
     goal: str | None = None,
     previous: Checkpoint | None = None,
+    before: int | None = None,
+    carryover_chars: int | None = None,
 ) -> Checkpoint:
     """A checkpoint built from the transcript when the agent cannot write one.
 
@@ -173,12 +175,15 @@ def harness_checkpoint(
     checkpoint of this task listed, then every tool call of this session, in
     order, one line each in the `Tool argument` form a reader (or a model)
     recognises. Do not redo: files written. Key decisions: the agent's last words.
+    With `before`, what follows that message (a wind-down and the answer to it) is
+    not the agent's work and is left out; mala-tui's own prompts never count.
     """
+    work = Transcript(transcript.messages[:before]) if before is not None else transcript
     earlier = previous.sections if previous is not None else {}
     completed: list[str] = [earlier["Completed Work"]] if earlier.get("Completed Work") else []
     touched: list[str] = [earlier["Do Not Redo"]] if earlier.get("Do Not Redo") else []
     seen: set[str] = set()
-    for obs in transcript.observations():
+    for obs in work.observations():
         if obs.result is None:
             continue
         line = describe_call(obs.call)
@@ -193,10 +198,10 @@ def harness_checkpoint(
                 touched.append(path)
     remarks = [
         message.text.strip()
-        for message in transcript
+        for message in work
         if message.role is Role.ASSISTANT and message.text.strip()
     ][-3:]
-    goal = (goal or transcript.first_prompt()).strip() or "(the first prompt was not seen)"
+    goal = (goal or work.first_prompt()).strip() or "(the first prompt was not seen)"
     parts = [
         f"(Written by mala-tui, not by the agent: {reason}.)",
         "## Goal",
@@ -212,7 +217,9 @@ def harness_checkpoint(
         "\n".join(f"- {_shorten(' '.join(text.split()), 600)}" for text in remarks)
         or "- (the agent said nothing outside tool calls)",
     ]
-    last_turns = render_messages(transcript.carryover(carryover_turns))
+    last_turns = render_messages(work.carryover(carryover_turns))
+    if carryover_chars is not None:
+        last_turns = keep_newest(last_turns, carryover_chars)
     if last_turns:
         parts += ["", "Last complete steps:", last_turns]
     return Checkpoint("\n".join(parts), CheckpointOrigin.HARNESS)
@@ -222,8 +229,23 @@ def _shorten(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def carryover_text(messages: Sequence[Message]) -> str:
-    return render_messages(messages) or "(none: the previous session had no complete step)"
+def keep_newest(text: str, max_chars: int) -> str:
+    """The end of a rendering of steps, cut at a line, when it is over the bound."""
+    if len(text) <= max_chars:
+        return text
+    tail = text[len(text) - max_chars :]
+    newline = tail.find("\n")
+    if 0 <= newline < len(tail) - 1:
+        tail = tail[newline + 1 :]
+    dropped = len(text) - len(tail)
+    return f"[earlier steps left out: {dropped} characters]\n{tail}"
+
+
+def carryover_text(messages: Sequence[Message], *, max_chars: int | None = None) -> str:
+    text = render_messages(messages)
+    if max_chars is not None:
+        text = keep_newest(text, max_chars)
+    return text or "(none: the previous session had no complete step)"
 
 
 def checkpoint_for_prompt(checkpoint: Checkpoint, max_chars: int) -> str:

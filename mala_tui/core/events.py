@@ -67,6 +67,12 @@ class UsageRecorded(EventBase):
     cache_read_input_tokens: int = 0
     output_tokens: int = 0
     notes: tuple[str, ...] = ()
+    window_source: str = "default"
+    """Where the window figure came from (see core.window.WindowSource)."""
+    density: float = 1.0
+    """Tokens per chars/4 token that calibrates this session's per-block estimates."""
+    density_measured: bool = False
+    """False while the density is the prior (too few calls to fit it)."""
 
     @property
     def pressure(self) -> float:
@@ -94,6 +100,9 @@ class MaskApplied(EventBase):
     tokens_before: int
     total_masked: int
     trigger: str = "soft_threshold"
+    """Why: operator, soft_threshold or projection (see core.phases.Cause)."""
+    projected_tokens: int | None = None
+    """The next request's projected size when the mask was decided at a tool result."""
 
 
 class MaskMeasured(EventBase):
@@ -114,7 +123,9 @@ class MaskSkipped(EventBase):
 class WindDownSent(EventBase):
     type: Literal["wind_down"] = "wind_down"
     tokens: int
+    """Measured, or projected when the trigger is `projection`."""
     window: int
+    trigger: str = "hard_threshold"
 
 
 class CheckpointRequested(EventBase):
@@ -159,6 +170,8 @@ class Restarted(EventBase):
     tokens_before: int
     checkpoint_number: int
     approved_by: str
+    trigger: str = ""
+    """hard_threshold, projection, emergency or operator (see core.phases.Cause)."""
 
 
 class IdleTimedOut(EventBase):
@@ -214,6 +227,20 @@ class ErrorRecorded(EventBase):
     message: str
 
 
+class WarningRecorded(EventBase):
+    """Something the operator should know that is not an error: e.g. decisions that rest
+    on an estimate because the agent reports no per-call usage."""
+
+    type: Literal["warning"] = "warning"
+    where: str
+    message: str
+
+
+class ManageModeSet(EventBase):
+    type: Literal["manage_mode"] = "manage_mode"
+    mode: Literal["full", "mask", "off"]
+
+
 Event = Annotated[
     RunStarted
     | RunEnded
@@ -237,7 +264,9 @@ Event = Annotated[
     | ProcessStarted
     | ProcessEnded
     | SessionEnded
-    | ErrorRecorded,
+    | ErrorRecorded
+    | WarningRecorded
+    | ManageModeSet,
     Field(discriminator="type"),
 ]
 

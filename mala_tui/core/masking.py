@@ -113,11 +113,23 @@ class MaskPlan:
         return bool(self.placeholders)
 
 
-def maskable(observations: Sequence[Observation], keep_recent: int) -> list[Observation]:
-    """Results that may be masked: complete, not already masked, not among the newest few."""
+def maskable(
+    observations: Sequence[Observation],
+    keep_recent: int,
+    never_mask: frozenset[str] = frozenset(),
+) -> list[Observation]:
+    """Results that may be masked: complete, not already masked, not among the newest few,
+    not from a tool whose results are always kept (as the API's own tool-result clearing
+    keeps its `exclude_tools`)."""
     complete = [obs for obs in observations if obs.result is not None]
     older = complete[: max(0, len(complete) - keep_recent)]
-    return [obs for obs in older if obs.result is not None and not is_masked(obs.result.content)]
+    return [
+        obs
+        for obs in older
+        if obs.result is not None
+        and obs.call.name not in never_mask
+        and not is_masked(obs.result.content)
+    ]
 
 
 def plan_masking(
@@ -126,10 +138,14 @@ def plan_masking(
     tokens_to_free: int,
     keep_recent: int,
     min_batch_tokens: int,
+    density: float = 1.0,
+    never_mask: frozenset[str] = frozenset(),
 ) -> MaskPlan:
     """Choose the oldest results whose masking frees at least `tokens_to_free`.
 
-    The batch is at least `min_batch_tokens` (estimated) when that much is
+    Sizes are chars/4 estimates scaled by `density`, the session's measured
+    tokens per estimated token, so every figure here is in the tokens the API
+    counts. The batch is at least `min_batch_tokens` when that much is
     available, and nothing is masked when it is not: a small batch would break
     the prompt cache for little gain.
     """
@@ -137,12 +153,13 @@ def plan_masking(
     chosen: dict[str, str] = {}
     freed = 0
     available = 0
-    for obs in maskable(observations, keep_recent):
+    for obs in maskable(observations, keep_recent, never_mask):
         assert obs.result is not None
         # Judge by an upper bound of the placeholder's size; build the real one only
         # for results chosen (building it means counting lines of large outputs).
         bound = estimate_tokens(_PLACEHOLDER_OVERHEAD + min(len(primary_argument(obs.call)), 160))
-        saving = estimate_tokens(len(obs.result.content)) - bound
+        saving = round((estimate_tokens(len(obs.result.content)) - bound) * density)
+        bound = round(bound * density)
         if saving < bound:
             continue  # Under twice its placeholder's size: masking it would gain next to nothing.
         available += saving

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from mala_tui.core.phases import ManageMode
 from mala_tui.core.transcript import Message
 from mala_tui.core.usage import CallUsage
 
@@ -175,6 +176,14 @@ class ApprovalPolicyChanged:
     required: bool
 
 
+@dataclass(frozen=True, slots=True)
+class ManageModeChanged:
+    """The operator switched how much of this session's window mala-tui manages."""
+
+    at: float
+    mode: ManageMode
+
+
 Observation = (
     UsageObserved
     | MessageObserved
@@ -191,4 +200,5 @@ Observation = (
     | CompactionObserved
     | OperatorCommand
     | ApprovalPolicyChanged
+    | ManageModeChanged
 )

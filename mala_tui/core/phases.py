@@ -38,6 +38,8 @@ class Phase(StrEnum):
 
 class Trigger(StrEnum):
     SOFT_PRESSURE = "soft_pressure"
+    PROJECTION = "projection"
+    """The next request, projected at a tool result, would pass a threshold."""
     OPERATOR_MASK = "operator_mask"
     MASK_APPLIED = "mask_applied"
     MASK_FAILED = "mask_failed"
@@ -71,6 +73,7 @@ _ENDINGS: Final = {Trigger.STOP: Phase.STOPPED, Trigger.FAIL: Phase.FAILED}
 TRANSITIONS: Final[Mapping[Phase, Mapping[Trigger, Phase]]] = {
     Phase.RUNNING: {
         Trigger.SOFT_PRESSURE: Phase.MASKING,
+        Trigger.PROJECTION: Phase.MASKING,
         Trigger.OPERATOR_MASK: Phase.MASKING,
         Trigger.HARD_PRESSURE: Phase.WINDING_DOWN,
         Trigger.OPERATOR_CHECKPOINT: Phase.CHECKPOINTING,
@@ -114,9 +117,29 @@ STREAMING: Final = frozenset(
     {Phase.RUNNING, Phase.MASKING, Phase.WINDING_DOWN, Phase.CHECKPOINTING, Phase.RESTARTING}
 )
 
-#: Terminal reasons of a ResultMessage worth retrying; others end the session.
-RETRYABLE_RESULTS: Final = frozenset({"api_error", "aborted_streaming"})
-
 
 class IllegalTransition(Exception):
     """An observation the current phase does not accept; nothing was changed."""
+
+
+class Cause(StrEnum):
+    """Why a mask, a wind-down or a restart happened, as the journal records it."""
+
+    OPERATOR = "operator"
+    SOFT_THRESHOLD = "soft_threshold"
+    HARD_THRESHOLD = "hard_threshold"
+    PROJECTION = "projection"
+    """Decided at a tool result, before the request that would have passed a threshold."""
+    EMERGENCY = "emergency"
+    """The window was already gone: a harness-made checkpoint."""
+
+
+class ManageMode(StrEnum):
+    """How much of a session's window mala-tui manages."""
+
+    FULL = "full"
+    """Mask, wind down, checkpoint and restart."""
+    MASK = "mask"
+    """Mask only; never restart (a full window ends the session)."""
+    OFF = "off"
+    """Watch only: gauges and the journal, no action on the session."""

@@ -50,10 +50,17 @@ Block = TextBlock | ToolCall | ToolResult
 class Message:
     role: Role
     blocks: tuple[Block, ...]
+    from_harness: bool = False
+    """A prompt mala-tui wrote (the task, a wind-down, a resume note...), not the agent's
+    work: never carried into a fresh session."""
 
     @classmethod
     def user_text(cls, text: str) -> Message:
         return cls(Role.USER, (TextBlock(text),))
+
+    @classmethod
+    def harness_prompt(cls, text: str) -> Message:
+        return cls(Role.USER, (TextBlock(text),), from_harness=True)
 
     @property
     def text(self) -> str:
@@ -192,6 +199,9 @@ class Transcript:
                 self._results[block.tool_use_id] = index
                 self._open_calls.discard(block.tool_use_id)
 
+    def has_result(self, tool_use_id: str) -> bool:
+        return tool_use_id in self._results
+
     def first_prompt(self) -> str:
         for message in self._messages:
             if message.is_prompt and message.text.strip():
@@ -233,7 +243,7 @@ class Transcript:
                     blocks.append(replace(block, content=new_text))
                 else:
                     blocks.append(block)
-            new = Message(old.role, tuple(blocks))
+            new = Message(old.role, tuple(blocks), old.from_harness)
             self.revision += 1
             self._characters += new.characters - old.characters
             self._messages[index] = new
@@ -283,10 +293,14 @@ class Transcript:
         ]
 
     def carryover(self, turns: int, *, before: int | None = None) -> tuple[Message, ...]:
-        """The last `turns` complete cycles' messages; never splits a call from its result.
+        """The agent's work in the last `turns` complete cycles; never splits a call from
+        its result, and never includes mala-tui's own prompts.
 
         With `before`, only cycles that end at or before that message index count
-        (the work before a wind-down, say, without the wind-down itself).
+        (the work before a wind-down, say, without the wind-down itself). A cycle's
+        prompt from mala-tui (a resume note, the continuation prompt) is left out:
+        carried into a fresh session it would tell the agent to wrap up again, or
+        nest the previous checkpoint inside the next.
         """
         if turns <= 0:
             return ()
@@ -296,7 +310,9 @@ class Transcript:
         for start, end in itertools.pairwise(points):
             if end > start:
                 cycles.append(tuple(self._messages[start:end]))
-        return tuple(message for cycle in cycles[-turns:] for message in cycle)
+        return tuple(
+            message for cycle in cycles[-turns:] for message in cycle if not message.from_harness
+        )
 
 
 def render_messages(messages: Sequence[Message], *, result_chars: int = 600) -> str:

@@ -46,9 +46,14 @@ def describe(event: ev.Event) -> str | None:
         case ev.PhaseChanged():
             return f"{event.before} -> {event.after} ({event.trigger})"
         case ev.MaskApplied():
+            at = (
+                f"projected {event.projected_tokens:,}"
+                if event.projected_tokens is not None
+                else f"{event.tokens_before:,}"
+            )
             return (
                 f"masked {event.count} results (est. {event.estimated_tokens:,} tokens) "
-                f"at {event.tokens_before:,} tokens; {event.total_masked} masked in all"
+                f"at {at} tokens ({event.trigger}); {event.total_masked} masked in all"
             )
         case ev.MaskMeasured():
             return (
@@ -58,7 +63,7 @@ def describe(event: ev.Event) -> str | None:
         case ev.MaskSkipped():
             return f"not masking: {literal(event.reason)}"
         case ev.WindDownSent():
-            return f"wind-down sent at {_pct(event.tokens, event.window)}"
+            return f"wind-down sent at {_pct(event.tokens, event.window)} ({event.trigger})"
         case ev.CheckpointRequested():
             return "checkpoint requested"
         case ev.CheckpointSaved():
@@ -100,6 +105,10 @@ def describe(event: ev.Event) -> str | None:
             )
         case ev.ErrorRecorded():
             return f"error in {event.where}: {literal(event.message)}"
+        case ev.WarningRecorded():
+            return f"warning ({event.where}): {literal(event.message)}"
+        case ev.ManageModeSet():
+            return f"management mode: {event.mode}"
     return None
 
 

@@ -20,15 +20,19 @@ def summary(event: ev.Event) -> str:
             return f"{event.before} -> {event.after} ({event.trigger})"
         case ev.UsageRecorded():
             used = f"{tokens(event.tokens)} / {tokens(event.window)}"
-            return f"{used} ({percent(event.pressure)}) {event.source}"
+            how = "measured" if event.density_measured else "assumed"
+            return (
+                f"{used} ({percent(event.pressure)}) {event.source}, window from "
+                f"{event.window_source}, density {event.density:.2f}x ({how})"
+            )
         case ev.MessageRecorded():
             what = f"{event.role} {event.kind}" + (f" {event.tool}" if event.tool else "")
             error = " error" if event.is_error else ""
             return f"{what}{error}: {event.excerpt}"
         case ev.MaskApplied():
             return (
-                f"masked {event.count} results (~{tokens(event.estimated_tokens)}), "
-                f"{event.total_masked} in all"
+                f"masked {event.count} results (~{tokens(event.estimated_tokens)}, "
+                f"{event.trigger}), {event.total_masked} in all"
             )
         case ev.MaskMeasured():
             change = f"{tokens(event.tokens_before)} -> {tokens(event.tokens_after)}"
@@ -36,7 +40,7 @@ def summary(event: ev.Event) -> str:
         case ev.MaskSkipped():
             return f"{event.reason} at {tokens(event.tokens)}"
         case ev.WindDownSent():
-            return f"at {tokens(event.tokens)} / {tokens(event.window)}"
+            return f"at {tokens(event.tokens)} / {tokens(event.window)} ({event.trigger})"
         case ev.CheckpointRequested():
             return f"at {tokens(event.tokens)}"
         case ev.CheckpointSaved():
@@ -70,8 +74,10 @@ def summary(event: ev.Event) -> str:
             return f"pid {event.pid} {event.how} after {event.seconds:.1f} s"
         case ev.SessionEnded():
             return f"{event.status}: {event.reason}"
-        case ev.ErrorRecorded():
+        case ev.ErrorRecorded() | ev.WarningRecorded():
             return f"{event.where}: {event.message}"
+        case ev.ManageModeSet():
+            return f"management mode {event.mode}"
         case ev.RunStarted():
             return f"run {event.run_id} ({event.mode})"
         case ev.RunEnded():

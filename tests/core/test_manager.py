@@ -19,6 +19,7 @@ from mala_tui.core.actions import (
     RetryTurn,
     SendPrompt,
     StartFreshSession,
+    StopTurn,
 )
 from mala_tui.core.checkpoint import CheckpointOrigin
 from mala_tui.core.manager import ContextManager, Limits, Outcome
@@ -38,6 +39,7 @@ from mala_tui.core.observations import (
     RestartCompleted,
     SessionIdentified,
     SessionTimedOut,
+    ToolResultSeen,
     TurnEnded,
     UsageObserved,
 )
@@ -208,10 +210,18 @@ def fire(m: ContextManager, phase: Phase, trigger: Trigger) -> None:
     elif trigger is Trigger.OPERATOR_MASK:
         feed_reads(m)
         m.observe(OperatorCommand(3.0, Command.MASK_NOW))
+    elif trigger is Trigger.PROJECTION:
+        feed_reads(m)
+        m.observe(usage(50_000))
+        m.observe(MessageObserved(2.4, call("t900")))
+        stop = m.observe(ToolResultSeen(2.5, "t900", "Read", 100_000))
+        assert actions(stop) == [StopTurn]
+        m.observe(MessageObserved(2.6, result("t900", "z" * 100_000)))
+        m.observe(HOOK_STOPPED)
     elif trigger is Trigger.MASK_APPLIED:
-        plan = m._pending.mask
-        assert plan is not None
-        m.observe(MaskConfirmed(3.0, plan.ids))
+        pending = m._pending.mask
+        assert pending is not None
+        m.observe(MaskConfirmed(3.0, pending.plan.ids))
     elif trigger is Trigger.MASK_FAILED:
         m.observe(MaskFailed(3.0, "transcript not found"))
     elif trigger is Trigger.HARD_PRESSURE:

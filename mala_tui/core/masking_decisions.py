@@ -1,0 +1,282 @@
+"""When to mask, and how much: the manager's masking decisions, in measured tokens.
+
+Three ways in. The soft threshold, read from a call's measured usage (the mask
+lands at the turn's next clean point). The operator's `m`. And the projection:
+the post-tool hook reports each result before the model request that would
+carry it; the manager adds it (calibrated) to the window last measured, and when
+that next request would pass a threshold it stops the turn right there, so
+the result never reaches the model unmasked past the threshold. At that clean
+point it masks; when masking the old results cannot bring the request under the
+hard threshold, it masks the new ones too and winds the agent down on the masked
+transcript; only when even that would not fit is it an emergency.
+
+Every size a decision uses is a chars/4 estimate scaled by the session's measured
+density (core.calibration), so the batch minimum and what a mask frees mean the
+same tokens the gauge shows.
+"""
+
+from __future__ import annotations
+
+from mala_tui.core import events as ev
+from mala_tui.core.actions import ApplyMask, SendPrompt, StopTurn
+from mala_tui.core.masking import MaskPlan, maskable, placeholder, plan_masking
+from mala_tui.core.observations import MaskConfirmed, MaskFailed, ToolResultSeen
+from mala_tui.core.phases import Cause, IllegalTransition, ManageMode, Phase, Trigger
+from mala_tui.core.prompts import PromptKind
+from mala_tui.core.restart_flow import RestartFlow
+from mala_tui.core.session_state import Outcome, PendingMask, StopFor
+from mala_tui.core.usage import Zone
+
+
+class MaskingDecisions(RestartFlow):
+    """The manager's masking handlers."""
+
+    # -- planning --------------------------------------------------------------------------
+
+    def _plan_mask(self, goal: int, cause: Cause, *, keep_recent: int | None = None) -> MaskPlan:
+        observations = self.transcript.observations()
+        keep = self.limits.keep_recent_observations if keep_recent is None else keep_recent
+        never = self.limits.never_mask_tools
+        if cause is Cause.OPERATOR:
+            chosen = {
+                obs.call.id: placeholder(obs.call, obs.result)
+                for obs in maskable(observations, keep, never)
+                if obs.result is not None
+            }
+            return MaskPlan(chosen, 0) if chosen else MaskPlan(skipped_reason="nothing to mask")
+        return plan_masking(
+            observations,
+            tokens_to_free=goal,
+            keep_recent=keep,
+            # Forced down to the last result for a wind-down that must fit: any size goes.
+            min_batch_tokens=self.limits.mask_min_batch_tokens if keep_recent is None else 0,
+            density=self.density.ratio,
+            never_mask=never,
+        )
+
+    def _target_tokens(self) -> int:
+        return int(self.limits.mask_target_threshold * self.window)
+
+    def _hard_tokens(self) -> int:
+        return int(self.limits.hard_threshold * self.window)
+
+    # -- deciding --------------------------------------------------------------------------
+
+    def _mask(
+        self,
+        at: float,
+        tokens: int,
+        trigger: Trigger,
+        cause: Cause,
+        *,
+        plan: MaskPlan | None = None,
+        resume_after: bool = False,
+        then_wind_down: bool = False,
+    ) -> Outcome:
+        """Mask down towards the target; `tokens` is the window now (or projected)."""
+        if self.manage is ManageMode.OFF:
+            return Outcome()
+        goal = tokens - self._target_tokens() if cause is not Cause.OPERATOR else 0
+        if self.counters.mask_failures >= self.limits.max_mask_failures:
+            return self._skip(at, tokens, "masking failed twice in a row; not tried again")
+        if (
+            cause is Cause.SOFT_THRESHOLD
+            and self._pending.skip_revision == self.transcript.revision
+        ):
+            # Nothing was worth masking and no result has come since: planning again
+            # would find the same (the batch minimum does not depend on the pressure).
+            return Outcome()
+        plan = plan if plan is not None else self._plan_mask(goal, cause)
+        if not plan:
+            return self._skip(at, tokens, plan.skipped_reason or "nothing to mask")
+        moved = self._move(at, trigger)
+        stop = self._turn.streaming
+        if stop:
+            self._turn.stopping = StopFor.MASK
+            self._turn.then = None
+        resume = (
+            self.prompts.render(PromptKind.MASK_RESUME, masked_count=len(plan.ids))
+            if (stop or resume_after) and not then_wind_down
+            else None
+        )
+        self._pending.mask = PendingMask(
+            plan,
+            trigger,
+            cause,
+            floor=tokens - goal,
+            resume=stop or resume_after,
+            then_wind_down=then_wind_down,
+            projected=tokens if cause is Cause.PROJECTION else None,
+        )
+        self._pending.skip_reason = None
+        self._pending.skip_revision = None
+        return Outcome((ApplyMask(plan, stop, resume),), (moved,))
+
+    def _replan_stopped_mask(self) -> Outcome:
+        """The turn stopped for a mask: plan it again over every result the agent has now.
+
+        The mask was decided as an API call began, before its results (and often the
+        previous call's) reached the transcript; planned as decided, it would keep more
+        recent results than `keep_recent` and rewrite them at the cache-miss price.
+        """
+        pending = self._pending.mask
+        if pending is None:
+            return Outcome()
+        goal = self.usage.tokens - pending.floor
+        fresh = self._plan_mask(max(goal, 0), pending.cause)
+        if fresh and set(pending.plan.ids) <= set(fresh.ids):
+            pending.plan = fresh
+        resume = self.prompts.render(PromptKind.MASK_RESUME, masked_count=len(pending.plan.ids))
+        return Outcome((ApplyMask(pending.plan, False, resume),))
+
+    def _skip(self, at: float, tokens: int, reason: str) -> Outcome:
+        # Say it once per reason, not on every API call while the zone lasts.
+        self._pending.skip_revision = self.transcript.revision
+        if reason == self._pending.skip_reason:
+            return Outcome()
+        self._pending.skip_reason = reason
+        return Outcome(
+            events=(ev.MaskSkipped(at=at, session=self.name, reason=reason, tokens=tokens),)
+        )
+
+    # -- the projection at each tool result ------------------------------------------------
+
+    def _on_tool_result_seen(self, obs: ToolResultSeen) -> Outcome:
+        self._turn.seen_results[obs.tool_use_id] = max(0, obs.characters)
+        if (
+            self.manage is ManageMode.OFF
+            or self.phase is not Phase.RUNNING
+            or not self._turn.streaming
+            or self._turn.stopping is not None
+        ):
+            return Outcome()
+        projected = self.projected_tokens()
+        zone = self.zone_of(projected)
+        if zone is Zone.NORMAL:
+            return Outcome()
+        if zone is Zone.SOFT and not self._plan_mask(
+            projected - self._target_tokens(), Cause.PROJECTION
+        ):
+            return Outcome()
+        self._turn.stopping = StopFor.PROJECTION
+        return Outcome(
+            (
+                StopTurn(
+                    f"next request projected at {projected:,} of {self.window:,} tokens "
+                    f"({zone.value} zone)"
+                ),
+            )
+        )
+
+    def _decide_at_clean_point(self, at: float) -> Outcome:
+        """The hook stopped the turn before the next request: mask, wind down, or resume."""
+        projected = self.projected_tokens()
+        zone = self.zone_of(projected)
+        hard = self._hard_tokens()
+        if zone is not Zone.NORMAL:
+            plan = self._plan_mask(projected - self._target_tokens(), Cause.PROJECTION)
+            if plan and projected - plan.estimated_tokens < hard:
+                return self._mask(
+                    at,
+                    projected,
+                    Trigger.PROJECTION,
+                    Cause.PROJECTION,
+                    plan=plan,
+                    resume_after=True,
+                )
+        if zone is Zone.HARD:
+            # Old results cannot make room: mask the new ones too, so that the request
+            # that winds the agent down fits, and never send them past the threshold.
+            everything = self._plan_mask(projected, Cause.PROJECTION, keep_recent=0)
+            if everything and projected - everything.estimated_tokens < hard:
+                return self._mask(
+                    at,
+                    projected,
+                    Trigger.PROJECTION,
+                    Cause.PROJECTION,
+                    plan=everything,
+                    resume_after=True,
+                    then_wind_down=self.manage is ManageMode.FULL,
+                )
+            if self.manage is ManageMode.FULL:
+                room = max(0, hard - self.usage.tokens)
+                return self._emergency(
+                    at,
+                    f"the next request would hold ~{projected:,} tokens, past the hard "
+                    f"threshold ({hard:,}), and masking cannot make room: a single result "
+                    f"larger than the room left ({room:,} tokens)",
+                )
+        return self._resume_stopped_turn()
+
+    def _resume_stopped_turn(self) -> Outcome:
+        text = self.prompts.render(PromptKind.IDLE_RESUME, session_name=self.name)
+        self._begin_turn(text)
+        return Outcome((SendPrompt(PromptKind.IDLE_RESUME, text),))
+
+    # -- the runtime's answer ----------------------------------------------------------------
+
+    def _on_mask_confirmed(self, obs: MaskConfirmed) -> Outcome:
+        pending = self._pending.mask
+        if self.phase is not Phase.MASKING or pending is None:
+            raise IllegalTransition(f"{self.name}: mask confirmed while {self.phase.value}")
+        unknown = set(obs.tool_use_ids) - set(pending.plan.ids)
+        if unknown:
+            raise IllegalTransition(
+                f"{self.name}: confirmed results that were not planned: {sorted(unknown)}"
+            )
+        moved = self._move(obs.at, Trigger.MASK_APPLIED)
+        applied = {tool_id: pending.plan.placeholders[tool_id] for tool_id in obs.tool_use_ids}
+        self.transcript.replace_results(applied)
+        self.tracker.observe_transcript_size(self.transcript.characters)
+        self.counters.masked_total += len(applied)
+        self.counters.masked_session += len(applied)
+        self.counters.mask_failures = 0
+        tokens_before = self.usage.tokens
+        self._pending.mask = None
+        self._pending.measure_from = tokens_before
+        events: list[ev.Event] = [
+            moved,
+            ev.MaskApplied(
+                at=obs.at,
+                session=self.name,
+                count=len(applied),
+                tool_use_ids=tuple(applied),
+                placeholders=tuple(applied.values()),
+                estimated_tokens=pending.plan.estimated_tokens,
+                tokens_before=tokens_before,
+                total_masked=self.counters.masked_total,
+                trigger=pending.cause.value,
+                projected_tokens=pending.projected,
+            ),
+        ]
+        if pending.then_wind_down:
+            after = max(0, (pending.projected or tokens_before) - pending.plan.estimated_tokens)
+            wound = self._wind_down(obs.at, after, Cause.PROJECTION)
+            return Outcome(wound.actions, (*events, *wound.events))
+        if pending.resume:
+            # The runtime resumed the session on the masked transcript with ApplyMask's prompt.
+            self._turn.stopping = None
+            self._begin_turn(
+                self.prompts.render(PromptKind.MASK_RESUME, masked_count=len(pending.plan.ids))
+            )
+        return Outcome(events=tuple(events))
+
+    def _on_mask_failed(self, obs: MaskFailed) -> Outcome:
+        pending = self._pending.mask
+        moved = self._move(obs.at, Trigger.MASK_FAILED)
+        self._pending.mask = None
+        self.counters.mask_failures += 1
+        resume: tuple[SendPrompt, ...] = ()
+        if pending is not None and pending.resume:
+            # The turn was stopped for a mask that did not happen: let the agent carry on.
+            self._turn.stopping = None
+            text = self.prompts.render(PromptKind.IDLE_RESUME, session_name=self.name)
+            self._begin_turn(text)
+            resume = (SendPrompt(PromptKind.IDLE_RESUME, text),)
+        return Outcome(
+            resume,
+            events=(
+                moved,
+                ev.ErrorRecorded(at=obs.at, session=self.name, where="masking", message=obs.reason),
+            ),
+        )

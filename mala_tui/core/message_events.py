@@ -1,0 +1,53 @@
+"""Event-log lines for the messages of a conversation: what was said, called, returned."""
+
+from __future__ import annotations
+
+from mala_tui.core import events as ev
+from mala_tui.core.session_state import excerpt
+from mala_tui.core.transcript import Message, TextBlock, ToolCall, ToolResult
+
+
+def message_events(at: float, session: str, message: Message) -> tuple[ev.MessageRecorded, ...]:
+    """One line per tool call, tool result and non-empty text block, shortened."""
+    role = message.role.value
+    found: list[ev.MessageRecorded] = []
+    for block in message.blocks:
+        if isinstance(block, ToolCall):
+            found.append(
+                ev.MessageRecorded(
+                    at=at,
+                    session=session,
+                    role=role,
+                    kind="tool_call",
+                    tool=block.name,
+                    excerpt=excerpt(_describe_input(block)),
+                )
+            )
+        elif isinstance(block, ToolResult):
+            found.append(
+                ev.MessageRecorded(
+                    at=at,
+                    session=session,
+                    role=role,
+                    kind="tool_result",
+                    excerpt=excerpt(block.content),
+                    size=len(block.content),
+                    is_error=block.is_error,
+                )
+            )
+        elif isinstance(block, TextBlock) and block.text.strip():
+            found.append(
+                ev.MessageRecorded(
+                    at=at,
+                    session=session,
+                    role=role,
+                    kind="text",
+                    excerpt=excerpt(block.text),
+                    size=len(block.text),
+                )
+            )
+    return tuple(found)
+
+
+def _describe_input(call: ToolCall) -> str:
+    return ", ".join(f"{key}={value!s}" for key, value in call.input.items())

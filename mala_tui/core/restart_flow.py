@@ -1,0 +1,297 @@
+"""Wind-down, checkpoint, approval and restart: how a full window becomes a fresh session.
+
+RUNNING/MASKING --hard--> WINDING_DOWN --turn ends--> CHECKPOINTING --checkpoint-->
+AWAITING_APPROVAL (when a person approves) --> RESTARTING --> RUNNING, or STOPPED at
+max_restarts or on a denial. An emergency (the window already gone) skips the
+agent's part: mala-tui builds the checkpoint from the transcript itself.
+
+What goes into the fresh session is the checkpoint and the agent's own last
+complete steps, never mala-tui's prompts: carried over, a wind-down would tell the
+new session to wrap up too. Both are bounded in tokens, by the session's measured
+density, so a dense transcript cannot fill the fresh window on its own.
+"""
+
+from __future__ import annotations
+
+from mala_tui.core import events as ev
+from mala_tui.core.actions import (
+    EndStatus,
+    Interrupt,
+    RequestApproval,
+    SendPrompt,
+    StartFreshSession,
+)
+from mala_tui.core.checkpoint import (
+    Checkpoint,
+    CheckpointOrigin,
+    carryover_text,
+    checkpoint_for_prompt,
+    harness_checkpoint,
+)
+from mala_tui.core.observations import ApprovalGiven, Decision, RestartCompleted
+from mala_tui.core.phases import Cause, IllegalTransition, ManageMode, Trigger
+from mala_tui.core.prompts import PromptKind
+from mala_tui.core.session_state import Outcome, Pending, SessionState, StopFor, TurnState
+from mala_tui.core.transcript import Transcript
+from mala_tui.core.usage import CHARS_PER_TOKEN
+
+
+class RestartFlow(SessionState):
+    """The manager's wind-down, checkpoint, approval and restart handlers."""
+
+    def _tokens_as_chars(self, tokens: int) -> int:
+        """A token budget as characters of this session's text (its measured density)."""
+        return max(1, round(tokens * CHARS_PER_TOKEN / self.density.ratio))
+
+    def _wind_down(self, at: float, tokens: int, cause: Cause) -> Outcome:
+        if self.manage is not ManageMode.FULL:
+            return self._full_without_restart(at, tokens)
+        moved = self._move(at, Trigger.HARD_PRESSURE)
+        self._pending.work_ends_at = len(self.transcript)
+        stop = self._turn.streaming
+        percent = 100 * tokens / self.window if self.window else 0.0
+        text = self.prompts.render(
+            PromptKind.WIND_DOWN,
+            percent=f"{percent:.0f}",
+            tokens_left=max(0, self.window - tokens),
+            tokens_used=tokens,
+            window=self.window,
+        )
+        self._pending.restart_reason = (
+            f"{cause.value.replace('_', ' ')}: {tokens} of {self.window} tokens ({percent:.0f}%)"
+        )
+        self._pending.restart_cause = cause
+        self._send_after_stop(text, stop)
+        return Outcome(
+            (SendPrompt(PromptKind.WIND_DOWN, text, interrupt_first=stop),),
+            (
+                moved,
+                ev.WindDownSent(
+                    at=at, session=self.name, tokens=tokens, window=self.window, trigger=cause.value
+                ),
+            ),
+        )
+
+    def _full_without_restart(self, at: float, tokens: int) -> Outcome:
+        """`mask` mode past hard: nothing restarts; say so once, and let the agent go on."""
+        reason = (
+            f"past the hard threshold ({tokens:,} of {self.window:,} tokens) with nothing "
+            "left to mask; management mode 'mask' does not restart"
+        )
+        if reason == self._pending.skip_reason:
+            return Outcome()
+        self._pending.skip_reason = reason
+        return Outcome(
+            events=(ev.MaskSkipped(at=at, session=self.name, reason=reason, tokens=tokens),)
+        )
+
+    def _request_checkpoint(self, at: float, trigger: Trigger) -> Outcome:
+        moved = self._move(at, trigger)
+        if self._pending.work_ends_at is None:
+            self._pending.work_ends_at = len(self.transcript)
+        usage = self.usage
+        stop = self._turn.streaming
+        text = self.prompts.render(
+            PromptKind.CHECKPOINT_REQUEST,
+            percent=f"{usage.percent:.0f}",
+            tokens_used=usage.tokens,
+            window=self.window,
+        )
+        self._send_after_stop(text, stop)
+        return Outcome(
+            (SendPrompt(PromptKind.CHECKPOINT_REQUEST, text, interrupt_first=stop),),
+            (moved, ev.CheckpointRequested(at=at, session=self.name, tokens=usage.tokens)),
+        )
+
+    def _emergency(self, at: float, reason: str) -> Outcome:
+        """The agent can no longer write a checkpoint: build one from the transcript."""
+        if self.manage is not ManageMode.FULL:
+            self._check(Trigger.FAIL)
+            return self._end(
+                at,
+                Trigger.FAIL,
+                EndStatus.FAILED,
+                f"{reason}; management mode {self.manage.value!r} does not restart",
+            )
+        self._check(self._checkpoint_trigger())
+        checkpoint = self._harness_checkpoint(reason)
+        self._pending.restart_reason = f"emergency: {reason}"
+        self._pending.restart_cause = Cause.EMERGENCY
+        self._pending.mask = None
+        streaming = self._turn.streaming
+        outcome = self._checkpoint_ready(at, checkpoint)
+        if streaming and not self.phase.terminal:
+            # The window is gone mid-turn: stop the turn before restarting.
+            self._turn.stopping = StopFor.EMERGENCY
+            return Outcome((Interrupt(), *outcome.actions), outcome.events)
+        return outcome
+
+    def _harness_checkpoint(self, reason: str) -> Checkpoint:
+        # The goal is the task, not this session's first prompt (after a restart that
+        # is the continuation prompt); what earlier checkpoints listed stays listed;
+        # nothing from the wind-down on counts as work.
+        return harness_checkpoint(
+            self.transcript,
+            reason=reason,
+            carryover_turns=self.limits.carryover_turns,
+            goal=self.task,
+            previous=self.checkpoint,
+            before=self._pending.work_ends_at,
+            carryover_chars=self._tokens_as_chars(self.limits.carryover_tokens),
+        )
+
+    def _checkpoint_trigger(self) -> Trigger:
+        if self.counters.continuation >= self.limits.max_restarts:
+            return Trigger.CHECKPOINT_AT_LIMIT
+        if self.require_approval:
+            return Trigger.CHECKPOINT_FOR_APPROVAL
+        return Trigger.CHECKPOINT_ACCEPTED
+
+    def _checkpoint_ready(self, at: float, checkpoint: Checkpoint) -> Outcome:
+        trigger = self._checkpoint_trigger()
+        self._check(trigger)
+        self.checkpoint = checkpoint
+        self.counters.checkpoints += 1
+        saved = self._checkpoint_event(at, checkpoint)
+        if trigger is Trigger.CHECKPOINT_AT_LIMIT:
+            ended = self._end(
+                at,
+                trigger,
+                EndStatus.STOPPED,
+                f"max restarts ({self.limits.max_restarts}) reached; checkpoint kept",
+            )
+            return Outcome(ended.actions, (saved, *ended.events))
+        moved = self._move(at, trigger)
+        if trigger is Trigger.CHECKPOINT_FOR_APPROVAL:
+            reason = self._pending.restart_reason or "restart"
+            return Outcome(
+                (RequestApproval(checkpoint, self.counters.checkpoints, reason),),
+                (
+                    saved,
+                    moved,
+                    ev.ApprovalRequested(
+                        at=at,
+                        session=self.name,
+                        checkpoint_number=self.counters.checkpoints,
+                        reason=reason,
+                    ),
+                ),
+            )
+        restart = self._restart(at, approved_by="auto")
+        return Outcome(restart.actions, (saved, moved, *restart.events))
+
+    def _checkpoint_event(self, at: float, checkpoint: Checkpoint) -> ev.CheckpointSaved:
+        return ev.CheckpointSaved(
+            at=at,
+            session=self.name,
+            number=self.counters.checkpoints,
+            origin=checkpoint.origin.value,
+            text=checkpoint.text,
+        )
+
+    def continuation_prompt(self, number: int) -> str:
+        """The fresh session's first prompt: the checkpoint and the agent's last steps."""
+        assert self.checkpoint is not None
+        carried = (
+            "(included in the checkpoint above)"
+            if self.checkpoint.harness_made
+            else carryover_text(
+                self.transcript.carryover(
+                    self.limits.carryover_turns, before=self._pending.work_ends_at
+                ),
+                max_chars=self._tokens_as_chars(self.limits.carryover_tokens),
+            )
+        )
+        return self.prompts.render(
+            PromptKind.CONTINUATION,
+            checkpoint=checkpoint_for_prompt(
+                self.checkpoint, self._tokens_as_chars(self.limits.checkpoint_prompt_tokens)
+            ),
+            carryover=carried,
+            continuation_number=number,
+        )
+
+    def _restart(self, at: float, *, approved_by: str) -> Outcome:
+        assert self.checkpoint is not None
+        number = self.counters.continuation + 1
+        prompt = self.continuation_prompt(number)
+        self._turn = TurnState(prompt=prompt)
+        cause = self._pending.restart_cause or Cause.OPERATOR
+        return Outcome(
+            (StartFreshSession(prompt, self.checkpoint, number),),
+            (
+                ev.Restarted(
+                    at=at,
+                    session=self.name,
+                    continuation=number,
+                    reason=self._pending.restart_reason or "restart",
+                    tokens_before=self.usage.tokens,
+                    checkpoint_number=self.counters.checkpoints,
+                    approved_by=approved_by,
+                    trigger=cause.value,
+                ),
+            ),
+        )
+
+    def _on_approval(self, obs: ApprovalGiven) -> Outcome:
+        if not isinstance(obs.decision, Decision):
+            raise IllegalTransition(f"{self.name}: unknown decision {obs.decision!r}")
+        trigger = Trigger.DENIED if obs.decision is Decision.DENY else Trigger.APPROVED
+        self._check(trigger)
+        edited: Checkpoint | None = None
+        if obs.decision is Decision.EDIT:
+            text = (obs.edited_text or "").strip()
+            if not text:
+                raise IllegalTransition(f"{self.name}: the edited checkpoint is empty")
+            edited = Checkpoint(text, CheckpointOrigin.EDITED)
+        decided = ev.ApprovalDecided(
+            at=obs.at,
+            session=self.name,
+            decision=obs.decision.value,
+            decided_by=obs.decided_by,
+        )
+        if trigger is Trigger.DENIED:
+            ended = self._end(
+                obs.at, trigger, EndStatus.DENIED, f"restart denied by {obs.decided_by}"
+            )
+            return Outcome(ended.actions, (decided, *ended.events))
+        events: list[ev.Event] = [decided]
+        if edited is not None:
+            self.checkpoint = edited
+            self.counters.checkpoints += 1
+            events.append(self._checkpoint_event(obs.at, edited))
+        events.append(self._move(obs.at, trigger))
+        restart = self._restart(obs.at, approved_by=obs.decided_by)
+        return Outcome(restart.actions, (*events, *restart.events))
+
+    def _on_restarted(self, obs: RestartCompleted) -> Outcome:
+        moved = self._move(obs.at, Trigger.RESTARTED)
+        self.counters.continuation += 1
+        self.counters.masked_session = 0
+        self.counters.idle_retries = 0
+        self.counters.mask_failures = 0
+        self.tracker.reset()
+        self.calibration.restart()
+        self._chars_at_call = None
+        self.session_id = obs.session_id
+        self._pending = Pending()
+        prompt = self._turn.prompt
+        self.transcript = Transcript()
+        self._begin_turn(prompt)
+        return Outcome(events=(moved,))
+
+    def _restart_by_hand(self, at: float) -> Outcome:
+        self._check(Trigger.RESTART_BY_HAND)
+        events: list[ev.Event] = []
+        if self.checkpoint is None:
+            self.checkpoint = self._harness_checkpoint(
+                "restarted by hand after the session ended without a checkpoint"
+            )
+            self.counters.checkpoints += 1
+            events.append(self._checkpoint_event(at, self.checkpoint))
+        self._pending.restart_reason = "restarted by the operator"
+        self._pending.restart_cause = Cause.OPERATOR
+        self.end_status = None
+        events.append(self._move(at, Trigger.RESTART_BY_HAND))
+        restart = self._restart(at, approved_by="operator")
+        return Outcome(restart.actions, (*events, *restart.events))

@@ -1,0 +1,224 @@
+"""What a manager knows of its session, and the few moves every part of it makes.
+
+The manager is split by concern (masking decisions, the restart flow, turns and
+dispatch); they share this state and these helpers. Every handler follows one
+rule: check that the move is legal before changing anything, so an observation
+refused with IllegalTransition leaves the manager exactly as it was.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Final
+
+from mala_tui.core import events as ev
+from mala_tui.core.actions import Action, EndSession, EndStatus
+from mala_tui.core.calibration import Calibration, Density
+from mala_tui.core.checkpoint import Checkpoint
+from mala_tui.core.limits import Limits
+from mala_tui.core.masking import MaskPlan
+from mala_tui.core.phases import TRANSITIONS, Cause, IllegalTransition, Phase, Trigger
+from mala_tui.core.prompts import PromptSet
+from mala_tui.core.transcript import Message, Transcript
+from mala_tui.core.usage import ContextUsage, UsageSource, UsageTracker, Zone, estimate_tokens
+
+_EXCERPT: Final = 300
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What one observation decided: actions to carry out in order, events to record."""
+
+    actions: tuple[Action, ...] = ()
+    events: tuple[ev.Event, ...] = ()
+
+
+class StopFor(StrEnum):
+    """Why the turn in flight is being stopped: the one sub-state of a streaming turn."""
+
+    PROMPT = "prompt"
+    """Interrupted so that a prompt (wind-down, checkpoint request) goes next."""
+    MASK = "mask"
+    """Stopped at its next clean point for the pending mask."""
+    PAUSE = "pause"
+    EMERGENCY = "emergency"
+    """Stopped because the window is gone; a restart follows."""
+    PROJECTION = "projection"
+    """The post-tool hook was told to stop: decide at that clean point."""
+
+
+@dataclass
+class TurnState:
+    """What is known of the turn in flight."""
+
+    prompt: str = ""
+    streaming: bool = False
+    tool_calls: int = 0
+    stopping: StopFor | None = None
+    then: str | None = None
+    """The prompt sent once the stopped turn has ended (StopFor.PROMPT)."""
+    seen_results: dict[str, int] = field(default_factory=dict)
+    """Results the post-tool hook reported (id -> characters) before they reach the transcript."""
+
+
+@dataclass
+class PendingMask:
+    plan: MaskPlan
+    trigger: Trigger
+    cause: Cause
+    floor: int
+    """Where masking means to bring the window down to, in tokens."""
+    resume: bool
+    """The turn was stopped for it: the session is resumed on the masked transcript."""
+    then_wind_down: bool = False
+    """Masked so that the wind-down request fits: wind down once it is applied."""
+    projected: int | None = None
+    """The next request's projected size, when decided at a tool result."""
+
+
+@dataclass
+class Pending:
+    mask: PendingMask | None = None
+    measure_from: int | None = None
+    skip_reason: str | None = None
+    skip_revision: int | None = None
+    """Transcript revision when masking last found nothing: unchanged, nothing to redo."""
+    work_ends_at: int | None = None
+    """Transcript length when the wind-down began: what follows is not work to carry over."""
+    restart_reason: str = ""
+    restart_cause: Cause | None = None
+
+
+@dataclass
+class Counters:
+    continuation: int = 0
+    checkpoints: int = 0
+    masked_total: int = 0
+    masked_session: int = 0
+    idle_retries: int = 0
+    mask_failures: int = 0
+    compactions: int = 0
+
+
+class SessionState:
+    """The state every part of the manager reads, and the moves they share."""
+
+    def _init_state(self, name: str, task: str, limits: Limits, prompts: PromptSet) -> None:
+        self.name = name
+        self.task = task
+        self.limits = limits
+        self.prompts = prompts
+        self.require_approval = limits.require_approval
+        self.manage = limits.manage
+        self.phase = Phase.RUNNING
+        self.window = limits.context_limit
+        self.window_source = limits.window_source
+        self.session_id: str | None = None
+        self.checkpoint: Checkpoint | None = None
+        self.end_status: EndStatus | None = None
+        self.transcript = Transcript()
+        self.tracker = UsageTracker()
+        self.calibration = Calibration()
+        self.counters = Counters()
+        self._turn = TurnState()
+        self._pending = Pending()
+        self._chars_at_call: int | None = None
+        """Transcript characters when the latest per-call usage arrived."""
+
+    # -- figures -------------------------------------------------------------------------
+
+    @property
+    def usage(self) -> ContextUsage:
+        return self.tracker.current(self.window)
+
+    @property
+    def density(self) -> Density:
+        """Tokens per chars/4 token, measured on this session's calls (see core.calibration)."""
+        return self.calibration.density
+
+    def calibrated(self, characters: int) -> int:
+        """Characters of conversation as the API's tokens, by this session's density."""
+        return self.density.scale(estimate_tokens(characters))
+
+    def projected_tokens(self) -> int:
+        """The next request's size: the latest measured window, plus what joined the
+        conversation since (calibrated), plus results the hook reported that have not
+        arrived yet. Without per-call usage: the estimate of it all."""
+        pending = sum(
+            chars
+            for tool_id, chars in self._turn.seen_results.items()
+            if not self.transcript.has_result(tool_id)
+        )
+        usage = self.usage
+        if usage.source is UsageSource.PER_CALL and self._chars_at_call is not None:
+            # Signed: a mask since the call shrank the conversation.
+            grown = estimate_tokens(self.transcript.characters) - estimate_tokens(
+                self._chars_at_call
+            )
+            now = max(0, usage.tokens + round(grown * self.density.ratio))
+        else:
+            now = usage.tokens
+        return now + self.calibrated(pending)
+
+    def zone_of(self, tokens: int) -> Zone:
+        return ContextUsage(tokens, self.window, UsageSource.PER_CALL).zone(
+            self.limits.soft_threshold, self.limits.hard_threshold
+        )
+
+    # -- the table -----------------------------------------------------------------------
+
+    def _check(self, trigger: Trigger) -> Phase:
+        target = TRANSITIONS[self.phase].get(trigger)
+        if target is None:
+            raise IllegalTransition(
+                f"{self.name}: {trigger.value} is not allowed while {self.phase.value}"
+            )
+        return target
+
+    def _move(self, at: float, trigger: Trigger) -> ev.PhaseChanged:
+        target = self._check(trigger)
+        before, self.phase = self.phase, target
+        return ev.PhaseChanged(
+            at=at, session=self.name, before=before.value, after=target.value, trigger=trigger.value
+        )
+
+    # -- turns ---------------------------------------------------------------------------
+
+    def _begin_turn(self, prompt: str) -> None:
+        self._turn = TurnState(prompt=prompt, streaming=True)
+        self.transcript.append(Message.harness_prompt(prompt))
+        self.tracker.observe_transcript_size(self.transcript.characters)
+
+    def _send_after_stop(self, text: str, stop: bool) -> None:
+        if stop:
+            self._turn.stopping = StopFor.PROMPT
+            self._turn.then = text
+        else:
+            self._begin_turn(text)
+
+    # -- endings -------------------------------------------------------------------------
+
+    def _end(self, at: float, trigger: Trigger, status: EndStatus, reason: str) -> Outcome:
+        moved = self._move(at, trigger)
+        self.end_status = status
+        self._turn.streaming = False
+        return Outcome(
+            (EndSession(status, reason),),
+            (
+                moved,
+                ev.SessionEnded(
+                    at=at,
+                    session=self.name,
+                    status=status.value,
+                    reason=reason,
+                    restarts=self.counters.continuation,
+                    masked_total=self.counters.masked_total,
+                ),
+            ),
+        )
+
+
+def excerpt(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= _EXCERPT else flat[: _EXCERPT - 1] + "…"
