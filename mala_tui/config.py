@@ -17,7 +17,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 import platformdirs
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PositiveInt,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 APP_NAME = "mala-tui"
 ENV_PREFIX = "MALA_TUI_"
@@ -48,7 +56,21 @@ class ContextSettings(BaseModel):
     tool result cannot jump over that limit before the wind-down."""
 
     context_limit: int = Field(default=200_000, gt=0)
-    """Window size in tokens, used only while the model has not reported its own."""
+    """Window size in tokens for a model that neither its name (`[1m]`), the betas nor
+    `model_windows` places; the CLI's own report replaces it once a turn ends."""
+
+    model_windows: dict[str, PositiveInt] = Field(default_factory=dict)
+    """Windows by model name prefix, e.g. {"claude-sonnet-4-5" = 1000000}; added to (and
+    overriding) the built-in table for current Claude models (all 200,000 unless the 1M
+    window is asked for)."""
+
+    manage: Literal["full", "mask", "off"] = "full"
+    """full: mask, wind down, checkpoint and restart. mask: mask only, never restart.
+    off: watch only (gauges and the journal), and leave Claude Code's own compaction on."""
+
+    never_mask_tools: tuple[str, ...] = ()
+    """Tools whose results are never masked, e.g. ["TodoWrite"] (as `exclude_tools` does for
+    the API's own tool-result clearing)."""
 
     keep_recent_observations: int = Field(default=2, ge=0)
     """The most recent tool results that are never masked. Each one kept is rewritten at

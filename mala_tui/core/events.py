@@ -47,6 +47,9 @@ class SessionStarted(EventBase):
     hard_threshold: float
     max_restarts: int
     require_approval: bool
+    window_source: str = "default"
+    """Where the window came from (see core.window.WindowSource)."""
+    manage: Literal["full", "mask", "off"] = "full"
 
 
 class PhaseChanged(EventBase):

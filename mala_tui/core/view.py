@@ -36,6 +36,8 @@ class MaskRecord:
     estimated_tokens: int
     placeholders: tuple[str, ...]
     reclaimed: int | None = None
+    trigger: str = "soft_threshold"
+    """operator, soft_threshold or projection."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +49,8 @@ class RestartRecord:
     approved_by: str
     checkpoint_number: int
     tokens_after: int | None = None
+    trigger: str = ""
+    """hard_threshold, projection, emergency or operator."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +86,12 @@ class SessionSnapshot:
     end_reason: str
     last_error: str
     updated_at: float
+    window_source: str = "default"
+    """Where the window figure came from: model name, beta, model table, default, CLI report."""
+    density: float = 1.0
+    """Tokens per chars/4 token: what calibrates the manager's per-block estimates."""
+    density_measured: bool = False
+    manage: str = "full"
 
     @property
     def pressure(self) -> float:
@@ -125,6 +135,10 @@ class SessionState:
     end_reason: str = ""
     last_error: str = ""
     updated_at: float = 0.0
+    window_source: str = "default"
+    density: float = 1.0
+    density_measured: bool = False
+    manage: str = "full"
     usage: list[UsagePoint] = field(default_factory=list)
     masks: list[MaskRecord] = field(default_factory=list)
     restarts: list[RestartRecord] = field(default_factory=list)
@@ -149,12 +163,15 @@ class SessionState:
                     event.max_restarts,
                     event.require_approval,
                 )
+                self.window_source, self.manage = event.window_source, event.manage
             case ev.PhaseChanged():
                 self.phase = event.after
                 if event.after != "awaiting_approval":
                     self.pending_approval = None
             case ev.UsageRecorded():
                 self.tokens, self.window, self.source = event.tokens, event.window, event.source
+                self.window_source = event.window_source
+                self.density, self.density_measured = event.density, event.density_measured
                 self.usage.append(UsagePoint(event.at, event.tokens, event.window))
                 self._trend.append(event.pressure)
                 if self._await_after_restart and self.restarts:
@@ -170,6 +187,7 @@ class SessionState:
                         event.tokens_before,
                         event.estimated_tokens,
                         event.placeholders,
+                        trigger=event.trigger,
                     )
                 )
             case ev.MaskMeasured():
@@ -185,6 +203,8 @@ class SessionState:
                 self.pending_approval = None
             case ev.ApprovalPolicySet():
                 self.require_approval = event.required
+            case ev.ManageModeSet():
+                self.manage = event.mode
             case ev.Restarted():
                 self.restarts.append(
                     RestartRecord(
@@ -194,6 +214,7 @@ class SessionState:
                         event.tokens_before,
                         event.approved_by,
                         event.checkpoint_number,
+                        trigger=event.trigger,
                     )
                 )
                 self.masked_session = 0
@@ -235,6 +256,10 @@ class SessionState:
             end_reason=self.end_reason,
             last_error=self.last_error,
             updated_at=self.updated_at,
+            window_source=self.window_source,
+            density=self.density,
+            density_measured=self.density_measured,
+            manage=self.manage,
         )
 
 

@@ -109,6 +109,7 @@ def agent_spec(plan: TaskPlan, settings: Settings, **extra: Any) -> SessionSpec:
         model=extra.pop("model", None) or agent.model,
         allowed_tools=agent.allowed_tools,
         permission_mode=agent.permission_mode,
+        own_compaction=settings.context.manage == "off",
         **extra,
     )
 

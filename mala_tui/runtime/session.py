@@ -44,6 +44,7 @@ from mala_tui.core.observations import (
     CompactionObserved,
     Decision,
     IdleTimedOut,
+    ManageModeChanged,
     MaskConfirmed,
     MaskFailed,
     MessageObserved,
@@ -55,7 +56,7 @@ from mala_tui.core.observations import (
     TurnEnded,
     UsageObserved,
 )
-from mala_tui.core.phases import IllegalTransition
+from mala_tui.core.phases import IllegalTransition, ManageMode
 from mala_tui.runtime.backends.base import (
     AgentClient,
     Backend,
@@ -102,7 +103,10 @@ class _Answer:
     decided_by: str
 
 
-Inbox = asyncio.Queue["_FromAgent | OperatorCommand | ApprovalPolicyChanged | _Answer"]
+_OperatorInput = OperatorCommand | ApprovalPolicyChanged | ManageModeChanged | _Answer
+"""What the operator sends a session: held back while a turn is being drained."""
+
+Inbox = asyncio.Queue["_FromAgent | _OperatorInput"]
 EventSink = Callable[[ev.Event], ev.Event]
 """Records an event (journal, live view); returns it as recorded (a checkpoint gains its path)."""
 
@@ -152,6 +156,9 @@ class SessionRunner:
     def set_require_approval(self, required: bool) -> None:
         self._inbox.put_nowait(ApprovalPolicyChanged(self._clock(), required))
 
+    def set_manage_mode(self, mode: ManageMode) -> None:
+        self._inbox.put_nowait(ManageModeChanged(self._clock(), mode))
+
     def answer_approval(
         self, decision: Decision | str, edited_text: str | None = None, by: str = "operator"
     ) -> None:
@@ -173,6 +180,8 @@ class SessionRunner:
                 hard_threshold=self.manager.limits.hard_threshold,
                 max_restarts=self.manager.limits.max_restarts,
                 require_approval=self.manager.require_approval,
+                window_source=self.manager.window_source.value,
+                manage=self.manager.manage.value,
             )
         )
         try:
@@ -243,9 +252,10 @@ class SessionRunner:
                 return outcome
 
     def _handle(
-        self, item: _FromAgent | OperatorCommand | ApprovalPolicyChanged | _Answer
+        self,
+        item: _FromAgent | _OperatorInput,
     ) -> Outcome | None:
-        if isinstance(item, OperatorCommand | ApprovalPolicyChanged):
+        if isinstance(item, OperatorCommand | ApprovalPolicyChanged | ManageModeChanged):
             return self._observe_quietly(item)
         if isinstance(item, _Answer):
             if self.approval_pending is None:
@@ -467,7 +477,7 @@ class SessionRunner:
             return (
                 self._observe(_interrupted(self._clock())) if self.manager.streaming else Outcome()
             )
-        held: list[OperatorCommand | ApprovalPolicyChanged | _Answer] = []
+        held: list[_OperatorInput] = []
         try:
             if at_clean_point:
                 deadline = time.monotonic() + self.limits.clean_point_timeout
@@ -498,7 +508,9 @@ class SessionRunner:
         return not self._call_open and not self.manager.transcript.open_calls
 
     async def _until_clean_point(
-        self, deadline: float, held: list[OperatorCommand | ApprovalPolicyChanged | _Answer]
+        self,
+        deadline: float,
+        held: list[_OperatorInput],
     ) -> Outcome | None:
         """Feed the manager until no call or tool is in flight; an outcome if the turn ended."""
         while not self._at_clean_point():
@@ -524,7 +536,7 @@ class SessionRunner:
     async def _drain(
         self,
         deadline: float,
-        held: list[OperatorCommand | ApprovalPolicyChanged | _Answer],
+        held: list[_OperatorInput],
         *,
         give_up: Literal[True] = True,
     ) -> Outcome: ...
@@ -533,7 +545,7 @@ class SessionRunner:
     async def _drain(
         self,
         deadline: float,
-        held: list[OperatorCommand | ApprovalPolicyChanged | _Answer],
+        held: list[_OperatorInput],
         *,
         give_up: Literal[False],
     ) -> Outcome | None: ...
@@ -541,7 +553,7 @@ class SessionRunner:
     async def _drain(
         self,
         deadline: float,
-        held: list[OperatorCommand | ApprovalPolicyChanged | _Answer],
+        held: list[_OperatorInput],
         *,
         give_up: bool = True,
     ) -> Outcome | None:

@@ -23,8 +23,10 @@ from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.manager import ContextManager, Limits
 from mala_tui.core.observations import Command
+from mala_tui.core.phases import ManageMode
 from mala_tui.core.prompts import PromptSet
 from mala_tui.core.view import RunState, SessionSnapshot
+from mala_tui.core.window import DEFAULT_MODEL_WINDOWS, Window, resolve_window
 from mala_tui.runtime.backends.base import Backend, SessionSpec
 from mala_tui.runtime.journal import RunJournal
 from mala_tui.runtime.session import RunnerLimits, SessionRunner
@@ -57,13 +59,25 @@ class RunResult:
         return all(status is EndStatus.DONE for status in self.statuses.values())
 
 
-def limits_from(settings: Settings) -> Limits:
+def window_for(settings: Settings, model: str | None, betas: tuple[str, ...] = ()) -> Window:
+    """The session's window before its first request (see core.window)."""
+    table = {**DEFAULT_MODEL_WINDOWS, **settings.context.model_windows}
+    return resolve_window(model, betas, table, settings.context.context_limit)
+
+
+def limits_from(
+    settings: Settings, model: str | None = None, betas: tuple[str, ...] = ()
+) -> Limits:
     context, idle = settings.context, settings.idle
+    window = window_for(settings, model or settings.agent.model, betas)
     return Limits(
         soft_threshold=context.soft_threshold,
         hard_threshold=context.hard_threshold,
         mask_target_threshold=context.mask_target_threshold,
-        context_limit=context.context_limit,
+        context_limit=window.tokens,
+        window_source=window.source,
+        manage=ManageMode(context.manage),
+        never_mask_tools=frozenset(context.never_mask_tools),
         keep_recent_observations=context.keep_recent_observations,
         mask_min_batch_tokens=context.mask_min_batch_tokens,
         carryover_turns=context.carryover_turns,
@@ -128,7 +142,7 @@ class Supervisor:
     def add_session(self, spec: SessionSpec, *, limits: Limits | None = None) -> SessionRunner:
         if spec.name in self.runners:
             raise ValueError(f"two sessions are named {spec.name!r}")
-        limits = limits or limits_from(self.settings)
+        limits = limits or limits_from(self.settings, spec.model, spec.betas)
         if self.approval_mode in {"ask", "deny"}:
             limits = _with(limits, require_approval=True)
         elif self.approval_mode == "auto":
@@ -212,6 +226,10 @@ class Supervisor:
             return find_transcript(config_dir(runner.spec), session_id)
         except MaskError:
             return None
+
+    def set_manage_mode(self, session: str, mode: ManageMode) -> None:
+        """Switch how much of one session's window is managed (full, mask, off)."""
+        self.runners[session].set_manage_mode(mode)
 
     def set_require_approval(self, session: str | None, required: bool) -> None:
         targets = self.runners.values() if session is None else [self.runners[session]]

@@ -31,6 +31,8 @@ class SessionSpec:
     betas: tuple[str, ...] = ()
     private_home: Path | None = None
     """When mala-tui provides the model: CLAUDE_CONFIG_DIR and TMPDIR live under here."""
+    own_compaction: bool = False
+    """Leave the agent's own compaction on (management mode `off`: mala-tui only watches)."""
 
 
 @dataclass(frozen=True)

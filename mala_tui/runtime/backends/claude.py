@@ -74,7 +74,8 @@ def build_options(
     spec: SessionSpec, *, resume: str | None, hooks: dict[Any, list[HookMatcher]]
 ) -> ClaudeAgentOptions:
     env = dict(spec.env)
-    env.update(MANAGED_ENV)
+    if not spec.own_compaction:
+        env.update(MANAGED_ENV)
     isolated = spec.private_home is not None
     if isolated:
         assert spec.private_home is not None
@@ -107,10 +108,11 @@ class ClaudeClient:
         self.resume = resume
         self._side: asyncio.Queue[StreamItem] = asyncio.Queue()
         hooks: dict[Any, list[HookMatcher]] = {
-            "PreCompact": [HookMatcher(hooks=[self._block_compaction])],
             "PostToolUse": [HookMatcher(hooks=[self._after_tool])],
             "PostToolUseFailure": [HookMatcher(hooks=[self._after_tool])],
         }
+        if not spec.own_compaction:
+            hooks["PreCompact"] = [HookMatcher(hooks=[self._block_compaction])]
         self._stop_requested = False
         self._client = ClaudeSDKClient(build_options(spec, resume=resume, hooks=hooks))
         self._usage: dict[str, CallUsage] = {}

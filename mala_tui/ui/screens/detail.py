@@ -78,6 +78,7 @@ class DetailScreen(Screen[None]):
             yield ApprovalBadge()
         yield Static(literal(state.task or "(no task)"), id="task")
         yield ContextGauge(id="gauge")
+        yield Static(id="calibration")
         yield ContextChart(ChartData.of(state), id="chart")
         with TabbedContent(initial="restarts"):
             with TabPane("Restarts", id="restarts"):
@@ -114,6 +115,7 @@ class DetailScreen(Screen[None]):
             literal(f"{snapshot.name} \u00b7 {state}{extra}{counters}{approval}", one_line=True)
         )
         self.query_one(ContextGauge).reading = Reading.of(snapshot)
+        self.query_one("#calibration", Static).update(calibration_line(snapshot))
 
     def _on_snapshots(self, changed: dict[str, SessionSnapshot]) -> None:
         snapshot = changed.get(self.session_name)
@@ -175,3 +177,12 @@ class DetailScreen(Screen[None]):
 
     def action_show_tab(self, tab: str) -> None:
         self.query_one(TabbedContent).active = tab
+
+
+def calibration_line(snapshot: SessionSnapshot) -> str:
+    """Where the window figure came from, and how the manager turns text into tokens."""
+    how = "measured" if snapshot.density_measured else "assumed until measured"
+    return (
+        f"window {snapshot.window:,} ({snapshot.window_source}) \u00b7 size estimates "
+        f"{snapshot.density:.2f}x chars/4 ({how}) \u00b7 management {snapshot.manage}"
+    )
