@@ -33,7 +33,9 @@ class MaskingDecisions(RestartFlow):
 
     # -- planning --------------------------------------------------------------------------
 
-    def _plan_mask(self, goal: int, cause: Cause, *, keep_recent: int | None = None) -> MaskPlan:
+    def _plan_mask(
+        self, goal: int, cause: Cause, *, keep_recent: int | None = None, any_size: bool = False
+    ) -> MaskPlan:
         observations = self.transcript.observations()
         keep = self.limits.keep_recent_observations if keep_recent is None else keep_recent
         never = self.limits.never_mask_tools
@@ -48,8 +50,8 @@ class MaskingDecisions(RestartFlow):
             observations,
             tokens_to_free=goal,
             keep_recent=keep,
-            # Forced down to the last result for a wind-down that must fit: any size goes.
-            min_batch_tokens=self.limits.mask_min_batch_tokens if keep_recent is None else 0,
+            # For a wind-down that must fit, any batch size goes.
+            min_batch_tokens=0 if any_size else self.limits.mask_min_batch_tokens,
             density=self.density.ratio,
             never_mask=never,
         )
@@ -74,8 +76,8 @@ class MaskingDecisions(RestartFlow):
         then_wind_down: bool = False,
     ) -> Outcome:
         """Mask down towards the target; `tokens` is the window now (or projected)."""
-        if self.manage is ManageMode.OFF:
-            return Outcome()
+        if self.manage is ManageMode.OFF and cause is not Cause.OPERATOR:
+            return Outcome()  # watching only; a mask asked for by hand still happens
         goal = tokens - self._target_tokens() if cause is not Cause.OPERATOR else 0
         if self.counters.mask_failures >= self.limits.max_mask_failures:
             return self._skip(at, tokens, "masking failed twice in a row; not tried again")
@@ -154,8 +156,13 @@ class MaskingDecisions(RestartFlow):
         zone = self.zone_of(projected)
         if zone is Zone.NORMAL:
             return Outcome()
+        # Results still on their way are the newest: they count among those kept.
+        arriving = sum(
+            1 for tool_id in self._turn.seen_results if not self.transcript.has_result(tool_id)
+        )
+        keep = max(0, self.limits.keep_recent_observations - arriving)
         if zone is Zone.SOFT and not self._plan_mask(
-            projected - self._target_tokens(), Cause.PROJECTION
+            projected - self._target_tokens(), Cause.PROJECTION, keep_recent=keep
         ):
             return Outcome()
         self._turn.stopping = StopFor.PROJECTION
@@ -187,7 +194,7 @@ class MaskingDecisions(RestartFlow):
         if zone is Zone.HARD:
             # Old results cannot make room: mask the new ones too, so that the request
             # that winds the agent down fits, and never send them past the threshold.
-            everything = self._plan_mask(projected, Cause.PROJECTION, keep_recent=0)
+            everything = self._plan_mask(projected, Cause.PROJECTION, keep_recent=0, any_size=True)
             if everything and projected - everything.estimated_tokens < hard:
                 return self._mask(
                     at,
