@@ -57,4 +57,8 @@ def _toml(value: Any) -> str:
         return repr(value)
     if isinstance(value, tuple | list):
         return "[" + ", ".join(_toml(item) for item in value) + "]"
+    if isinstance(value, dict):
+        # An inline table: the output stays one valid TOML line per setting.
+        pairs = ", ".join(f"{json.dumps(str(k))} = {_toml(v)}" for k, v in value.items())
+        return "{" + (f" {pairs} " if pairs else "") + "}"
     return json.dumps(str(value))

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import os
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -115,6 +117,14 @@ def test_soft_not_below_hard_names_both_values_and_origins() -> None:
             "context.max_restarts = 'lots' (file {path}): Input should be a valid integer",
         ),
         ("context = 3", "context = 3 (file {path}): must be a table, e.g. [context]"),
+        (
+            "[context]\nmanage = 'sometimes'",
+            "context.manage = 'sometimes' (file {path}): Input should be 'full', 'mask' or 'off'",
+        ),
+        (
+            "[context.model_windows]\nmy-model = -5",
+            "context.model_windows = {{'my-model': -5}} (file {path}): Input should be greater than 0",
+        ),
     ],
 )
 def test_bad_values_name_key_value_file_and_what_is_allowed(toml: str, expected: str) -> None:
@@ -158,3 +168,18 @@ def test_override_parsing() -> None:
         parse_override("context.soft_threshold")
     with pytest.raises(ConfigError, match=r"\(command line\): unknown section"):
         load_settings(overrides=[("ctx.a", 1, "command line")])
+
+
+def test_model_windows_add_to_the_built_in_table_and_show_as_toml() -> None:
+    from mala_tui.commands.config_cmd import show
+    from mala_tui.runtime.supervisor import window_for
+
+    write_config('[context.model_windows]\n"my-proxy" = 1000000\n')
+    loaded = load_settings()
+    window = window_for(loaded.settings, "my-proxy-large")
+    assert (window.tokens, window.source.value) == (1_000_000, "model table")
+    assert window_for(loaded.settings, "claude-sonnet-4-5").tokens == 200_000
+    assert window_for(loaded.settings, "claude-sonnet-4-5[1m]").tokens == 1_000_000
+    out = io.StringIO()
+    show(loaded, out)
+    assert tomllib.loads(out.getvalue())["context"]["model_windows"] == {"my-proxy": 1_000_000}
