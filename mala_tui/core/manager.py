@@ -25,6 +25,7 @@ from mala_tui.core import events as ev
 from mala_tui.core.actions import Disconnect, EndStatus, Interrupt, RetryMode, RetryTurn, SendPrompt
 from mala_tui.core.checkpoint import CheckpointError, extract_checkpoint
 from mala_tui.core.limits import Limits
+from mala_tui.core.masking import call_key
 from mala_tui.core.masking_decisions import MaskingDecisions
 from mala_tui.core.message_events import message_events
 from mala_tui.core.observations import (
@@ -258,6 +259,12 @@ class ContextManager(MaskingDecisions):
         self.transcript.append(obs.message)
         self.tracker.observe_transcript_size(self.transcript.characters)
         self._turn.tool_calls += len(obs.message.tool_calls)
+        for tool_call in obs.message.tool_calls:
+            key = call_key(tool_call)
+            if key in self._masked_keys:
+                # The agent fetched again what a mask took: it needs it, so keep it.
+                self._needed.add(key)
+                self.counters.refetched += 1
         events: list[ev.Event] = list(message_events(obs.at, self.name, obs.message))
         if (
             obs.message.role is Role.ASSISTANT

@@ -113,21 +113,34 @@ class MaskPlan:
         return bool(self.placeholders)
 
 
+def call_key(call: ToolCall) -> tuple[str, str]:
+    """What a call fetched, e.g. ("Read", "src/app.py"): a second call with the same key
+    fetches the same thing again."""
+    return call.name, " ".join(primary_argument(call).split())
+
+
 def maskable(
     observations: Sequence[Observation],
     keep_recent: int,
     never_mask: frozenset[str] = frozenset(),
+    needed: frozenset[tuple[str, str]] = frozenset(),
 ) -> list[Observation]:
     """Results that may be masked: complete, not already masked, not among the newest few,
     not from a tool whose results are always kept (as the API's own tool-result clearing
-    keeps its `exclude_tools`)."""
+    keeps its `exclude_tools`), and not the latest fetch of something the agent has shown
+    it needs (it fetched it again after it was masked)."""
     complete = [obs for obs in observations if obs.result is not None]
     older = complete[: max(0, len(complete) - keep_recent)]
+    latest_needed: set[str] = set()
+    if needed:
+        newest = {call_key(obs.call): obs.call.id for obs in complete}
+        latest_needed = {newest[key] for key in needed if key in newest}
     return [
         obs
         for obs in older
         if obs.result is not None
         and obs.call.name not in never_mask
+        and obs.call.id not in latest_needed
         and not is_masked(obs.result.content)
     ]
 
@@ -140,6 +153,7 @@ def plan_masking(
     min_batch_tokens: int,
     density: float = 1.0,
     never_mask: frozenset[str] = frozenset(),
+    needed: frozenset[tuple[str, str]] = frozenset(),
 ) -> MaskPlan:
     """Choose the oldest results whose masking frees at least `tokens_to_free`.
 
@@ -153,7 +167,7 @@ def plan_masking(
     chosen: dict[str, str] = {}
     freed = 0
     available = 0
-    for obs in maskable(observations, keep_recent, never_mask):
+    for obs in maskable(observations, keep_recent, never_mask, needed):
         assert obs.result is not None
         # Judge by an upper bound of the placeholder's size; build the real one only
         # for results chosen (building it means counting lines of large outputs).

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from mala_tui.core import events as ev
 from mala_tui.core.actions import ApplyMask, SendPrompt, StopTurn
-from mala_tui.core.masking import MaskPlan, maskable, placeholder, plan_masking
+from mala_tui.core.masking import MaskPlan, call_key, maskable, placeholder, plan_masking
 from mala_tui.core.observations import MaskConfirmed, MaskFailed, ToolResultSeen
 from mala_tui.core.phases import Cause, IllegalTransition, ManageMode, Phase, Trigger
 from mala_tui.core.prompts import PromptKind
@@ -54,6 +54,7 @@ class MaskingDecisions(RestartFlow):
             min_batch_tokens=0 if any_size else self.limits.mask_min_batch_tokens,
             density=self.density.ratio,
             never_mask=never,
+            needed=frozenset(self._needed),
         )
 
     def _target_tokens(self) -> int:
@@ -233,6 +234,11 @@ class MaskingDecisions(RestartFlow):
             )
         moved = self._move(obs.at, Trigger.MASK_APPLIED)
         applied = {tool_id: pending.plan.placeholders[tool_id] for tool_id in obs.tool_use_ids}
+        self._masked_keys.update(
+            call_key(item.call)
+            for item in self.transcript.observations()
+            if item.call.id in applied
+        )
         self.transcript.replace_results(applied)
         self.tracker.observe_transcript_size(self.transcript.characters)
         self.counters.masked_total += len(applied)

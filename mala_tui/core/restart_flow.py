@@ -273,6 +273,8 @@ class RestartFlow(SessionState):
         self.tracker.reset()
         self.calibration.restart()
         self._chars_at_call = None
+        self._masked_keys.clear()
+        self._needed.clear()
         self.session_id = obs.session_id
         self._pending = Pending()
         prompt = self._turn.prompt

@@ -99,6 +99,8 @@ class Counters:
     idle_retries: int = 0
     mask_failures: int = 0
     compactions: int = 0
+    refetched: int = 0
+    """Tool calls that fetched again what a mask had taken away."""
 
 
 class SessionState:
@@ -125,6 +127,10 @@ class SessionState:
         self._pending = Pending()
         self._chars_at_call: int | None = None
         """Transcript characters when the latest per-call usage arrived."""
+        self._masked_keys: set[tuple[str, str]] = set()
+        """What masked results had fetched (see masking.call_key)."""
+        self._needed: set[tuple[str, str]] = set()
+        """Fetched again after a mask: the agent needs it; its latest fetch stays unmasked."""
 
     # -- figures -------------------------------------------------------------------------
 

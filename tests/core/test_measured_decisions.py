@@ -19,13 +19,15 @@ from mala_tui.core.actions import ApplyMask, SendPrompt, StartFreshSession, Stop
 from mala_tui.core.limits import Limits
 from mala_tui.core.manager import ContextManager, Outcome
 from mala_tui.core.observations import (
+    Command,
     MaskConfirmed,
     MessageObserved,
+    OperatorCommand,
     ToolResultSeen,
     TurnEnded,
     UsageObserved,
 )
-from mala_tui.core.phases import Phase
+from mala_tui.core.phases import Cause, Phase
 from mala_tui.core.prompts import PromptKind
 from mala_tui.core.usage import CallUsage, estimate_tokens
 from mala_tui.prompt_files import load_prompts
@@ -220,3 +222,22 @@ def test_results_below_every_threshold_do_not_stop_the_turn() -> None:
     m.observe(UsageObserved(1.0, CallUsage(input_tokens=20_000)))
     m.observe(MessageObserved(2.1, call("small")))
     assert m.observe(ToolResultSeen(2.2, "small", "Read", 4_000)).actions == ()
+
+
+def test_what_the_agent_fetches_again_after_a_mask_is_kept_from_the_next_one() -> None:
+    m = session(keep_recent_observations=1, mask_min_batch_tokens=100)
+    for name in ("a", "b", "c"):
+        m.observe(MessageObserved(1.0, call(name, "Read", file_path=f"/ws/{name}.py")))
+        m.observe(MessageObserved(1.1, result(name, f"{name} = 1\n" * 4_000)))
+    (mask,) = m.observe(OperatorCommand(1.3, Command.MASK_NOW)).actions
+    assert isinstance(mask, ApplyMask) and set(mask.plan.ids) == {"a", "b"}
+    m.observe(HOOK_STOPPED)
+    m.observe(MaskConfirmed(1.4, mask.plan.ids))
+    # The agent needs a.py after all: it reads it again, then reads on.
+    m.observe(MessageObserved(1.5, call("a2", "Read", file_path="/ws/a.py")))
+    m.observe(MessageObserved(1.6, result("a2", "a = 1\n" * 4_000)))
+    m.observe(MessageObserved(1.7, call("d", "Read", file_path="/ws/d.py")))
+    m.observe(MessageObserved(1.8, result("d", "d = 1\n" * 4_000)))
+    assert m.counters.refetched == 1
+    plan = m._plan_mask(10**9, Cause.SOFT_THRESHOLD)
+    assert "c" in plan.ids and "a2" not in plan.ids
