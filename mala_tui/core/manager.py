@@ -65,6 +65,8 @@ __all__ = ["ContextManager", "Limits", "Outcome"]
 
 #: A turn's end that is the agent's own: its task is finished.
 _FINISHED = (None, "completed")
+#: How a turn ends when the post-tool hook stopped it.
+HOOK_STOPPED = "hook_stopped"
 
 
 class ContextManager(MaskingDecisions):
@@ -184,7 +186,7 @@ class ContextManager(MaskingDecisions):
             estimate_tokens(self.transcript.characters), obs.call.context_tokens
         )
         self._chars_at_call = self.transcript.characters
-        if self._turn.stopping is StopFor.PROJECTION:
+        if self._turn.stopping is StopFor.PROJECTION and obs.starts_call:
             self._turn.stopping = None  # a new request: the CLI did not stop at the hook
         usage = self.usage
         events: list[ev.Event] = [self._usage_event(obs.at, usage, obs.notes)]
@@ -296,6 +298,10 @@ class ContextManager(MaskingDecisions):
 
     def _on_turn_ended(self, obs: TurnEnded) -> Outcome:
         stopping = self._turn.stopping
+        if stopping is None and obs.terminal_reason == HOOK_STOPPED and self.phase is Phase.RUNNING:
+            # Only our post-tool hook ends a turn this way: a stop it was asked for, whose
+            # request to stop was lost on the way (say, to an item handled out of order).
+            stopping = self._turn.stopping = StopFor.PROJECTION
         if stopping is None:
             ordinary_end = self.phase in (Phase.RUNNING, Phase.WINDING_DOWN, Phase.CHECKPOINTING)
             if self.phase not in STREAMING or not (

@@ -22,6 +22,9 @@ class UsageObserved:
     at: float
     call: CallUsage
     notes: tuple[str, ...] = ()
+    starts_call: bool = False
+    """This is a new API call's first report (message_start), not the final one of a call
+    already seen: what tells the manager that the agent made another request."""
 
 
 @dataclass(frozen=True, slots=True)

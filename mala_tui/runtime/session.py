@@ -287,7 +287,7 @@ class SessionRunner:
         observation: Observation
         match item:
             case UsageItem():
-                observation = UsageObserved(at, item.call, item.notes)
+                observation = UsageObserved(at, item.call, item.notes, starts_call=not item.final)
             case MessageItem():
                 observation = MessageObserved(at, item.message)
             case SessionIdItem():

@@ -29,6 +29,7 @@ from mala_tui.core.observations import (
 )
 from mala_tui.core.phases import Cause, Phase
 from mala_tui.core.prompts import PromptKind
+from mala_tui.core.session_state import StopFor
 from mala_tui.core.usage import CallUsage, estimate_tokens
 from mala_tui.prompt_files import load_prompts
 from tests.core.factories import call, result
@@ -241,3 +242,32 @@ def test_what_the_agent_fetches_again_after_a_mask_is_kept_from_the_next_one() -
     assert m.counters.refetched == 1
     plan = m._plan_mask(10**9, Cause.SOFT_THRESHOLD)
     assert "c" in plan.ids and "a2" not in plan.ids
+
+
+def test_a_stop_holds_through_the_previous_calls_final_usage_and_ends_at_the_clean_point() -> None:
+    m = session(mask_min_batch_tokens=100, keep_recent_observations=1)
+    model = DenseModel(1.0)
+    play(m, model, reads=5, size=40_000)
+    m.observe(UsageObserved(2.0, CallUsage(input_tokens=model.count(m)), starts_call=True))
+    m.observe(MessageObserved(2.1, call("big")))
+    stop = m.observe(ToolResultSeen(2.2, "big", "Read", 200_000))
+    assert [type(a) for a in stop.actions] == [StopTurn]
+    # The final report of the call that asked for the tool, handled late: not a new request.
+    m.observe(UsageObserved(2.3, CallUsage(input_tokens=model.count(m), output_tokens=50)))
+    m.observe(MessageObserved(2.4, result("big", "b" * 200_000)))
+    decided = m.observe(HOOK_STOPPED)
+    assert [type(a) for a in decided.actions] == [ApplyMask]
+    assert m.phase is Phase.MASKING
+
+
+def test_a_new_request_after_a_stop_means_the_agent_went_on() -> None:
+    m = session(mask_min_batch_tokens=100, keep_recent_observations=1)
+    model = DenseModel(1.0)
+    play(m, model, reads=5, size=40_000)
+    m.observe(MessageObserved(2.1, call("big")))
+    m.observe(ToolResultSeen(2.2, "big", "Read", 200_000))
+    m.observe(MessageObserved(2.4, result("big", "b" * 200_000)))
+    assert m.stopping is StopFor.PROJECTION
+    m.observe(UsageObserved(2.5, CallUsage(input_tokens=model.count(m)), starts_call=True))
+    # Released: the measured figure of the request that went out decides from here.
+    assert m.stopping is not StopFor.PROJECTION
