@@ -210,22 +210,15 @@ class Supervisor:
                 runner.command(Command.STOP)
 
     def transcript_path(self, session: str) -> Path | None:
-        """The agent CLI's own transcript of the session's current agent session, if it has one.
+        """The agent's own transcript of the session's current agent session, if it has one.
 
-        Only the Claude backend keeps transcripts; for others, or before the agent
-        named its session, there is none.
+        None before the agent named its session, or when its backend keeps none.
         """
         runner = self.runners[session]
         session_id = runner.manager.session_id
         if session_id is None:
             return None
-        from mala_tui.runtime.backends.base import MaskError
-        from mala_tui.runtime.backends.claude import config_dir, find_transcript
-
-        try:
-            return find_transcript(config_dir(runner.spec), session_id)
-        except MaskError:
-            return None
+        return self.backend.transcript_path(runner.spec, session_id)
 
     def set_manage_mode(self, session: str, mode: ManageMode) -> None:
         """Switch how much of one session's window is managed (full, mask, off)."""

@@ -119,9 +119,13 @@ class AgentClient(Protocol):
 
 
 class Backend(Protocol):
-    """Makes clients, and rewrites a stored session for masking."""
+    """Makes clients, finds and rewrites a stored session for masking."""
 
     def create(self, spec: SessionSpec, *, resume: str | None) -> AgentClient: ...
+
+    def transcript_path(self, spec: SessionSpec, session_id: str) -> Path | None:
+        """Where the agent keeps its own transcript of this session; None if it keeps none
+        or it cannot be found."""
 
     async def mask_transcript(
         self, spec: SessionSpec, session_id: str, placeholders: Mapping[str, str]

@@ -344,6 +344,12 @@ class ClaudeBackend:
     def create(self, spec: SessionSpec, *, resume: str | None) -> ClaudeClient:
         return ClaudeClient(spec, resume=resume)
 
+    def transcript_path(self, spec: SessionSpec, session_id: str) -> Path | None:
+        try:
+            return find_transcript(config_dir(spec), session_id)
+        except MaskError:
+            return None
+
     async def mask_transcript(
         self, spec: SessionSpec, session_id: str, placeholders: Mapping[str, str]
     ) -> int:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Final
 
 from mala_tui.runtime.backends.base import (
@@ -140,6 +141,8 @@ class ScriptedBackend:
     created: list[tuple[str, str | None]] = field(default_factory=list)
     masked: list[dict[str, str]] = field(default_factory=list)
     mask_error: str | None = None
+    transcripts: dict[str, Path] = field(default_factory=dict)
+    """Stored transcripts by session id, for `transcript_path`."""
     _index: int = 0
 
     @classmethod
@@ -151,6 +154,9 @@ class ScriptedBackend:
         client = self.clients[min(self._index, len(self.clients) - 1)]
         self._index += 1
         return client
+
+    def transcript_path(self, spec: SessionSpec, session_id: str) -> Path | None:
+        return self.transcripts.get(session_id)
 
     async def mask_transcript(
         self, spec: SessionSpec, session_id: str, placeholders: Mapping[str, str]

@@ -1,0 +1,37 @@
+"""Each backend answers for where its agent keeps a session's transcript; the supervisor asks it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mala_tui.config import Settings
+from mala_tui.core.actions import EndStatus
+from mala_tui.prompt_files import load_prompts
+from mala_tui.runtime.backends.base import SessionIdItem, SessionSpec
+from mala_tui.runtime.backends.claude import ClaudeBackend
+from mala_tui.runtime.backends.scripted import ScriptedBackend, ScriptedClient, finished
+from mala_tui.runtime.supervisor import Supervisor
+
+
+def test_the_claude_backend_finds_the_clis_transcript_under_its_config_dir(tmp_path: Path) -> None:
+    spec = SessionSpec(name="s1", task="t", cwd=tmp_path, private_home=tmp_path / "home")
+    project = tmp_path / "home" / "claude-config" / "projects" / "-ws-project"
+    project.mkdir(parents=True)
+    (project / "sess-1.jsonl").write_text('{"type": "user"}\n', encoding="utf-8")
+    backend = ClaudeBackend()
+    assert backend.transcript_path(spec, "sess-1") == project / "sess-1.jsonl"
+    assert backend.transcript_path(spec, "sess-2") is None
+
+
+async def test_the_supervisor_asks_the_backend_once_the_agent_named_its_session(
+    tmp_path: Path,
+) -> None:
+    stored = tmp_path / "sess-1.jsonl"
+    client = ScriptedClient([[SessionIdItem("sess-1"), finished()]])
+    backend = ScriptedBackend([client], transcripts={"sess-1": stored})
+    sup = Supervisor(settings=Settings(), backend=backend, prompts=load_prompts(), journal=None)
+    sup.add_session(SessionSpec(name="s1", task="t", cwd=tmp_path))
+    assert sup.transcript_path("s1") is None  # no session id yet
+    result = await sup.run()
+    assert result.statuses == {"s1": EndStatus.DONE}
+    assert sup.transcript_path("s1") == stored
