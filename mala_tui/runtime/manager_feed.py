@@ -1,0 +1,133 @@
+"""Feeding the manager: what the session hears goes in as observations, what it says is recorded.
+
+The runner's lower half. Each inbox item becomes at most one observation; the
+events of every outcome go to the sink (journal, live view) before anything is
+done about its actions, and an `EndSession` among them is noted as the session's
+end.
+
+What is read of the manager is its public surface only: `observe`, `streaming`,
+`transcript` (the tool calls still open); the runner adds `start`, `phase`,
+`session_id`, `window`, `limits` and `require_approval`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from mala_tui.core import events as ev
+from mala_tui.core.actions import EndSession, EndStatus
+from mala_tui.core.manager import ContextManager, Outcome
+from mala_tui.core.observations import (
+    ApprovalGiven,
+    ApprovalPolicyChanged,
+    IdleTimedOut,
+    ManageModeChanged,
+    Observation,
+    OperatorCommand,
+)
+from mala_tui.core.phases import IllegalTransition
+from mala_tui.runtime.agent_process import AgentProcess, EventSink
+from mala_tui.runtime.backends.base import Backend, ProblemItem, SessionSpec, UsageItem
+from mala_tui.runtime.inbox import Answer, Inbox, InboxItem, observation_of
+
+Clock = Callable[[], float]
+
+
+class ManagerFeed:
+    """One session's manager, told what happens; the state the telling needs."""
+
+    def __init__(
+        self,
+        *,
+        spec: SessionSpec,
+        backend: Backend,
+        manager: ContextManager,
+        inbox: Inbox,
+        sink: EventSink,
+        clock: Clock,
+    ) -> None:
+        self.spec = spec
+        self.backend = backend
+        self.manager = manager
+        self._inbox = inbox
+        self._sink = sink
+        self._clock = clock
+        self._process = AgentProcess(
+            spec=spec, backend=backend, inbox=inbox, sink=sink, clock=clock
+        )
+        self._last_item_at = time.monotonic()
+        self._call_open = False
+        """An API call has started (message_start) and not finished (message_delta)."""
+        self.status: EndStatus | None = None
+        self.end_reason = ""
+        self.approval_pending: int | None = None
+        """The checkpoint number an approval is awaited for; answers to nothing else count."""
+
+    @property
+    def pids(self) -> list[int]:
+        """Every agent process this session started."""
+        return self._process.pids
+
+    def _handle(self, item: InboxItem) -> Outcome | None:
+        """Observe one inbox item; None when it was not for the manager (or it refused)."""
+        if isinstance(item, OperatorCommand | ApprovalPolicyChanged | ManageModeChanged):
+            return self._observe_quietly(item)
+        if isinstance(item, Answer):
+            if self.approval_pending is None:
+                return None
+            self.approval_pending = None
+            return self._observe_quietly(
+                ApprovalGiven(self._clock(), item.decision, item.edited_text, item.decided_by)
+            )
+        if item.generation != self._process.generation:
+            return None  # an earlier process's leftovers
+        if item.item is None:
+            if not self.manager.streaming:
+                return None
+            # The process went away mid-turn: recovered like a hang, known sooner.
+            self._error("agent", item.error or "the agent process ended mid-turn")
+            return self._observe(IdleTimedOut(self._clock(), time.monotonic() - self._last_item_at))
+        self._last_item_at = time.monotonic()
+        if isinstance(item.item, UsageItem):
+            self._call_open = not item.item.final
+        observation = observation_of(item.item, self._clock())
+        if isinstance(observation, ProblemItem):
+            self._error(observation.where, observation.message)
+            return Outcome()
+        return self._observe(observation)
+
+    def _at_clean_point(self) -> bool:
+        """No API call and no tool call in flight: a turn stopped now loses no work."""
+        return not self._call_open and not self.manager.transcript.open_calls
+
+    def _observe(self, observation: Observation) -> Outcome:
+        outcome = self._record(self.manager.observe(observation))
+        self._note_end(outcome)
+        return outcome
+
+    def _observe_quietly(self, observation: Observation) -> Outcome | None:
+        """Operator input may race the session (a stop after it ended): refuse it in the log."""
+        try:
+            return self._observe(observation)
+        except IllegalTransition as exc:
+            self._error("operator", str(exc))
+            return None
+
+    def _record(self, outcome: Outcome) -> Outcome:
+        for event in outcome.events:
+            self._emit(event)
+        return outcome
+
+    def _emit(self, event: ev.Event) -> ev.Event:
+        return self._sink(event)
+
+    def _error(self, where: str, message: str) -> None:
+        self._emit(
+            ev.ErrorRecorded(at=self._clock(), session=self.spec.name, where=where, message=message)
+        )
+
+    def _note_end(self, outcome: Outcome) -> None:
+        for action in outcome.actions:
+            if isinstance(action, EndSession):
+                self.status, self.end_reason = action.status, action.reason
