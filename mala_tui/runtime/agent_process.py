@@ -18,7 +18,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any, Final
 
 from mala_tui.core import events as ev
-from mala_tui.runtime.backends.base import AgentClient, Backend, SessionSpec
+from mala_tui.runtime.backends.base import AgentClient, Backend, SessionSpec, ToolGate
 from mala_tui.runtime.inbox import FromAgent, Inbox
 
 EventSink = Callable[[ev.Event], ev.Event]
@@ -39,12 +39,14 @@ class AgentProcess:
         inbox: Inbox,
         sink: EventSink,
         clock: Callable[[], float],
+        gate: ToolGate | None = None,
     ) -> None:
         self.spec = spec
         self.backend = backend
         self._inbox = inbox
         self._sink = sink
         self._clock = clock
+        self._gate = gate
         self.client: AgentClient | None = None
         self.generation = 0
         """Bumped by every open and close: items of another generation are leftovers."""
@@ -71,6 +73,8 @@ class AgentProcess:
         self.generation += 1
         generation = self.generation
         client = self.backend.create(self.spec, resume=resume)
+        # Before connecting: the first tool result may come before anything else is read.
+        client.set_tool_gate(self._gate)
         started = time.monotonic()
         await client.connect()
         self.client = client

@@ -3,7 +3,7 @@
 The runner's lower half. Each inbox item becomes at most one observation; the
 events of every outcome go to the sink (journal, live view) before anything is
 done about its actions, and an `EndSession` among them is noted as the session's
-end.
+end. The agent's post-tool hook asks here too (`_tool_gate`).
 
 What is read of the manager is its public surface only: `observe`, `streaming`,
 `transcript` (the tool calls still open); the runner adds `start`, `phase`,
@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 
 from mala_tui.core import events as ev
-from mala_tui.core.actions import EndSession, EndStatus
+from mala_tui.core.actions import EndSession, EndStatus, StopTurn
 from mala_tui.core.manager import ContextManager, Outcome
 from mala_tui.core.observations import (
     ApprovalGiven,
@@ -25,6 +25,7 @@ from mala_tui.core.observations import (
     ManageModeChanged,
     Observation,
     OperatorCommand,
+    ToolResultSeen,
 )
 from mala_tui.core.phases import IllegalTransition
 from mala_tui.runtime.agent_process import AgentProcess, EventSink
@@ -54,7 +55,7 @@ class ManagerFeed:
         self._sink = sink
         self._clock = clock
         self._process = AgentProcess(
-            spec=spec, backend=backend, inbox=inbox, sink=sink, clock=clock
+            spec=spec, backend=backend, inbox=inbox, sink=sink, clock=clock, gate=self._tool_gate
         )
         self._last_item_at = time.monotonic()
         self._call_open = False
@@ -100,6 +101,21 @@ class ManagerFeed:
     def _at_clean_point(self) -> bool:
         """No API call and no tool call in flight: a turn stopped now loses no work."""
         return not self._call_open and not self.manager.transcript.open_calls
+
+    def _tool_gate(self, tool_use_id: str, tool: str, characters: int) -> bool:
+        """Asked by the agent's post-tool hook, before the model request the result would join.
+
+        True when the manager answers with `StopTurn`: the client then ends the turn
+        there, as after a stop the runner asked for, and the manager decides what
+        comes next from the `TurnEnded` that follows. Only `StopTurn` is answered
+        here: a hook cannot carry out anything else.
+        """
+        try:
+            outcome = self._observe(ToolResultSeen(self._clock(), tool_use_id, tool, characters))
+        except IllegalTransition as exc:
+            self._error("runtime", str(exc))
+            return False
+        return any(isinstance(action, StopTurn) for action in outcome.actions)
 
     def _observe(self, observation: Observation) -> Outcome:
         outcome = self._record(self.manager.observe(observation))

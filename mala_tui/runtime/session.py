@@ -30,6 +30,7 @@ from mala_tui.core.actions import (
     RetryTurn,
     SendPrompt,
     StartFreshSession,
+    StopTurn,
 )
 from mala_tui.core.manager import ContextManager, Outcome
 from mala_tui.core.observations import (
@@ -237,6 +238,12 @@ class SessionRunner(ManagerFeed):
                 await self._process.query(action.prompt, resume=resume)
             case EndSession():
                 await self._process.close(self.limits.disconnect_timeout)
+            case StopTurn():
+                # Usually answered in the post-tool hook itself (`_tool_gate`); decided
+                # anywhere else, it is asked of the client for the next tool result.
+                client = self._process.current()
+                if client is not None:
+                    client.stop_after_tools()
         return None
 
     async def _sleep_for(self, seconds: float) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
 from claude_agent_sdk import AssistantMessage, SystemMessage, TextBlock
@@ -62,3 +63,60 @@ def test_a_stop_asked_for_as_a_turn_ended_does_not_stop_the_next_turn() -> None:
     asyncio.run(c.query("Wrap up."))
     assert sent == ["Wrap up."]
     assert asyncio.run(c._after_tool({}, None, {"signal": None})) == {}  # type: ignore[arg-type]
+
+
+def hook_input(**fields: object) -> dict[str, object]:
+    """A PostToolUse hook's input as the CLI sends it (only the fields the hook reads)."""
+    return {"hook_event_name": "PostToolUse", "tool_use_id": "toolu_1", **fields}
+
+
+def test_the_post_tool_hook_asks_the_gate_and_stops_when_it_says_so() -> None:
+    c = client()
+    asked: list[tuple[str, str, int]] = []
+    c.set_tool_gate(lambda tool_id, tool, size: asked.append((tool_id, tool, size)) or size > 100)
+    small = {"stdout": "ok", "stderr": "", "interrupted": False}
+    large = {"stdout": "x" * 200, "stderr": "", "interrupted": False}
+    after = c._after_tool
+    assert (
+        asyncio.run(
+            after(hook_input(tool_name="Bash", tool_response=small), "toolu_1", {"signal": None})
+        )
+        == {}
+    )  # type: ignore[arg-type]
+    stopped = asyncio.run(
+        after(hook_input(tool_name="Bash", tool_response=large), "toolu_2", {"signal": None})
+    )  # type: ignore[arg-type]
+    assert stopped == {"continue_": False, "stopReason": "mala-tui is managing the context window"}
+    assert asked == [
+        ("toolu_1", "Bash", len(json.dumps(small))),
+        ("toolu_2", "Bash", len(json.dumps(large))),
+    ]
+    # A subagent's tool is not the main conversation's clean point: the gate is not asked.
+    sub = hook_input(tool_name="Read", tool_response=large, agent_id="sub")
+    assert asyncio.run(after(sub, "toolu_3", {"signal": None})) == {}  # type: ignore[arg-type]
+    assert len(asked) == 2
+
+
+def test_a_failing_gate_or_an_odd_response_does_not_break_the_hook() -> None:
+    c = client()
+    sizes: list[int] = []
+    c.set_tool_gate(lambda tool_id, tool, size: sizes.append(size) or False)
+    circular: dict[str, object] = {}
+    circular["self"] = circular
+    odd = hook_input(tool_name="Read", tool_response={"when": object(), "loop": circular})
+    assert asyncio.run(c._after_tool(odd, "toolu_1", {"signal": None})) == {}  # type: ignore[arg-type]
+    assert sizes and sizes[0] > 0
+
+    def broken(tool_id: str, tool: str, size: int) -> bool:
+        raise RuntimeError("the projection broke")
+
+    c.set_tool_gate(broken)
+    plain = hook_input(tool_name="Read", tool_response="text")
+    assert asyncio.run(c._after_tool(plain, "toolu_2", {"signal": None})) == {}  # type: ignore[arg-type]
+    (problem,) = [c._side.get_nowait() for _ in range(c._side.qsize())]
+    assert problem == ProblemItem(
+        "hook", "the tool gate failed: RuntimeError('the projection broke')"
+    )
+    # A stop asked for by the runner still takes, gate or no gate.
+    assert c.stop_after_tools()
+    assert asyncio.run(c._after_tool(plain, "toolu_3", {"signal": None}))["continue_"] is False  # type: ignore[arg-type,typeddict-item]

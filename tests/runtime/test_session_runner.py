@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from mala_tui.core import events as ev
-from mala_tui.core.actions import EndStatus
-from mala_tui.core.manager import ContextManager, Limits
-from mala_tui.core.observations import Command
+from mala_tui.core.actions import EndSession, EndStatus, StopTurn
+from mala_tui.core.manager import ContextManager, Limits, Outcome
+from mala_tui.core.observations import Command, Observation, ToolResultSeen, TurnEnded
+from mala_tui.core.phases import IllegalTransition
 from mala_tui.core.prompts import PromptKind
 from mala_tui.core.transcript import Message, Role, TextBlock, ToolCall, ToolResult
 from mala_tui.core.usage import CallUsage
@@ -30,7 +32,12 @@ IDLE = 0.05
 
 class Harness:
     def __init__(
-        self, backend: ScriptedBackend, *, clean_point_timeout: float = 2.0, **limits: object
+        self,
+        backend: ScriptedBackend,
+        *,
+        clean_point_timeout: float = 2.0,
+        manager_class: type[ContextManager] = ContextManager,
+        **limits: object,
     ) -> None:
         # The zone figures in these tests were chosen for these thresholds.
         settings: dict[str, object] = {
@@ -44,7 +51,7 @@ class Harness:
         self.backend = backend
         self.events: list[ev.Event] = []
         self.sleeps: list[float] = []
-        self.manager = ContextManager(
+        self.manager = manager_class(
             name="s1", task=TASK, limits=Limits(**settings), prompts=PROMPTS
         )  # type: ignore[arg-type]
         self.runner = SessionRunner(
@@ -387,3 +394,95 @@ async def test_an_agent_that_cannot_start_fails_the_session_with_the_reason() ->
     assert "claude: command not found" in h.runner.end_reason
     (error,) = h.of_type(ev.ErrorRecorded)
     assert error.where == "runtime"
+
+
+# -- the post-tool clean point: the gate the runner installs on every client ---------------------
+
+
+class GateManager(ContextManager):
+    """A manager whose answer to each tool result is the test's to choose.
+
+    It stops the turn at the results named in `stop_at`, raises `fail_with` if set,
+    and after a stop of its own ends the session (what a real manager would do at
+    that clean point is its business, not the runner's).
+    """
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.seen: list[tuple[str, str, int]] = []
+        self.stop_at: set[str] = set()
+        self.fail_with: Exception | None = None
+        self.stopped_turns: list[TurnEnded] = []
+        self._stopping = False
+
+    def observe(self, observation: Observation) -> Outcome:
+        if isinstance(observation, ToolResultSeen):
+            self.seen.append((observation.tool_use_id, observation.tool, observation.characters))
+            if self.fail_with is not None:
+                raise self.fail_with
+            noted = ev.ErrorRecorded(
+                at=observation.at, session=self.name, where="gate", message=observation.tool_use_id
+            )
+            if observation.tool_use_id not in self.stop_at:
+                return Outcome(events=(noted,))
+            self._stopping = True
+            return Outcome((StopTurn("the next request would pass hard"),), (noted,))
+        if isinstance(observation, TurnEnded) and self._stopping:
+            self.stopped_turns.append(observation)
+            return Outcome((EndSession(EndStatus.STOPPED, "stopped at the clean point"),))
+        return super().observe(observation)
+
+
+async def test_the_gate_sees_each_tool_result_once_with_its_size() -> None:
+    reads = [*read_cycle(0, 500), *read_cycle(1, 700)]
+    client = ScriptedClient([[SessionIdItem("sess-1"), *reads, usage_at(5_000), finished()]])
+    h = Harness(ScriptedBackend([client]), manager_class=GateManager)
+    assert await h.run() is EndStatus.DONE
+    assert isinstance(h.manager, GateManager)
+    assert h.manager.seen == [("r0", "Read", 500), ("r1", "Read", 700)]
+    # The gate's observation is recorded like any other: its events reach the sink.
+    assert [e.message for e in h.of_type(ev.ErrorRecorded) if e.where == "gate"] == ["r0", "r1"]
+    assert client.stops == 0
+
+
+async def test_a_stop_from_the_gate_ends_the_turn_before_the_next_model_request() -> None:
+    client = ScriptedClient(
+        [
+            [
+                SessionIdItem("sess-1"),
+                *read_cycle(0, 500),
+                usage_at(5_000, final=False),  # the request the result would go into
+                *read_cycle(1, 500),
+                finished(),
+            ]
+        ]
+    )
+    h = Harness(ScriptedBackend([client]), manager_class=GateManager)
+    assert isinstance(h.manager, GateManager)
+    h.manager.stop_at = {"r0"}
+    assert await h.run() is EndStatus.STOPPED
+    assert client.stops == 1 and client.interrupted == 0
+    assert h.manager.seen == [("r0", "Read", 500)]
+    (ended,) = h.manager.stopped_turns
+    assert ended.terminal_reason == "hook_stopped"
+    assert h.of_type(ev.UsageRecorded) == []  # the next request never started
+    assert [o.call.id for o in h.manager.transcript.observations()] == ["r0"]
+
+
+@pytest.mark.parametrize(
+    "failure",
+    [RuntimeError("the projection broke"), IllegalTransition("s1: not while masking")],
+    ids=["exception", "illegal-transition"],
+)
+async def test_a_gate_that_fails_answers_no_stop_and_the_session_goes_on(
+    failure: Exception,
+) -> None:
+    client = ScriptedClient([[SessionIdItem("sess-1"), *read_cycle(0, 500), finished()]])
+    h = Harness(ScriptedBackend([client]), manager_class=GateManager)
+    assert isinstance(h.manager, GateManager)
+    h.manager.fail_with = failure
+    h.manager.stop_at = {"r0"}
+    assert await h.run() is EndStatus.DONE
+    assert client.stops == 0
+    (error,) = h.of_type(ev.ErrorRecorded)
+    assert str(failure) in error.message

@@ -7,7 +7,7 @@ the CLI; resuming a session (after a mask, an idle timeout) is a new client.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -94,6 +94,11 @@ def carries_tool_result(item: StreamItem | None) -> bool:
     )
 
 
+ToolGate = Callable[[str, str, int], bool]
+"""Asked after each main-thread tool call, before the model request its result would go
+into: (tool_use_id, tool name, characters of the result). True ends the turn there."""
+
+
 class AgentClient(Protocol):
     """One agent process."""
 
@@ -114,6 +119,13 @@ class AgentClient(Protocol):
         """End the turn once the running tool calls have their results, before the next
         model request. Returns False when this client cannot; the runner then interrupts,
         which throws away the model request in flight."""
+
+    def set_tool_gate(self, gate: ToolGate | None) -> None:
+        """Ask `gate` at each main-thread tool result from now on (None: ask nothing).
+
+        When it answers True the turn ends there, as after `stop_after_tools()`. A gate
+        that raises counts as False: the agent's hook must not break.
+        """
 
     async def disconnect(self) -> None: ...
 

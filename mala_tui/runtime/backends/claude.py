@@ -11,6 +11,8 @@ What this backend does with the SDK, and why (facts in SDK_NOTES.md):
   blocks any that slips through and reports it: mala-tui is in charge of the window.
 - Masking rewrites old tool results in the session's JSONL transcript, then the
   session is resumed by id in a new process, which reads the rewritten file.
+- The PostToolUse hook is the clean point inside a turn: the CLI waits for its
+  answer before the next model request, so a stop there throws nothing away.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ from mala_tui.runtime.backends.base import (
     SessionIdItem,
     SessionSpec,
     StreamItem,
+    ToolGate,
     UsageItem,
 )
 
@@ -114,6 +117,7 @@ class ClaudeClient:
         if not spec.own_compaction:
             hooks["PreCompact"] = [HookMatcher(hooks=[self._block_compaction])]
         self._stop_requested = False
+        self._gate: ToolGate | None = None
         self._client = ClaudeSDKClient(build_options(spec, resume=resume, hooks=hooks))
         self._usage: dict[str, CallUsage] = {}
         self._last_message_id: str | None = None
@@ -161,16 +165,38 @@ class ClaudeClient:
         self._stop_requested = True
         return True
 
+    def set_tool_gate(self, gate: ToolGate | None) -> None:
+        self._gate = gate
+
     async def _after_tool(
         self, hook_input: HookInput, tool_use_id: str | None, context: HookContext
     ) -> HookJSONOutput:
         # The CLI waits for this answer before its next model request: the one clean
         # point inside a turn. A stop here ends the turn with terminal_reason
         # "hook_stopped" and nothing thrown away. Subagents' tools are not that point.
-        if not self._stop_requested or hook_input.get("agent_id"):
+        if hook_input.get("agent_id"):
+            return {}
+        gate_says_stop = self._ask_gate(hook_input, tool_use_id)
+        if not (self._stop_requested or gate_says_stop):
             return {}
         self._stop_requested = False
         return {"continue_": False, "stopReason": "mala-tui is managing the context window"}
+
+    def _ask_gate(self, hook_input: HookInput, tool_use_id: str | None) -> bool:
+        """The gate's answer for this result; False if it has none or fails."""
+        if self._gate is None:
+            return False
+        data: Mapping[str, Any] = hook_input
+        try:
+            return self._gate(
+                str(tool_use_id or data.get("tool_use_id") or ""),
+                str(data.get("tool_name") or ""),
+                # A failed tool has no response; its error is what the model reads.
+                result_size(data.get("tool_response", data.get("error"))),
+            )
+        except Exception as exc:  # the hook answers the CLI whatever the gate does
+            self._side.put_nowait(ProblemItem("hook", f"the tool gate failed: {exc!r}"))
+            return False
 
     async def _block_compaction(
         self, hook_input: HookInput, tool_use_id: str | None, context: HookContext
@@ -313,6 +339,18 @@ class ClaudeClient:
             session_id=message.session_id,
             api_error_status=message.api_error_status,
         )
+
+
+def result_size(response: object) -> int:
+    """Characters of a tool's response as the hook got it, serialised as JSON.
+
+    An upper bound on what the model will read (the CLI may trim it); anything that
+    does not serialise is counted by its str().
+    """
+    try:
+        return len(json.dumps(response, default=str, ensure_ascii=False))
+    except (TypeError, ValueError, RecursionError):
+        return len(str(response))
 
 
 def flatten_content(content: str | list[dict[str, Any]] | None) -> str:

@@ -2,8 +2,9 @@
 
 Each client plays one script: a list of turns, one per query, each a list of
 stream items. `HANG` makes the stream go silent until the client is
-disconnected or interrupted, as a stuck CLI does. The backend hands out clients
-in order (seed 002's sequenced factory) and records what it was asked.
+disconnected or interrupted, as a stuck CLI does. A tool result is shown to the
+tool gate before it is sent, as the Claude client's post-tool hook does. The
+backend hands out clients in order and records what it was asked.
 """
 
 from __future__ import annotations
@@ -14,11 +15,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
+from mala_tui.core.transcript import ToolCall, ToolResult
 from mala_tui.runtime.backends.base import (
     MaskError,
+    MessageItem,
+    ProblemItem,
     ResultItem,
     SessionSpec,
     StreamItem,
+    ToolGate,
     carries_tool_result,
 )
 
@@ -72,7 +77,10 @@ class ScriptedClient:
     ignores_stop: bool = False
     """Promise the stop but carry on regardless, as a CLI that ignores its hook's answer."""
     stops: int = 0
+    """Turns this client ended after a tool result (asked by stop_after_tools or the gate)."""
     _stop_requested: bool = False
+    _gate: ToolGate | None = None
+    _tool_names: dict[str, str] = field(default_factory=dict)
     _queue: asyncio.Queue[StreamItem | None] = field(default_factory=asyncio.Queue)
     _released: asyncio.Event = field(default_factory=asyncio.Event)
     _playing: asyncio.Task[None] | None = None
@@ -96,18 +104,39 @@ class ScriptedClient:
             if isinstance(item, _Hang):
                 await self._released.wait()
                 return
+            gate_says_stop = await self._ask_gate(item)
             await self._queue.put(item)
-            if self._stop_requested and not self.ignores_stop and carries_tool_result(item):
+            stop = self._stop_requested or gate_says_stop
+            if stop and not self.ignores_stop and carries_tool_result(item):
                 self._stop_requested = False
                 self.stops += 1
                 await self._queue.put(hook_stopped())
                 return
             await asyncio.sleep(0)
 
+    async def _ask_gate(self, item: StreamItem) -> bool:
+        """The gate's answer for the tool results in this item (True if any says stop)."""
+        if not isinstance(item, MessageItem):
+            return False
+        stop = False
+        for block in item.message.blocks:
+            if isinstance(block, ToolCall):
+                self._tool_names[block.id] = block.name
+            elif isinstance(block, ToolResult) and self._gate is not None:
+                name = self._tool_names.get(block.tool_use_id, "")
+                try:
+                    stop = self._gate(block.tool_use_id, name, len(block.content)) or stop
+                except Exception as exc:  # as the Claude client's hook: the agent goes on
+                    await self._queue.put(ProblemItem("hook", f"the tool gate failed: {exc!r}"))
+        return stop
+
     def stop_after_tools(self) -> bool:
         if self.can_stop:
             self._stop_requested = True
         return self.can_stop
+
+    def set_tool_gate(self, gate: ToolGate | None) -> None:
+        self._gate = gate
 
     async def stream(self) -> AsyncIterator[StreamItem]:
         while True:
