@@ -11,13 +11,16 @@ import argparse
 import platform
 import statistics
 import time
+from dataclasses import replace
 
-from mala_tui.core.manager import ContextManager, Limits
+from mala_tui.config import Settings
+from mala_tui.core.manager import ContextManager
 from mala_tui.core.masking import plan_masking
 from mala_tui.core.observations import MessageObserved, UsageObserved
 from mala_tui.core.transcript import Message, Role, TextBlock, ToolCall, ToolResult, Transcript
 from mala_tui.core.usage import CallUsage
 from mala_tui.prompt_files import load_prompts
+from mala_tui.runtime.supervisor import limits_from
 
 WINDOW = 200_000
 
@@ -49,7 +52,7 @@ def time_usage_observations(
     manager = ContextManager(
         name="bench",
         task="bench",
-        limits=Limits(context_limit=WINDOW, mask_min_batch_tokens=10**9),
+        limits=replace(limits_from(Settings()), context_limit=WINDOW, mask_min_batch_tokens=10**9),
         prompts=load_prompts(),
     )
     manager.start(0.0)

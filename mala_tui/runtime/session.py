@@ -64,11 +64,14 @@ __all__ = ["EventSink", "RunnerLimits", "SessionRunner"]
 
 @dataclass(frozen=True)
 class RunnerLimits:
+    """The runner's bounds. The configurable ones have no defaults here: the settings
+    give them (`runtime.supervisor.runner_limits_from`)."""
+
     idle_timeout: float
-    disconnect_timeout: float = 10.0
-    session_timeout: float | None = None
-    approval_timeout: float | None = None
-    approval_timeout_decision: str = "deny"
+    disconnect_timeout: float
+    session_timeout: float | None
+    approval_timeout: float | None
+    approval_timeout_decision: str
     drain_timeout: float = 30.0
     """How long to wait for an interrupted turn to end before disconnecting it."""
     clean_point_timeout: float = 120.0

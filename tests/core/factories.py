@@ -1,8 +1,25 @@
-"""Small builders for conversations, shared by the core tests."""
+"""Small builders for conversations and limits, shared by the core and runtime tests."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+from typing import Any
+
+from mala_tui.config import Settings
+from mala_tui.core.limits import Limits
 from mala_tui.core.transcript import Message, Role, TextBlock, ToolCall, ToolResult, Transcript
+from mala_tui.runtime.session import RunnerLimits
+from mala_tui.runtime.supervisor import limits_from, runner_limits_from
+
+
+def default_limits(**changes: Any) -> Limits:
+    """A manager's limits: the config's defaults, with these changes."""
+    return replace(limits_from(Settings()), **changes)
+
+
+def default_runner_limits(**changes: Any) -> RunnerLimits:
+    """A runner's limits: the config's defaults, with these changes."""
+    return replace(runner_limits_from(Settings()), **changes)
 
 
 def call(tool_id: str, name: str = "Read", **tool_input: object) -> Message:

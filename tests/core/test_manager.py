@@ -22,7 +22,7 @@ from mala_tui.core.actions import (
     StopTurn,
 )
 from mala_tui.core.checkpoint import CheckpointOrigin
-from mala_tui.core.manager import ContextManager, Limits, Outcome
+from mala_tui.core.manager import ContextManager, Outcome
 from mala_tui.core.observations import (
     AgentFailed,
     ApprovalGiven,
@@ -47,7 +47,7 @@ from mala_tui.core.phases import TRANSITIONS, IllegalTransition, Phase, Trigger
 from mala_tui.core.prompts import PromptKind
 from mala_tui.core.usage import CallUsage, UsageSource
 from mala_tui.prompt_files import load_prompts
-from tests.core.factories import call, result
+from tests.core.factories import call, default_limits, result
 
 WINDOW = 100_000
 PROMPTS = load_prompts()
@@ -65,7 +65,7 @@ def manager(**limits: object) -> ContextManager:
     }
     settings.update(limits)
     m = ContextManager(
-        name="s1", task="Refactor the parser.", limits=Limits(**settings), prompts=PROMPTS
+        name="s1", task="Refactor the parser.", limits=default_limits(**settings), prompts=PROMPTS
     )  # type: ignore[arg-type]
     m.start(0.0)
     return m
@@ -331,7 +331,7 @@ def test_illegal_observation_raises_and_changes_nothing(
 
 
 def test_observe_before_start_is_illegal() -> None:
-    m = ContextManager(name="s", task="t", limits=Limits(), prompts=PROMPTS)
+    m = ContextManager(name="s", task="t", limits=default_limits(), prompts=PROMPTS)
     with pytest.raises(IllegalTransition, match="before start"):
         m.observe(usage(10))
 
@@ -340,7 +340,7 @@ def test_observe_before_start_is_illegal() -> None:
 
 
 def test_start_sends_the_task() -> None:
-    m = ContextManager(name="s", task="Do it.", limits=Limits(), prompts=PROMPTS)
+    m = ContextManager(name="s", task="Do it.", limits=default_limits(), prompts=PROMPTS)
     assert m.start(0.0).actions == (SendPrompt(PromptKind.TASK, "Do it."),)
     assert m.transcript.first_prompt() == "Do it."
 

@@ -16,7 +16,6 @@ import pytest
 
 from mala_tui.core import events as ev
 from mala_tui.core.actions import ApplyMask, SendPrompt, StartFreshSession, StopTurn
-from mala_tui.core.limits import Limits
 from mala_tui.core.manager import ContextManager, Outcome
 from mala_tui.core.observations import (
     Command,
@@ -32,7 +31,7 @@ from mala_tui.core.prompts import PromptKind
 from mala_tui.core.session_state import StopFor
 from mala_tui.core.usage import CallUsage, estimate_tokens
 from mala_tui.prompt_files import load_prompts
-from tests.core.factories import call, result
+from tests.core.factories import call, default_limits, result
 
 PROMPTS = load_prompts()
 WINDOW = 200_000
@@ -74,7 +73,7 @@ def session(**limits: object) -> ContextManager:
     m = ContextManager(
         name="reader",
         task="Read the logs and report.",
-        limits=Limits(context_limit=WINDOW, **limits),  # type: ignore[arg-type]
+        limits=default_limits(context_limit=WINDOW, **limits),  # type: ignore[arg-type]
         prompts=PROMPTS,
     )
     m.start(0.0)

@@ -15,7 +15,6 @@ import pytest
 
 from mala_tui.core import events as ev
 from mala_tui.core.actions import ApplyMask, RequestApproval, StartFreshSession
-from mala_tui.core.limits import Limits
 from mala_tui.core.manager import ContextManager, Outcome
 from mala_tui.core.observations import (
     AgentFailed,
@@ -41,7 +40,7 @@ from mala_tui.core.observations import (
 from mala_tui.core.phases import IllegalTransition, ManageMode, Phase
 from mala_tui.core.usage import CallUsage
 from mala_tui.prompt_files import load_prompts
-from tests.core.factories import call, result, say
+from tests.core.factories import call, default_limits, result, say
 
 PROMPTS = load_prompts()
 WINDOW = 100_000
@@ -86,7 +85,7 @@ def worked(**limits: object) -> ContextManager:
     m = ContextManager(
         name="s",
         task="Fix the parser.",
-        limits=Limits(**settings),
+        limits=default_limits(**settings),
         prompts=PROMPTS,  # type: ignore[arg-type]
     )
     m.start(0.0)
@@ -244,7 +243,7 @@ def test_without_per_call_usage_the_estimate_decides_and_one_warning_says_so() -
     m = ContextManager(
         name="s",
         task="Summarise the logs.",
-        limits=Limits(context_limit=20_000, keep_recent_observations=1),
+        limits=default_limits(context_limit=20_000, keep_recent_observations=1),
         prompts=PROMPTS,
     )
     m.start(0.0)

@@ -19,7 +19,8 @@ from mala_tui.loopback import (
 from mala_tui.prompt_files import load_prompts
 from mala_tui.runtime.backends.base import SessionSpec
 from mala_tui.runtime.backends.claude import ClaudeBackend
-from mala_tui.runtime.session import RunnerLimits, SessionRunner
+from mala_tui.runtime.session import SessionRunner
+from tests.core.factories import default_runner_limits
 
 TOOLS = ("Read", "Grep", "Glob", "Bash", "Edit", "Write")
 
@@ -71,7 +72,7 @@ def runner(
             spec=spec,
             backend=ClaudeBackend(backup_dir=backup_dir),
             manager=manager,
-            limits=RunnerLimits(
+            limits=default_runner_limits(
                 idle_timeout=idle_timeout, disconnect_timeout=limits.disconnect_timeout
             ),
             sink=sink or recorded,

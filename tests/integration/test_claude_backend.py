@@ -15,10 +15,10 @@ import pytest
 from mala_tui.bench.faults import TIGHT, TIGHT_WINDOW
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
-from mala_tui.core.manager import Limits
 from mala_tui.loopback import FaultSpec, LoopbackServer, load_scenario
 from mala_tui.runtime.backends.base import ResultItem, UsageItem
 from mala_tui.runtime.backends.claude import ClaudeBackend
+from tests.core.factories import default_limits
 from tests.integration.harness import alive, runner, session_spec
 
 pytestmark = pytest.mark.integration
@@ -56,7 +56,7 @@ async def test_masking_rewrites_the_transcript_and_the_model_sees_placeholders(
     tmp_path: Path,
 ) -> None:
     scenario = load_scenario("quickstart")
-    limits = Limits(
+    limits = default_limits(
         soft_threshold=0.08,
         hard_threshold=0.9,
         keep_recent_observations=1,
@@ -90,7 +90,7 @@ async def test_a_real_stall_is_detected_disconnected_and_resumed(tmp_path: Path)
     async with LoopbackServer(scenario, response_delay_s=0) as server:
         server.add_fault(FaultSpec(kind="stall_after_message_start", at_request=3))
         spec = session_spec("q", scenario, server, tmp_path)
-        run, recorded = runner(spec, Limits(disconnect_timeout=10.0), idle_timeout=3.0)
+        run, recorded = runner(spec, default_limits(disconnect_timeout=10.0), idle_timeout=3.0)
         started = time.monotonic()
         assert await run.run() is EndStatus.DONE
         elapsed = time.monotonic() - started
@@ -110,7 +110,7 @@ async def test_prompt_too_long_recovers_from_a_harness_checkpoint(tmp_path: Path
     # real API does past its window, partway through the task.
     async with LoopbackServer(TIGHT, response_delay_s=0, window=TIGHT_WINDOW) as server:
         spec = session_spec("tight", TIGHT, server, tmp_path)
-        run, recorded = runner(spec, Limits(max_restarts=3))
+        run, recorded = runner(spec, default_limits(max_restarts=3))
         status = await run.run()
     refused = [r for r in server.request_log if r.response_kind == "error"]
     assert len(refused) == 1

@@ -14,7 +14,7 @@ import pytest
 
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndSession, EndStatus, StopTurn
-from mala_tui.core.manager import ContextManager, Limits, Outcome
+from mala_tui.core.manager import ContextManager, Outcome
 from mala_tui.core.observations import Command, Observation, ToolResultSeen, TurnEnded
 from mala_tui.core.phases import IllegalTransition
 from mala_tui.core.prompts import PromptKind
@@ -23,7 +23,8 @@ from mala_tui.core.usage import CallUsage
 from mala_tui.prompt_files import load_prompts
 from mala_tui.runtime.backends.base import MessageItem, SessionIdItem, SessionSpec, UsageItem
 from mala_tui.runtime.backends.scripted import HANG, ScriptedBackend, ScriptedClient, finished
-from mala_tui.runtime.session import RunnerLimits, SessionRunner
+from mala_tui.runtime.session import SessionRunner
+from tests.core.factories import default_limits, default_runner_limits
 
 PROMPTS = load_prompts()
 TASK = "Fix issue 42."
@@ -52,13 +53,13 @@ class Harness:
         self.events: list[ev.Event] = []
         self.sleeps: list[float] = []
         self.manager = manager_class(
-            name="s1", task=TASK, limits=Limits(**settings), prompts=PROMPTS
+            name="s1", task=TASK, limits=default_limits(**settings), prompts=PROMPTS
         )  # type: ignore[arg-type]
         self.runner = SessionRunner(
             spec=SessionSpec(name="s1", task=TASK, cwd=Path("/ws")),
             backend=backend,
             manager=self.manager,
-            limits=RunnerLimits(
+            limits=default_runner_limits(
                 idle_timeout=IDLE,
                 disconnect_timeout=1.0,
                 drain_timeout=1.0,
@@ -344,7 +345,7 @@ async def test_hard_zone_winds_down_checkpoints_and_restarts_fresh() -> None:
 async def test_operator_stop_ends_a_streaming_session() -> None:
     client = ScriptedClient([[SessionIdItem("sess-1"), HANG]])
     h = Harness(ScriptedBackend([client]))
-    h.runner.limits = RunnerLimits(idle_timeout=30, disconnect_timeout=1.0)
+    h.runner.limits = default_runner_limits(idle_timeout=30, disconnect_timeout=1.0)
     task = asyncio.create_task(h.run())
     await asyncio.sleep(0.05)
     h.runner.command(Command.STOP)
@@ -363,7 +364,7 @@ async def test_disconnect_is_bounded() -> None:
 async def test_cancelling_the_runner_disconnects_the_agent() -> None:
     client = ScriptedClient([[SessionIdItem("sess-1"), HANG]])
     h = Harness(ScriptedBackend([client]))
-    h.runner.limits = RunnerLimits(idle_timeout=30, disconnect_timeout=1.0)
+    h.runner.limits = default_runner_limits(idle_timeout=30, disconnect_timeout=1.0)
     task = asyncio.create_task(h.runner.run())
     await asyncio.sleep(0.05)
     task.cancel()
@@ -376,7 +377,9 @@ async def test_the_session_timeout_covers_every_retry() -> None:
     clients = [ScriptedClient([[SessionIdItem("sess-1"), HANG]]) for _ in range(6)]
     h = Harness(ScriptedBackend(clients), max_idle_retries=5, idle_retry_backoff=(0.2,))
     h.runner._sleep = asyncio.sleep  # the backoff really waits here: it is what runs out the clock
-    h.runner.limits = RunnerLimits(idle_timeout=IDLE, disconnect_timeout=1.0, session_timeout=0.5)
+    h.runner.limits = default_runner_limits(
+        idle_timeout=IDLE, disconnect_timeout=1.0, session_timeout=0.5
+    )
     assert await h.run() is EndStatus.FAILED
     assert h.runner.end_reason == "session timeout: 0.5 s passed, retries included"
     assert 1 <= len(h.of_type(ev.IdleTimedOut)) < 5
