@@ -1,16 +1,17 @@
 """Runs many sessions at once, records what happens, publishes snapshots, holds approvals.
 
 Every event from every session passes through one sink: it is journaled, applied
-to the run's live view (core.view), and the session is marked changed. Listeners
-(the app, the headless printer) get frozen snapshots of the changed sessions at
-most once per `publish_interval`, never once per token. Approval requests queue
-here until someone answers them; an answer goes to the session's runner.
+to the run's live view (core.view), and handed to the listeners (the app, the
+headless printer) with a frozen snapshot of the session it changed. Nothing is
+held back here: how often to redraw is the display's business, and the app's
+bridge gathers updates per frame (ui.bridge). Events come per API call and per
+message, never per token. Approval requests queue here until someone answers
+them; an answer goes to the session's runner.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import time
 from collections.abc import Callable
@@ -115,7 +116,6 @@ class Supervisor:
         prompts: PromptSet,
         journal: RunJournal | None,
         approval_mode: ApprovalMode | None = None,
-        publish_interval: float = 0.1,
         clock: Callable[[], float] = time.time,
         mode: str = "run",
     ) -> None:
@@ -128,13 +128,10 @@ class Supervisor:
         self.approval_mode: ApprovalMode = approval_mode or (
             "ask" if settings.context.require_approval else "auto"
         )
-        self.publish_interval = publish_interval
         self.state = RunState(run_id=journal.run_id if journal else "")
         self.runners: dict[str, SessionRunner] = {}
         self.approvals: list[ApprovalRequest] = []
         self.listeners = _Listeners()
-        self._dirty: set[str] = set()
-        self._flusher: asyncio.TimerHandle | None = None
         self._tasks: dict[str, asyncio.Task[EndStatus]] = {}
 
     # -- building the run -----------------------------------------------------------------------
@@ -181,7 +178,6 @@ class Supervisor:
             return result
         finally:
             self.record(ev.RunEnded(at=self.clock(), run_id=run_id, ok=ok, reason=reason))
-            self._flush()
 
     def result(self) -> RunResult:
         return RunResult(
@@ -251,8 +247,7 @@ class Supervisor:
         for listener in self.listeners.events:
             listener(event)
         if event.session:
-            self._dirty.add(event.session)
-            self._schedule_flush()
+            self._publish(event.session)
         return event
 
     def _track_approvals(self, event: ev.Event) -> None:
@@ -273,19 +268,11 @@ class Supervisor:
         for listener in self.listeners.approvals:
             listener(list(self.approvals))
 
-    def _schedule_flush(self) -> None:
-        if self._flusher is not None:
+    def _publish(self, session: str) -> None:
+        state = self.state.sessions.get(session)
+        if state is None or not self.listeners.snapshots:
             return
-        with contextlib.suppress(RuntimeError):  # no running loop: flushed at the end
-            loop = asyncio.get_running_loop()
-            self._flusher = loop.call_later(self.publish_interval, self._flush)
-
-    def _flush(self) -> None:
-        self._flusher = None
-        if not self._dirty:
-            return
-        changed = {name: self.state.sessions[name].snapshot() for name in self._dirty}
-        self._dirty.clear()
+        changed = {session: state.snapshot()}
         for listener in self.listeners.snapshots:
             listener(changed)
 

@@ -1,10 +1,11 @@
 """From supervisor callbacks to Textual signals, coalesced to at most one publication a frame.
 
 The supervisor calls its listeners on the app's event loop (never from another
-thread), for every event and for every batch of changed sessions. Redrawing on
-each would spend the frame budget many times over with 50 busy sessions, so the
-bridge only gathers: the newest snapshot per session, the events in order, the
-latest approval list; and publishes them together once per frame.
+thread), for every event and with the snapshot of every session it changed: it
+holds nothing back. Redrawing on each would spend the frame budget many times
+over with 50 busy sessions, so the bridge only gathers: the newest snapshot per
+session, the events in order, the latest approval list; and publishes them
+together once per frame. This is the one place updates are coalesced.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The supervisor: many sessions, the approval gate, coalesced snapshots, the journal, stopping."""
+"""The supervisor: many sessions, the approval gate, published snapshots, the journal, stopping."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from mala_tui.config import ContextSettings, IdleSettings, Settings
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.usage import CallUsage
+from mala_tui.core.view import SessionSnapshot
 from mala_tui.prompt_files import load_prompts
 from mala_tui.runtime.backends.base import SessionIdItem, SessionSpec, UsageItem
 from mala_tui.runtime.backends.scripted import HANG, ScriptedBackend, ScriptedClient, finished
@@ -75,7 +76,6 @@ def supervisor(tmp_path: Path, backend: object, names: list[str], **kwargs: obje
         backend=backend,  # type: ignore[arg-type]
         prompts=load_prompts(),
         journal=journal,
-        publish_interval=0.02,
         **kwargs,  # type: ignore[arg-type]
     )
     for name in names:
@@ -140,13 +140,25 @@ async def test_an_approval_timeout_takes_the_configured_answer(tmp_path: Path) -
     assert [(d.decision, d.decided_by) for d in decided] == [("approve", "timeout")]
 
 
-async def test_snapshots_are_coalesced_and_checkpoints_saved_as_markdown(tmp_path: Path) -> None:
+async def test_each_change_is_published_as_it_happens_and_checkpoints_saved_as_markdown(
+    tmp_path: Path,
+) -> None:
     sup = supervisor(tmp_path, Sessions({"a": hard_session("sa")}), ["a"], approval_mode="auto")
-    published: list[dict[str, object]] = []
+    published: list[dict[str, SessionSnapshot]] = []
     sup.listeners.snapshots.append(published.append)
     await asyncio.wait_for(sup.run(), 10)
     events = read_events(sup.journal.events_path).events  # type: ignore[union-attr]
-    assert 0 < len(published) < len([e for e in events if e.session == "a"])
+    mine = [e for e in events if e.session == "a"]
+    # Nothing held back: one snapshot per event, the session as that event left it
+    # (the app's bridge is what coalesces them per frame).
+    assert [list(changed) for changed in published] == [["a"]] * len(mine)
+    phases = [
+        changed["a"].phase
+        for changed, event in zip(published, mine, strict=True)
+        if isinstance(event, ev.PhaseChanged)
+    ]
+    assert phases == [e.after for e in mine if isinstance(e, ev.PhaseChanged)]
+    assert published[-1]["a"] == sup.snapshots()["a"]
     final = sup.snapshots()["a"]
     assert final.status == "done" and final.restarts == 1
     saved = [e for e in events if isinstance(e, ev.CheckpointSaved)]

@@ -45,7 +45,6 @@ def supervisor_with(*clients: ScriptedClient, approval: bool) -> Supervisor:
         backend=ScriptedBackend(list(clients)),
         prompts=load_prompts(),
         journal=None,
-        publish_interval=0.02,
     )
     supervisor.add_session(SessionSpec(name="s1", task="Fix issue 42.", cwd=Path("/ws")))
     return supervisor
