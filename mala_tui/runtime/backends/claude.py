@@ -1,10 +1,12 @@
 """The real agent: Claude Code through claude-agent-sdk and the CLI bundled in its wheel.
 
-What this backend does with the SDK, and why (facts in SDK_NOTES.md):
+What this backend does with the SDK, and why (what was observed of the SDK and its
+CLI is written up in docs/ARCHITECTURE.md):
 - `include_partial_messages=True`: the raw `message_start` carries each API call's
   input and cache fields, `message_delta` its final output count. That per-call
-  figure is the context (DESIGN.md); the ResultMessage's usage is a per-turn sum
-  and only feeds the cumulative fallback.
+  figure is the context: the whole prompt the model read for that call. The
+  ResultMessage's usage is a per-turn sum (every call's prompt counted again) and
+  only feeds the cumulative fallback.
 - Messages with a `parent_tool_use_id` belong to subagents, not to the main
   window, and are left out.
 - The CLI's own compaction is off (`DISABLE_AUTO_COMPACT=1`) and a PreCompact hook
