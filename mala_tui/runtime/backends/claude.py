@@ -22,10 +22,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
-import shutil
-import tempfile
-import time
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -62,17 +58,14 @@ from mala_tui.runtime.backends.base import (
     ToolGate,
     UsageItem,
 )
+from mala_tui.runtime.backends.claude_transcripts import (
+    config_dir,
+    find_transcript,
+    rewrite_transcript,
+)
 
 #: Environment every session gets: the manager, not the CLI, manages the window.
 MANAGED_ENV = {"DISABLE_AUTO_COMPACT": "1"}
-
-
-def config_dir(spec: SessionSpec) -> Path:
-    """Where the CLI keeps this session's transcripts."""
-    if spec.private_home is not None:
-        return spec.private_home / "claude-config"
-    configured = spec.env.get("CLAUDE_CONFIG_DIR") or os.environ.get("CLAUDE_CONFIG_DIR")
-    return Path(configured).expanduser() if configured else Path.home() / ".claude"
 
 
 def build_options(
@@ -395,91 +388,3 @@ class ClaudeBackend:
     ) -> int:
         path = find_transcript(config_dir(spec), session_id)
         return await asyncio.to_thread(rewrite_transcript, path, placeholders, self.backup_dir)
-
-
-def find_transcript(root: Path, session_id: str) -> Path:
-    """`<config dir>/projects/<project>/<session id>.jsonl`, whatever the project's name."""
-    matches = sorted((root / "projects").glob(f"*/{session_id}.jsonl"))
-    if not matches:
-        raise MaskError(f"no transcript for session {session_id} under {root / 'projects'}")
-    return max(matches, key=lambda p: p.stat().st_mtime)
-
-
-def rewrite_transcript(path: Path, placeholders: Mapping[str, str], backup_dir: Path | None) -> int:
-    """Replace the results with these ids wherever the transcript holds them; atomic.
-
-    The CLI stores a result in the `user` entry (its `tool_result` block and the
-    tool's structured `toolUseResult`) and again in request blobs; every copy is
-    rewritten, so a resumed session sees only the placeholder. Lines that are not
-    JSON are kept as they are. Returns how many distinct results were replaced.
-    """
-    try:
-        original = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise MaskError(f"{path}: cannot be read: {exc.strerror or exc}") from None
-    if backup_dir is not None:
-        backup_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-        backup = backup_dir / f"{path.stem}.{int(time.time() * 1000)}.jsonl"
-        shutil.copyfile(path, backup)
-        backup.chmod(0o600)
-    replaced: set[str] = set()
-    lines = []
-    for line in original.splitlines(keepends=True):
-        try:
-            entry = json.loads(line)
-        except json.JSONDecodeError:
-            lines.append(line)
-            continue
-        found = _mask_entry(entry, placeholders)
-        if found:
-            replaced |= found
-            ending = "\n" if line.endswith("\n") else ""
-            lines.append(json.dumps(entry, ensure_ascii=False, separators=(",", ":")) + ending)
-        else:
-            lines.append(line)
-    if replaced:
-        fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write("".join(lines))
-            Path(temp).chmod(path.stat().st_mode & 0o777)
-            Path(temp).replace(path)
-        except OSError as exc:
-            Path(temp).unlink(missing_ok=True)
-            raise MaskError(f"{path}: cannot be rewritten: {exc.strerror or exc}") from None
-    return len(replaced)
-
-
-def _mask_entry(entry: Any, placeholders: Mapping[str, str]) -> set[str]:
-    """Rewrite tool_result blocks (anywhere in the entry) and their toolUseResult."""
-    found: set[str] = set()
-
-    def walk(node: Any) -> None:
-        if isinstance(node, dict):
-            if node.get("type") == "tool_result" and node.get("tool_use_id") in placeholders:
-                tool_id = node["tool_use_id"]
-                node["content"] = placeholders[tool_id]
-                found.add(tool_id)
-                return
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for value in node:
-                walk(value)
-
-    walk(entry)
-    if found and isinstance(entry, dict) and "toolUseResult" in entry:
-        text = next(iter(placeholders[tool_id] for tool_id in found))
-        entry["toolUseResult"] = _shrink(entry["toolUseResult"], text)
-    return found
-
-
-def _shrink(value: Any, text: str) -> Any:
-    """Keep the structured result's shape (the CLI renders it) but not its bulk."""
-    if isinstance(value, str):
-        return text if len(value) > len(text) else value
-    if isinstance(value, dict):
-        return {key: _shrink(item, text) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_shrink(item, text) for item in value[:5]]
-    return value
