@@ -504,3 +504,34 @@ async def test_a_gate_that_fails_answers_no_stop_and_the_session_goes_on(
     assert client.stops == 0
     (error,) = h.of_type(ev.ErrorRecorded)
     assert str(failure) in error.message
+
+
+async def test_a_result_projected_past_soft_is_masked_at_its_clean_point() -> None:
+    # The real manager this time: the gate's answer is its projection of the next request,
+    # which the big result would have pushed past soft. The turn stops before that request,
+    # old results are masked, and the session resumes on the masked transcript.
+    reads = [item for i in range(10) for item in read_cycle(i, 16_000)]
+    big = read_cycle(10, 60_000)
+    first = ScriptedClient(
+        [
+            [
+                SessionIdItem("sess-1"),
+                *reads,
+                usage_at(60_000),
+                *big,
+                usage_at(95_000, final=False),  # the request the big result would go into
+                finished(),
+            ]
+        ]
+    )
+    resumed = ScriptedClient([[usage_at(40_000), finished()]])
+    h = Harness(ScriptedBackend([first, resumed]))
+    assert await h.run() is EndStatus.DONE
+    assert (first.stops, first.interrupted) == (1, 0)
+    assert all(usage.tokens < 95_000 for usage in h.of_type(ev.UsageRecorded))
+    (applied,) = h.of_type(ev.MaskApplied)
+    assert applied.trigger == "projection"
+    (masked,) = h.backend.masked
+    assert list(masked) == ["r0", "r1", "r2", "r3"]
+    assert h.backend.created == [("s1", None), ("s1", "sess-1")]
+    assert resumed.queries == [PROMPTS.render(PromptKind.MASK_RESUME, masked_count=4)]
