@@ -70,9 +70,10 @@ async def test_masking_rewrites_the_transcript_and_the_model_sees_placeholders(
     assert masks, "the session should have crossed the soft threshold"
     log = server.request_log
     first_masked = next(r for r in log if r.masked_placeholders > 0)
-    before = log[first_masked.index - 2]
-    # Rewriting an old result is a prompt-cache miss from that block on.
-    assert first_masked.cache_read_input_tokens < before.cache_read_input_tokens
+    before = log[first_masked.index - 2]  # the request just before it (indices count from 1)
+    # Rewriting an old result is a prompt-cache miss from that block on: unmasked, the
+    # whole of the request before would have been read from the cache.
+    assert first_masked.cache_read_input_tokens < before.prompt_tokens
     assert first_masked.prompt_tokens < before.prompt_tokens
     measured = recorded.of(ev.MaskMeasured)[0]
     assert measured.reclaimed > 0
