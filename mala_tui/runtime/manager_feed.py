@@ -7,7 +7,8 @@ end. The agent's post-tool hook asks here too (`_tool_gate`).
 
 What is read of the manager is its public surface only: `observe`, `streaming`,
 `transcript` (the tool calls still open); the runner adds `start`, `phase`,
-`session_id`, `window`, `limits` and `require_approval`.
+`session_id`, and for the session's first event `window`, `window_source`,
+`manage`, `limits` and `require_approval`.
 """
 
 from __future__ import annotations
