@@ -1,0 +1,91 @@
+"""Recovery after a hang or a failed API call: the manager's side of the retry rules.
+
+The rules themselves (resume, start afresh, fail fast, give up) are core.retry's;
+here they meet the session: the disconnect that always comes first, the prompt a
+retry sends, the events that say what was decided.
+"""
+
+from __future__ import annotations
+
+from mala_tui.core import events as ev
+from mala_tui.core.actions import Disconnect, EndStatus, RetryMode, RetryTurn
+from mala_tui.core.masking_decisions import MaskingDecisions
+from mala_tui.core.observations import IdleTimedOut, TurnEnded
+from mala_tui.core.phases import STREAMING, IllegalTransition, Trigger
+from mala_tui.core.prompts import PromptKind
+from mala_tui.core.retry import RETRYABLE_RESULTS, RetryDecision, backoff_delay, decide_retry
+from mala_tui.core.session_state import Outcome, excerpt
+from mala_tui.core.transcript import Transcript
+
+
+class Recovery(MaskingDecisions):
+    """The manager's handlers for idle timeouts and failed turns."""
+
+    def _on_turn_error(self, obs: TurnEnded) -> Outcome:
+        reason = obs.terminal_reason or obs.subtype
+        if reason not in RETRYABLE_RESULTS:
+            return self._end(
+                obs.at,
+                Trigger.FAIL,
+                EndStatus.FAILED,
+                f"the turn ended with {reason}: {excerpt(obs.result_text)}",
+            )
+        decision, decided = self._retry(obs.at, f"{reason} (status {obs.api_error_status})")
+        event = ev.ApiErrorSeen(
+            at=obs.at,
+            session=self.name,
+            terminal_reason=reason,
+            status=obs.api_error_status,
+            retry=self.counters.idle_retries,
+            decision=decision.value,
+        )
+        return Outcome(decided.actions, (event, *decided.events))
+
+    def _retry(self, at: float, cause: str) -> tuple[RetryDecision, Outcome]:
+        """Disconnect always; then resume, start fresh, or fail (core.retry)."""
+        disconnect = Disconnect(self.limits.disconnect_timeout)
+        decision = decide_retry(
+            retries_done=self.counters.idle_retries,
+            max_retries=self.limits.max_idle_retries,
+            has_session_id=self.session_id is not None,
+            tool_calls=self._turn.tool_calls,
+        )
+        if not decision.retries:
+            reason = (
+                f"{cause}: max retries ({self.limits.max_idle_retries}) exceeded"
+                if decision is RetryDecision.GIVE_UP
+                else f"{cause}: cannot retry: {self._turn.tool_calls} tool calls occurred "
+                "without session context"
+            )
+            ended = self._end(at, Trigger.FAIL, EndStatus.FAILED, reason)
+            return decision, Outcome((disconnect, *ended.actions), ended.events)
+        retry = self.counters.idle_retries + 1
+        delay = backoff_delay(self.limits.idle_retry_backoff, retry)
+        if decision is RetryDecision.RESUME:
+            prompt = self.prompts.render(PromptKind.IDLE_RESUME, session_name=self.name)
+            action = RetryTurn(RetryMode.RESUME, delay, prompt, self.session_id)
+        else:
+            # Nothing happened that a fresh start could repeat: same prompt, new session.
+            prompt = self._turn.prompt
+            action = RetryTurn(RetryMode.FRESH, delay, prompt, None)
+            self.transcript = Transcript()
+        self.counters.idle_retries = retry
+        self._begin_turn(prompt)
+        return decision, Outcome((disconnect, action))
+
+    def _on_idle(self, obs: IdleTimedOut) -> Outcome:
+        if self.phase not in STREAMING:
+            raise IllegalTransition(f"{self.name}: idle timeout while {self.phase.value}")
+        decision, decided = self._retry(obs.at, f"idle for {obs.idle_seconds:.3g} s")
+        retry = next((a for a in decided.actions if isinstance(a, RetryTurn)), None)
+        ended = next((e for e in decided.events if isinstance(e, ev.SessionEnded)), None)
+        event = ev.IdleTimedOut(
+            at=obs.at,
+            session=self.name,
+            idle_seconds=obs.idle_seconds,
+            retry=self.counters.idle_retries,
+            decision=decision.value,
+            delay=retry.delay if retry else 0.0,
+            reason=ended.reason if ended else "",
+        )
+        return Outcome(decided.actions, (event, *decided.events))
