@@ -24,7 +24,7 @@ from mala_tui.core.observations import MaskConfirmed, MaskFailed, ToolResultSeen
 from mala_tui.core.phases import Cause, IllegalTransition, ManageMode, Phase, Trigger
 from mala_tui.core.prompts import PromptKind
 from mala_tui.core.restart_flow import RestartFlow
-from mala_tui.core.session_state import Outcome, PendingMask, StopFor
+from mala_tui.core.session_state import Outcome, PendingMask, StopFor, news_key
 from mala_tui.core.usage import Zone
 
 
@@ -133,11 +133,13 @@ class MaskingDecisions(RestartFlow):
         return Outcome((ApplyMask(pending.plan, False, resume),))
 
     def _skip(self, at: float, tokens: int, reason: str) -> Outcome:
-        # Say it once per reason, not on every API call while the zone lasts.
+        # Say it once per kind of reason, not on every API call while the zone lasts:
+        # "only ~21,545 tokens maskable" and "only ~21,551" are the same news.
         self._pending.skip_revision = self.transcript.revision
-        if reason == self._pending.skip_reason:
+        kind = news_key(reason)
+        if kind == self._pending.skip_reason:
             return Outcome()
-        self._pending.skip_reason = reason
+        self._pending.skip_reason = kind
         return Outcome(
             events=(ev.MaskSkipped(at=at, session=self.name, reason=reason, tokens=tokens),)
         )
@@ -244,7 +246,9 @@ class MaskingDecisions(RestartFlow):
         self.counters.masked_total += len(applied)
         self.counters.masked_session += len(applied)
         self.counters.mask_failures = 0
-        tokens_before = self.usage.tokens
+        # What the next measured request is compared with: the request the mask replaced
+        # (projected, when decided at a tool result), so `reclaimed` is what it freed.
+        tokens_before = pending.projected if pending.projected is not None else self.usage.tokens
         self._pending.mask = None
         self._pending.measure_from = tokens_before
         events: list[ev.Event] = [

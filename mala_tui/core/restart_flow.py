@@ -31,7 +31,14 @@ from mala_tui.core.checkpoint import (
 from mala_tui.core.observations import ApprovalGiven, Decision, RestartCompleted
 from mala_tui.core.phases import Cause, IllegalTransition, ManageMode, Trigger
 from mala_tui.core.prompts import PromptKind
-from mala_tui.core.session_state import Outcome, Pending, SessionState, StopFor, TurnState
+from mala_tui.core.session_state import (
+    Outcome,
+    Pending,
+    SessionState,
+    StopFor,
+    TurnState,
+    news_key,
+)
 from mala_tui.core.transcript import Transcript
 from mala_tui.core.usage import CHARS_PER_TOKEN
 
@@ -78,9 +85,9 @@ class RestartFlow(SessionState):
             f"past the hard threshold ({tokens:,} of {self.window:,} tokens) with nothing "
             "left to mask; management mode 'mask' does not restart"
         )
-        if reason == self._pending.skip_reason:
+        if news_key(reason) == self._pending.skip_reason:
             return Outcome()
-        self._pending.skip_reason = reason
+        self._pending.skip_reason = news_key(reason)
         return Outcome(
             events=(ev.MaskSkipped(at=at, session=self.name, reason=reason, tokens=tokens),)
         )

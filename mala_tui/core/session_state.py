@@ -8,6 +8,7 @@ refused with IllegalTransition leaves the manager exactly as it was.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Final
@@ -24,6 +25,7 @@ from mala_tui.core.transcript import Message, Transcript
 from mala_tui.core.usage import ContextUsage, UsageSource, UsageTracker, Zone, estimate_tokens
 
 _EXCERPT: Final = 300
+_DIGITS: Final = re.compile(r"[\d,.]+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,6 +225,12 @@ class SessionState:
                 ),
             ),
         )
+
+
+def news_key(reason: str) -> str:
+    """A reason with its figures taken out: "only ~21,545 tokens maskable" and "only
+    ~21,551" are the same news, said once."""
+    return _DIGITS.sub("#", reason)
 
 
 def excerpt(text: str) -> str:
