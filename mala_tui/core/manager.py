@@ -146,6 +146,10 @@ class ContextManager(Recovery):
                 return self._end(observation.at, Trigger.FAIL, EndStatus.FAILED, observation.reason)
             case CompactionObserved():
                 self.counters.compactions += 1
+                if not observation.blocked:
+                    # The CLI rewrote the conversation itself: the pairs fitted so far
+                    # describe a transcript it no longer sends.
+                    self.calibration.restart()
                 return Outcome(events=(_compaction_event(self.name, observation),))
             case OperatorCommand():
                 return self._on_command(observation)
