@@ -4,6 +4,11 @@ Every event is a frozen pydantic model with a `type` tag, a wall-clock `at`
 (seconds since the epoch) and the `session` it belongs to ("" for the run).
 A journal line is one event's JSON; reading a line back goes through
 `parse_event`, which names what it could not understand instead of guessing.
+
+Phases, triggers, usage sources, approval answers and end statuses are typed
+with the core's enums: on disk they are their string values (a StrEnum
+serialises as its value), so journals written before the fields were typed
+read back unchanged, and in memory a misspelt value is a type error.
 """
 
 from __future__ import annotations
@@ -11,6 +16,11 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from mala_tui.core.actions import EndStatus
+from mala_tui.core.observations import Decision
+from mala_tui.core.phases import Phase, Trigger
+from mala_tui.core.usage import UsageSource
 
 
 class EventBase(BaseModel):
@@ -54,17 +64,16 @@ class SessionStarted(EventBase):
 
 class PhaseChanged(EventBase):
     type: Literal["phase_changed"] = "phase_changed"
-    before: str
-    after: str
-    trigger: str
+    before: Phase
+    after: Phase
+    trigger: Trigger
 
 
 class UsageRecorded(EventBase):
     type: Literal["usage"] = "usage"
     tokens: int
     window: int
-    source: str
-    """per_call, cumulative, estimate or disabled (see core.usage.UsageSource)."""
+    source: UsageSource
     input_tokens: int = 0
     cache_creation_input_tokens: int = 0
     cache_read_input_tokens: int = 0
@@ -79,7 +88,11 @@ class UsageRecorded(EventBase):
 
     @property
     def pressure(self) -> float:
-        return self.tokens / self.window if self.window > 0 and self.source != "disabled" else 0.0
+        return (
+            self.tokens / self.window
+            if self.window > 0 and self.source != UsageSource.DISABLED
+            else 0.0
+        )
 
 
 class MessageRecorded(EventBase):
@@ -161,7 +174,7 @@ class ApprovalPolicySet(EventBase):
 
 class ApprovalDecided(EventBase):
     type: Literal["approval_decided"] = "approval_decided"
-    decision: Literal["approve", "deny", "edit"]
+    decision: Decision
     decided_by: str
     """"operator", "auto", "timeout" or "policy"."""
 
@@ -218,7 +231,7 @@ class ProcessEnded(EventBase):
 
 class SessionEnded(EventBase):
     type: Literal["session_ended"] = "session_ended"
-    status: Literal["done", "stopped", "denied", "failed"]
+    status: EndStatus
     reason: str = ""
     restarts: int = 0
     masked_total: int = 0

@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, TextIO
 
 from mala_tui.core import events as ev
+from mala_tui.core.observations import Decision
 
 if TYPE_CHECKING:
     from mala_tui.runtime.supervisor import Supervisor
@@ -155,9 +156,9 @@ async def answer_from_terminal(supervisor: Supervisor, out: TextIO, read_line: L
         if request not in supervisor.approvals:
             continue  # answered meanwhile (a timeout, say)
         if answer in ("a", "approve", "y", "yes"):
-            supervisor.decide(request.session, "approve", by="operator")
+            supervisor.decide(request.session, Decision.APPROVE, by="operator")
         elif answer in ("d", "deny", "n", "no"):
-            supervisor.decide(request.session, "deny", by="operator")
+            supervisor.decide(request.session, Decision.DENY, by="operator")
         else:
             out.write(f"not an answer: {literal(answer, 40)!r}\n")
         await asyncio.sleep(0)

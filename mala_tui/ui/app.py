@@ -23,6 +23,7 @@ from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
 from mala_tui.config import Settings
+from mala_tui.core.observations import Decision
 from mala_tui.runtime.supervisor import ApprovalRequest
 from mala_tui.ui.bridge import UpdateBridge
 from mala_tui.ui.commands import SessionCommands
@@ -37,6 +38,12 @@ from mala_tui.ui.source import LiveSource, Source
 from mala_tui.ui.themes import load_themes, own_variable_defaults, theme_folders
 
 DEFAULT_THEME: Final = "mala-dark"
+DECIDED: Final = {
+    Decision.APPROVE: "approved",
+    Decision.DENY: "denied",
+    Decision.EDIT: "approved (edited)",
+}
+"""How the notice after an answer names it."""
 STOP_WAIT_SECONDS: Final = 30.0
 """How long quitting waits for the sessions to stop (each disconnect is bounded at 10 s)."""
 
@@ -215,9 +222,7 @@ class MalaApp(App[int]):
         if answer is None:
             return
         self.controller.decide(answer.request, answer.decision, answer.text)
-        verb = {"approve": "approved", "deny": "denied", "edit": "approved (edited)"}[
-            answer.decision
-        ]
+        verb = DECIDED[answer.decision]
         self.notify(
             f"{answer.request.session}: checkpoint #{answer.request.checkpoint_number} {verb}",
             markup=False,

@@ -12,7 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
+from mala_tui.core.actions import EndStatus
 from mala_tui.core.observations import Command
+from mala_tui.core.phases import Phase
 from mala_tui.core.view import SessionSnapshot
 from mala_tui.ui.controller import ReadOnlyError
 from mala_tui.ui.format import phase_label
@@ -51,7 +53,7 @@ SESSION_ACTIONS: Final = (
     ),
 )
 ACTIONS_BY_ID: Final = {action.id: action for action in SESSION_ACTIONS}
-RESTARTABLE_ENDINGS: Final = frozenset({"stopped", "failed", "denied"})
+RESTARTABLE_ENDINGS: Final = frozenset({EndStatus.STOPPED, EndStatus.FAILED, EndStatus.DENIED})
 
 
 class SessionActions:
@@ -98,7 +100,7 @@ class SessionActions:
         self.app.open_checkpoints(snapshot.name)
 
     def _pause(self, snapshot: SessionSnapshot) -> None:
-        command = Command.RESUME if snapshot.phase == "paused" else Command.PAUSE
+        command = Command.RESUME if snapshot.phase is Phase.PAUSED else Command.PAUSE
         self._send(snapshot.name, command)
 
     def _stop(self, snapshot: SessionSnapshot) -> None:

@@ -14,8 +14,8 @@ from textual.reactive import reactive
 from textual.screen import ModalScreen
 from textual.widgets import Button, ContentSwitcher, Footer, Static, TextArea
 
+from mala_tui.core.observations import Decision
 from mala_tui.runtime.supervisor import ApprovalRequest
-from mala_tui.ui.controller import Decision
 from mala_tui.ui.text import literal
 from mala_tui.ui.widgets.checkpoint_view import CheckpointView
 
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, slots=True)
 class ApprovalAnswer:
-    """What the person decided; `text` is the edited checkpoint when the decision is "edit"."""
+    """What the person decided; `text` is the edited checkpoint when the decision is EDIT."""
 
     request: ApprovalRequest
     decision: Decision
@@ -128,10 +128,10 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer | None]):
     # -- answers -----------------------------------------------------------------------------------
 
     def action_approve(self) -> None:
-        self._finish(ApprovalAnswer(self.request, "approve"))
+        self._finish(ApprovalAnswer(self.request, Decision.APPROVE))
 
     def action_deny(self) -> None:
-        self._finish(ApprovalAnswer(self.request, "deny"))
+        self._finish(ApprovalAnswer(self.request, Decision.DENY))
 
     def action_edit(self) -> None:
         self.editing = True
@@ -142,7 +142,7 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer | None]):
         if not text.strip():
             self.app.notify("An empty checkpoint cannot be approved", severity="error")
             return
-        self._finish(ApprovalAnswer(self.request, "edit", text))
+        self._finish(ApprovalAnswer(self.request, Decision.EDIT, text))
 
     def action_later(self) -> None:
         if self.editing:

@@ -15,11 +15,14 @@ from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
+from mala_tui.core.actions import EndStatus
+from mala_tui.core.phases import Phase
+from mala_tui.core.usage import Zone
 from mala_tui.core.view import SessionSnapshot
 from mala_tui.ui.format import elapsed, phase_label
 from mala_tui.ui.text import clean, literal
 from mala_tui.ui.widgets.approval_badge import ApprovalBadge
-from mala_tui.ui.widgets.session_card import SessionCard, card_state
+from mala_tui.ui.widgets.session_card import SessionCard
 
 if TYPE_CHECKING:
     from mala_tui.ui.app import MalaApp
@@ -27,19 +30,20 @@ if TYPE_CHECKING:
 CARD_WIDTH: Final = 44
 """A card's narrowest width: the grid fits as many columns of it as the screen allows."""
 SORTS: Final = ("name", "pressure", "state")
-ZONES: Final = ("all", "normal", "soft", "hard")
-STATE_ORDER: Final = (
-    "awaiting_approval",
-    "failed",
-    "denied",
-    "winding_down",
-    "checkpointing",
-    "restarting",
-    "masking",
-    "running",
-    "paused",
-    "stopped",
-    "done",
+ZONE_FILTERS: Final[tuple[Zone | None, ...]] = (None, *Zone)
+"""What `z` cycles through: every zone (None), then each zone alone."""
+STATE_ORDER: Final[tuple[Phase | EndStatus, ...]] = (
+    Phase.AWAITING_APPROVAL,
+    EndStatus.FAILED,
+    EndStatus.DENIED,
+    Phase.WINDING_DOWN,
+    Phase.CHECKPOINTING,
+    Phase.RESTARTING,
+    Phase.MASKING,
+    Phase.RUNNING,
+    Phase.PAUSED,
+    EndStatus.STOPPED,
+    EndStatus.DONE,
 )
 """Sorting by state puts what needs a person first and what is over last."""
 REPAINT_SECONDS: Final = 1.0
@@ -59,17 +63,17 @@ def sort_key(sort_by: str, snap: SessionSnapshot) -> tuple[float | int | str, ..
     if sort_by == "pressure":
         return (-snap.pressure, snap.name)
     if sort_by == "state":
-        state = card_state(snap)
+        state = snap.state
         rank = STATE_ORDER.index(state) if state in STATE_ORDER else len(STATE_ORDER)
         return (rank, -snap.pressure, snap.name)
     return (snap.name,)
 
 
-def matches(snap: SessionSnapshot, zone: str, text: str) -> bool:
-    """The dashboard's filter: a zone ("all" for any) and words found in name, task or state."""
-    if zone not in ("all", snap.zone):
+def matches(snap: SessionSnapshot, zone: Zone | None, text: str) -> bool:
+    """The dashboard's filter: a zone (None for any) and words found in name, task or state."""
+    if zone is not None and zone != snap.zone:
         return False
-    haystack = f"{snap.name} {snap.task} {phase_label(card_state(snap))}".lower()
+    haystack = f"{snap.name} {snap.task} {phase_label(snap.state)}".lower()
     return all(word in haystack for word in text.lower().split())
 
 
@@ -78,7 +82,7 @@ def _state_changed(before: SessionSnapshot | None, after: SessionSnapshot) -> bo
     if before is None:
         return True
     return (
-        card_state(before) != card_state(after)
+        before.state != after.state
         or before.pending_approval != after.pending_approval
         or before.require_approval != after.require_approval
     )
@@ -114,8 +118,8 @@ class DashboardScreen(Screen[None]):
 
     sort_by: reactive[str] = reactive("name")
     """One of SORTS."""
-    zone: reactive[str] = reactive("all")
-    """One of ZONES: only sessions in this zone are shown."""
+    zone: reactive[Zone | None] = reactive(None)
+    """One of ZONE_FILTERS: only sessions in this zone are shown (None: every zone)."""
     text_filter: reactive[str] = reactive("")
     """Words that must appear in a card's name, task or state."""
 
@@ -289,7 +293,7 @@ class DashboardScreen(Screen[None]):
     def _update_counts(self) -> None:
         snaps = [card.snapshot for card in self._cards.values() if card.snapshot is not None]
         zones = {
-            zone: sum(1 for s in snaps if s.zone == zone and s.status is None) for zone in ZONES[1:]
+            zone: sum(1 for s in snaps if s.zone == zone and s.status is None) for zone in Zone
         }
         ended = sum(1 for s in snaps if s.status is not None)
         shown = sum(1 for card in self._cards.values() if card.display)
@@ -311,7 +315,7 @@ class DashboardScreen(Screen[None]):
         self.query_one("#empty").display = bool(empty)
 
     def _update_order_label(self) -> None:
-        self._set_text("order", f"sort: {self.sort_by} (s) \u00b7 zone: {self.zone} (z)")
+        self._set_text("order", f"sort: {self.sort_by} (s) \u00b7 zone: {self.zone or 'all'} (z)")
 
     def on_resize(self, event: Resize) -> None:
         columns = max(1, event.size.width // CARD_WIDTH)
@@ -369,14 +373,14 @@ class DashboardScreen(Screen[None]):
 
     def action_clear_filter(self) -> None:
         self.query_one("#filter", Input).value = ""
-        self.zone = "all"
+        self.zone = None
         self._focus_first()
 
     def action_cycle_sort(self) -> None:
         self.sort_by = SORTS[(SORTS.index(self.sort_by) + 1) % len(SORTS)]
 
     def action_cycle_zone(self) -> None:
-        self.zone = ZONES[(ZONES.index(self.zone) + 1) % len(ZONES)]
+        self.zone = ZONE_FILTERS[(ZONE_FILTERS.index(self.zone) + 1) % len(ZONE_FILTERS)]
 
     def action_move(self, dx: int, dy: int) -> None:
         visible = [card for card in self.cards if card.display]

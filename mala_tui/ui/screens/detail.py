@@ -23,7 +23,6 @@ from mala_tui.ui.widgets.approval_badge import ApprovalBadge
 from mala_tui.ui.widgets.context_chart import ChartData, ContextChart
 from mala_tui.ui.widgets.event_log import EventLog
 from mala_tui.ui.widgets.gauge import ContextGauge
-from mala_tui.ui.widgets.session_card import card_state
 
 if TYPE_CHECKING:
     from mala_tui.ui.app import MalaApp
@@ -104,7 +103,7 @@ class DetailScreen(Screen[None]):
         self.mala.bridge.events.subscribe(self, self._on_events)
 
     def _show(self, snapshot: SessionSnapshot) -> None:
-        state = phase_label(card_state(snapshot))
+        state = phase_label(snapshot.state)
         extra = f" \u00b7 {snapshot.end_reason}" if snapshot.end_reason else ""
         approval = " \u00b7 approval on" if snapshot.require_approval else ""
         counters = (
