@@ -18,6 +18,7 @@ from enum import StrEnum
 from typing import Final
 
 from mala_tui.core.masking import is_masked
+from mala_tui.core.text import flatten, shorten
 from mala_tui.core.transcript import (
     FILE_WRITING_TOOLS,
     Message,
@@ -205,7 +206,7 @@ def harness_checkpoint(
     parts = [
         f"(Written by mala-tui, not by the agent: {reason}.)",
         "## Goal",
-        _shorten(goal, 4000),
+        shorten(goal, 4000),
         "## Completed Work",
         "\n".join(completed) or "- (no tool call finished)",
         "## Remaining Tasks",
@@ -214,7 +215,7 @@ def harness_checkpoint(
         "## Do Not Redo",
         "\n".join(touched) or "- (no file was written)",
         "## Key Decisions",
-        "\n".join(f"- {_shorten(' '.join(text.split()), 600)}" for text in remarks)
+        "\n".join(f"- {shorten(flatten(text), 600)}" for text in remarks)
         or "- (the agent said nothing outside tool calls)",
     ]
     last_turns = render_messages(work.carryover(carryover_turns))
@@ -223,10 +224,6 @@ def harness_checkpoint(
     if last_turns:
         parts += ["", "Last complete steps:", last_turns]
     return Checkpoint("\n".join(parts), CheckpointOrigin.HARNESS)
-
-
-def _shorten(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def keep_newest(text: str, max_chars: int) -> str:

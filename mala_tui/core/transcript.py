@@ -14,6 +14,8 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Final
 
+from mala_tui.core.text import flatten, shorten
+
 
 class Role(StrEnum):
     USER = "user"
@@ -137,9 +139,7 @@ def primary_argument(call: ToolCall) -> str:
 
 def describe_call(call: ToolCall, limit: int = 160) -> str:
     """One line naming the tool and its primary argument, e.g. `Read src/app.py`."""
-    argument = " ".join(primary_argument(call).split())
-    if len(argument) > limit:
-        argument = argument[: limit - 1] + "…"
+    argument = shorten(flatten(primary_argument(call)), limit)
     return f"{call.name} {argument}".rstrip()
 
 

@@ -1,4 +1,8 @@
-"""Short human forms of the figures the screens show: tokens, percentages, durations, phases."""
+"""Short human forms of what the screens show: durations, phases, usage sources.
+
+Token counts and percentages are `core.text.tokens` and `core.text.percent`,
+shared with the event describer.
+"""
 
 from __future__ import annotations
 
@@ -24,21 +28,6 @@ def phase_label(state: Phase | EndStatus) -> str:
 
 def source_label(source: UsageSource) -> str:
     return SOURCE_LABELS[source]
-
-
-def tokens(count: int) -> str:
-    """12, 9.8k, 123k, 1.2M: at most four significant characters, for narrow cards."""
-    if count < 1_000:
-        return str(count)
-    if count < 10_000:
-        return f"{count / 1_000:.1f}k"
-    if count < 1_000_000:
-        return f"{count // 1_000}k"
-    return f"{count / 1_000_000:.1f}M"
-
-
-def percent(fraction: float) -> str:
-    return f"{fraction * 100:.0f}%"
 
 
 def elapsed(seconds: float) -> str:

@@ -7,6 +7,7 @@ from dataclasses import replace
 from textual.app import App
 
 from mala_tui.core import events as ev
+from mala_tui.core.observations import Decision
 from mala_tui.core.view import SessionSnapshot
 from mala_tui.runtime.supervisor import ApprovalRequest
 from mala_tui.ui.bridge import UpdateBridge
@@ -59,7 +60,7 @@ async def test_an_answered_approval_leaves_the_queue_before_the_supervisor_drops
     controller = Controller(supervisor)
     (request,) = controller.pending()
     assert isinstance(request, ApprovalRequest)
-    controller.decide(request, "approve")
+    controller.decide(request, Decision.APPROVE)
     assert controller.pending() == []
     assert supervisor.approvals == [request]  # the runner has not acted yet
     supervisor.approvals = []

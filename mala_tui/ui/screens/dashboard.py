@@ -17,10 +17,11 @@ from textual.widgets import Footer, Input, Static
 
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.phases import Phase
+from mala_tui.core.text import clean
 from mala_tui.core.usage import Zone
 from mala_tui.core.view import SessionSnapshot
 from mala_tui.ui.format import elapsed, phase_label
-from mala_tui.ui.text import clean, literal
+from mala_tui.ui.text import literal
 from mala_tui.ui.widgets.approval_badge import ApprovalBadge
 from mala_tui.ui.widgets.session_card import SessionCard
 

@@ -14,9 +14,10 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane
 
 from mala_tui.core import events as ev
+from mala_tui.core.text import tokens
 from mala_tui.core.view import SessionSnapshot, SessionState
 from mala_tui.ui.drawing import Reading
-from mala_tui.ui.format import elapsed, phase_label, tokens
+from mala_tui.ui.format import elapsed, phase_label
 from mala_tui.ui.text import literal
 from mala_tui.ui.timeline import session_start
 from mala_tui.ui.widgets.approval_badge import ApprovalBadge

@@ -15,11 +15,12 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from mala_tui.core.actions import EndStatus
+from mala_tui.core.text import ELLIPSIS, clean
 from mala_tui.core.usage import Zone
 from mala_tui.core.view import SessionSnapshot
 from mala_tui.ui.drawing import Reading, gauge_bar, gauge_figures, trend_blocks
 from mala_tui.ui.format import phase_label
-from mala_tui.ui.text import clean, literal
+from mala_tui.ui.text import literal
 
 LINES: Final = ("task", "state", "bar", "figures", "counters", "trend")
 """What each content line of a card shows, top to bottom."""
@@ -254,5 +255,5 @@ def _text_line(text: str, width: int, style: Style, base: Style) -> Strip:
     """One line of literal text, cut with an ellipsis when it does not fit."""
     shown = clean(text, one_line=True)
     if cell_len(shown) > width:
-        shown = set_cell_size(shown, max(0, width - 1)) + "\u2026"
+        shown = set_cell_size(shown, max(0, width - 1)) + ELLIPSIS
     return Strip([Segment(shown, style)]).crop_extend(0, width, base)
