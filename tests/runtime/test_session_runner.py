@@ -169,12 +169,11 @@ async def test_idle_timeout_non_query_phases_skip_the_query_block() -> None:
     second = ScriptedClient([[finished()]])
     h = Harness(ScriptedBackend([first, second]), idle_timeout=IDLE, require_approval=True)
     task = asyncio.create_task(h.run())
-    for _ in range(200):
-        if h.runner.approval_pending is not None:
-            break
-        await asyncio.sleep(0.01)
+    await h.until(ev.ApprovalRequested)
     assert h.runner.approval_pending == 1
     created, queries = len(h.backend.created), len(first.queries)
+    # Not a synchronisation: six idle timeouts' worth of real time must pass unanswered
+    # for the test to show that waiting for a person is never taken for a hang.
     await asyncio.sleep(IDLE * 6)
     assert h.of_type(ev.IdleTimedOut) == []
     assert (len(h.backend.created), len(first.queries)) == (created, queries)
