@@ -97,7 +97,11 @@ class SessionActions:
         self.app.open_session(snapshot.name)
 
     def _checkpoints(self, snapshot: SessionSnapshot) -> None:
-        self.app.open_checkpoints(snapshot.name)
+        self.open_checkpoints(snapshot.name)
+
+    def open_checkpoints(self, name: str, number: int | None = None) -> None:
+        """The checkpoint viewer on this session, at checkpoint `number` (default: the last)."""
+        self.app.open_checkpoints(name, number)
 
     def _pause(self, snapshot: SessionSnapshot) -> None:
         command = Command.RESUME if snapshot.phase is Phase.PAUSED else Command.PAUSE

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar, Final, cast
+from typing import ClassVar, Final, cast
 
 from rich.text import Text
 from textual import on
@@ -21,12 +21,10 @@ from mala_tui.core.text import clean
 from mala_tui.core.usage import Zone
 from mala_tui.core.view import SessionSnapshot
 from mala_tui.ui.format import elapsed, phase_label
+from mala_tui.ui.services import Services
 from mala_tui.ui.text import literal
 from mala_tui.ui.widgets.approval_badge import ApprovalBadge
 from mala_tui.ui.widgets.session_card import SessionCard
-
-if TYPE_CHECKING:
-    from mala_tui.ui.app import MalaApp
 
 CARD_WIDTH: Final = 44
 """A card's narrowest width: the grid fits as many columns of it as the screen allows."""
@@ -129,8 +127,9 @@ class DashboardScreen(Screen[None]):
     repaint_seconds: ClassVar[float] = REPAINT_SECONDS
     """How often gauges and trends repaint; 0 repaints on every update."""
 
-    def __init__(self) -> None:
+    def __init__(self, services: Services) -> None:
         super().__init__()
+        self.services = services
         self._cards: dict[str, SessionCard] = {}
         self._order: list[str] = []
         self._texts: dict[str, str] = {}
@@ -139,14 +138,10 @@ class DashboardScreen(Screen[None]):
         self._counts = ""
         self._slots: dict[str, int] = {}
 
-    @property
-    def mala(self) -> MalaApp:
-        return cast("MalaApp", self.app)
-
     def compose(self) -> ComposeResult:
         with Horizontal(id="topbar"):
             yield Static(id="summary")
-            yield ApprovalBadge()
+            yield ApprovalBadge(self.services)
         with Horizontal(id="toolbar"):
             yield Input(placeholder="/ filter by name, task or state", id="filter")
             yield Static(id="order")
@@ -156,8 +151,8 @@ class DashboardScreen(Screen[None]):
         yield Footer()
 
     async def on_mount(self) -> None:
-        await self.add_cards(list(self.mala.controller.snapshots().values()))
-        self.mala.bridge.snapshots.subscribe(self, self._on_snapshots)
+        await self.add_cards(list(self.services.controller.snapshots().values()))
+        self.services.bridge.snapshots.subscribe(self, self._on_snapshots)
         # One timer for every periodic repaint, so they share frames.
         self.set_interval((self.repaint_seconds or REPAINT_SECONDS) / REPAINT_SLOTS, self._repaint)
         self._update_order_label()
@@ -278,11 +273,11 @@ class DashboardScreen(Screen[None]):
             )
 
     def _update_summary(self) -> None:
-        app = self.mala
-        state = app.controller.state
-        mode = "live" if app.controller.live else "read-only"
+        controller = self.services.controller
+        state = controller.state
+        mode = "live" if controller.live else "read-only"
         run = f" \u00b7 run {state.run_id}" if state.run_id else ""
-        clock = f" \u00b7 {elapsed(app.clock() - app.started_at)}" if app.controller.live else ""
+        clock = f" \u00b7 {elapsed(self.services.watched_for())}" if controller.live else ""
         title = f"mala-tui{run} \u00b7 {mode}{clock}"
         summary = Text(title, style="bold")
         summary.append("   ")
@@ -350,24 +345,24 @@ class DashboardScreen(Screen[None]):
 
     @on(SessionCard.Open)
     def _open_card(self, event: SessionCard.Open) -> None:
-        self.mala.session_actions.run("open", event.name)
+        self.services.actions.run("open", event.name)
 
     # -- actions -----------------------------------------------------------------------------------
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "session" and parameters:
-            return self.mala.session_actions.available(str(parameters[0]), self.focused_session())
+            return self.services.actions.available(str(parameters[0]), self.focused_session())
         if action == "approval_all":
-            return self.mala.controller.live
+            return self.services.controller.live
         return True
 
     def action_session(self, action_id: str) -> None:
         name = self.focused_session()
         if name is not None:
-            self.mala.session_actions.run(action_id, name)
+            self.services.actions.run(action_id, name)
 
     def action_approval_all(self) -> None:
-        self.mala.session_actions.toggle_approval_all()
+        self.services.actions.toggle_approval_all()
 
     def action_filter(self) -> None:
         self.query_one("#filter", Input).focus()

@@ -1,9 +1,13 @@
-"""A fixed, made-up run for screenshots, snapshot tests and trying the screens without agents.
+"""A fake live source: a fixed, made-up run the app can watch with no agent running.
 
-Every time is an offset from one fixed instant and nothing is random, so the
-screens it produces are the same on every machine. `sample_events()` is a run
-with a session in each state worth showing; `SampleSupervisor` holds it as a
-live run that records what it is asked to do instead of running agents.
+`FakeLiveSource` has the shape of the real supervisor the app needs
+(`ui.source.LiveSource`) but runs nothing: it plays a made-up run into the view
+and records every command, answer and setting the app sends instead of acting
+on it. Screenshots, snapshot tests and the UI tests use it. Every time is an
+offset from one fixed instant and nothing is random, so the screens it
+produces are the same on every machine. `sample_events()` is that run, with a
+session in each state worth showing; `sample_state()` is it read back as
+`mala-tui show` would.
 """
 
 from __future__ import annotations
@@ -346,14 +350,14 @@ def sample_state() -> RunState:
 
 
 @dataclass
-class SampleListeners:
+class FakeListeners:
     snapshots: list[SnapshotListener] = field(default_factory=list)
     events: list[EventListener] = field(default_factory=list)
     approvals: list[ApprovalListener] = field(default_factory=list)
 
 
-class SampleSupervisor:
-    """The sample run as a live one: commands and answers are recorded, no agent runs.
+class FakeLiveSource:
+    """The sample run as a live source: commands and answers are recorded, no agent runs.
 
     It has the shape of `runtime.supervisor.Supervisor` the app needs
     (`ui.source.LiveSource`). `record` plays an event as the real supervisor's
@@ -362,7 +366,7 @@ class SampleSupervisor:
 
     def __init__(self, events: list[ev.Event] | None = None) -> None:
         self.state = RunState()
-        self.listeners = SampleListeners()
+        self.listeners = FakeListeners()
         self.approvals: list[ApprovalRequest] = []
         self.calls: list[tuple[str, ...]] = []
         """Every command, answer and setting the app sent, in order."""

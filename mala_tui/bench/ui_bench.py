@@ -293,7 +293,7 @@ class _NaiveDashboard(DashboardScreen):
 
 
 class _NaiveApp(MalaApp):
-    MODES: ClassVar = {"dashboard": _NaiveDashboard}
+    DASHBOARD: ClassVar[type[DashboardScreen]] = _NaiveDashboard
 
 
 async def _with_app(
@@ -340,7 +340,7 @@ async def run(
     app_class: type[MalaApp] = _NaiveApp if naive else MalaApp
     if repaint is not None:
         screen = type("RepaintDashboard", (DashboardScreen,), {"repaint_seconds": repaint})
-        app_class = type("RepaintApp", (app_class,), {"MODES": {"dashboard": screen}})
+        app_class = type("RepaintApp", (app_class,), {"DASHBOARD": screen})
     app = app_class(supervisor, settings=Settings())
 
     async def measure() -> Figures:
