@@ -149,3 +149,19 @@ async def test_a_finished_run_offers_no_actions() -> None:
             assert screen.check_action("session", (action,)) is False
         assert screen.check_action("session", ("open",)) is True
         assert app.check_action("review_approvals", ()) is False
+
+
+def test_every_session_action_is_bound_on_the_dashboard_with_its_key_from_the_table() -> None:
+    from textual.binding import Binding
+
+    from mala_tui.ui.screens.detail import DetailScreen
+    from mala_tui.ui.session_actions import SESSION_ACTIONS
+
+    def bound(bindings: object) -> dict[str, str]:
+        return {b.action: b.key for b in bindings if isinstance(b, Binding)}  # type: ignore[attr-defined]
+
+    dashboard, detail = bound(DashboardScreen.BINDINGS), bound(DetailScreen.BINDINGS)
+    for action in SESSION_ACTIONS:
+        assert dashboard[f"session('{action.id}')"] == action.key
+        if action.id != "open":  # the detail screen is the open session
+            assert detail[f"session('{action.id}')"] == action.key

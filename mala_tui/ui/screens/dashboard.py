@@ -22,6 +22,7 @@ from mala_tui.core.usage import Zone
 from mala_tui.core.view import SessionSnapshot
 from mala_tui.ui.format import elapsed, phase_label
 from mala_tui.ui.services import Services
+from mala_tui.ui.session_actions import session_bindings
 from mala_tui.ui.text import literal
 from mala_tui.ui.widgets.approval_badge import ApprovalBadge
 from mala_tui.ui.widgets.session_card import SessionCard
@@ -96,15 +97,9 @@ class DashboardScreen(Screen[None]):
     # filter until "/" is pressed: cards of a live run arrive after the screen mounts.
     AUTO_FOCUS = ""
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("enter", "session('open')", "Open"),
-        Binding("p", "session('pause')", "Pause/resume"),
-        Binding("x", "session('stop')", "Stop"),
-        Binding("m", "session('mask')", "Mask now"),
-        Binding("r", "session('restart')", "Restart now"),
-        Binding("v", "session('approval')", "Approval on/off"),
+        *session_bindings("open", "pause", "stop", "mask", "restart", "approval"),
         Binding("V", "approval_all", "Approval for all", show=False),
-        Binding("c", "session('checkpoints')", "Checkpoints", show=False),
-        Binding("o", "session('transcript')", "Transcript path", show=False),
+        *session_bindings("checkpoints", "transcript", show=False),
         Binding("slash", "filter", "Filter"),
         Binding("s", "cycle_sort", "Sort"),
         Binding("z", "cycle_zone", "Zone", show=False),

@@ -19,6 +19,7 @@ from mala_tui.core.view import SessionSnapshot, SessionState
 from mala_tui.ui.drawing import Reading
 from mala_tui.ui.format import elapsed, phase_label
 from mala_tui.ui.services import Services
+from mala_tui.ui.session_actions import session_bindings
 from mala_tui.ui.text import literal
 from mala_tui.ui.timeline import session_start
 from mala_tui.ui.widgets.approval_badge import ApprovalBadge
@@ -43,13 +44,8 @@ class DetailScreen(Screen[None]):
     CSS_PATH = str(Path(__file__).with_name("detail.tcss"))
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "app.pop_screen", "Back"),
-        Binding("c", "session('checkpoints')", "Checkpoints"),
-        Binding("p", "session('pause')", "Pause/resume"),
-        Binding("x", "session('stop')", "Stop"),
-        Binding("m", "session('mask')", "Mask now"),
-        Binding("r", "session('restart')", "Restart now"),
-        Binding("v", "session('approval')", "Approval on/off", show=False),
-        Binding("o", "session('transcript')", "Transcript path", show=False),
+        *session_bindings("checkpoints", "pause", "stop", "mask", "restart"),
+        *session_bindings("approval", "transcript", show=False),
         Binding("l", "show_tab('events')", "Event log", show=False),
     ]
 
