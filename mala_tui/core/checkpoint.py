@@ -3,7 +3,7 @@
 Agents do not always follow the format: the block may sit in a code fence, be
 repeated, be nested, be missing its tags or be empty. Extraction takes the last
 complete block (the agent's final word), strips fences and inner tags, and falls
-back to the whole answer when there are no tags (seed 000). An empty answer is
+back to the whole answer when there are no tags. An empty answer is
 an error the manager answers with a checkpoint of its own, built from the
 transcript and marked as harness-made. Everything here is linear in the text,
 so a megabyte answer costs milliseconds.
@@ -53,7 +53,7 @@ class CheckpointOrigin(StrEnum):
     FENCED = "fenced"
     """Inside tags that were wrapped in a code fence."""
     UNTAGGED = "untagged"
-    """No tags: the whole answer is used (seed 000's fallback)."""
+    """No tags: the whole answer is used."""
     HARNESS = "harness"
     """Built by mala-tui from the transcript because the agent could not write one."""
     EDITED = "edited"

@@ -3,7 +3,7 @@
 The model is deliberately smaller than the CLI's: enough to choose what to mask,
 to build a checkpoint when the agent cannot, and to carry the last complete
 interaction cycles into a fresh session without ever separating a tool call
-from its result (seed 004, pitfall 4).
+from its result (the API refuses a tool result whose call is missing).
 """
 
 from __future__ import annotations

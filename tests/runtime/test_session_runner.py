@@ -1,4 +1,4 @@
-"""The session runner with a scripted backend: seed 002's idle-timeout cases and the flows.
+"""The session runner with a scripted backend: the idle-timeout cases and the flows.
 
 The idle timeout is real (IDLE) in the tests about it; only the backoff sleep is
 replaced, to record the delays without waiting them out. Every other test runs
@@ -104,7 +104,7 @@ def tool_call(tool_id: str = "t1") -> MessageItem:
     return MessageItem(Message(Role.ASSISTANT, (ToolCall(tool_id, "Bash", {"command": "make"}),)))
 
 
-# -- seed 002, task 6: the seven idle-timeout cases ------------------------------------------------
+# -- the idle-timeout cases ------------------------------------------------------------------------
 
 
 async def test_idle_timeout_retries_and_recovers() -> None:
