@@ -166,11 +166,9 @@ class ContextChart(Widget):
         styles = {
             name: self._style(f"chart--{name}")
             for name in (
-                "normal",
-                "soft",
-                "hard",
-                "soft-line",
-                "hard-line",
+                *Zone,
+                f"{Zone.SOFT}-line",
+                f"{Zone.HARD}-line",
                 "axis",
                 "mask",
                 "restart",

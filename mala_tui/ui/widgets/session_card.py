@@ -210,7 +210,7 @@ class SessionCard(Widget, can_focus=True):
         suffix = "" if self._zone == Zone.NORMAL else f"-{self._zone}"
         if self._palette is None or self._palette[0] != key:
             get = self.get_component_rich_style
-            styles = {
+            styles: dict[str, Style] = {
                 "base": self.rich_style,
                 "task": get("card--task"),
                 "state": get("card--state"),
@@ -220,9 +220,7 @@ class SessionCard(Widget, can_focus=True):
                 "mark": get("card--mark"),
                 "figures": get(f"card--figures{suffix}"),
                 "source": get("card--source"),
-                "normal": get("card--trend-normal"),
-                "soft": get("card--trend-soft"),
-                "hard": get("card--trend-hard"),
+                **{zone: get(f"card--trend-{zone}") for zone in Zone},
             }
             self._palette = (key, styles)
         return self._palette[1]
