@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.observations import Decision
-from mala_tui.core.phases import Phase, Trigger
+from mala_tui.core.phases import Cause, ManageMode, Phase, Trigger
 from mala_tui.core.usage import UsageSource
 
 
@@ -59,7 +59,7 @@ class SessionStarted(EventBase):
     require_approval: bool
     window_source: str = "default"
     """Where the window came from (see core.window.WindowSource)."""
-    manage: Literal["full", "mask", "off"] = "full"
+    manage: ManageMode = ManageMode.FULL
 
 
 class PhaseChanged(EventBase):
@@ -115,8 +115,8 @@ class MaskApplied(EventBase):
     estimated_tokens: int
     tokens_before: int
     total_masked: int
-    trigger: str = "soft_threshold"
-    """Why: operator, soft_threshold or projection (see core.phases.Cause)."""
+    trigger: Cause = Cause.SOFT_THRESHOLD
+    """Why: operator, soft_threshold or projection."""
     projected_tokens: int | None = None
     """The next request's projected size when the mask was decided at a tool result."""
 
@@ -141,7 +141,7 @@ class WindDownSent(EventBase):
     tokens: int
     """Measured, or projected when the trigger is `projection`."""
     window: int
-    trigger: str = "hard_threshold"
+    trigger: Cause = Cause.HARD_THRESHOLD
 
 
 class CheckpointRequested(EventBase):
@@ -254,7 +254,7 @@ class WarningRecorded(EventBase):
 
 class ManageModeSet(EventBase):
     type: Literal["manage_mode"] = "manage_mode"
-    mode: Literal["full", "mask", "off"]
+    mode: ManageMode
 
 
 Event = Annotated[

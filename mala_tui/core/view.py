@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
-from mala_tui.core.phases import Phase
+from mala_tui.core.phases import Cause, ManageMode, Phase
 from mala_tui.core.usage import UsageSource, Zone
 
 #: Context samples kept for a card's trend line.
@@ -48,7 +48,7 @@ class MaskRecord:
     estimated_tokens: int
     placeholders: tuple[str, ...]
     reclaimed: int | None = None
-    trigger: str = "soft_threshold"
+    trigger: Cause = Cause.SOFT_THRESHOLD
     """operator, soft_threshold or projection."""
 
 
@@ -103,7 +103,7 @@ class SessionSnapshot:
     density: float = 1.0
     """Tokens per chars/4 token: what calibrates the manager's per-block estimates."""
     density_measured: bool = False
-    manage: str = "full"
+    manage: ManageMode = ManageMode.FULL
 
     @property
     def pressure(self) -> float:
@@ -151,7 +151,7 @@ class SessionState:
     window_source: str = "default"
     density: float = 1.0
     density_measured: bool = False
-    manage: str = "full"
+    manage: ManageMode = ManageMode.FULL
     usage: list[UsagePoint] = field(default_factory=list)
     masks: list[MaskRecord] = field(default_factory=list)
     restarts: list[RestartRecord] = field(default_factory=list)
