@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.observations import Decision
 from mala_tui.core.phases import Cause, ManageMode, Phase, Trigger
+from mala_tui.core.retry import RetryDecision
 from mala_tui.core.usage import UsageSource
 
 
@@ -194,7 +195,7 @@ class IdleTimedOut(EventBase):
     type: Literal["idle_timeout"] = "idle_timeout"
     idle_seconds: float
     retry: int
-    decision: Literal["resume", "fresh", "give_up", "fail_fast"]
+    decision: RetryDecision
     delay: float = 0.0
     reason: str = ""
 
@@ -205,6 +206,8 @@ class ApiErrorSeen(EventBase):
     status: int | None = None
     retry: int = 0
     decision: str = ""
+    """A `core.retry.RetryDecision`'s value; journals written before it existed may hold
+    "none" (no retry was decided), so this one stays a plain string."""
 
 
 class CompactionSeen(EventBase):
