@@ -84,6 +84,7 @@ async def test_an_edited_checkpoint_is_what_the_restarted_agent_gets() -> None:
         assert isinstance(screen, DashboardScreen)
         await wait_for(app.controller.pending)
         await wait_for(lambda: screen.query_one(ApprovalBadge).count == 1)
+        await wait_for(lambda: screen.card("s1") is not None)
         card = screen.card("s1")
         assert card is not None
         await wait_for(lambda: card.snapshot is not None and card.snapshot.phase is AWAITING)
