@@ -22,6 +22,7 @@ from mala_tui.core.observations import Decision
 from mala_tui.core.phases import Cause, ManageMode, Phase, Trigger
 from mala_tui.core.retry import RetryDecision
 from mala_tui.core.usage import UsageSource
+from mala_tui.core.window import WindowSource
 
 
 class EventBase(BaseModel):
@@ -58,7 +59,7 @@ class SessionStarted(EventBase):
     hard_threshold: float
     max_restarts: int
     require_approval: bool
-    window_source: str = "default"
+    window_source: WindowSource = WindowSource.DEFAULT
     """Where the window came from (see core.window.WindowSource)."""
     manage: ManageMode = ManageMode.FULL
 
@@ -80,7 +81,7 @@ class UsageRecorded(EventBase):
     cache_read_input_tokens: int = 0
     output_tokens: int = 0
     notes: tuple[str, ...] = ()
-    window_source: str = "default"
+    window_source: WindowSource = WindowSource.DEFAULT
     """Where the window figure came from (see core.window.WindowSource)."""
     density: float = 1.0
     """Tokens per chars/4 token that calibrates this session's per-block estimates."""

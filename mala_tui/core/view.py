@@ -17,6 +17,7 @@ from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.phases import Cause, ManageMode, Phase
 from mala_tui.core.usage import UsageSource, Zone
+from mala_tui.core.window import WindowSource
 
 #: Context samples kept for a card's trend line.
 TREND_POINTS = 48
@@ -98,7 +99,7 @@ class SessionSnapshot:
     end_reason: str
     last_error: str
     updated_at: float
-    window_source: str = "default"
+    window_source: WindowSource = WindowSource.DEFAULT
     """Where the window figure came from: model name, beta, model table, default, CLI report."""
     density: float = 1.0
     """Tokens per chars/4 token: what calibrates the manager's per-block estimates."""
@@ -148,7 +149,7 @@ class SessionState:
     end_reason: str = ""
     last_error: str = ""
     updated_at: float = 0.0
-    window_source: str = "default"
+    window_source: WindowSource = WindowSource.DEFAULT
     density: float = 1.0
     density_measured: bool = False
     manage: ManageMode = ManageMode.FULL

@@ -12,6 +12,7 @@ from mala_tui.core.observations import Decision
 from mala_tui.core.phases import Cause, Phase, Trigger
 from mala_tui.core.retry import RetryDecision
 from mala_tui.core.usage import UsageSource
+from mala_tui.core.window import WindowSource
 
 # Lines as a journal holds them, including ones from before these fields were typed
 # (no mask or wind-down trigger at all: the defaults apply).
@@ -19,7 +20,7 @@ LINES = [
     {"type": "phase_changed", "at": 1.0, "session": "a", "before": "running",
      "after": "winding_down", "trigger": "hard_pressure"},
     {"type": "usage", "at": 2.0, "session": "a", "tokens": 5, "window": 10,
-     "source": "cumulative"},
+     "source": "cumulative", "window_source": "model table"},
     {"type": "approval_decided", "at": 3.0, "session": "a", "decision": "edit",
      "decided_by": "operator"},
     {"type": "session_ended", "at": 4.0, "session": "a", "status": "denied"},
@@ -41,6 +42,7 @@ def test_string_values_read_back_as_the_core_enums() -> None:
     )
     assert changed.after is Phase.WINDING_DOWN
     assert isinstance(usage, ev.UsageRecorded) and usage.source is UsageSource.CUMULATIVE
+    assert usage.window_source is WindowSource.TABLE
     assert isinstance(decided, ev.ApprovalDecided) and decided.decision is Decision.EDIT
     assert isinstance(ended, ev.SessionEnded) and ended.status is EndStatus.DENIED
     assert isinstance(idle, ev.IdleTimedOut) and idle.decision is RetryDecision.FAIL_FAST
