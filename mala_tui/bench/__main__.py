@@ -11,7 +11,7 @@ BENCHMARKS = {
     "economy": "mala_tui.bench.economy",
     "faults": "mala_tui.bench.faults",
     "latency": "mala_tui.bench.latency_bench",
-    "ui": "mala_tui.ui.bench",
+    "ui": "mala_tui.bench.ui_bench",
 }
 
 

@@ -23,6 +23,7 @@ from typing import Any
 
 from mala_tui.config import load_settings
 from mala_tui.core import events as ev
+from mala_tui.core.phases import Phase
 from mala_tui.runtime.journal import EVENTS_FILE, list_runs, read_events
 
 
@@ -61,7 +62,7 @@ def measure(run_dir: Path) -> dict[str, list[float]]:
     }
     hard_at: dict[str, float] = {}
     for event in events:
-        if isinstance(event, ev.PhaseChanged) and event.after == "winding_down":
+        if isinstance(event, ev.PhaseChanged) and event.after is Phase.WINDING_DOWN:
             hard_at[event.session] = event.at
         elif isinstance(event, ev.Restarted):
             first = _next_request(requests, event.session, event.at)
@@ -73,7 +74,7 @@ def measure(run_dir: Path) -> dict[str, list[float]]:
                     figures["restart: hard threshold -> first request of the new session"].append(
                         first - hard_at.pop(event.session)
                     )
-        elif isinstance(event, ev.PhaseChanged) and event.after == "masking":
+        elif isinstance(event, ev.PhaseChanged) and event.after is Phase.MASKING:
             first = _first_masked_request(requests, event.session, event.at)
             if first is not None:
                 figures[

@@ -3,7 +3,7 @@
 Agents do not always follow the format: the block may sit in a code fence, be
 repeated, be nested, be missing its tags or be empty. Extraction takes the last
 complete block (the agent's final word), strips fences and inner tags, and falls
-back to the whole answer when there are no tags (seed 000). An empty answer is
+back to the whole answer when there are no tags. An empty answer is
 an error the manager answers with a checkpoint of its own, built from the
 transcript and marked as harness-made. Everything here is linear in the text,
 so a megabyte answer costs milliseconds.
@@ -18,6 +18,7 @@ from enum import StrEnum
 from typing import Final
 
 from mala_tui.core.masking import is_masked
+from mala_tui.core.text import flatten, shorten
 from mala_tui.core.transcript import (
     FILE_WRITING_TOOLS,
     Message,
@@ -52,7 +53,7 @@ class CheckpointOrigin(StrEnum):
     FENCED = "fenced"
     """Inside tags that were wrapped in a code fence."""
     UNTAGGED = "untagged"
-    """No tags: the whole answer is used (seed 000's fallback)."""
+    """No tags: the whole answer is used."""
     HARNESS = "harness"
     """Built by mala-tui from the transcript because the agent could not write one."""
     EDITED = "edited"
@@ -205,7 +206,7 @@ def harness_checkpoint(
     parts = [
         f"(Written by mala-tui, not by the agent: {reason}.)",
         "## Goal",
-        _shorten(goal, 4000),
+        shorten(goal, 4000),
         "## Completed Work",
         "\n".join(completed) or "- (no tool call finished)",
         "## Remaining Tasks",
@@ -214,7 +215,7 @@ def harness_checkpoint(
         "## Do Not Redo",
         "\n".join(touched) or "- (no file was written)",
         "## Key Decisions",
-        "\n".join(f"- {_shorten(' '.join(text.split()), 600)}" for text in remarks)
+        "\n".join(f"- {shorten(flatten(text), 600)}" for text in remarks)
         or "- (the agent said nothing outside tool calls)",
     ]
     last_turns = render_messages(work.carryover(carryover_turns))
@@ -223,10 +224,6 @@ def harness_checkpoint(
     if last_turns:
         parts += ["", "Last complete steps:", last_turns]
     return Checkpoint("\n".join(parts), CheckpointOrigin.HARNESS)
-
-
-def _shorten(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def keep_newest(text: str, max_chars: int) -> str:

@@ -4,6 +4,11 @@ Every event is a frozen pydantic model with a `type` tag, a wall-clock `at`
 (seconds since the epoch) and the `session` it belongs to ("" for the run).
 A journal line is one event's JSON; reading a line back goes through
 `parse_event`, which names what it could not understand instead of guessing.
+
+Phases, triggers, usage sources, approval answers and end statuses are typed
+with the core's enums: on disk they are their string values (a StrEnum
+serialises as its value), so journals written before the fields were typed
+read back unchanged, and in memory a misspelt value is a type error.
 """
 
 from __future__ import annotations
@@ -11,6 +16,13 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from mala_tui.core.actions import EndStatus
+from mala_tui.core.observations import Decision
+from mala_tui.core.phases import Cause, ManageMode, Phase, Trigger
+from mala_tui.core.retry import RetryDecision
+from mala_tui.core.usage import UsageSource
+from mala_tui.core.window import WindowSource
 
 
 class EventBase(BaseModel):
@@ -47,30 +59,29 @@ class SessionStarted(EventBase):
     hard_threshold: float
     max_restarts: int
     require_approval: bool
-    window_source: str = "default"
+    window_source: WindowSource = WindowSource.DEFAULT
     """Where the window came from (see core.window.WindowSource)."""
-    manage: Literal["full", "mask", "off"] = "full"
+    manage: ManageMode = ManageMode.FULL
 
 
 class PhaseChanged(EventBase):
     type: Literal["phase_changed"] = "phase_changed"
-    before: str
-    after: str
-    trigger: str
+    before: Phase
+    after: Phase
+    trigger: Trigger
 
 
 class UsageRecorded(EventBase):
     type: Literal["usage"] = "usage"
     tokens: int
     window: int
-    source: str
-    """per_call, cumulative, estimate or disabled (see core.usage.UsageSource)."""
+    source: UsageSource
     input_tokens: int = 0
     cache_creation_input_tokens: int = 0
     cache_read_input_tokens: int = 0
     output_tokens: int = 0
     notes: tuple[str, ...] = ()
-    window_source: str = "default"
+    window_source: WindowSource = WindowSource.DEFAULT
     """Where the window figure came from (see core.window.WindowSource)."""
     density: float = 1.0
     """Tokens per chars/4 token that calibrates this session's per-block estimates."""
@@ -79,7 +90,11 @@ class UsageRecorded(EventBase):
 
     @property
     def pressure(self) -> float:
-        return self.tokens / self.window if self.window > 0 and self.source != "disabled" else 0.0
+        return (
+            self.tokens / self.window
+            if self.window > 0 and self.source != UsageSource.DISABLED
+            else 0.0
+        )
 
 
 class MessageRecorded(EventBase):
@@ -102,8 +117,8 @@ class MaskApplied(EventBase):
     estimated_tokens: int
     tokens_before: int
     total_masked: int
-    trigger: str = "soft_threshold"
-    """Why: operator, soft_threshold or projection (see core.phases.Cause)."""
+    trigger: Cause = Cause.SOFT_THRESHOLD
+    """Why: operator, soft_threshold or projection."""
     projected_tokens: int | None = None
     """The next request's projected size when the mask was decided at a tool result."""
 
@@ -128,7 +143,7 @@ class WindDownSent(EventBase):
     tokens: int
     """Measured, or projected when the trigger is `projection`."""
     window: int
-    trigger: str = "hard_threshold"
+    trigger: Cause = Cause.HARD_THRESHOLD
 
 
 class CheckpointRequested(EventBase):
@@ -161,7 +176,7 @@ class ApprovalPolicySet(EventBase):
 
 class ApprovalDecided(EventBase):
     type: Literal["approval_decided"] = "approval_decided"
-    decision: Literal["approve", "deny", "edit"]
+    decision: Decision
     decided_by: str
     """"operator", "auto", "timeout" or "policy"."""
 
@@ -181,7 +196,7 @@ class IdleTimedOut(EventBase):
     type: Literal["idle_timeout"] = "idle_timeout"
     idle_seconds: float
     retry: int
-    decision: Literal["resume", "fresh", "give_up", "fail_fast"]
+    decision: RetryDecision
     delay: float = 0.0
     reason: str = ""
 
@@ -192,6 +207,8 @@ class ApiErrorSeen(EventBase):
     status: int | None = None
     retry: int = 0
     decision: str = ""
+    """A `core.retry.RetryDecision`'s value; journals written before it existed may hold
+    "none" (no retry was decided), so this one stays a plain string."""
 
 
 class CompactionSeen(EventBase):
@@ -218,7 +235,7 @@ class ProcessEnded(EventBase):
 
 class SessionEnded(EventBase):
     type: Literal["session_ended"] = "session_ended"
-    status: Literal["done", "stopped", "denied", "failed"]
+    status: EndStatus
     reason: str = ""
     restarts: int = 0
     masked_total: int = 0
@@ -241,7 +258,7 @@ class WarningRecorded(EventBase):
 
 class ManageModeSet(EventBase):
     type: Literal["manage_mode"] = "manage_mode"
-    mode: Literal["full", "mask", "off"]
+    mode: ManageMode
 
 
 Event = Annotated[

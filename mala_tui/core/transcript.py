@@ -3,7 +3,7 @@
 The model is deliberately smaller than the CLI's: enough to choose what to mask,
 to build a checkpoint when the agent cannot, and to carry the last complete
 interaction cycles into a fresh session without ever separating a tool call
-from its result (seed 004, pitfall 4).
+from its result (the API refuses a tool result whose call is missing).
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Final
+
+from mala_tui.core.text import flatten, shorten
 
 
 class Role(StrEnum):
@@ -137,9 +139,7 @@ def primary_argument(call: ToolCall) -> str:
 
 def describe_call(call: ToolCall, limit: int = 160) -> str:
     """One line naming the tool and its primary argument, e.g. `Read src/app.py`."""
-    argument = " ".join(primary_argument(call).split())
-    if len(argument) > limit:
-        argument = argument[: limit - 1] + "…"
+    argument = shorten(flatten(primary_argument(call)), limit)
     return f"{call.name} {argument}".rstrip()
 
 

@@ -14,11 +14,24 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 from mala_tui.core import events as ev
+from mala_tui.core.actions import EndStatus
+from mala_tui.core.phases import Cause, ManageMode, Phase
+from mala_tui.core.usage import UsageSource, Zone
+from mala_tui.core.window import WindowSource
 
 #: Context samples kept for a card's trend line.
 TREND_POINTS = 48
 #: Event log lines kept per session in memory (the journal keeps all).
 LOG_LINES = 2_000
+
+
+def zone_of(pressure: float, soft: float, hard: float) -> Zone:
+    """The zone a pressure falls in, given a session's thresholds."""
+    if pressure >= hard:
+        return Zone.HARD
+    if pressure >= soft:
+        return Zone.SOFT
+    return Zone.NORMAL
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,7 +49,7 @@ class MaskRecord:
     estimated_tokens: int
     placeholders: tuple[str, ...]
     reclaimed: int | None = None
-    trigger: str = "soft_threshold"
+    trigger: Cause = Cause.SOFT_THRESHOLD
     """operator, soft_threshold or projection."""
 
 
@@ -68,10 +81,10 @@ class SessionSnapshot:
 
     name: str
     task: str
-    phase: str
+    phase: Phase
     tokens: int
     window: int
-    source: str
+    source: UsageSource
     soft_threshold: float
     hard_threshold: float
     masked_session: int
@@ -82,34 +95,35 @@ class SessionSnapshot:
     require_approval: bool
     pending_approval: int | None
     trend: tuple[float, ...]
-    status: str | None
+    status: EndStatus | None
     end_reason: str
     last_error: str
     updated_at: float
-    window_source: str = "default"
+    window_source: WindowSource = WindowSource.DEFAULT
     """Where the window figure came from: model name, beta, model table, default, CLI report."""
     density: float = 1.0
     """Tokens per chars/4 token: what calibrates the manager's per-block estimates."""
     density_measured: bool = False
-    manage: str = "full"
+    manage: ManageMode = ManageMode.FULL
 
     @property
     def pressure(self) -> float:
-        if self.window <= 0 or self.source == "disabled":
+        if self.window <= 0 or self.source == UsageSource.DISABLED:
             return 0.0
         return self.tokens / self.window
 
     @property
-    def zone(self) -> str:
-        if self.pressure >= self.hard_threshold:
-            return "hard"
-        if self.pressure >= self.soft_threshold:
-            return "soft"
-        return "normal"
+    def zone(self) -> Zone:
+        return zone_of(self.pressure, self.soft_threshold, self.hard_threshold)
 
     @property
     def exact(self) -> bool:
-        return self.source == "per_call"
+        return self.source == UsageSource.PER_CALL
+
+    @property
+    def state(self) -> Phase | EndStatus:
+        """What the session is doing: its end status once it has ended, else its phase."""
+        return self.phase if self.status is None else self.status
 
 
 @dataclass
@@ -119,10 +133,10 @@ class SessionState:
     name: str
     task: str = ""
     cwd: str = ""
-    phase: str = "running"
+    phase: Phase = Phase.RUNNING
     tokens: int = 0
     window: int = 200_000
-    source: str = "disabled"
+    source: UsageSource = UsageSource.DISABLED
     soft_threshold: float = 0.4
     hard_threshold: float = 0.8
     max_restarts: int = 0
@@ -131,14 +145,14 @@ class SessionState:
     masked_session: int = 0
     idle_retries: int = 0
     pending_approval: int | None = None
-    status: str | None = None
+    status: EndStatus | None = None
     end_reason: str = ""
     last_error: str = ""
     updated_at: float = 0.0
-    window_source: str = "default"
+    window_source: WindowSource = WindowSource.DEFAULT
     density: float = 1.0
     density_measured: bool = False
-    manage: str = "full"
+    manage: ManageMode = ManageMode.FULL
     usage: list[UsagePoint] = field(default_factory=list)
     masks: list[MaskRecord] = field(default_factory=list)
     restarts: list[RestartRecord] = field(default_factory=list)
@@ -166,7 +180,7 @@ class SessionState:
                 self.window_source, self.manage = event.window_source, event.manage
             case ev.PhaseChanged():
                 self.phase = event.after
-                if event.after != "awaiting_approval":
+                if event.after is not Phase.AWAITING_APPROVAL:
                     self.pending_approval = None
             case ev.UsageRecorded():
                 self.tokens, self.window, self.source = event.tokens, event.window, event.source
@@ -219,7 +233,7 @@ class SessionState:
                 )
                 self.masked_session = 0
                 self.idle_retries = 0
-                self.tokens, self.source = 0, "disabled"
+                self.tokens, self.source = 0, UsageSource.DISABLED
                 self._await_after_restart = True
             case ev.IdleTimedOut():
                 self.idle_retries = event.retry

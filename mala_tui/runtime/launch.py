@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from mala_tui.config import LoadedSettings, Settings, user_config_dir
+from mala_tui.core.phases import ManageMode
 from mala_tui.core.prompts import PromptSet
 from mala_tui.prompt_files import load_prompts
 from mala_tui.runtime.backends.base import Backend, SessionSpec
@@ -109,7 +110,7 @@ def agent_spec(plan: TaskPlan, settings: Settings, **extra: Any) -> SessionSpec:
         model=extra.pop("model", None) or agent.model,
         allowed_tools=agent.allowed_tools,
         permission_mode=agent.permission_mode,
-        own_compaction=settings.context.manage == "off",
+        own_compaction=ManageMode(settings.context.manage) is ManageMode.OFF,
         **extra,
     )
 

@@ -23,7 +23,7 @@ from mala_tui.config import Settings
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.manager import ContextManager, Limits
-from mala_tui.core.observations import Command
+from mala_tui.core.observations import Command, Decision
 from mala_tui.core.phases import ManageMode
 from mala_tui.core.prompts import PromptSet
 from mala_tui.core.view import RunState, SessionSnapshot
@@ -226,9 +226,9 @@ class Supervisor:
             runner.set_require_approval(required)
 
     def decide(
-        self, session: str, decision: str, edited_text: str | None = None, by: str = "operator"
+        self, session: str, decision: Decision, edited_text: str | None = None, by: str = "operator"
     ) -> None:
-        """Answer a pending approval: "approve", "deny", or "edit" with the new text."""
+        """Answer a pending approval: approve, deny, or edit (approve `edited_text` instead)."""
         pending = [a for a in self.approvals if a.session == session]
         if not pending:
             raise KeyError(f"no approval is pending for {session!r}")
@@ -258,7 +258,7 @@ class Supervisor:
                 event.session, event.checkpoint_number, text, event.reason, event.at
             )
             if self.approval_mode == "deny":
-                self.runners[event.session].answer_approval("deny", None, "policy")
+                self.runners[event.session].answer_approval(Decision.DENY, None, "policy")
             else:
                 self.approvals.append(request)
         elif isinstance(event, ev.ApprovalDecided | ev.SessionEnded):

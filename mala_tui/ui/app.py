@@ -23,6 +23,7 @@ from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
 from mala_tui.config import Settings
+from mala_tui.core.observations import Decision
 from mala_tui.runtime.supervisor import ApprovalRequest
 from mala_tui.ui.bridge import UpdateBridge
 from mala_tui.ui.commands import SessionCommands
@@ -32,11 +33,18 @@ from mala_tui.ui.screens.checkpoints import CheckpointScreen
 from mala_tui.ui.screens.dashboard import DashboardScreen
 from mala_tui.ui.screens.detail import DetailScreen
 from mala_tui.ui.screens.help import HelpScreen
+from mala_tui.ui.services import Services
 from mala_tui.ui.session_actions import SessionActions
 from mala_tui.ui.source import LiveSource, Source
 from mala_tui.ui.themes import load_themes, own_variable_defaults, theme_folders
 
 DEFAULT_THEME: Final = "mala-dark"
+DECIDED: Final = {
+    Decision.APPROVE: "approved",
+    Decision.DENY: "denied",
+    Decision.EDIT: "approved (edited)",
+}
+"""How the notice after an answer names it."""
 STOP_WAIT_SECONDS: Final = 30.0
 """How long quitting waits for the sessions to stop (each disconnect is bounded at 10 s)."""
 
@@ -48,10 +56,9 @@ class MalaApp(App[int]):
     CSS_PATH = str(Path(__file__).with_name("app.tcss"))
     TITLE = "mala-tui"
     COMMANDS: ClassVar = App.COMMANDS | {SessionCommands}
-    # A mode, not get_default_screen: only screens reached through modes or
-    # push_screen get their CSS_PATH loaded.
-    MODES: ClassVar = {"dashboard": DashboardScreen}
     DEFAULT_MODE: ClassVar[str] = "dashboard"
+    DASHBOARD: ClassVar[type[DashboardScreen]] = DashboardScreen
+    """The dashboard's class (the UI benchmark swaps in variants to compare)."""
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("a", "review_approvals", "Approvals"),
         Binding("question_mark,f1", "help", "Help", key_display="?"),
@@ -74,6 +81,12 @@ class MalaApp(App[int]):
         self.controller = Controller(source)
         self.bridge = UpdateBridge(self, self.controller)
         self.session_actions = SessionActions(self)
+        self.services = Services(
+            self.controller, self.bridge, self.session_actions, lambda: clock() - self.started_at
+        )
+        # A mode, not get_default_screen: only screens reached through modes or
+        # push_screen get their CSS_PATH loaded.
+        self.add_mode("dashboard", lambda: self.DASHBOARD(self.services))
         self._announced: set[tuple[str, int]] = set()
         self._supervisor_worker: Worker[object] | None = None
         self._stopping = False
@@ -208,16 +221,15 @@ class MalaApp(App[int]):
             None,
         )
         self.push_screen(
-            ApprovalScreen(request, previous=previous, waiting=len(pending)), self._answered
+            ApprovalScreen(self.services, request, previous=previous, waiting=len(pending)),
+            self._answered,
         )
 
     def _answered(self, answer: ApprovalAnswer | None) -> None:
         if answer is None:
             return
         self.controller.decide(answer.request, answer.decision, answer.text)
-        verb = {"approve": "approved", "deny": "denied", "edit": "approved (edited)"}[
-            answer.decision
-        ]
+        verb = DECIDED[answer.decision]
         self.notify(
             f"{answer.request.session}: checkpoint #{answer.request.checkpoint_number} {verb}",
             markup=False,
@@ -231,11 +243,11 @@ class MalaApp(App[int]):
 
     def open_session(self, name: str) -> None:
         if self.controller.session(name) is not None:
-            self.push_screen(DetailScreen(name))
+            self.push_screen(DetailScreen(self.services, name))
 
     def open_checkpoints(self, name: str, number: int | None = None) -> None:
         if self.controller.session(name) is not None:
-            self.push_screen(CheckpointScreen(name, number))
+            self.push_screen(CheckpointScreen(self.services, name, number))
 
     def refresh_snapshots(self, names: list[str]) -> None:
         """Republish these sessions (after a change the run records no event for)."""

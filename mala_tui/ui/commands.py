@@ -4,15 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from functools import partial
-from typing import TYPE_CHECKING, cast
 
 from textual.command import DiscoveryHit, Hit, Hits, Matcher, Provider
 from textual.content import Content
 
+from mala_tui.ui.services import Services
 from mala_tui.ui.session_actions import SESSION_ACTIONS
-
-if TYPE_CHECKING:
-    from mala_tui.ui.app import MalaApp
 
 
 def literal_highlight(matcher: Matcher, text: str) -> Content:
@@ -33,21 +30,26 @@ class SessionCommands(Provider):
     """ "Stop: parser-fix", "Mask now: api-docs", ... for the sessions where they apply.
 
     With nothing typed, the palette offers the actions on the session the
-    screen is about (the focused card, or the detail screen's session).
+    screen is about (the focused card, or the detail screen's session). The
+    screen it was opened on lends its services; a screen without any (a
+    dialog, say) gets no session commands.
     """
 
     def _session_commands(
         self, only: str | None = None
     ) -> Iterator[tuple[str, str, Callable[[], None]]]:
-        app = cast("MalaApp", self.app)
-        names = [only] if only is not None else list(app.controller.state.sessions)
+        services = getattr(self.screen, "services", None)
+        if not isinstance(services, Services):
+            return
+        actions = services.actions
+        names = [only] if only is not None else list(services.controller.state.sessions)
         for name in names:
             for action in SESSION_ACTIONS:
-                if app.session_actions.available(action.id, name):
+                if actions.available(action.id, name):
                     yield (
                         f"{action.label}: {name}",
                         action.help,
-                        partial(app.session_actions.run, action.id, name),
+                        partial(actions.run, action.id, name),
                     )
 
     def _current_session(self) -> str | None:

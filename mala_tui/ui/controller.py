@@ -10,14 +10,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Literal
 
-from mala_tui.core.observations import Command
+from mala_tui.core.observations import Command, Decision
 from mala_tui.core.view import RunState, SessionSnapshot, SessionState
 from mala_tui.runtime.supervisor import ApprovalRequest
 from mala_tui.ui.source import LiveSource, Source
-
-Decision = Literal["approve", "deny", "edit"]
 
 
 class ReadOnlyError(RuntimeError):

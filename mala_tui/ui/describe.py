@@ -1,87 +1,15 @@
-"""One line of the event log per event: its type, then what matters about it, literally."""
+"""The event log's line for an event: its type, then the one describer's summary, literally."""
 
 from __future__ import annotations
 
 from rich.text import Text
 
 from mala_tui.core import events as ev
-from mala_tui.ui.format import elapsed, percent, tokens
-from mala_tui.ui.text import clean
+from mala_tui.core.describe import summary
+from mala_tui.core.text import clean
+from mala_tui.ui.format import elapsed
 
 TYPE_WIDTH = 20
-
-
-def summary(event: ev.Event) -> str:
-    """What the event says, in a few words (agent text made safe by the caller)."""
-    match event:
-        case ev.SessionStarted():
-            return f"task: {event.task} (in {event.cwd}, window {tokens(event.window)})"
-        case ev.PhaseChanged():
-            return f"{event.before} -> {event.after} ({event.trigger})"
-        case ev.UsageRecorded():
-            used = f"{tokens(event.tokens)} / {tokens(event.window)}"
-            how = "measured" if event.density_measured else "assumed"
-            return (
-                f"{used} ({percent(event.pressure)}) {event.source}, window from "
-                f"{event.window_source}, density {event.density:.2f}x ({how})"
-            )
-        case ev.MessageRecorded():
-            what = f"{event.role} {event.kind}" + (f" {event.tool}" if event.tool else "")
-            error = " error" if event.is_error else ""
-            return f"{what}{error}: {event.excerpt}"
-        case ev.MaskApplied():
-            return (
-                f"masked {event.count} results (~{tokens(event.estimated_tokens)}, "
-                f"{event.trigger}), {event.total_masked} in all"
-            )
-        case ev.MaskMeasured():
-            change = f"{tokens(event.tokens_before)} -> {tokens(event.tokens_after)}"
-            return f"reclaimed {tokens(event.reclaimed)}: {change}"
-        case ev.MaskSkipped():
-            return f"{event.reason} at {tokens(event.tokens)}"
-        case ev.WindDownSent():
-            return f"at {tokens(event.tokens)} / {tokens(event.window)} ({event.trigger})"
-        case ev.CheckpointRequested():
-            return f"at {tokens(event.tokens)}"
-        case ev.CheckpointSaved():
-            return f"#{event.number} ({event.origin}, {len(event.text)} chars) {event.path}"
-        case ev.ApprovalRequested():
-            return f"checkpoint #{event.checkpoint_number}: {event.reason}"
-        case ev.ApprovalDecided():
-            return f"{event.decision} by {event.decided_by}"
-        case ev.ApprovalPolicySet():
-            return (
-                "approval required before restarts"
-                if event.required
-                else "restarts without approval"
-            )
-        case ev.Restarted():
-            return (
-                f"continuation {event.continuation} from checkpoint #{event.checkpoint_number} "
-                f"({event.reason}, {tokens(event.tokens_before)} before, by {event.approved_by})"
-            )
-        case ev.IdleTimedOut():
-            silent = f"silent {event.idle_seconds:.0f} s, retry {event.retry}"
-            return f"{silent}: {event.decision} {event.reason}"
-        case ev.ApiErrorSeen():
-            status = f" {event.status}" if event.status is not None else ""
-            return f"{event.terminal_reason}{status}, retry {event.retry} {event.decision}"
-        case ev.CompactionSeen():
-            return f"{event.trigger}, {'blocked' if event.blocked else 'NOT blocked'}"
-        case ev.ProcessStarted():
-            return f"pid {event.pid} for {event.purpose}" + (" (resume)" if event.resume else "")
-        case ev.ProcessEnded():
-            return f"pid {event.pid} {event.how} after {event.seconds:.1f} s"
-        case ev.SessionEnded():
-            return f"{event.status}: {event.reason}"
-        case ev.ErrorRecorded() | ev.WarningRecorded():
-            return f"{event.where}: {event.message}"
-        case ev.ManageModeSet():
-            return f"management mode {event.mode}"
-        case ev.RunStarted():
-            return f"run {event.run_id} ({event.mode})"
-        case ev.RunEnded():
-            return f"run {event.run_id} {'ok' if event.ok else 'not ok'} {event.reason}"
 
 
 def log_line(event: ev.Event, start: float) -> Text:

@@ -16,8 +16,10 @@ from rich.segment import Segment
 from rich.style import Style
 from textual.strip import Strip
 
-from mala_tui.core.view import SessionSnapshot
-from mala_tui.ui.format import percent, source_label, tokens
+from mala_tui.core.text import percent, tokens
+from mala_tui.core.usage import UsageSource, Zone
+from mala_tui.core.view import SessionSnapshot, zone_of
+from mala_tui.ui.format import source_label
 
 FULL: Final = "\u2501"  # "━"
 HALF: Final = "\u2578"  # "╸"
@@ -33,8 +35,8 @@ class Reading:
     window: int
     soft: float
     hard: float
-    source: str
-    zone: str
+    source: UsageSource
+    zone: Zone
 
     @classmethod
     def of(cls, snapshot: SessionSnapshot) -> Reading:
@@ -49,7 +51,7 @@ class Reading:
 
     @property
     def pressure(self) -> float:
-        if self.window <= 0 or self.source == "disabled":
+        if self.window <= 0 or self.source == UsageSource.DISABLED:
             return 0.0
         return self.tokens / self.window
 
@@ -89,7 +91,7 @@ def gauge_bar(reading: Reading | None, width: int, styles: Mapping[str, Style]) 
 
 def gauge_text(reading: Reading | None) -> tuple[str, str]:
     """The figures ("62%  124k / 200k") and their source ("exact", "est." or "")."""
-    if reading is None or reading.source == "disabled":
+    if reading is None or reading.source == UsageSource.DISABLED:
         figures = (
             "no usage yet" if reading is None or reading.tokens == 0 else tokens(reading.tokens)
         )
@@ -122,15 +124,15 @@ def trend_blocks(
     shown = samples[-width:] if width > 0 else ()
     segments = [Segment(" " * (width - len(shown)), styles["base"])]
     run: list[str] = []
-    run_zone = ""
+    run_zone: Zone | None = None
     for sample in shown:
         level = min(len(BLOCKS) - 1, max(0, int(sample * len(BLOCKS))))
-        zone = "hard" if sample >= hard else "soft" if sample >= soft else "normal"
-        if zone != run_zone and run:
+        zone = zone_of(sample, soft, hard)
+        if zone != run_zone and run_zone is not None:
             segments.append(Segment("".join(run), styles[run_zone]))
             run = []
         run_zone = zone
         run.append(BLOCKS[level])
-    if run:
+    if run_zone is not None:
         segments.append(Segment("".join(run), styles[run_zone]))
     return Strip(segments, width)

@@ -1,54 +1,33 @@
-"""Short human forms of the figures the screens show: tokens, percentages, durations, phases."""
+"""Short human forms of what the screens show: durations, phases, usage sources.
+
+Token counts and percentages are `core.text.tokens` and `core.text.percent`,
+shared with the event describer.
+"""
 
 from __future__ import annotations
 
 from typing import Final
 
-PHASE_LABELS: Final = {
-    "running": "running",
-    "masking": "masking",
-    "winding_down": "winding down",
-    "checkpointing": "checkpointing",
-    "awaiting_approval": "awaiting approval",
-    "restarting": "restarting",
-    "paused": "paused",
-    "done": "done",
-    "stopped": "stopped",
-    "failed": "failed",
-    "denied": "denied",
-}
-"""Every manager phase (and end status) as the screens name it."""
+from mala_tui.core.actions import EndStatus
+from mala_tui.core.phases import Phase
+from mala_tui.core.usage import UsageSource
 
 SOURCE_LABELS: Final = {
-    "per_call": "exact",
-    "cumulative": "est.",
-    "estimate": "est.",
-    "disabled": "no data",
+    UsageSource.PER_CALL: "exact",
+    UsageSource.CUMULATIVE: "est.",
+    UsageSource.ESTIMATE: "est.",
+    UsageSource.DISABLED: "no data",
 }
 """core.usage's sources, shortened: only per-call usage is an exact figure."""
 
 
-def phase_label(phase: str) -> str:
-    return PHASE_LABELS.get(phase, phase.replace("_", " "))
+def phase_label(state: Phase | EndStatus) -> str:
+    """A phase or an end status as the screens name it: `winding_down` reads "winding down"."""
+    return state.value.replace("_", " ")
 
 
-def source_label(source: str) -> str:
-    return SOURCE_LABELS.get(source, "est.")
-
-
-def tokens(count: int) -> str:
-    """12, 9.8k, 123k, 1.2M: at most four significant characters, for narrow cards."""
-    if count < 1_000:
-        return str(count)
-    if count < 10_000:
-        return f"{count / 1_000:.1f}k"
-    if count < 1_000_000:
-        return f"{count // 1_000}k"
-    return f"{count / 1_000_000:.1f}M"
-
-
-def percent(fraction: float) -> str:
-    return f"{fraction * 100:.0f}%"
+def source_label(source: UsageSource) -> str:
+    return SOURCE_LABELS[source]
 
 
 def elapsed(seconds: float) -> str:

@@ -1,7 +1,7 @@
 """`python -m mala_tui.ui.screenshots [DIR]`: render the main screens of the real app to SVG.
 
 Like Harlequin's export_screenshots.py: the app runs headless on the fixed
-sample run (`ui.sample`), each screen is reached with the keys a person would
+sample run (`ui.fake_source`), each screen is reached with the keys a person would
 press, and `save_screenshot` writes it. The README shows the results, which are
 committed in `screenshots/`.
 """
@@ -18,7 +18,7 @@ from textual.pilot import Pilot
 
 from mala_tui.config import Settings, UiSettings
 from mala_tui.ui.app import MalaApp
-from mala_tui.ui.sample import SampleSupervisor, sample_state
+from mala_tui.ui.fake_source import FakeLiveSource, sample_state
 
 SIZE = (140, 44)
 THEMES = ("mala-dark", "mala-light")
@@ -60,7 +60,7 @@ SHOTS: dict[str, tuple[bool, Steps]] = {
 def sample_app(*, live: bool, theme: str) -> MalaApp:
     """The app on the sample run, with a frozen clock so every rendering is the same."""
     settings = Settings(ui=UiSettings(theme=theme))
-    source = SampleSupervisor() if live else sample_state()
+    source = FakeLiveSource() if live else sample_state()
     return MalaApp(source, settings=settings, clock=lambda: FIXED_CLOCK)
 
 

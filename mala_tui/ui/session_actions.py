@@ -1,7 +1,8 @@
 """What the operator can do to a session, shared by the key bindings and the command palette.
 
-Every screen's bindings name an action here by id (`session('pause')`), the
-palette lists the same table, and availability is decided in one place: a
+Every screen's session bindings are made from this table (`session_bindings`:
+the key, the footer's word and the `session('pause')` action come from here),
+the palette lists the same table, and availability is decided in one place: a
 finished run read from its journal offers only what reads; a session that has
 ended cannot be paused, stopped or masked, but a stopped or failed one can be
 restarted from its checkpoint.
@@ -12,7 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
+from textual.binding import Binding
+
+from mala_tui.core.actions import EndStatus
 from mala_tui.core.observations import Command
+from mala_tui.core.phases import Phase
 from mala_tui.core.view import SessionSnapshot
 from mala_tui.ui.controller import ReadOnlyError
 from mala_tui.ui.format import phase_label
@@ -24,7 +29,11 @@ if TYPE_CHECKING:
 @dataclass(frozen=True, slots=True)
 class SessionAction:
     id: str
+    key: str
+    short: str
+    """The footer's word for it."""
     label: str
+    """The palette's and the help's name for it."""
     help: str
     live_only: bool = True
     when_ended: bool = False
@@ -32,26 +41,72 @@ class SessionAction:
 
 
 SESSION_ACTIONS: Final = (
-    SessionAction("open", "Open", "chart, restarts, masked results and event log", False, True),
     SessionAction(
-        "checkpoints", "Checkpoints", "every checkpoint, what changed, export", False, True
+        "open",
+        "enter",
+        "Open",
+        "Open",
+        "chart, restarts, masked results and event log",
+        live_only=False,
+        when_ended=True,
     ),
-    SessionAction("pause", "Pause or resume", "hold the session after its current turn, or go on"),
-    SessionAction("stop", "Stop", "end the session; its checkpoint is kept"),
-    SessionAction("mask", "Mask now", "mask old tool results now, whatever the pressure"),
+    SessionAction(
+        "checkpoints",
+        "c",
+        "Checkpoints",
+        "Checkpoints",
+        "every checkpoint, what changed, export",
+        live_only=False,
+        when_ended=True,
+    ),
+    SessionAction(
+        "pause",
+        "p",
+        "Pause/resume",
+        "Pause or resume",
+        "hold the session after its current turn, or go on",
+    ),
+    SessionAction("stop", "x", "Stop", "Stop", "end the session; its checkpoint is kept"),
+    SessionAction(
+        "mask", "m", "Mask now", "Mask now", "mask old tool results now, whatever the pressure"
+    ),
     SessionAction(
         "restart",
+        "r",
+        "Restart now",
         "Checkpoint and restart now",
         "wind down, checkpoint, start fresh",
         when_ended=True,
     ),
-    SessionAction("approval", "Require approval on or off", "ask before this session restarts"),
     SessionAction(
-        "transcript", "Transcript path", "copy the agent's transcript path", when_ended=True
+        "approval",
+        "v",
+        "Approval on/off",
+        "Require approval on or off",
+        "ask before this session restarts",
+    ),
+    SessionAction(
+        "transcript",
+        "o",
+        "Transcript path",
+        "Transcript path",
+        "copy the agent's transcript path",
+        when_ended=True,
     ),
 )
 ACTIONS_BY_ID: Final = {action.id: action for action in SESSION_ACTIONS}
-RESTARTABLE_ENDINGS: Final = frozenset({"stopped", "failed", "denied"})
+
+
+def session_bindings(*ids: str, show: bool = True) -> list[Binding]:
+    """Key bindings for these actions, in this order, each running `session('<id>')` on the
+    screen; `show` puts them in the footer. A screen lists the ones it offers."""
+    return [
+        Binding(ACTIONS_BY_ID[i].key, f"session('{i}')", ACTIONS_BY_ID[i].short, show=show)
+        for i in ids
+    ]
+
+
+RESTARTABLE_ENDINGS: Final = frozenset({EndStatus.STOPPED, EndStatus.FAILED, EndStatus.DENIED})
 
 
 class SessionActions:
@@ -95,10 +150,14 @@ class SessionActions:
         self.app.open_session(snapshot.name)
 
     def _checkpoints(self, snapshot: SessionSnapshot) -> None:
-        self.app.open_checkpoints(snapshot.name)
+        self.open_checkpoints(snapshot.name)
+
+    def open_checkpoints(self, name: str, number: int | None = None) -> None:
+        """The checkpoint viewer on this session, at checkpoint `number` (default: the last)."""
+        self.app.open_checkpoints(name, number)
 
     def _pause(self, snapshot: SessionSnapshot) -> None:
-        command = Command.RESUME if snapshot.phase == "paused" else Command.PAUSE
+        command = Command.RESUME if snapshot.phase is Phase.PAUSED else Command.PAUSE
         self._send(snapshot.name, command)
 
     def _stop(self, snapshot: SessionSnapshot) -> None:

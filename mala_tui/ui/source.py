@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Protocol
 
-from mala_tui.core.observations import Command
+from mala_tui.core.observations import Command, Decision
 from mala_tui.core.view import RunState, SessionSnapshot
 from mala_tui.runtime.supervisor import (
     ApprovalListener,
@@ -56,7 +56,7 @@ class LiveSource(Protocol):
     def command(self, session: str, command: Command) -> None: ...
 
     def decide(
-        self, session: str, decision: str, edited_text: str | None = None, by: str = "operator"
+        self, session: str, decision: Decision, edited_text: str | None = None, by: str = "operator"
     ) -> None: ...
 
     def set_require_approval(self, session: str | None, required: bool) -> None: ...

@@ -650,7 +650,7 @@ def test_prompt_too_long_while_winding_down_uses_a_harness_checkpoint() -> None:
     )
 
 
-# -- idle timeouts: seed 002's cases ----------------------------------------------------------
+# -- idle timeouts: resume, fresh, fail fast, give up -----------------------------------------
 
 
 def test_idle_timeout_retries_and_recovers() -> None:

@@ -1,4 +1,4 @@
-"""Token accounting: DESIGN.md's rule, seed 001's cumulative API, bad usage fields."""
+"""Token accounting: the rule in docs/ARCHITECTURE.md, the cumulative fallback, bad usage fields."""
 
 from __future__ import annotations
 
@@ -18,17 +18,17 @@ from mala_tui.core.usage import (
     estimate_tokens,
 )
 
-# -- seed 001, section 5.1 ---------------------------------------------------------------
+# -- the cumulative fallback: per-turn deltas summed ---------------------------------------
 
 
-def test_seed001_accumulates_per_turn_usage() -> None:
+def test_cumulative_accumulates_per_turn_usage() -> None:
     usage = CumulativeUsage()
     usage.add_turn(input_tokens=100, output_tokens=200, cache_read_tokens=1000)
     usage.add_turn(input_tokens=50, output_tokens=75, cache_read_tokens=500)
     assert (usage.input_tokens, usage.output_tokens, usage.cache_read_tokens) == (150, 275, 1500)
 
 
-def test_seed001_pressure_ratio_ignores_cache_reads() -> None:
+def test_cumulative_pressure_ratio_ignores_cache_reads() -> None:
     usage = CumulativeUsage()
     usage.add_turn(input_tokens=1000, output_tokens=2000, cache_read_tokens=1_000_000)
     assert usage.pressure_ratio(10_000) == pytest.approx(0.3)
@@ -36,7 +36,7 @@ def test_seed001_pressure_ratio_ignores_cache_reads() -> None:
     assert usage.pressure_ratio(10_000) == pytest.approx(0.3)
 
 
-def test_seed001_disabled_tracking_reads_zero_and_ignores_turns() -> None:
+def test_cumulative_disabled_tracking_reads_zero_and_ignores_turns() -> None:
     usage = CumulativeUsage()
     usage.add_turn(input_tokens=10, output_tokens=10)
     usage.disable_tracking()
@@ -47,7 +47,7 @@ def test_seed001_disabled_tracking_reads_zero_and_ignores_turns() -> None:
     assert (usage.input_tokens, usage.output_tokens, usage.cache_read_tokens) == (10, 10, 0)
 
 
-def test_seed001_reset_zeroes_totals() -> None:
+def test_cumulative_reset_zeroes_totals() -> None:
     usage = CumulativeUsage()
     usage.add_turn(input_tokens=300, output_tokens=400, cache_read_tokens=500)
     usage.reset()
@@ -55,7 +55,7 @@ def test_seed001_reset_zeroes_totals() -> None:
     assert usage.is_tracking_enabled()
 
 
-def test_seed001_reset_keeps_tracking_disabled() -> None:
+def test_cumulative_reset_keeps_tracking_disabled() -> None:
     usage = CumulativeUsage()
     usage.add_turn(input_tokens=300, output_tokens=400)
     usage.disable_tracking()
@@ -66,25 +66,25 @@ def test_seed001_reset_keeps_tracking_disabled() -> None:
 
 
 @pytest.mark.parametrize("limit", [0, -1, -200_000])
-def test_seed001_non_positive_limit_reads_zero(limit: int) -> None:
+def test_cumulative_non_positive_limit_reads_zero(limit: int) -> None:
     usage = CumulativeUsage()
     usage.add_turn(input_tokens=10**9, output_tokens=1)
     assert usage.pressure_ratio(limit) == 0.0
 
 
-def test_seed001_pressure_may_pass_one() -> None:
+def test_cumulative_pressure_may_pass_one() -> None:
     usage = CumulativeUsage()
     usage.add_turn(input_tokens=150_000, output_tokens=100_000)
     assert usage.pressure_ratio(200_000) == pytest.approx(1.25)
 
 
-def test_seed001_negative_deltas_count_as_zero() -> None:
+def test_cumulative_negative_deltas_count_as_zero() -> None:
     usage = CumulativeUsage()
     usage.add_turn(input_tokens=-5, output_tokens=-7, cache_read_tokens=-9)
     assert (usage.input_tokens, usage.output_tokens, usage.cache_read_tokens) == (0, 0, 0)
 
 
-def test_seed001_cumulative_totals_across_turns_cross_threshold() -> None:
+def test_cumulative_cumulative_totals_across_turns_cross_threshold() -> None:
     # 5.2 case 3: 200+200 (0.4), then 100+100: cumulative 600 of 1000 crosses 0.5.
     tracker = UsageTracker()
     tracker.observe_turn(CallUsage(input_tokens=200, output_tokens=200, cache_read_input_tokens=5))
@@ -107,7 +107,7 @@ def test_missing_turn_usage_disables_cumulative_tracking() -> None:
     assert tracker.current(1000).pressure == 0.0
 
 
-# -- the rule of DESIGN.md: the latest call, all four fields -----------------------------
+# -- the accounting rule (docs/ARCHITECTURE.md): the latest call, all four fields ----------
 
 
 def test_context_is_latest_call_all_fields_never_summed() -> None:
@@ -152,7 +152,7 @@ def test_reset_forgets_the_old_session() -> None:
     assert tracker.current(200_000).source is UsageSource.DISABLED
 
 
-def test_seed001_real_example_under_each_source() -> None:
+def test_one_real_turn_under_each_source() -> None:
     """Seed 001's debug log: input 487, output 5,880, cache read 1,432,262, summed over a turn.
 
     - Read as if it were one call (the seed's original bug): 719% of a 200K window.
@@ -172,7 +172,7 @@ def test_seed001_real_example_under_each_source() -> None:
     assert cumulative.percent == pytest.approx(3.18, abs=0.01)
 
     # The same turn's last call, as the stream reports it: the real window is much
-    # fuller than seed 001's figure, because most of the prompt is cache reads.
+    # fuller than the cumulative figure, because most of the prompt is cache reads.
     last_call = CallUsage(
         input_tokens=9,
         cache_creation_input_tokens=812,

@@ -12,14 +12,20 @@ from pathlib import Path
 
 import pytest
 
+from mala_tui.config import ContextSettings
 from mala_tui.core import events as ev
+from mala_tui.core.actions import EndStatus
+from mala_tui.core.phases import Cause
+from mala_tui.core.retry import RetryDecision
 from mala_tui.core.view import RunState
 from mala_tui.runtime.journal import list_runs, read_events
 from tests.integration.harness import alive
 
 pytestmark = pytest.mark.integration
 
-SOFT = 0.70
+# The demo runs on the default thresholds (the test isolates it from any config file).
+DEFAULTS = ContextSettings()
+SOFT, HARD = DEFAULTS.soft_threshold, DEFAULTS.hard_threshold
 
 
 def demo(data_dir: Path, *extra: str, timeout: float = 400) -> subprocess.CompletedProcess[str]:
@@ -43,19 +49,31 @@ def test_the_demo_shows_every_behaviour_and_leaves_nothing_behind(tmp_path: Path
     events = journal.events
     state = RunState().apply_all(events)
     assert {name: s.status for name, s in state.sessions.items()} == {
-        "soft-zone-reader": "done",
-        "hard-zone-long-task": "done",
-        "stall-once": "done",
-        "normal-zone": "done",
+        "soft-zone-reader": EndStatus.DONE,
+        "hard-zone-long-task": EndStatus.DONE,
+        "stall-once": EndStatus.DONE,
+        "normal-zone": EndStatus.DONE,
     }
+    # Every session ran on the thresholds the figures below are compared with.
+    assert {(s.soft_threshold, s.hard_threshold) for s in state.sessions.values()} == {(SOFT, HARD)}
+    window = {name: s.window for name, s in state.sessions.items()}
     requests = [
         json.loads(line)
         for line in (run.directory / "loopback-requests.jsonl").read_text().splitlines()
     ]
 
-    # Soft zone: masked, the model saw placeholders, and the session came back under soft.
+    # Soft zone: it crossed the soft threshold and was masked there, the model saw the
+    # placeholders, every mask brought it back under soft, and it never reached hard.
     soft = state.sessions["soft-zone-reader"]
     assert soft.masks and soft.restarts == []
+    masks = [e for e in events if isinstance(e, ev.MaskApplied) and e.session == "soft-zone-reader"]
+    # Measured at the soft threshold, or projected past it at a tool result.
+    assert all(
+        (m.projected_tokens if m.trigger is Cause.PROJECTION else m.tokens_before)
+        >= SOFT * window["soft-zone-reader"]
+        for m in masks
+    ), [(m.trigger, m.tokens_before, m.projected_tokens) for m in masks]
+    assert max(p.tokens for p in soft.usage) < HARD * window["soft-zone-reader"]
     assert any(r["route"] == "soft-zone-reader" and r["masked_placeholders"] > 0 for r in requests)
     assert all(m.reclaimed is not None and m.reclaimed > 0 for m in soft.masks)
     after_each = [
@@ -63,10 +81,15 @@ def test_the_demo_shows_every_behaviour_and_leaves_nothing_behind(tmp_path: Path
         for e in events
         if isinstance(e, ev.MaskMeasured) and e.session == "soft-zone-reader"
     ]
-    assert after_each and all(tokens < SOFT * soft.window for tokens in after_each)
+    assert len(after_each) == len(soft.masks)
+    assert all(tokens < SOFT * window["soft-zone-reader"] for tokens in after_each)
 
-    # Hard zone: wound down, checkpointed, restarted fresh, and nothing redone.
+    # Hard zone: wound down at the hard threshold, checkpointed, restarted fresh, nothing redone.
     hard = state.sessions["hard-zone-long-task"]
+    (wind_down,) = [
+        e for e in events if isinstance(e, ev.WindDownSent) and e.session == "hard-zone-long-task"
+    ]
+    assert wind_down.tokens >= HARD * window["hard-zone-long-task"]
     assert len(hard.restarts) == 1 and hard.checkpoints[0].origin == "tagged"
     assert Path(hard.checkpoints[0].path).read_text().startswith("## Goal")
     assert (
@@ -80,7 +103,7 @@ def test_the_demo_shows_every_behaviour_and_leaves_nothing_behind(tmp_path: Path
     # The stall: detected, the stuck process gone within the disconnect bound, resumed.
     stall = [e for e in events if e.session == "stall-once"]
     (timeout,) = [e for e in stall if isinstance(e, ev.IdleTimedOut)]
-    assert timeout.decision == "resume"
+    assert timeout.decision is RetryDecision.RESUME
     started = [e.pid for e in stall if isinstance(e, ev.ProcessStarted)]
     stuck_end = next(e for e in stall if isinstance(e, ev.ProcessEnded) and e.pid == started[0])
     assert stuck_end.at - timeout.at <= 10.0
@@ -90,7 +113,7 @@ def test_the_demo_shows_every_behaviour_and_leaves_nothing_behind(tmp_path: Path
     assert (
         normal.masks == []
         and normal.restarts == []
-        and max(p.tokens for p in normal.usage) < SOFT * normal.window
+        and max(p.tokens for p in normal.usage) < SOFT * window["normal-zone"]
     )
 
     # Every agent process started was seen ending, and none is alive.
@@ -141,5 +164,5 @@ def test_ctrl_c_stops_every_session_and_no_process_is_left(tmp_path: Path) -> No
     pids = [e.pid for e in events if isinstance(e, ev.ProcessStarted) and e.pid is not None]
     assert [pid for pid in pids if alive(pid)] == []
     statuses = {e.session: e.status for e in events if isinstance(e, ev.SessionEnded)}
-    assert set(statuses.values()) <= {"stopped", "done"} and len(statuses) == 4
+    assert set(statuses.values()) <= {EndStatus.STOPPED, EndStatus.DONE} and len(statuses) == 4
     assert isinstance(events[-1], ev.RunEnded) and not events[-1].ok

@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,7 @@ from tests.integration.harness import alive
 pytestmark = pytest.mark.integration
 
 FIGURE = re.compile(r"(\d+)%\s+([\d.]+k?) / 200k")
+POLL = 0.2
 
 
 def tmux(*args: str) -> str:
@@ -30,12 +32,15 @@ def screen(name: str) -> str:
     return tmux("capture-pane", "-t", name, "-p")
 
 
-def wait_for(predicate: object, timeout: float, what: str, name: str) -> None:
+def wait_for(predicate: Callable[[], object], timeout: float, what: str, name: str) -> None:
+    """Wait until `predicate` holds. The app runs in another process behind tmux, so its
+    screen is the event to wait on: it is read again every POLL seconds until it shows
+    what is expected, and only `timeout` (generous, for a loaded machine) ends the wait."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if predicate():  # type: ignore[operator]
+        if predicate():
             return
-        time.sleep(0.5)
+        time.sleep(POLL)
     raise AssertionError(f"timed out waiting for {what}; the screen:\n{screen(name)}")
 
 
@@ -58,9 +63,7 @@ def test_the_demo_in_a_real_terminal(tmp_path: Path) -> None:
             name,
         )
         first = FIGURE.findall(screen(name))
-        time.sleep(8)
-        second = FIGURE.findall(screen(name))
-        assert first != second, f"the gauges did not move:\n{screen(name)}"
+        wait_for(lambda: FIGURE.findall(screen(name)) != first, 60, "the gauges to move", name)
         assert "soft-zone-reader" in screen(name)
         tmux("send-keys", "-t", name, "q")
         wait_for(status_file.exists, 60, "the app to exit", name)

@@ -1,4 +1,4 @@
-"""The session runner with a scripted backend: seed 002's idle-timeout cases and the flows.
+"""The session runner with a scripted backend: the idle-timeout cases and the flows.
 
 The idle timeout is real (IDLE) in the tests about it; only the backoff sleep is
 replaced, to record the delays without waiting them out. Every other test runs
@@ -104,7 +104,7 @@ def tool_call(tool_id: str = "t1") -> MessageItem:
     return MessageItem(Message(Role.ASSISTANT, (ToolCall(tool_id, "Bash", {"command": "make"}),)))
 
 
-# -- seed 002, task 6: the seven idle-timeout cases ------------------------------------------------
+# -- the idle-timeout cases ------------------------------------------------------------------------
 
 
 async def test_idle_timeout_retries_and_recovers() -> None:
@@ -169,12 +169,11 @@ async def test_idle_timeout_non_query_phases_skip_the_query_block() -> None:
     second = ScriptedClient([[finished()]])
     h = Harness(ScriptedBackend([first, second]), idle_timeout=IDLE, require_approval=True)
     task = asyncio.create_task(h.run())
-    for _ in range(200):
-        if h.runner.approval_pending is not None:
-            break
-        await asyncio.sleep(0.01)
+    await h.until(ev.ApprovalRequested)
     assert h.runner.approval_pending == 1
     created, queries = len(h.backend.created), len(first.queries)
+    # Not a synchronisation: six idle timeouts' worth of real time must pass unanswered
+    # for the test to show that waiting for a person is never taken for a hang.
     await asyncio.sleep(IDLE * 6)
     assert h.of_type(ev.IdleTimedOut) == []
     assert (len(h.backend.created), len(first.queries)) == (created, queries)

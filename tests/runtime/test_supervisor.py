@@ -11,11 +11,13 @@ import pytest
 from mala_tui.config import ContextSettings, IdleSettings, Settings
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
-from mala_tui.core.usage import CallUsage
+from mala_tui.core.observations import Decision
+from mala_tui.core.usage import CallUsage, UsageSource
 from mala_tui.core.view import SessionSnapshot
 from mala_tui.prompt_files import load_prompts
 from mala_tui.runtime.backends.base import SessionIdItem, SessionSpec, UsageItem
 from mala_tui.runtime.backends.scripted import HANG, ScriptedBackend, ScriptedClient, finished
+from mala_tui.runtime.headless import describe
 from mala_tui.runtime.journal import RunJournal, read_events
 from mala_tui.runtime.supervisor import Supervisor
 
@@ -83,12 +85,26 @@ def supervisor(tmp_path: Path, backend: object, names: list[str], **kwargs: obje
     return sup
 
 
-async def wait_for_approvals(sup: Supervisor, count: int) -> None:
-    for _ in range(500):
-        if len(sup.approvals) >= count:
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError(f"expected {count} pending approvals, got {sup.approvals}")
+def approvals_reach(sup: Supervisor, count: int) -> asyncio.Event:
+    """Set once `count` approvals are pending: the supervisor tells its listeners of each."""
+    reached = asyncio.Event()
+    sup.listeners.approvals.append(lambda pending: reached.set() if len(pending) >= count else None)
+    return reached
+
+
+def every_agent_started(sup: Supervisor) -> asyncio.Event:
+    """Set once each session's agent process has started (the runner records it)."""
+    started: set[str] = set()
+    reached = asyncio.Event()
+
+    def seen(event: ev.Event) -> None:
+        if isinstance(event, ev.ProcessStarted):
+            started.add(event.session)
+            if started >= set(sup.runners):
+                reached.set()
+
+    sup.listeners.events.append(seen)
+    return reached
 
 
 async def test_approvals_queue_and_each_answer_reaches_its_session(tmp_path: Path) -> None:
@@ -96,13 +112,14 @@ async def test_approvals_queue_and_each_answer_reaches_its_session(tmp_path: Pat
     sup = supervisor(tmp_path, backend, ["a", "b", "c"], approval_mode="ask")
     seen: list[list[str]] = []
     sup.listeners.approvals.append(lambda pending: seen.append([p.session for p in pending]))
+    three = approvals_reach(sup, 3)
     run = asyncio.create_task(sup.run())
-    await wait_for_approvals(sup, 3)
+    await asyncio.wait_for(three.wait(), 10)
     assert {p.session for p in sup.approvals} == {"a", "b", "c"}
     assert all(p.checkpoint_text.startswith("## Goal\nG") for p in sup.approvals)
-    sup.decide("a", "approve")
-    sup.decide("b", "deny")
-    sup.decide("c", "edit", "## Goal\nOnly the edited plan.")
+    sup.decide("a", Decision.APPROVE)
+    sup.decide("b", Decision.DENY)
+    sup.decide("c", Decision.EDIT, "## Goal\nOnly the edited plan.")
     result = await asyncio.wait_for(run, 10)
     assert result.statuses == {"a": EndStatus.DONE, "b": EndStatus.DENIED, "c": EndStatus.DONE}
     assert sup.approvals == []
@@ -112,9 +129,9 @@ async def test_approvals_queue_and_each_answer_reaches_its_session(tmp_path: Pat
     decided = [
         e for e in read_events(sup.journal.events_path).events if isinstance(e, ev.ApprovalDecided)
     ]  # type: ignore[union-attr]
-    assert sorted(d.decision for d in decided) == ["approve", "deny", "edit"]
+    assert sorted(d.decision for d in decided) == [Decision.APPROVE, Decision.DENY, Decision.EDIT]
     with pytest.raises(KeyError, match="no approval is pending"):
-        sup.decide("a", "approve")
+        sup.decide("a", Decision.APPROVE)
 
 
 async def test_deny_policy_answers_without_a_person(tmp_path: Path) -> None:
@@ -122,7 +139,7 @@ async def test_deny_policy_answers_without_a_person(tmp_path: Path) -> None:
     result = await asyncio.wait_for(sup.run(), 10)
     assert result.statuses == {"a": EndStatus.DENIED}
     decided = [e for e in sup.state.sessions["a"].log if isinstance(e, ev.ApprovalDecided)]
-    assert [(d.decision, d.decided_by) for d in decided] == [("deny", "policy")]
+    assert [(d.decision, d.decided_by) for d in decided] == [(Decision.DENY, "policy")]
     assert sup.state.sessions["a"].checkpoints, "the checkpoint is kept"
 
 
@@ -137,7 +154,7 @@ async def test_an_approval_timeout_takes_the_configured_answer(tmp_path: Path) -
     result = await asyncio.wait_for(sup.run(), 10)
     assert result.statuses == {"a": EndStatus.DONE}
     decided = [e for e in sup.state.sessions["a"].log if isinstance(e, ev.ApprovalDecided)]
-    assert [(d.decision, d.decided_by) for d in decided] == [("approve", "timeout")]
+    assert [(d.decision, d.decided_by) for d in decided] == [(Decision.APPROVE, "timeout")]
 
 
 async def test_each_change_is_published_as_it_happens_and_checkpoints_saved_as_markdown(
@@ -160,7 +177,7 @@ async def test_each_change_is_published_as_it_happens_and_checkpoints_saved_as_m
     assert phases == [e.after for e in mine if isinstance(e, ev.PhaseChanged)]
     assert published[-1]["a"] == sup.snapshots()["a"]
     final = sup.snapshots()["a"]
-    assert final.status == "done" and final.restarts == 1
+    assert final.status is EndStatus.DONE and final.restarts == 1
     saved = [e for e in events if isinstance(e, ev.CheckpointSaved)]
     assert saved[0].path.endswith("checkpoints/a-1.md")
     assert Path(saved[0].path).read_text().startswith("## Goal\nG")
@@ -174,8 +191,9 @@ async def test_stop_all_ends_every_session_and_disconnects(tmp_path: Path) -> No
         ["a", "b"],
         settings=Settings(idle=IdleSettings(idle_timeout_seconds=30)),
     )
+    started = every_agent_started(sup)
     run = asyncio.create_task(sup.run())
-    await asyncio.sleep(0.1)
+    await asyncio.wait_for(started.wait(), 10)
     sup.stop_all()
     result = await asyncio.wait_for(run, 10)
     assert result.statuses == {"a": EndStatus.STOPPED, "b": EndStatus.STOPPED}
@@ -192,8 +210,9 @@ async def test_cancelling_the_run_stops_every_session(tmp_path: Path) -> None:
         ["a", "b"],
         settings=Settings(idle=IdleSettings(idle_timeout_seconds=30)),
     )
+    started = every_agent_started(sup)
     run = asyncio.create_task(sup.run())
-    await asyncio.sleep(0.1)
+    await asyncio.wait_for(started.wait(), 10)
     run.cancel()
     with pytest.raises(asyncio.CancelledError):
         await run
@@ -231,7 +250,7 @@ async def test_headless_runs_ask_on_the_terminal_and_print_the_checkpoint_litera
         in text
     )
     assert "not an answer: 'maybe'" in text
-    assert "approval: approve (by operator)" in text
+    assert describe(decided_by_operator()) in text
 
 
 def test_a_headless_ask_without_a_terminal_is_refused_up_front(tmp_path: Path) -> None:
@@ -251,7 +270,15 @@ def test_a_headless_ask_without_a_terminal_is_refused_up_front(tmp_path: Path) -
     check_headless_approvals(timed, interactive=False)
 
 
-def test_control_characters_from_agents_are_made_visible() -> None:
-    from mala_tui.runtime.headless import literal
+def decided_by_operator() -> ev.ApprovalDecided:
+    return ev.ApprovalDecided(at=0, session="a", decision=Decision.APPROVE, decided_by="operator")
 
-    assert literal("ok\x1b[2J\x07 [bold]x[/]\r\nnext") == "ok\\x1b[2J\\x07 [bold]x[/]\\x0d next"
+
+def test_headless_lines_use_the_one_describer_and_make_agent_text_visible() -> None:
+    assert describe(decided_by_operator()) == f"{'approval_decided':<20} approve by operator"
+    ended = ev.SessionEnded(
+        at=0, session="a", status=EndStatus.FAILED, reason="ok\x1b[2J\x07 [b]x[/]\r\nnext"
+    )
+    assert describe(ended) == f"{'session_ended':<20} failed: ok\u241b[2J\u2407 [b]x[/] \u23ce next"
+    usage = ev.UsageRecorded(at=0, session="a", tokens=1, window=10, source=UsageSource.PER_CALL)
+    assert describe(usage) is None, "usage comes too often for a line each"

@@ -11,7 +11,7 @@ from mala_tui.config import Settings, UiSettings
 from mala_tui.core import events as ev
 from mala_tui.core.view import RunState
 from mala_tui.ui.app import MalaApp
-from mala_tui.ui.sample import T0, SampleSupervisor, sample_events
+from mala_tui.ui.fake_source import T0, FakeLiveSource, sample_events
 from mala_tui.ui.screens.dashboard import DashboardScreen
 from mala_tui.ui.source import Source
 
@@ -21,7 +21,7 @@ SIZE = (140, 44)
 def make_app(source: Source | None = None, *, theme: str = "mala-dark") -> MalaApp:
     """The app on `source` (the live sample run by default) with a frozen clock."""
     return MalaApp(
-        source if source is not None else SampleSupervisor(),
+        source if source is not None else FakeLiveSource(),
         settings=Settings(ui=UiSettings(theme=theme)),
         clock=lambda: 0.0,
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from textual.pilot import Pilot
 
-from mala_tui.ui.sample import SampleSupervisor
+from mala_tui.ui.fake_source import FakeLiveSource
 from mala_tui.ui.screens.confirm import ConfirmScreen
 from mala_tui.ui.screens.dashboard import DashboardScreen
 from mala_tui.ui.widgets.session_card import SessionCard
@@ -12,7 +12,7 @@ from mala_tui.ui.widgets.session_card import SessionCard
 from .helpers import make_app, notifications, read_only_sample
 
 
-def commands(supervisor: SampleSupervisor) -> list[tuple[str, ...]]:
+def commands(supervisor: FakeLiveSource) -> list[tuple[str, ...]]:
     return [call for call in supervisor.calls if call[0] != "decide"]
 
 
@@ -29,7 +29,7 @@ async def focus(pilot: Pilot[int], name: str) -> DashboardScreen:
 
 
 async def test_pause_mask_and_restart_go_to_the_focused_session() -> None:
-    supervisor = SampleSupervisor()
+    supervisor = FakeLiveSource()
     app = make_app(supervisor)
     async with app.run_test() as pilot:
         await focus(pilot, "parser-fix")
@@ -43,9 +43,9 @@ async def test_pause_mask_and_restart_go_to_the_focused_session() -> None:
 
 async def test_pause_becomes_resume_on_a_paused_session() -> None:
     from mala_tui.core import events as ev
-    from mala_tui.ui.sample import T0
+    from mala_tui.ui.fake_source import T0
 
-    supervisor = SampleSupervisor()
+    supervisor = FakeLiveSource()
     supervisor.record(
         ev.PhaseChanged(
             at=T0 + 700, session="parser-fix", before="running", after="paused", trigger="pause"
@@ -59,7 +59,7 @@ async def test_pause_becomes_resume_on_a_paused_session() -> None:
 
 
 async def test_stop_asks_first() -> None:
-    supervisor = SampleSupervisor()
+    supervisor = FakeLiveSource()
     app = make_app(supervisor)
     async with app.run_test() as pilot:
         await focus(pilot, "api-docs")
@@ -72,7 +72,7 @@ async def test_stop_asks_first() -> None:
 
 
 async def test_an_ended_session_can_only_be_restarted() -> None:
-    supervisor = SampleSupervisor()
+    supervisor = FakeLiveSource()
     app = make_app(supervisor)
     async with app.run_test() as pilot:
         screen = await focus(pilot, "release-notes")  # failed
@@ -90,7 +90,7 @@ _ACTIONS = {"p": "pause", "x": "stop", "m": "mask", "v": "approval"}
 
 
 async def test_approval_switches_per_session_and_for_all() -> None:
-    supervisor = SampleSupervisor()
+    supervisor = FakeLiveSource()
     app = make_app(supervisor)
     async with app.run_test() as pilot:
         screen = await focus(pilot, "parser-fix")
@@ -117,7 +117,7 @@ async def test_approval_switches_per_session_and_for_all() -> None:
 
 
 async def test_transcript_path_is_copied_and_shown() -> None:
-    supervisor = SampleSupervisor()
+    supervisor = FakeLiveSource()
     app = make_app(supervisor)
     async with app.run_test(notifications=True) as pilot:
         await focus(pilot, "parser-fix")
@@ -127,7 +127,7 @@ async def test_transcript_path_is_copied_and_shown() -> None:
 
 
 async def test_the_command_palette_runs_the_same_actions() -> None:
-    supervisor = SampleSupervisor()
+    supervisor = FakeLiveSource()
     app = make_app(supervisor)
     async with app.run_test() as pilot:
         await pilot.press("ctrl+p")
@@ -149,3 +149,19 @@ async def test_a_finished_run_offers_no_actions() -> None:
             assert screen.check_action("session", (action,)) is False
         assert screen.check_action("session", ("open",)) is True
         assert app.check_action("review_approvals", ()) is False
+
+
+def test_every_session_action_is_bound_on_the_dashboard_with_its_key_from_the_table() -> None:
+    from textual.binding import Binding
+
+    from mala_tui.ui.screens.detail import DetailScreen
+    from mala_tui.ui.session_actions import SESSION_ACTIONS
+
+    def bound(bindings: object) -> dict[str, str]:
+        return {b.action: b.key for b in bindings if isinstance(b, Binding)}  # type: ignore[attr-defined]
+
+    dashboard, detail = bound(DashboardScreen.BINDINGS), bound(DetailScreen.BINDINGS)
+    for action in SESSION_ACTIONS:
+        assert dashboard[f"session('{action.id}')"] == action.key
+        if action.id != "open":  # the detail screen is the open session
+            assert detail[f"session('{action.id}')"] == action.key

@@ -5,7 +5,7 @@ from __future__ import annotations
 from textual.widgets import TextArea
 
 from mala_tui.core import events as ev
-from mala_tui.ui.sample import T0, SampleSupervisor
+from mala_tui.ui.fake_source import T0, FakeLiveSource
 from mala_tui.ui.screens.approval import ApprovalScreen
 from mala_tui.ui.screens.dashboard import DashboardScreen
 from mala_tui.ui.screens.detail import DetailScreen
@@ -15,12 +15,12 @@ from mala_tui.ui.widgets.checkpoint_view import CheckpointView
 from .helpers import make_app, notifications, screen_text, second_approval_events
 
 
-def decisions(supervisor: SampleSupervisor) -> list[tuple[str, ...]]:
+def decisions(supervisor: FakeLiveSource) -> list[tuple[str, ...]]:
     return [call for call in supervisor.calls if call[0] == "decide"]
 
 
 async def test_approve() -> None:
-    supervisor = SampleSupervisor()
+    supervisor = FakeLiveSource()
     app = make_app(supervisor)
     async with app.run_test() as pilot:
         await pilot.press("a")
@@ -34,7 +34,7 @@ async def test_approve() -> None:
 
 
 async def test_deny() -> None:
-    supervisor = SampleSupervisor()
+    supervisor = FakeLiveSource()
     app = make_app(supervisor)
     async with app.run_test() as pilot:
         await pilot.press("a", "d")
@@ -43,7 +43,7 @@ async def test_deny() -> None:
 
 
 async def test_buttons_answer_too() -> None:
-    supervisor = SampleSupervisor()
+    supervisor = FakeLiveSource()
     app = make_app(supervisor)
     async with app.run_test(size=(140, 44)) as pilot:
         await pilot.press("a")
@@ -53,7 +53,7 @@ async def test_buttons_answer_too() -> None:
 
 
 async def test_edit_then_approve_sends_the_edited_text() -> None:
-    supervisor = SampleSupervisor()
+    supervisor = FakeLiveSource()
     app = make_app(supervisor)
     async with app.run_test() as pilot:
         await pilot.press("a", "e")
@@ -71,7 +71,7 @@ async def test_edit_then_approve_sends_the_edited_text() -> None:
 
 
 async def test_keys_that_answer_are_off_while_editing() -> None:
-    supervisor = SampleSupervisor()
+    supervisor = FakeLiveSource()
     app = make_app(supervisor)
     async with app.run_test() as pilot:
         await pilot.press("a", "e", "d", "a")  # typed into the editor, not answers
@@ -88,7 +88,7 @@ async def test_keys_that_answer_are_off_while_editing() -> None:
 
 
 async def test_an_empty_edit_is_not_approved() -> None:
-    supervisor = SampleSupervisor()
+    supervisor = FakeLiveSource()
     app = make_app(supervisor)
     async with app.run_test(notifications=True) as pilot:
         await pilot.press("a", "e")
@@ -100,7 +100,7 @@ async def test_an_empty_edit_is_not_approved() -> None:
 
 
 async def test_the_queue_shows_each_waiting_approval_in_turn() -> None:
-    supervisor = SampleSupervisor(second_approval_events())
+    supervisor = FakeLiveSource(second_approval_events())
     app = make_app(supervisor)
     async with app.run_test() as pilot:
         await pilot.pause()
@@ -137,7 +137,7 @@ async def test_the_modal_shows_what_changed_since_the_last_checkpoint() -> None:
 
 
 async def test_a_new_approval_is_announced_on_any_screen() -> None:
-    supervisor = SampleSupervisor()
+    supervisor = FakeLiveSource()
     app = make_app(supervisor)
     async with app.run_test(notifications=True) as pilot:
         await pilot.press("enter")  # the first card's detail screen
@@ -157,7 +157,7 @@ async def test_a_new_approval_is_announced_on_any_screen() -> None:
 
 
 async def test_the_modal_closes_when_its_request_stops_waiting() -> None:
-    supervisor = SampleSupervisor()
+    supervisor = FakeLiveSource()
     app = make_app(supervisor)
     async with app.run_test(notifications=True) as pilot:
         await pilot.press("a")

@@ -7,15 +7,16 @@ from dataclasses import replace
 from textual.app import App
 
 from mala_tui.core import events as ev
+from mala_tui.core.observations import Decision
 from mala_tui.core.view import SessionSnapshot
 from mala_tui.runtime.supervisor import ApprovalRequest
 from mala_tui.ui.bridge import UpdateBridge
 from mala_tui.ui.controller import Controller
-from mala_tui.ui.sample import T0, SampleSupervisor
+from mala_tui.ui.fake_source import T0, FakeLiveSource
 
 
 async def test_updates_within_a_frame_are_published_once() -> None:
-    supervisor = SampleSupervisor()
+    supervisor = FakeLiveSource()
     app: App[None] = App()
     async with app.run_test() as pilot:
         bridge = UpdateBridge(app, Controller(supervisor), frame=0.05)
@@ -55,11 +56,11 @@ async def test_updates_within_a_frame_are_published_once() -> None:
 
 
 async def test_an_answered_approval_leaves_the_queue_before_the_supervisor_drops_it() -> None:
-    supervisor = SampleSupervisor()
+    supervisor = FakeLiveSource()
     controller = Controller(supervisor)
     (request,) = controller.pending()
     assert isinstance(request, ApprovalRequest)
-    controller.decide(request, "approve")
+    controller.decide(request, Decision.APPROVE)
     assert controller.pending() == []
     assert supervisor.approvals == [request]  # the runner has not acted yet
     supervisor.approvals = []

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mala_tui.ui.sample import CHECKPOINT_2, T0
+from mala_tui.ui.fake_source import CHECKPOINT_2, T0
 from mala_tui.ui.screens.checkpoints import CheckpointScreen
 from mala_tui.ui.screens.export import ExportScreen
 from mala_tui.ui.widgets.context_chart import ChartData, ContextChart

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from mala_tui.core import events as ev
 from mala_tui.core.view import RunState
-from mala_tui.ui.sample import T0, WINDOW, SampleSupervisor
+from mala_tui.ui.fake_source import T0, WINDOW, FakeLiveSource
 from mala_tui.ui.screens.approval import ApprovalScreen
 
 from .helpers import make_app, screen_text
@@ -69,7 +69,7 @@ async def test_the_dashboard_shows_names_and_tasks_literally() -> None:
 
 
 async def test_the_approval_modal_shows_the_checkpoint_literally() -> None:
-    app = make_app(SampleSupervisor(hostile_events()))
+    app = make_app(FakeLiveSource(hostile_events()))
     async with app.run_test(size=(140, 44)) as pilot:
         await pilot.press("a")
         assert isinstance(app.screen, ApprovalScreen)

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
 
 from textual.widgets import TextArea
 
 from mala_tui.config import ContextSettings, Settings, UiSettings
+from mala_tui.core.actions import EndStatus
+from mala_tui.core.phases import Phase
 from mala_tui.core.transcript import Message, Role, TextBlock, ToolCall, ToolResult
 from mala_tui.core.usage import CallUsage
 from mala_tui.prompt_files import load_prompts
@@ -19,6 +22,7 @@ from mala_tui.ui.screens.approval import ApprovalScreen
 from mala_tui.ui.screens.dashboard import DashboardScreen
 from mala_tui.ui.widgets.approval_badge import ApprovalBadge
 
+AWAITING = Phase.AWAITING_APPROVAL
 CHECKPOINT = (
     "<checkpoint>\n## Goal\nFix issue 42.\n## Completed Work\n- Read /ws/f0.py\n</checkpoint>"
 )
@@ -54,9 +58,11 @@ def app_on(supervisor: Supervisor) -> MalaApp:
     return MalaApp(supervisor, settings=Settings(ui=UiSettings()), clock=lambda: 0.0)
 
 
-async def wait_for(condition: object, seconds: float = 10.0) -> None:
+async def wait_for(condition: Callable[[], object], seconds: float = 10.0) -> None:
+    """Until `condition` holds: the app shows an update a frame or more after the supervisor
+    records it, so a test waits for what it expects to see, never for a guessed delay."""
     async with asyncio.timeout(seconds):
-        while not condition():  # type: ignore[operator]
+        while not condition():
             await asyncio.sleep(0.02)
 
 
@@ -77,11 +83,11 @@ async def test_an_edited_checkpoint_is_what_the_restarted_agent_gets() -> None:
         screen = app.screen
         assert isinstance(screen, DashboardScreen)
         await wait_for(app.controller.pending)
-        await pilot.pause(0.1)
-        assert screen.query_one(ApprovalBadge).count == 1
+        await wait_for(lambda: screen.query_one(ApprovalBadge).count == 1)
+        await wait_for(lambda: screen.card("s1") is not None)
         card = screen.card("s1")
-        assert card is not None and card.snapshot is not None
-        assert card.snapshot.phase == "awaiting_approval"
+        assert card is not None
+        await wait_for(lambda: card.snapshot is not None and card.snapshot.phase is AWAITING)
         await pilot.press("a", "e")
         assert isinstance(app.screen, ApprovalScreen)
         editor = app.screen.query_one(TextArea)
@@ -89,8 +95,9 @@ async def test_an_edited_checkpoint_is_what_the_restarted_agent_gets() -> None:
         await pilot.press("ctrl+s")
         await wait_for(lambda: supervisor.runners["s1"].status is not None)
         assert new.queries and "Fix issue 42, edited by hand." in new.queries[0]
-        await pilot.pause(0.1)
-        assert card.snapshot.status == "done"
+        await wait_for(lambda: card.snapshot is not None and card.snapshot.status is not None)
+        assert card.snapshot is not None
+        assert card.snapshot.status is EndStatus.DONE
         assert card.snapshot.restarts == 1
 
 
@@ -100,12 +107,12 @@ async def test_quitting_stops_every_session_and_waits_for_the_run() -> None:
     app = app_on(supervisor)
     async with app.run_test() as pilot:
         await wait_for(lambda: "s1" in app.controller.state.sessions and client.queries)
-        await pilot.pause(0.1)
         screen = app.screen
         assert isinstance(screen, DashboardScreen)
+        await wait_for(lambda: screen.card("s1") is not None)
         card = screen.card("s1")
-        assert card is not None and card.snapshot is not None
-        assert card.snapshot.tokens == 30_000
+        assert card is not None
+        await wait_for(lambda: card.snapshot is not None and card.snapshot.tokens == 30_000)
         await pilot.press("q")
         await wait_for(lambda: not app.is_running)
     assert client.disconnected
@@ -125,9 +132,7 @@ async def test_a_supervisor_that_fails_is_reported_and_the_app_runs_on() -> None
     )
     app = app_on(supervisor)
     async with app.run_test(notifications=True) as pilot:
-        await pilot.pause(0.1)
-        notes = [n.message for n in app._notifications]
-        assert any("journal disk full" in note for note in notes)
+        await wait_for(lambda: any("journal disk full" in n.message for n in app._notifications))
         assert app.is_running
         await pilot.press("q")
         await wait_for(lambda: not app.is_running)

@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable
 import pytest
 from textual.pilot import Pilot
 
-from mala_tui.ui.sample import SampleSupervisor
+from mala_tui.ui.fake_source import FakeLiveSource
 from mala_tui.ui.screens.dashboard import DashboardScreen
 
 from .helpers import SIZE, make_app, read_only_sample
@@ -42,13 +42,13 @@ def steps(*keys: str, session: str = "") -> Callable[[Pilot[int]], Awaitable[Non
 
 @pytest.mark.parametrize("theme", THEMES)
 def test_dashboard_with_a_session_in_each_zone(snap_compare: SnapCompare, theme: str) -> None:
-    app = make_app(SampleSupervisor(), theme=theme)
+    app = make_app(FakeLiveSource(), theme=theme)
     assert snap_compare(app, terminal_size=SIZE, run_before=steps())
 
 
 @pytest.mark.parametrize("theme", THEMES)
 def test_approval_modal(snap_compare: SnapCompare, theme: str) -> None:
-    app = make_app(SampleSupervisor(), theme=theme)
+    app = make_app(FakeLiveSource(), theme=theme)
     assert snap_compare(app, terminal_size=SIZE, run_before=steps("a"))
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from mala_tui.ui.text import clean, literal
+from mala_tui.core.text import clean
+from mala_tui.ui.text import literal
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar, cast
+from typing import ClassVar
 
 from textual import on
 from textual.app import ComposeResult
@@ -14,18 +14,16 @@ from textual.reactive import reactive
 from textual.screen import ModalScreen
 from textual.widgets import Button, ContentSwitcher, Footer, Static, TextArea
 
+from mala_tui.core.observations import Decision
 from mala_tui.runtime.supervisor import ApprovalRequest
-from mala_tui.ui.controller import Decision
+from mala_tui.ui.services import Services
 from mala_tui.ui.text import literal
 from mala_tui.ui.widgets.checkpoint_view import CheckpointView
-
-if TYPE_CHECKING:
-    from mala_tui.ui.app import MalaApp
 
 
 @dataclass(frozen=True, slots=True)
 class ApprovalAnswer:
-    """What the person decided; `text` is the edited checkpoint when the decision is "edit"."""
+    """What the person decided; `text` is the edited checkpoint when the decision is EDIT."""
 
     request: ApprovalRequest
     decision: Decision
@@ -55,9 +53,15 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer | None]):
     """True while the checkpoint is open in the editor."""
 
     def __init__(
-        self, request: ApprovalRequest, *, previous: str | None = None, waiting: int = 1
+        self,
+        services: Services,
+        request: ApprovalRequest,
+        *,
+        previous: str | None = None,
+        waiting: int = 1,
     ) -> None:
         super().__init__()
+        self.services = services
         self.request = request
         self.previous = previous
         """The session's checkpoint before this one, to show what changed; None for the first."""
@@ -91,8 +95,7 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer | None]):
     def on_mount(self) -> None:
         self.query_one("#view").focus()
         self._show_buttons()
-        app = cast("MalaApp", self.app)
-        app.bridge.approvals.subscribe(self, self._approvals_changed)
+        self.services.bridge.approvals.subscribe(self, self._approvals_changed)
 
     def watch_editing(self) -> None:
         if self.is_mounted:
@@ -128,10 +131,10 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer | None]):
     # -- answers -----------------------------------------------------------------------------------
 
     def action_approve(self) -> None:
-        self._finish(ApprovalAnswer(self.request, "approve"))
+        self._finish(ApprovalAnswer(self.request, Decision.APPROVE))
 
     def action_deny(self) -> None:
-        self._finish(ApprovalAnswer(self.request, "deny"))
+        self._finish(ApprovalAnswer(self.request, Decision.DENY))
 
     def action_edit(self) -> None:
         self.editing = True
@@ -142,7 +145,7 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer | None]):
         if not text.strip():
             self.app.notify("An empty checkpoint cannot be approved", severity="error")
             return
-        self._finish(ApprovalAnswer(self.request, "edit", text))
+        self._finish(ApprovalAnswer(self.request, Decision.EDIT, text))
 
     def action_later(self) -> None:
         if self.editing:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar, cast
+from typing import ClassVar
 
 from rich.text import Text
 from textual import on
@@ -18,13 +18,11 @@ from textual.widgets.option_list import Option
 from mala_tui.core.view import CheckpointRecord
 from mala_tui.runtime.journal import safe_file_name
 from mala_tui.ui.format import elapsed
+from mala_tui.ui.services import Services
 from mala_tui.ui.text import literal
 from mala_tui.ui.timeline import session_start
 from mala_tui.ui.widgets.approval_badge import ApprovalBadge
 from mala_tui.ui.widgets.checkpoint_view import CheckpointView
-
-if TYPE_CHECKING:
-    from mala_tui.ui.app import MalaApp
 
 ORIGIN_NOTES = {
     "tagged": "written by the agent",
@@ -48,18 +46,15 @@ class CheckpointScreen(Screen[None]):
     number: reactive[int] = reactive(0, init=False)
     """The checkpoint shown (its number within the session)."""
 
-    def __init__(self, name: str, number: int | None = None) -> None:
+    def __init__(self, services: Services, name: str, number: int | None = None) -> None:
         super().__init__()
+        self.services = services
         self.session_name = name
         self._initial = number
 
     @property
-    def mala(self) -> MalaApp:
-        return cast("MalaApp", self.app)
-
-    @property
     def records(self) -> list[CheckpointRecord]:
-        state = self.mala.controller.session(self.session_name)
+        state = self.services.controller.session(self.session_name)
         return list(state.checkpoints) if state is not None else []
 
     def record(self, number: int) -> CheckpointRecord | None:
@@ -70,7 +65,7 @@ class CheckpointScreen(Screen[None]):
             yield Static(
                 literal(f"Checkpoints \u00b7 {self.session_name}", one_line=True), id="title"
             )
-            yield ApprovalBadge()
+            yield ApprovalBadge(self.services)
         with Horizontal(id="body"):
             yield OptionList(id="list")
             with VerticalScroll(id="sections"):
@@ -91,7 +86,7 @@ class CheckpointScreen(Screen[None]):
         self.query_one(OptionList).focus()
 
     def _fill_list(self) -> None:
-        state = self.mala.controller.session(self.session_name)
+        state = self.services.controller.session(self.session_name)
         start = session_start(state) if state is not None else 0.0
         options = self.query_one(OptionList)
         options.clear_options()

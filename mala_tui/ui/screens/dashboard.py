@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar, Final, cast
+from typing import ClassVar, Final, cast
 
 from rich.text import Text
 from textual import on
@@ -15,31 +15,35 @@ from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
+from mala_tui.core.actions import EndStatus
+from mala_tui.core.phases import Phase
+from mala_tui.core.text import clean
+from mala_tui.core.usage import Zone
 from mala_tui.core.view import SessionSnapshot
 from mala_tui.ui.format import elapsed, phase_label
-from mala_tui.ui.text import clean, literal
+from mala_tui.ui.services import Services
+from mala_tui.ui.session_actions import session_bindings
+from mala_tui.ui.text import literal
 from mala_tui.ui.widgets.approval_badge import ApprovalBadge
-from mala_tui.ui.widgets.session_card import SessionCard, card_state
-
-if TYPE_CHECKING:
-    from mala_tui.ui.app import MalaApp
+from mala_tui.ui.widgets.session_card import SessionCard
 
 CARD_WIDTH: Final = 44
 """A card's narrowest width: the grid fits as many columns of it as the screen allows."""
 SORTS: Final = ("name", "pressure", "state")
-ZONES: Final = ("all", "normal", "soft", "hard")
-STATE_ORDER: Final = (
-    "awaiting_approval",
-    "failed",
-    "denied",
-    "winding_down",
-    "checkpointing",
-    "restarting",
-    "masking",
-    "running",
-    "paused",
-    "stopped",
-    "done",
+ZONE_FILTERS: Final[tuple[Zone | None, ...]] = (None, *Zone)
+"""What `z` cycles through: every zone (None), then each zone alone."""
+STATE_ORDER: Final[tuple[Phase | EndStatus, ...]] = (
+    Phase.AWAITING_APPROVAL,
+    EndStatus.FAILED,
+    EndStatus.DENIED,
+    Phase.WINDING_DOWN,
+    Phase.CHECKPOINTING,
+    Phase.RESTARTING,
+    Phase.MASKING,
+    Phase.RUNNING,
+    Phase.PAUSED,
+    EndStatus.STOPPED,
+    EndStatus.DONE,
 )
 """Sorting by state puts what needs a person first and what is over last."""
 REPAINT_SECONDS: Final = 1.0
@@ -59,17 +63,17 @@ def sort_key(sort_by: str, snap: SessionSnapshot) -> tuple[float | int | str, ..
     if sort_by == "pressure":
         return (-snap.pressure, snap.name)
     if sort_by == "state":
-        state = card_state(snap)
+        state = snap.state
         rank = STATE_ORDER.index(state) if state in STATE_ORDER else len(STATE_ORDER)
         return (rank, -snap.pressure, snap.name)
     return (snap.name,)
 
 
-def matches(snap: SessionSnapshot, zone: str, text: str) -> bool:
-    """The dashboard's filter: a zone ("all" for any) and words found in name, task or state."""
-    if zone not in ("all", snap.zone):
+def matches(snap: SessionSnapshot, zone: Zone | None, text: str) -> bool:
+    """The dashboard's filter: a zone (None for any) and words found in name, task or state."""
+    if zone is not None and zone != snap.zone:
         return False
-    haystack = f"{snap.name} {snap.task} {phase_label(card_state(snap))}".lower()
+    haystack = f"{snap.name} {snap.task} {phase_label(snap.state)}".lower()
     return all(word in haystack for word in text.lower().split())
 
 
@@ -78,7 +82,7 @@ def _state_changed(before: SessionSnapshot | None, after: SessionSnapshot) -> bo
     if before is None:
         return True
     return (
-        card_state(before) != card_state(after)
+        before.state != after.state
         or before.pending_approval != after.pending_approval
         or before.require_approval != after.require_approval
     )
@@ -93,15 +97,9 @@ class DashboardScreen(Screen[None]):
     # filter until "/" is pressed: cards of a live run arrive after the screen mounts.
     AUTO_FOCUS = ""
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("enter", "session('open')", "Open"),
-        Binding("p", "session('pause')", "Pause/resume"),
-        Binding("x", "session('stop')", "Stop"),
-        Binding("m", "session('mask')", "Mask now"),
-        Binding("r", "session('restart')", "Restart now"),
-        Binding("v", "session('approval')", "Approval on/off"),
+        *session_bindings("open", "pause", "stop", "mask", "restart", "approval"),
         Binding("V", "approval_all", "Approval for all", show=False),
-        Binding("c", "session('checkpoints')", "Checkpoints", show=False),
-        Binding("o", "session('transcript')", "Transcript path", show=False),
+        *session_bindings("checkpoints", "transcript", show=False),
         Binding("slash", "filter", "Filter"),
         Binding("s", "cycle_sort", "Sort"),
         Binding("z", "cycle_zone", "Zone", show=False),
@@ -114,8 +112,8 @@ class DashboardScreen(Screen[None]):
 
     sort_by: reactive[str] = reactive("name")
     """One of SORTS."""
-    zone: reactive[str] = reactive("all")
-    """One of ZONES: only sessions in this zone are shown."""
+    zone: reactive[Zone | None] = reactive(None)
+    """One of ZONE_FILTERS: only sessions in this zone are shown (None: every zone)."""
     text_filter: reactive[str] = reactive("")
     """Words that must appear in a card's name, task or state."""
 
@@ -124,8 +122,9 @@ class DashboardScreen(Screen[None]):
     repaint_seconds: ClassVar[float] = REPAINT_SECONDS
     """How often gauges and trends repaint; 0 repaints on every update."""
 
-    def __init__(self) -> None:
+    def __init__(self, services: Services) -> None:
         super().__init__()
+        self.services = services
         self._cards: dict[str, SessionCard] = {}
         self._order: list[str] = []
         self._texts: dict[str, str] = {}
@@ -134,14 +133,10 @@ class DashboardScreen(Screen[None]):
         self._counts = ""
         self._slots: dict[str, int] = {}
 
-    @property
-    def mala(self) -> MalaApp:
-        return cast("MalaApp", self.app)
-
     def compose(self) -> ComposeResult:
         with Horizontal(id="topbar"):
             yield Static(id="summary")
-            yield ApprovalBadge()
+            yield ApprovalBadge(self.services)
         with Horizontal(id="toolbar"):
             yield Input(placeholder="/ filter by name, task or state", id="filter")
             yield Static(id="order")
@@ -151,8 +146,8 @@ class DashboardScreen(Screen[None]):
         yield Footer()
 
     async def on_mount(self) -> None:
-        await self.add_cards(list(self.mala.controller.snapshots().values()))
-        self.mala.bridge.snapshots.subscribe(self, self._on_snapshots)
+        await self.add_cards(list(self.services.controller.snapshots().values()))
+        self.services.bridge.snapshots.subscribe(self, self._on_snapshots)
         # One timer for every periodic repaint, so they share frames.
         self.set_interval((self.repaint_seconds or REPAINT_SECONDS) / REPAINT_SLOTS, self._repaint)
         self._update_order_label()
@@ -273,11 +268,11 @@ class DashboardScreen(Screen[None]):
             )
 
     def _update_summary(self) -> None:
-        app = self.mala
-        state = app.controller.state
-        mode = "live" if app.controller.live else "read-only"
+        controller = self.services.controller
+        state = controller.state
+        mode = "live" if controller.live else "read-only"
         run = f" \u00b7 run {state.run_id}" if state.run_id else ""
-        clock = f" \u00b7 {elapsed(app.clock() - app.started_at)}" if app.controller.live else ""
+        clock = f" \u00b7 {elapsed(self.services.watched_for())}" if controller.live else ""
         title = f"mala-tui{run} \u00b7 {mode}{clock}"
         summary = Text(title, style="bold")
         summary.append("   ")
@@ -289,7 +284,7 @@ class DashboardScreen(Screen[None]):
     def _update_counts(self) -> None:
         snaps = [card.snapshot for card in self._cards.values() if card.snapshot is not None]
         zones = {
-            zone: sum(1 for s in snaps if s.zone == zone and s.status is None) for zone in ZONES[1:]
+            zone: sum(1 for s in snaps if s.zone == zone and s.status is None) for zone in Zone
         }
         ended = sum(1 for s in snaps if s.status is not None)
         shown = sum(1 for card in self._cards.values() if card.display)
@@ -311,7 +306,7 @@ class DashboardScreen(Screen[None]):
         self.query_one("#empty").display = bool(empty)
 
     def _update_order_label(self) -> None:
-        self._set_text("order", f"sort: {self.sort_by} (s) \u00b7 zone: {self.zone} (z)")
+        self._set_text("order", f"sort: {self.sort_by} (s) \u00b7 zone: {self.zone or 'all'} (z)")
 
     def on_resize(self, event: Resize) -> None:
         columns = max(1, event.size.width // CARD_WIDTH)
@@ -345,38 +340,38 @@ class DashboardScreen(Screen[None]):
 
     @on(SessionCard.Open)
     def _open_card(self, event: SessionCard.Open) -> None:
-        self.mala.session_actions.run("open", event.name)
+        self.services.actions.run("open", event.name)
 
     # -- actions -----------------------------------------------------------------------------------
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "session" and parameters:
-            return self.mala.session_actions.available(str(parameters[0]), self.focused_session())
+            return self.services.actions.available(str(parameters[0]), self.focused_session())
         if action == "approval_all":
-            return self.mala.controller.live
+            return self.services.controller.live
         return True
 
     def action_session(self, action_id: str) -> None:
         name = self.focused_session()
         if name is not None:
-            self.mala.session_actions.run(action_id, name)
+            self.services.actions.run(action_id, name)
 
     def action_approval_all(self) -> None:
-        self.mala.session_actions.toggle_approval_all()
+        self.services.actions.toggle_approval_all()
 
     def action_filter(self) -> None:
         self.query_one("#filter", Input).focus()
 
     def action_clear_filter(self) -> None:
         self.query_one("#filter", Input).value = ""
-        self.zone = "all"
+        self.zone = None
         self._focus_first()
 
     def action_cycle_sort(self) -> None:
         self.sort_by = SORTS[(SORTS.index(self.sort_by) + 1) % len(SORTS)]
 
     def action_cycle_zone(self) -> None:
-        self.zone = ZONES[(ZONES.index(self.zone) + 1) % len(ZONES)]
+        self.zone = ZONE_FILTERS[(ZONE_FILTERS.index(self.zone) + 1) % len(ZONE_FILTERS)]
 
     def action_move(self, dx: int, dy: int) -> None:
         visible = [card for card in self.cards if card.display]

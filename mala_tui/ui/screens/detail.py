@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar, cast
+from typing import ClassVar
 
 from rich.text import Text
 from textual import on
@@ -14,19 +14,18 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane
 
 from mala_tui.core import events as ev
+from mala_tui.core.text import tokens
 from mala_tui.core.view import SessionSnapshot, SessionState
 from mala_tui.ui.drawing import Reading
-from mala_tui.ui.format import elapsed, phase_label, tokens
+from mala_tui.ui.format import elapsed, phase_label
+from mala_tui.ui.services import Services
+from mala_tui.ui.session_actions import session_bindings
 from mala_tui.ui.text import literal
 from mala_tui.ui.timeline import session_start
 from mala_tui.ui.widgets.approval_badge import ApprovalBadge
 from mala_tui.ui.widgets.context_chart import ChartData, ContextChart
 from mala_tui.ui.widgets.event_log import EventLog
 from mala_tui.ui.widgets.gauge import ContextGauge
-from mala_tui.ui.widgets.session_card import card_state
-
-if TYPE_CHECKING:
-    from mala_tui.ui.app import MalaApp
 
 HISTORY_EVENTS = (
     ev.Restarted,
@@ -45,27 +44,19 @@ class DetailScreen(Screen[None]):
     CSS_PATH = str(Path(__file__).with_name("detail.tcss"))
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "app.pop_screen", "Back"),
-        Binding("c", "session('checkpoints')", "Checkpoints"),
-        Binding("p", "session('pause')", "Pause/resume"),
-        Binding("x", "session('stop')", "Stop"),
-        Binding("m", "session('mask')", "Mask now"),
-        Binding("r", "session('restart')", "Restart now"),
-        Binding("v", "session('approval')", "Approval on/off", show=False),
-        Binding("o", "session('transcript')", "Transcript path", show=False),
+        *session_bindings("checkpoints", "pause", "stop", "mask", "restart"),
+        *session_bindings("approval", "transcript", show=False),
         Binding("l", "show_tab('events')", "Event log", show=False),
     ]
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, services: Services, name: str) -> None:
         super().__init__()
+        self.services = services
         self.session_name = name
 
     @property
-    def mala(self) -> MalaApp:
-        return cast("MalaApp", self.app)
-
-    @property
     def state(self) -> SessionState:
-        state = self.mala.controller.session(self.session_name)
+        state = self.services.controller.session(self.session_name)
         if state is None:
             raise KeyError(self.session_name)
         return state
@@ -75,7 +66,7 @@ class DetailScreen(Screen[None]):
         start = session_start(state)
         with Horizontal(id="topbar"):
             yield Static(id="title")
-            yield ApprovalBadge()
+            yield ApprovalBadge(self.services)
         yield Static(literal(state.task or "(no task)"), id="task")
         yield ContextGauge(id="gauge")
         yield Static(id="calibration")
@@ -97,14 +88,14 @@ class DetailScreen(Screen[None]):
         masks = self.query_one("#mask-table", DataTable)
         masks.add_columns("time", "placeholder", "batch", "est. tokens", "reclaimed")
         self._fill_tables()
-        snapshot = self.mala.controller.snapshot(self.session_name)
+        snapshot = self.services.controller.snapshot(self.session_name)
         if snapshot is not None:
             self._show(snapshot)
-        self.mala.bridge.snapshots.subscribe(self, self._on_snapshots)
-        self.mala.bridge.events.subscribe(self, self._on_events)
+        self.services.bridge.snapshots.subscribe(self, self._on_snapshots)
+        self.services.bridge.events.subscribe(self, self._on_events)
 
     def _show(self, snapshot: SessionSnapshot) -> None:
-        state = phase_label(card_state(snapshot))
+        state = phase_label(snapshot.state)
         extra = f" \u00b7 {snapshot.end_reason}" if snapshot.end_reason else ""
         approval = " \u00b7 approval on" if snapshot.require_approval else ""
         counters = (
@@ -165,15 +156,15 @@ class DetailScreen(Screen[None]):
     @on(DataTable.RowSelected, "#restart-table")
     def _open_checkpoint(self, event: DataTable.RowSelected) -> None:
         number = int(event.row_key.value or 0)
-        self.mala.open_checkpoints(self.session_name, number)
+        self.services.actions.open_checkpoints(self.session_name, number)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "session" and parameters:
-            return self.mala.session_actions.available(str(parameters[0]), self.session_name)
+            return self.services.actions.available(str(parameters[0]), self.session_name)
         return True
 
     def action_session(self, action_id: str) -> None:
-        self.mala.session_actions.run(action_id, self.session_name)
+        self.services.actions.run(action_id, self.session_name)
 
     def action_show_tab(self, tab: str) -> None:
         self.query_one(TabbedContent).active = tab

@@ -2,23 +2,19 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
-
 from textual import events
 from textual.reactive import reactive
 from textual.widgets import Static
 
 from mala_tui.runtime.supervisor import ApprovalRequest
-
-if TYPE_CHECKING:
-    from mala_tui.ui.app import MalaApp
+from mala_tui.ui.services import Services
 
 
 class ApprovalBadge(Static):
     """ "⚑ 2 waiting for approval", hidden when none is; a click opens the first one.
 
-    It follows the app's `approvals` signal itself, so any screen gets it by
-    composing one.
+    It follows the bridge's `approvals` signal itself, so any screen gets it by
+    composing one with its services.
     """
 
     DEFAULT_CSS = """
@@ -36,11 +32,14 @@ class ApprovalBadge(Static):
     count: reactive[int] = reactive(0)
     """Approvals waiting for an answer."""
 
+    def __init__(self, services: Services) -> None:
+        super().__init__()
+        self.services = services
+
     def on_mount(self) -> None:
-        app = cast("MalaApp", self.app)
-        self.count = len(app.controller.pending())
+        self.count = len(self.services.controller.pending())
         self.set_class(self.count == 0, "-none")
-        app.bridge.approvals.subscribe(self, self._on_approvals)
+        self.services.bridge.approvals.subscribe(self, self._on_approvals)
 
     def _on_approvals(self, pending: list[ApprovalRequest]) -> None:
         self.count = len(pending)

@@ -12,7 +12,8 @@ from textual.reactive import reactive
 from textual.strip import Strip
 from textual.widget import Widget
 
-from mala_tui.core.view import SessionState
+from mala_tui.core.usage import Zone
+from mala_tui.core.view import SessionState, zone_of
 from mala_tui.ui.format import elapsed
 from mala_tui.ui.timeline import session_start
 
@@ -153,8 +154,8 @@ class ContextChart(Widget):
                 _line(previous, (x, y, pressure), dot)
             previous = (x, y, pressure)
 
-        lines: dict[int, str] = {}  # plot row -> which threshold line crosses it
-        for threshold, kind in ((data.soft, "soft"), (data.hard, "hard")):
+        lines: dict[int, Zone] = {}  # plot row -> which threshold line crosses it
+        for threshold, kind in ((data.soft, Zone.SOFT), (data.hard, Zone.HARD)):
             y = px_y(threshold)
             lines[y // 4] = kind
             for x in range(0, px_w, 2):
@@ -165,11 +166,9 @@ class ContextChart(Widget):
         styles = {
             name: self._style(f"chart--{name}")
             for name in (
-                "normal",
-                "soft",
-                "hard",
-                "soft-line",
-                "hard-line",
+                *Zone,
+                f"{Zone.SOFT}-line",
+                f"{Zone.HARD}-line",
                 "axis",
                 "mask",
                 "restart",
@@ -187,16 +186,9 @@ class ContextChart(Widget):
             for col in range(plot_w):
                 cell = bits[row][col]
                 if peak[row][col] >= 0:
-                    zone = (
-                        "hard"
-                        if peak[row][col] >= data.hard
-                        else "soft"
-                        if peak[row][col] >= data.soft
-                        else "normal"
-                    )
-                    style = styles[zone]
+                    style = styles[zone_of(peak[row][col], data.soft, data.hard)]
                 elif cell:
-                    style = styles[f"{lines.get(row, 'soft')}-line"]
+                    style = styles[f"{lines.get(row, Zone.SOFT)}-line"]
                 else:
                     style = self.rich_style
                 segments.append(Segment(chr(0x2800 + cell) if cell else " ", style))

@@ -9,9 +9,8 @@ from textual.reactive import reactive
 from textual.strip import Strip
 from textual.widget import Widget
 
+from mala_tui.core.usage import Zone
 from mala_tui.ui.drawing import Reading, gauge_bar, gauge_figures
-
-ZONES = ("normal", "soft", "hard")
 
 
 class ContextGauge(Widget):
@@ -68,15 +67,15 @@ class ContextGauge(Widget):
     ) -> None:
         super().__init__(name=name, id=id, classes=classes)
         self.set_reactive(ContextGauge.reading, reading)
-        self._set_zone(reading.zone if reading else "normal")
+        self._set_zone(reading.zone if reading else Zone.NORMAL)
 
     def watch_reading(self, old: Reading | None, new: Reading | None) -> None:
-        zone = new.zone if new else "normal"
+        zone = new.zone if new else Zone.NORMAL
         if old is None or old.zone != zone:
             self._set_zone(zone)
 
-    def _set_zone(self, zone: str) -> None:
-        for each in ZONES:
+    def _set_zone(self, zone: Zone) -> None:
+        for each in Zone:
             self.set_class(each == zone, f"-zone-{each}")
 
     def _styles(self) -> dict[str, Style]:

@@ -14,29 +14,26 @@ from textual.reactive import reactive
 from textual.strip import Strip
 from textual.widget import Widget
 
+from mala_tui.core.actions import EndStatus
+from mala_tui.core.text import ELLIPSIS, clean
+from mala_tui.core.usage import Zone
 from mala_tui.core.view import SessionSnapshot
 from mala_tui.ui.drawing import Reading, gauge_bar, gauge_figures, trend_blocks
 from mala_tui.ui.format import phase_label
-from mala_tui.ui.text import clean, literal
+from mala_tui.ui.text import literal
 
 LINES: Final = ("task", "state", "bar", "figures", "counters", "trend")
 """What each content line of a card shows, top to bottom."""
-ZONES: Final = ("normal", "soft", "hard")
-
-
-def card_state(snapshot: SessionSnapshot) -> str:
-    """The state a card shows: the end status once ended, else the manager's phase."""
-    if snapshot.status is not None:
-        return snapshot.status
-    return snapshot.phase
+SAYS_WHY: Final = frozenset({EndStatus.FAILED, EndStatus.STOPPED, EndStatus.DENIED})
+"""Endings whose card shows the reason beside the state."""
 
 
 def state_text(snapshot: SessionSnapshot) -> str:
-    state = card_state(snapshot)
+    state = snapshot.state
     text = f"\u25cf {phase_label(state)}"
     if snapshot.pending_approval is not None:
         text += f" \u00b7 checkpoint #{snapshot.pending_approval}"
-    elif state in {"failed", "stopped", "denied"} and snapshot.end_reason:
+    elif state in SAYS_WHY and snapshot.end_reason:
         text += f" \u00b7 {snapshot.end_reason}"
     return text
 
@@ -168,7 +165,7 @@ class SessionCard(Widget, can_focus=True):
             self._show(new)
 
     def _show(self, snap: SessionSnapshot) -> None:
-        state, zone = card_state(snap), snap.zone
+        state, zone = snap.state, snap.zone
         if state != self._state:
             if self._state:
                 self.remove_class(f"-state-{self._state}")
@@ -210,10 +207,10 @@ class SessionCard(Widget, can_focus=True):
         of the three changes.
         """
         key = (self.app.theme, self._state, self._zone)
-        suffix = "" if self._zone == "normal" else f"-{self._zone}"
+        suffix = "" if self._zone == Zone.NORMAL else f"-{self._zone}"
         if self._palette is None or self._palette[0] != key:
             get = self.get_component_rich_style
-            styles = {
+            styles: dict[str, Style] = {
                 "base": self.rich_style,
                 "task": get("card--task"),
                 "state": get("card--state"),
@@ -223,9 +220,7 @@ class SessionCard(Widget, can_focus=True):
                 "mark": get("card--mark"),
                 "figures": get(f"card--figures{suffix}"),
                 "source": get("card--source"),
-                "normal": get("card--trend-normal"),
-                "soft": get("card--trend-soft"),
-                "hard": get("card--trend-hard"),
+                **{zone: get(f"card--trend-{zone}") for zone in Zone},
             }
             self._palette = (key, styles)
         return self._palette[1]
@@ -258,5 +253,5 @@ def _text_line(text: str, width: int, style: Style, base: Style) -> Strip:
     """One line of literal text, cut with an ellipsis when it does not fit."""
     shown = clean(text, one_line=True)
     if cell_len(shown) > width:
-        shown = set_cell_size(shown, max(0, width - 1)) + "\u2026"
+        shown = set_cell_size(shown, max(0, width - 1)) + ELLIPSIS
     return Strip([Segment(shown, style)]).crop_extend(0, width, base)

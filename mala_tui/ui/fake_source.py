@@ -1,9 +1,13 @@
-"""A fixed, made-up run for screenshots, snapshot tests and trying the screens without agents.
+"""A fake live source: a fixed, made-up run the app can watch with no agent running.
 
-Every time is an offset from one fixed instant and nothing is random, so the
-screens it produces are the same on every machine. `sample_events()` is a run
-with a session in each state worth showing; `SampleSupervisor` holds it as a
-live run that records what it is asked to do instead of running agents.
+`FakeLiveSource` has the shape of the real supervisor the app needs
+(`ui.source.LiveSource`) but runs nothing: it plays a made-up run into the view
+and records every command, answer and setting the app sends instead of acting
+on it. Screenshots, snapshot tests and the UI tests use it. Every time is an
+offset from one fixed instant and nothing is random, so the screens it
+produces are the same on every machine. `sample_events()` is that run, with a
+session in each state worth showing; `sample_state()` is it read back as
+`mala-tui show` would.
 """
 
 from __future__ import annotations
@@ -13,7 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mala_tui.core import events as ev
-from mala_tui.core.observations import Command
+from mala_tui.core.actions import EndStatus
+from mala_tui.core.observations import Command, Decision
+from mala_tui.core.phases import Phase, Trigger
+from mala_tui.core.usage import UsageSource
 from mala_tui.core.view import RunState, SessionSnapshot
 from mala_tui.runtime.supervisor import (
     ApprovalListener,
@@ -69,7 +76,7 @@ class _Session:
     max_restarts: int = 3
     require_approval: bool = False
     events: list[ev.Event] = field(default_factory=list)
-    phase: str = "running"
+    phase: Phase = Phase.RUNNING
 
     def add(self, event: ev.Event) -> None:
         self.events.append(event)
@@ -90,7 +97,7 @@ class _Session:
             )
         )
 
-    def usage(self, at: float, pressure: float, source: str = "per_call") -> None:
+    def usage(self, at: float, pressure: float, source: UsageSource = UsageSource.PER_CALL) -> None:
         self.add(
             ev.UsageRecorded(
                 at=T0 + at,
@@ -109,13 +116,13 @@ class _Session:
         high: float,
         *,
         steps: int,
-        source: str = "per_call",
+        source: UsageSource = UsageSource.PER_CALL,
     ) -> None:
         for step in range(steps):
             fraction = step / max(1, steps - 1)
             self.usage(start + (end - start) * fraction, low + (high - low) * fraction, source)
 
-    def phase_to(self, at: float, after: str, trigger: str) -> None:
+    def phase_to(self, at: float, after: Phase, trigger: Trigger) -> None:
         self.add(
             ev.PhaseChanged(
                 at=T0 + at, session=self.name, before=self.phase, after=after, trigger=trigger
@@ -183,11 +190,11 @@ def _normal() -> _Session:
 def _soft() -> _Session:
     s = _Session("api-docs", "Write reference docs for every public endpoint in api/routes.")
     s.start(0)
-    s.climb(10, 300, 0.08, 0.43, steps=16, source="cumulative")
-    s.phase_to(305, "masking", "soft_pressure")
+    s.climb(10, 300, 0.08, 0.43, steps=16, source=UsageSource.CUMULATIVE)
+    s.phase_to(305, Phase.MASKING, Trigger.SOFT_PRESSURE)
     s.mask(310, 9, 0.43, 9, 54_000)
-    s.phase_to(316, "running", "mask_applied")
-    s.climb(320, 640, 0.16, 0.46, steps=14, source="cumulative")
+    s.phase_to(316, Phase.RUNNING, Trigger.MASK_APPLIED)
+    s.climb(320, 640, 0.16, 0.46, steps=14, source=UsageSource.CUMULATIVE)
     return s
 
 
@@ -195,11 +202,11 @@ def _hard() -> _Session:
     s = _Session("migrate-db", "Migrate the orders tables to the new schema and backfill them.")
     s.start(0)
     s.climb(10, 300, 0.1, 0.42, steps=14)
-    s.phase_to(305, "masking", "soft_pressure")
+    s.phase_to(305, Phase.MASKING, Trigger.SOFT_PRESSURE)
     s.mask(306, 4, 0.42, 4, 6_000)
-    s.phase_to(312, "running", "mask_applied")
+    s.phase_to(312, Phase.RUNNING, Trigger.MASK_APPLIED)
     s.climb(320, 630, 0.39, 0.82, steps=12)
-    s.phase_to(632, "winding_down", "hard_pressure")
+    s.phase_to(632, Phase.WINDING_DOWN, Trigger.HARD_PRESSURE)
     s.add(ev.WindDownSent(at=T0 + 632, session=s.name, tokens=164_000, window=WINDOW))
     return s
 
@@ -210,12 +217,12 @@ def _awaiting() -> _Session:
     )
     s.start(0)
     s.climb(10, 200, 0.05, 0.41, steps=10)
-    s.phase_to(201, "masking", "soft_pressure")
+    s.phase_to(201, Phase.MASKING, Trigger.SOFT_PRESSURE)
     s.mask(202, 5, 0.41, 5, 12_000)
-    s.phase_to(208, "running", "mask_applied")
+    s.phase_to(208, Phase.RUNNING, Trigger.MASK_APPLIED)
     s.climb(210, 300, 0.35, 0.81, steps=6)
-    s.phase_to(301, "winding_down", "hard_pressure")
-    s.phase_to(320, "checkpointing", "wind_down_done")
+    s.phase_to(301, Phase.WINDING_DOWN, Trigger.HARD_PRESSURE)
+    s.phase_to(320, Phase.CHECKPOINTING, Trigger.WIND_DOWN_DONE)
     s.add(
         ev.CheckpointSaved(
             at=T0 + 330,
@@ -226,16 +233,18 @@ def _awaiting() -> _Session:
             path="/runs/sample/settings-form-1.md",
         )
     )
-    s.phase_to(331, "awaiting_approval", "checkpoint_for_approval")
+    s.phase_to(331, Phase.AWAITING_APPROVAL, Trigger.CHECKPOINT_FOR_APPROVAL)
     s.add(
         ev.ApprovalRequested(
             at=T0 + 331, session=s.name, checkpoint_number=1, reason="hard threshold reached (81%)"
         )
     )
     s.add(
-        ev.ApprovalDecided(at=T0 + 350, session=s.name, decision="approve", decided_by="operator")
+        ev.ApprovalDecided(
+            at=T0 + 350, session=s.name, decision=Decision.APPROVE, decided_by="operator"
+        )
     )
-    s.phase_to(350, "restarting", "approved")
+    s.phase_to(350, Phase.RESTARTING, Trigger.APPROVED)
     s.add(
         ev.Restarted(
             at=T0 + 352,
@@ -247,10 +256,10 @@ def _awaiting() -> _Session:
             approved_by="operator",
         )
     )
-    s.phase_to(353, "running", "restarted")
+    s.phase_to(353, Phase.RUNNING, Trigger.RESTARTED)
     s.climb(360, 600, 0.12, 0.82, steps=12)
-    s.phase_to(601, "winding_down", "hard_pressure")
-    s.phase_to(615, "checkpointing", "wind_down_done")
+    s.phase_to(601, Phase.WINDING_DOWN, Trigger.HARD_PRESSURE)
+    s.phase_to(615, Phase.CHECKPOINTING, Trigger.WIND_DOWN_DONE)
     s.add(
         ev.CheckpointSaved(
             at=T0 + 625,
@@ -261,7 +270,7 @@ def _awaiting() -> _Session:
             path="/runs/sample/settings-form-2.md",
         )
     )
-    s.phase_to(626, "awaiting_approval", "checkpoint_for_approval")
+    s.phase_to(626, Phase.AWAITING_APPROVAL, Trigger.CHECKPOINT_FOR_APPROVAL)
     s.add(
         ev.ApprovalRequested(
             at=T0 + 626, session=s.name, checkpoint_number=2, reason="hard threshold reached (82%)"
@@ -274,8 +283,10 @@ def _done() -> _Session:
     s = _Session("flaky-tests", "Find why test_upload is flaky and fix it.")
     s.start(0)
     s.climb(10, 250, 0.04, 0.31, steps=12)
-    s.phase_to(260, "done", "task_done")
-    s.add(ev.SessionEnded(at=T0 + 260, session=s.name, status="done", reason="task finished"))
+    s.phase_to(260, Phase.DONE, Trigger.TASK_DONE)
+    s.add(
+        ev.SessionEnded(at=T0 + 260, session=s.name, status=EndStatus.DONE, reason="task finished")
+    )
     return s
 
 
@@ -284,7 +295,7 @@ def _failed() -> _Session:
         "release-notes", "Draft the release notes from the merged pull requests.", max_restarts=2
     )
     s.start(0)
-    s.climb(10, 120, 0.03, 0.22, steps=6, source="estimate")
+    s.climb(10, 120, 0.03, 0.22, steps=6, source=UsageSource.ESTIMATE)
     s.add(
         ev.IdleTimedOut(
             at=T0 + 180, session=s.name, idle_seconds=120, retry=1, decision="resume", delay=0
@@ -303,12 +314,12 @@ def _failed() -> _Session:
             message="FileNotFoundError: [Errno 2] No such file or directory: 'CHANGES.md'",
         )
     )
-    s.phase_to(331, "failed", "fail")
+    s.phase_to(331, Phase.FAILED, Trigger.FAIL)
     s.add(
         ev.SessionEnded(
             at=T0 + 331,
             session=s.name,
-            status="failed",
+            status=EndStatus.FAILED,
             reason="idle timeout: max retries (2) exceeded",
         )
     )
@@ -339,14 +350,14 @@ def sample_state() -> RunState:
 
 
 @dataclass
-class SampleListeners:
+class FakeListeners:
     snapshots: list[SnapshotListener] = field(default_factory=list)
     events: list[EventListener] = field(default_factory=list)
     approvals: list[ApprovalListener] = field(default_factory=list)
 
 
-class SampleSupervisor:
-    """The sample run as a live one: commands and answers are recorded, no agent runs.
+class FakeLiveSource:
+    """The sample run as a live source: commands and answers are recorded, no agent runs.
 
     It has the shape of `runtime.supervisor.Supervisor` the app needs
     (`ui.source.LiveSource`). `record` plays an event as the real supervisor's
@@ -355,7 +366,7 @@ class SampleSupervisor:
 
     def __init__(self, events: list[ev.Event] | None = None) -> None:
         self.state = RunState()
-        self.listeners = SampleListeners()
+        self.listeners = FakeListeners()
         self.approvals: list[ApprovalRequest] = []
         self.calls: list[tuple[str, ...]] = []
         """Every command, answer and setting the app sent, in order."""
@@ -395,7 +406,7 @@ class SampleSupervisor:
         self.calls.append(("command", session, command.value))
 
     def decide(
-        self, session: str, decision: str, edited_text: str | None = None, by: str = "operator"
+        self, session: str, decision: Decision, edited_text: str | None = None, by: str = "operator"
     ) -> None:
         self.calls.append(("decide", session, decision, edited_text or ""))
 

@@ -34,6 +34,8 @@ from textual.widgets import ProgressBar, Static
 
 from mala_tui.config import Settings
 from mala_tui.core import events as ev
+from mala_tui.core.phases import Phase, Trigger
+from mala_tui.core.usage import UsageSource
 from mala_tui.core.view import SessionSnapshot
 from mala_tui.prompt_files import load_prompts
 from mala_tui.runtime.backends.scripted import ScriptedBackend
@@ -41,7 +43,7 @@ from mala_tui.runtime.supervisor import RunResult, Supervisor
 from mala_tui.ui.app import MalaApp
 from mala_tui.ui.format import phase_label
 from mala_tui.ui.screens.dashboard import DashboardScreen
-from mala_tui.ui.widgets.session_card import SessionCard, card_state
+from mala_tui.ui.widgets.session_card import SessionCard
 
 WINDOW: Final = 200_000
 LAG_PROBE_SECONDS: Final = 0.010
@@ -86,7 +88,7 @@ class _SimulatedSession:
     name: str
     pressure: float
     step: float
-    phase: str = "running"
+    phase: Phase = Phase.RUNNING
     restarts: int = 0
     masked: int = 0
     checkpoints: int = 0
@@ -94,7 +96,7 @@ class _SimulatedSession:
     def update(self, now: float) -> list[ev.Event]:
         out: list[ev.Event] = []
 
-        def phase(after: str, trigger: str) -> None:
+        def phase(after: Phase, trigger: Trigger) -> None:
             out.append(
                 ev.PhaseChanged(
                     at=now, session=self.name, before=self.phase, after=after, trigger=trigger
@@ -105,8 +107,8 @@ class _SimulatedSession:
         self.pressure += self.step
         before = round(self.pressure * WINDOW)
         if self.pressure >= 0.9:
-            phase("winding_down", "hard_pressure")
-            phase("checkpointing", "wind_down_done")
+            phase(Phase.WINDING_DOWN, Trigger.HARD_PRESSURE)
+            phase(Phase.CHECKPOINTING, Trigger.WIND_DOWN_DONE)
             self.checkpoints += 1
             out.append(
                 ev.CheckpointSaved(
@@ -118,7 +120,7 @@ class _SimulatedSession:
                     path="bench.md",
                 )
             )
-            phase("restarting", "checkpoint_accepted")
+            phase(Phase.RESTARTING, Trigger.CHECKPOINT_ACCEPTED)
             self.restarts += 1
             out.append(
                 ev.Restarted(
@@ -131,10 +133,10 @@ class _SimulatedSession:
                     approved_by="auto",
                 )
             )
-            phase("running", "restarted")
+            phase(Phase.RUNNING, Trigger.RESTARTED)
             self.pressure = 0.05
-        elif self.pressure >= 0.7 and self.phase == "running":
-            phase("masking", "soft_pressure")
+        elif self.pressure >= 0.7 and self.phase is Phase.RUNNING:
+            phase(Phase.MASKING, Trigger.SOFT_PRESSURE)
             self.masked += 3
             out.append(
                 ev.MaskApplied(
@@ -148,7 +150,7 @@ class _SimulatedSession:
                     total_masked=self.masked,
                 )
             )
-            phase("running", "mask_applied")
+            phase(Phase.RUNNING, Trigger.MASK_APPLIED)
             self.pressure -= 0.1
         out.append(
             ev.UsageRecorded(
@@ -156,7 +158,7 @@ class _SimulatedSession:
                 session=self.name,
                 tokens=round(self.pressure * WINDOW),
                 window=WINDOW,
-                source="per_call",
+                source=UsageSource.PER_CALL,
             )
         )
         return out
@@ -270,7 +272,7 @@ class _NaiveCard(SessionCard):
         if not self.is_mounted:
             return
         self.query_one("#naive-task", Static).update(snap.task)
-        self.query_one("#naive-state", Static).update(phase_label(card_state(snap)))
+        self.query_one("#naive-state", Static).update(phase_label(snap.state))
         self.query_one(ProgressBar).update(progress=round(snap.pressure * 100))
         self.query_one("#naive-counters", Static).update(
             f"masked {snap.masked_session} restarts {snap.restarts}"
@@ -291,7 +293,7 @@ class _NaiveDashboard(DashboardScreen):
 
 
 class _NaiveApp(MalaApp):
-    MODES: ClassVar = {"dashboard": _NaiveDashboard}
+    DASHBOARD: ClassVar[type[DashboardScreen]] = _NaiveDashboard
 
 
 async def _with_app(
@@ -338,7 +340,7 @@ async def run(
     app_class: type[MalaApp] = _NaiveApp if naive else MalaApp
     if repaint is not None:
         screen = type("RepaintDashboard", (DashboardScreen,), {"repaint_seconds": repaint})
-        app_class = type("RepaintApp", (app_class,), {"MODES": {"dashboard": screen}})
+        app_class = type("RepaintApp", (app_class,), {"DASHBOARD": screen})
     app = app_class(supervisor, settings=Settings())
 
     async def measure() -> Figures:

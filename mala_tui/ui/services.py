@@ -1,0 +1,25 @@
+"""What the app hands its screens and widgets, so none of them reaches up into the app.
+
+A screen is given a `Services` when it is made and uses only that: the
+controller (reads and commands), the bridge (live updates to subscribe to), the
+session actions, and how long the run has been watched. Screens stay testable
+on their own and a change to the app's insides cannot silently break one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from mala_tui.ui.bridge import UpdateBridge
+from mala_tui.ui.controller import Controller
+from mala_tui.ui.session_actions import SessionActions
+
+
+@dataclass(frozen=True, slots=True)
+class Services:
+    controller: Controller
+    bridge: UpdateBridge
+    actions: SessionActions
+    watched_for: Callable[[], float]
+    """Seconds since the app started watching the run."""
