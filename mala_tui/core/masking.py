@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
+from mala_tui.core.text import flatten, shorten
 from mala_tui.core.transcript import Observation, ToolCall, ToolResult, primary_argument
 from mala_tui.core.usage import estimate_tokens
 
@@ -48,8 +49,8 @@ def human_size(characters: int) -> str:
 
 
 def _head(text: str) -> str:
-    first = " ".join(text.strip().splitlines()[0].split()) if text.strip() else ""
-    return first if len(first) <= _HEAD_CHARS else first[: _HEAD_CHARS - 1] + "…"
+    first = text.strip().splitlines()[0] if text.strip() else ""
+    return shorten(flatten(first), _HEAD_CHARS)
 
 
 def _count_lines(content: str) -> int:
@@ -61,9 +62,7 @@ def placeholder(call: ToolCall, result: ToolResult) -> str:
     content = result.content
     size = human_size(len(content))
     # One line, bounded: a path or pattern with newlines must not break the placeholder.
-    argument = " ".join(primary_argument(call).split())
-    if len(argument) > 160:
-        argument = argument[:159] + "…"
+    argument = shorten(flatten(primary_argument(call)), 160)
     if call.name == "Read":
         lines = len(content.splitlines())
         detail = f"{argument}, {lines} lines"

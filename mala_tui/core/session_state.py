@@ -21,6 +21,7 @@ from mala_tui.core.limits import Limits
 from mala_tui.core.masking import MaskPlan
 from mala_tui.core.phases import TRANSITIONS, Cause, IllegalTransition, Phase, Trigger
 from mala_tui.core.prompts import PromptSet
+from mala_tui.core.text import flatten, shorten
 from mala_tui.core.transcript import Message, Transcript
 from mala_tui.core.usage import ContextUsage, UsageSource, UsageTracker, Zone, estimate_tokens
 
@@ -234,5 +235,5 @@ def news_key(reason: str) -> str:
 
 
 def excerpt(text: str) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= _EXCERPT else flat[: _EXCERPT - 1] + "…"
+    """Text as one line of the event log, shortened."""
+    return shorten(flatten(text), _EXCERPT)

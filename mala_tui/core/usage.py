@@ -8,11 +8,11 @@ The CLI reports usage in two shapes that look alike and mean different things:
 
 The window holds the latest call's whole prompt plus what it wrote, so the
 primary measure is the latest call's four fields added together. Summing calls
-counts the same prompt prefix once per call (seed 001 saw 1.4M "tokens" in a
-200K window); dropping cache reads from a sum, seed 001's fix, cures the symptom
+counts the same prompt prefix once per call (1.4M "tokens" have been seen in a
+200K window that way); dropping cache reads from a sum cures the symptom
 but under-counts the real window, since with prompt caching most of the prompt
 *is* cache reads. That cumulative measure is kept as the first fallback, with
-seed 001's API, for clients that only see per-turn numbers; a characters/4
+its accumulator API, for clients that only see per-turn numbers; a characters/4
 estimate of the transcript is the second; with nothing at all, tracking is
 disabled and the pressure is 0 (never act on a number we do not have).
 """
@@ -47,7 +47,7 @@ class UsageSource(StrEnum):
     PER_CALL = "per_call"
     """The latest API call's prompt plus output: exact."""
     CUMULATIVE = "cumulative"
-    """Per-turn input+output deltas summed since the session started (seed 001): approximate."""
+    """Per-turn input+output deltas summed since the session started: approximate."""
     ESTIMATE = "estimate"
     """Characters of the transcript divided by 4: rough."""
     DISABLED = "disabled"
@@ -64,6 +64,15 @@ class Zone(StrEnum):
     NORMAL = "normal"
     SOFT = "soft"
     HARD = "hard"
+
+
+def zone_of(pressure: float, soft: float, hard: float) -> Zone:
+    """The zone a pressure falls in, given a session's thresholds: the one place it is decided."""
+    if pressure >= hard:
+        return Zone.HARD
+    if pressure >= soft:
+        return Zone.SOFT
+    return Zone.NORMAL
 
 
 class UsageFieldError(ValueError):
@@ -174,12 +183,7 @@ class ContextUsage:
         return self.pressure * 100
 
     def zone(self, soft: float, hard: float) -> Zone:
-        pressure = self.pressure
-        if pressure >= hard:
-            return Zone.HARD
-        if pressure >= soft:
-            return Zone.SOFT
-        return Zone.NORMAL
+        return zone_of(self.pressure, soft, hard)
 
 
 class CumulativeUsage:
@@ -272,7 +276,7 @@ class UsageTracker:
         self._latest_call = call
 
     def observe_turn(self, summed: CallUsage | None) -> None:
-        """A turn ended with these summed figures, or with none (seed 001: disable tracking)."""
+        """A turn ended with these summed figures, or with none (tracking is then disabled)."""
         if summed is None:
             self._cumulative.disable_tracking()
             return

@@ -16,22 +16,13 @@ from dataclasses import dataclass, field, replace
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.phases import Cause, ManageMode, Phase
-from mala_tui.core.usage import UsageSource, Zone
+from mala_tui.core.usage import UsageSource, Zone, zone_of
 from mala_tui.core.window import WindowSource
 
 #: Context samples kept for a card's trend line.
 TREND_POINTS = 48
 #: Event log lines kept per session in memory (the journal keeps all).
 LOG_LINES = 2_000
-
-
-def zone_of(pressure: float, soft: float, hard: float) -> Zone:
-    """The zone a pressure falls in, given a session's thresholds."""
-    if pressure >= hard:
-        return Zone.HARD
-    if pressure >= soft:
-        return Zone.SOFT
-    return Zone.NORMAL
 
 
 @dataclass(frozen=True, slots=True)

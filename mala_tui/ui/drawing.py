@@ -17,8 +17,8 @@ from rich.style import Style
 from textual.strip import Strip
 
 from mala_tui.core.text import percent, tokens
-from mala_tui.core.usage import UsageSource, Zone
-from mala_tui.core.view import SessionSnapshot, zone_of
+from mala_tui.core.usage import UsageSource, Zone, zone_of
+from mala_tui.core.view import SessionSnapshot
 from mala_tui.ui.format import source_label
 
 FULL: Final = "\u2501"  # "━"

@@ -12,8 +12,8 @@ from textual.reactive import reactive
 from textual.strip import Strip
 from textual.widget import Widget
 
-from mala_tui.core.usage import Zone
-from mala_tui.core.view import SessionState, zone_of
+from mala_tui.core.usage import Zone, zone_of
+from mala_tui.core.view import SessionState
 from mala_tui.ui.format import elapsed
 from mala_tui.ui.timeline import session_start
 
