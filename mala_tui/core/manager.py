@@ -185,6 +185,8 @@ class ContextManager(Recovery):
             estimate_tokens(self.transcript.characters), obs.call.context_tokens
         )
         self._chars_at_call = self.transcript.characters
+        if obs.starts_call:
+            self.growth.observe(obs.call.context_tokens)
         if self._turn.stopping is StopFor.PROJECTION and obs.starts_call:
             self._turn.stopping = None  # a new request: the CLI did not stop at the hook
         usage = self.usage

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from mala_tui.core import events as ev
 from mala_tui.core.actions import ApplyMask, SendPrompt, StopTurn
+from mala_tui.core.mask_economics import pays_for_itself
 from mala_tui.core.masking import MaskPlan, call_key, maskable, placeholder, plan_masking
 from mala_tui.core.observations import MaskConfirmed, MaskFailed, ToolResultSeen
 from mala_tui.core.phases import Cause, IllegalTransition, ManageMode, Phase, Trigger
@@ -57,6 +58,18 @@ class MaskingDecisions(RestartFlow):
             needed=frozenset(self._needed),
         )
 
+    def _worth_it_now(self, plan: MaskPlan, tokens: int) -> bool:
+        """In the soft zone, a mask waits until it pays for its cache rewrite
+        (core.mask_economics); past hard it never waits."""
+        if self.zone_of(tokens) is not Zone.SOFT:
+            return True
+        return pays_for_itself(
+            plan.estimated_tokens,
+            tokens - plan.estimated_tokens,
+            self.density.overhead,
+            self.growth.rate,
+        )
+
     def _target_tokens(self) -> int:
         return int(self.limits.mask_target_threshold * self.window)
 
@@ -92,6 +105,13 @@ class MaskingDecisions(RestartFlow):
         plan = plan if plan is not None else self._plan_mask(goal, cause)
         if not plan:
             return self._skip(at, tokens, plan.skipped_reason or "nothing to mask")
+        if cause is not Cause.OPERATOR and not self._worth_it_now(plan, tokens):
+            return self._skip(
+                at,
+                tokens,
+                f"waiting: masking ~{plan.estimated_tokens} tokens now would cost more in "
+                "cache rewrites than it saves",
+            )
         moved = self._move(at, trigger)
         stop = self._turn.streaming
         if stop:
@@ -164,10 +184,12 @@ class MaskingDecisions(RestartFlow):
             1 for tool_id in self._turn.seen_results if not self.transcript.has_result(tool_id)
         )
         keep = max(0, self.limits.keep_recent_observations - arriving)
-        if zone is Zone.SOFT and not self._plan_mask(
-            projected - self._target_tokens(), Cause.PROJECTION, keep_recent=keep
-        ):
-            return Outcome()
+        if zone is Zone.SOFT:
+            plan = self._plan_mask(
+                projected - self._target_tokens(), Cause.PROJECTION, keep_recent=keep
+            )
+            if not plan or not self._worth_it_now(plan, projected):
+                return Outcome()
         self._turn.stopping = StopFor.PROJECTION
         return Outcome(
             (

@@ -279,6 +279,7 @@ class RestartFlow(SessionState):
         self.counters.mask_failures = 0
         self.tracker.reset()
         self.calibration.restart()
+        self.growth.restart()
         self._chars_at_call = None
         self._masked_keys.clear()
         self._needed.clear()

@@ -18,6 +18,7 @@ from mala_tui.core.actions import Action, EndSession, EndStatus
 from mala_tui.core.calibration import Calibration, Density
 from mala_tui.core.checkpoint import Checkpoint
 from mala_tui.core.limits import Limits
+from mala_tui.core.mask_economics import GrowthRate
 from mala_tui.core.masking import MaskPlan
 from mala_tui.core.phases import TRANSITIONS, Cause, IllegalTransition, Phase, Trigger
 from mala_tui.core.prompts import PromptSet
@@ -125,6 +126,7 @@ class SessionState:
         self.transcript = Transcript()
         self.tracker = UsageTracker()
         self.calibration = Calibration()
+        self.growth = GrowthRate()
         self.counters = Counters()
         self._turn = TurnState()
         self._pending = Pending()

@@ -1,0 +1,66 @@
+"""Whether a mask pays for itself: the prompt cache's price of a rewrite against what it saves.
+
+With prompt caching, a request pays 0.1x the input price for the prefix it shares with
+the one before and 1.25x for what it writes anew. A mask changes the prompt at the first
+masked result, so everything after the cached prefix (the system prompt and tools) is
+written again: the kept conversation costs 1.25x once instead of 0.1x. What it frees is
+then not read again, 0.1x per request, until the window has grown back.
+
+Masking whenever the window reaches a level T and leaves it at W_f repeats every
+(T - W_f) / g requests for a growth of g tokens per request. The cost per request,
+reads of the average window plus the rewrite spread over the cycle, is least when
+
+    (T - W_f)^2 = 2 x (1.25 - 0.1) / 0.1 x (W_f - cached prefix) x g
+
+so a mask that frees F = T - W_f pays for itself once F reaches the square root of the
+right-hand side; before that, waiting one more request is cheaper. Dense text grows the
+window faster and keeps more after each mask, so the point moves with the session's own
+figures rather than with a fixed threshold tuned to one model.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Final
+
+#: The API's prompt-cache prices as multiples of the input price (5-minute cache).
+CACHE_WRITE: Final = 1.25
+CACHE_READ: Final = 0.1
+
+
+def worthwhile_batch(after: int, cached_prefix: int, growth: float) -> int:
+    """The least a mask leaving `after` tokens should free to pay for its rewrite."""
+    rewritten = max(0, after - cached_prefix)
+    return math.isqrt(round(2 * (CACHE_WRITE - CACHE_READ) / CACHE_READ * rewritten * growth))
+
+
+def pays_for_itself(freed: int, after: int, cached_prefix: int, growth: float | None) -> bool:
+    """True when masking `freed` tokens now costs less than waiting; unknown growth: True."""
+    if growth is None or growth <= 0:
+        return True
+    return freed >= worthwhile_batch(after, cached_prefix, growth)
+
+
+class GrowthRate:
+    """Tokens the window grows by per request, smoothed; masks and restarts are not growth."""
+
+    __slots__ = ("_last", "rate")
+
+    #: Weight of the newest request: recent steps say most about the next ones.
+    ALPHA: Final = 0.3
+
+    def __init__(self) -> None:
+        self._last: int | None = None
+        self.rate: float | None = None
+
+    def observe(self, tokens: int) -> None:
+        """A new request's prompt size."""
+        last, self._last = self._last, tokens
+        if last is None or tokens <= last:
+            return
+        step = tokens - last
+        self.rate = step if self.rate is None else self.ALPHA * step + (1 - self.ALPHA) * self.rate
+
+    def restart(self) -> None:
+        """A fresh session: its first request is not growth over the last one."""
+        self._last = None
