@@ -17,6 +17,7 @@ import pytest
 from mala_tui.core import events as ev
 from mala_tui.core.actions import ApplyMask, SendPrompt, StartFreshSession, StopTurn
 from mala_tui.core.manager import ContextManager, Outcome
+from mala_tui.core.mask_economics import pays_for_itself
 from mala_tui.core.observations import (
     Command,
     MaskConfirmed,
@@ -270,3 +271,28 @@ def test_a_new_request_after_a_stop_means_the_agent_went_on() -> None:
     m.observe(UsageObserved(2.5, CallUsage(input_tokens=model.count(m)), starts_call=True))
     # Released: the measured figure of the request that went out decides from here.
     assert m.stopping is not StopFor.PROJECTION
+
+
+def test_in_the_soft_zone_a_mask_waits_until_it_pays_for_its_rewrite() -> None:
+    m = session(soft_threshold=0.10, keep_recent_observations=1, mask_min_batch_tokens=100)
+    model = DenseModel(1.0)
+    waited: list[str] = []
+    for index in range(40):
+        count = model.count(m)
+        outcome = m.observe(UsageObserved(1.0, CallUsage(input_tokens=count), starts_call=True))
+        waited += [e.reason for e in outcome.events if isinstance(e, ev.MaskSkipped)]
+        if m.phase is Phase.MASKING:
+            break
+        m.observe(MessageObserved(1.1, call(f"w{index}", "Read", file_path=f"/ws/w{index}.py")))
+        m.observe(MessageObserved(1.2, result(f"w{index}", "w" * 8_000)))
+    assert any(reason.startswith("waiting:") for reason in waited)
+    assert m.phase is Phase.MASKING
+    pending = m._pending.mask
+    assert pending is not None
+    # It went when the batch was worth it: the rewrite of what stays is paid back.
+    assert pays_for_itself(
+        pending.plan.estimated_tokens,
+        count - pending.plan.estimated_tokens,
+        m.density.overhead,
+        m.growth.rate,
+    )

@@ -1,0 +1,64 @@
+"""A mask pays for itself once what it frees outweighs the cache rewrite of what stays."""
+
+from __future__ import annotations
+
+import pytest
+
+from mala_tui.core.mask_economics import (
+    CACHE_READ,
+    CACHE_WRITE,
+    GrowthRate,
+    pays_for_itself,
+    worthwhile_batch,
+)
+
+
+def cost_per_request(level: int, after: int, prefix: int, growth: int) -> float:
+    """Masking at `level` down to `after`, again and again: reads plus the spread rewrite."""
+    cycle = (level - after) / growth
+    reads = CACHE_READ * (level + after) / 2
+    rewrite = (CACHE_WRITE - CACHE_READ) * (after - prefix) / cycle
+    return reads + rewrite
+
+
+@pytest.mark.parametrize(
+    ("after", "prefix", "growth"),
+    [(25_000, 15_000, 7_000), (50_000, 30_000, 14_000), (120_000, 15_000, 3_000)],
+)
+def test_the_worthwhile_batch_is_where_masking_costs_least(
+    after: int, prefix: int, growth: int
+) -> None:
+    best = worthwhile_batch(after, prefix, growth)
+    at_best = cost_per_request(after + best, after, prefix, growth)
+    for other in (best // 2, best * 2):
+        assert cost_per_request(after + other, after, prefix, growth) > at_best
+
+
+def test_a_batch_below_the_point_waits_and_one_above_goes() -> None:
+    need = worthwhile_batch(40_000, 15_000, 8_000)
+    assert not pays_for_itself(need - 1_000, 40_000, 15_000, 8_000)
+    assert pays_for_itself(need + 1_000, 40_000, 15_000, 8_000)
+    # Nothing known of the growth yet: no reason to wait.
+    assert pays_for_itself(1, 40_000, 15_000, None)
+
+
+def test_dense_text_moves_the_point_up() -> None:
+    # Twice the density: twice the growth and twice what stays; the point doubles too.
+    assert worthwhile_batch(50_000, 30_000, 14_000) == pytest.approx(
+        2 * worthwhile_batch(25_000, 15_000, 7_000), rel=0.01
+    )
+
+
+def test_growth_is_smoothed_and_drops_are_not_growth() -> None:
+    rate = GrowthRate()
+    rate.observe(10_000)
+    assert rate.rate is None
+    rate.observe(17_000)
+    assert rate.rate == 7_000
+    rate.observe(5_000)  # a mask: no growth, and the next step counts from here
+    assert rate.rate == 7_000
+    rate.observe(15_000)
+    assert rate.rate == pytest.approx(0.3 * 10_000 + 0.7 * 7_000)
+    rate.restart()
+    rate.observe(100_000)  # a fresh session's first request is not a step
+    assert rate.rate == pytest.approx(0.3 * 10_000 + 0.7 * 7_000)
