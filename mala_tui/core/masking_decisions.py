@@ -202,6 +202,16 @@ class MaskingDecisions(RestartFlow):
 
     def _decide_at_clean_point(self, at: float) -> Outcome:
         """The hook stopped the turn before the next request: mask, wind down, or resume."""
+        decided = self._act_at_clean_point(at)
+        if decided.actions:
+            return decided
+        # Nothing to do after all (the figures moved between the hook and here): the
+        # turn was stopped, so it must be sent on its way again.
+        text = self.prompts.render(PromptKind.STOPPED_RESUME, session_name=self.name)
+        self._begin_turn(text)
+        return Outcome((SendPrompt(PromptKind.STOPPED_RESUME, text),), decided.events)
+
+    def _act_at_clean_point(self, at: float) -> Outcome:
         projected = self.projected_tokens()
         zone = self.zone_of(projected)
         hard = self._hard_tokens()
@@ -238,12 +248,7 @@ class MaskingDecisions(RestartFlow):
                     f"threshold ({hard:,}), and masking cannot make room: a single result "
                     f"larger than the room left ({room:,} tokens)",
                 )
-        return self._resume_stopped_turn()
-
-    def _resume_stopped_turn(self) -> Outcome:
-        text = self.prompts.render(PromptKind.IDLE_RESUME, session_name=self.name)
-        self._begin_turn(text)
-        return Outcome((SendPrompt(PromptKind.IDLE_RESUME, text),))
+        return Outcome()
 
     # -- the runtime's answer ----------------------------------------------------------------
 

@@ -23,6 +23,8 @@ class PromptKind(StrEnum):
     IDLE_RESUME = "idle_resume"
     MASK_RESUME = "mask_resume"
     OPERATOR_RESUME = "operator_resume"
+    STOPPED_RESUME = "stopped_resume"
+    """After mala-tui stopped a turn at a tool result and then found nothing to do there."""
 
 
 #: Placeholders each template must use; a template may use no others.
@@ -33,6 +35,7 @@ REQUIRED_FIELDS: Final[Mapping[PromptKind, frozenset[str]]] = {
     PromptKind.IDLE_RESUME: frozenset(),
     PromptKind.MASK_RESUME: frozenset(),
     PromptKind.OPERATOR_RESUME: frozenset(),
+    PromptKind.STOPPED_RESUME: frozenset(),
 }
 
 #: Placeholders each template may use.
@@ -43,6 +46,7 @@ ALLOWED_FIELDS: Final[Mapping[PromptKind, frozenset[str]]] = {
     PromptKind.IDLE_RESUME: frozenset({"session_name"}),
     PromptKind.MASK_RESUME: frozenset({"masked_count"}),
     PromptKind.OPERATOR_RESUME: frozenset({"session_name"}),
+    PromptKind.STOPPED_RESUME: frozenset({"session_name"}),
 }
 
 
@@ -86,6 +90,7 @@ class PromptSet:
     idle_resume: str
     mask_resume: str
     operator_resume: str
+    stopped_resume: str
 
     @classmethod
     def checked(cls, templates: Mapping[PromptKind, tuple[str, str]]) -> PromptSet:

@@ -296,3 +296,19 @@ def test_in_the_soft_zone_a_mask_waits_until_it_pays_for_its_rewrite() -> None:
         m.density.overhead,
         m.growth.rate,
     )
+
+
+def test_a_stop_that_finds_nothing_to_do_sends_the_turn_on_its_way() -> None:
+    m = session(mask_min_batch_tokens=100, keep_recent_observations=1)
+    model = DenseModel(1.0)
+    play(m, model, reads=3, size=20_000)
+    m.observe(MessageObserved(2.1, call("odd")))
+    # The hook's view of the result is far larger than what arrives (a serialised image,
+    # say): projected into the soft zone at the hook, normal at the clean point.
+    stop = m.observe(ToolResultSeen(2.2, "odd", "Read", 300_000))
+    assert [type(a) for a in stop.actions] == [StopTurn]
+    m.observe(MessageObserved(2.3, result("odd", "tiny")))
+    decided = m.observe(HOOK_STOPPED)
+    (resume,) = decided.actions
+    assert isinstance(resume, SendPrompt) and resume.kind is PromptKind.STOPPED_RESUME
+    assert m.phase is Phase.RUNNING and m.streaming

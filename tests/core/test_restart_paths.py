@@ -53,6 +53,7 @@ HARNESS_LINES = (
     "The connection to you was lost",
     "replaced by short placeholders",
     "You were paused by the person supervising you",
+    "Your turn was paused for a moment",
 )
 CHECKPOINT = "<checkpoint>\n## Goal\nG\n## Completed Work\n- Read src/t001.py\n</checkpoint>"
 
