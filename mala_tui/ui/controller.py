@@ -12,6 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from mala_tui.core.observations import Command, Decision
+from mala_tui.core.phases import ManageMode
 from mala_tui.core.view import RunState, SessionSnapshot, SessionState
 from mala_tui.runtime.supervisor import ApprovalRequest
 from mala_tui.ui.source import LiveSource, Source
@@ -80,6 +81,10 @@ class Controller:
         self._live().set_require_approval(name, required)
         for target in self.state.sessions if name is None else [name]:
             self._approval_overrides[target] = required
+
+    def set_manage_mode(self, name: str, mode: ManageMode) -> None:
+        """How much of one session's window mala-tui manages: full, mask or off."""
+        self._live().set_manage_mode(name, mode)
 
     def requires_approval_everywhere(self) -> bool:
         snapshots = self.snapshots()

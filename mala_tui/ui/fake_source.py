@@ -19,7 +19,7 @@ from pathlib import Path
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.observations import Command, Decision
-from mala_tui.core.phases import Phase, Trigger
+from mala_tui.core.phases import ManageMode, Phase, Trigger
 from mala_tui.core.usage import UsageSource
 from mala_tui.core.view import RunState, SessionSnapshot
 from mala_tui.runtime.supervisor import (
@@ -412,6 +412,9 @@ class FakeLiveSource:
 
     def set_require_approval(self, session: str | None, required: bool) -> None:
         self.calls.append(("require_approval", session or "*", str(required)))
+
+    def set_manage_mode(self, session: str, mode: ManageMode) -> None:
+        self.calls.append(("manage", session, mode.value))
 
     def stop_all(self) -> None:
         self.calls.append(("stop_all",))

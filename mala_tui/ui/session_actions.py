@@ -17,7 +17,7 @@ from textual.binding import Binding
 
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.observations import Command
-from mala_tui.core.phases import Phase
+from mala_tui.core.phases import ManageMode, Phase
 from mala_tui.core.view import SessionSnapshot
 from mala_tui.ui.controller import ReadOnlyError
 from mala_tui.ui.format import phase_label
@@ -84,6 +84,13 @@ SESSION_ACTIONS: Final = (
         "Approval on/off",
         "Require approval on or off",
         "ask before this session restarts",
+    ),
+    SessionAction(
+        "manage",
+        "g",
+        "Manage mode",
+        "Management mode: full, mask, off",
+        "what mala-tui does to this window: mask and restart, mask only, or watch only",
     ),
     SessionAction(
         "transcript",
@@ -189,6 +196,12 @@ class SessionActions:
         state = "on" if required else "off"
         self.app.notify(f"{snapshot.name}: approval before restarts is {state}", markup=False)
         self.app.refresh_snapshots([snapshot.name])
+
+    def _manage(self, snapshot: SessionSnapshot) -> None:
+        modes = list(ManageMode)
+        mode = modes[(modes.index(snapshot.manage) + 1) % len(modes)]
+        self.app.controller.set_manage_mode(snapshot.name, mode)
+        self.app.notify(f"{snapshot.name}: management mode {mode.value}", markup=False)
 
     def _transcript(self, snapshot: SessionSnapshot) -> None:
         path = self.app.controller.transcript_path(snapshot.name)

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Protocol
 
 from mala_tui.core.observations import Command, Decision
+from mala_tui.core.phases import ManageMode
 from mala_tui.core.view import RunState, SessionSnapshot
 from mala_tui.runtime.supervisor import (
     ApprovalListener,
@@ -60,6 +61,8 @@ class LiveSource(Protocol):
     ) -> None: ...
 
     def set_require_approval(self, session: str | None, required: bool) -> None: ...
+
+    def set_manage_mode(self, session: str, mode: ManageMode) -> None: ...
 
     def stop_all(self) -> None: ...
 

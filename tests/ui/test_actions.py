@@ -116,6 +116,16 @@ async def test_approval_switches_per_session_and_for_all() -> None:
         )
 
 
+async def test_the_management_mode_cycles_full_mask_off_for_the_focused_session() -> None:
+    supervisor = FakeLiveSource()
+    app = make_app(supervisor)
+    async with app.run_test() as pilot:
+        await focus(pilot, "parser-fix")
+        await pilot.press("g")
+        assert commands(supervisor) == [("manage", "parser-fix", "mask")]
+        assert any("parser-fix: management mode mask" in n for n in notifications(app))
+
+
 async def test_transcript_path_is_copied_and_shown() -> None:
     supervisor = FakeLiveSource()
     app = make_app(supervisor)

@@ -99,7 +99,7 @@ class DashboardScreen(Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         *session_bindings("open", "pause", "stop", "mask", "restart", "approval"),
         Binding("V", "approval_all", "Approval for all", show=False),
-        *session_bindings("checkpoints", "transcript", show=False),
+        *session_bindings("checkpoints", "manage", "transcript", show=False),
         Binding("slash", "filter", "Filter"),
         Binding("s", "cycle_sort", "Sort"),
         Binding("z", "cycle_zone", "Zone", show=False),

@@ -45,7 +45,7 @@ class DetailScreen(Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "app.pop_screen", "Back"),
         *session_bindings("checkpoints", "pause", "stop", "mask", "restart"),
-        *session_bindings("approval", "transcript", show=False),
+        *session_bindings("approval", "manage", "transcript", show=False),
         Binding("l", "show_tab('events')", "Event log", show=False),
     ]
 
