@@ -10,7 +10,16 @@ and sorts every session into one of three outcomes:
 
 It also counts the agent processes left alive afterwards (found by the trial's folder in
 their environment, not only by the PIDs the supervisor knows) and the journal lines lost
-(written by the journal but not read back). Both must be 0.
+(written by the journal but not read back). Both must be 0. A journal is complete when
+every session has its `session_ended` and the run its `run_ended`.
+
+Then the faults of mala-tui's own world: the disk filling up mid-run, SIGTERM and SIGHUP
+mid-run, a poisoned journal line, a hundred tasks at once. A "failed fast" session there
+is one stopped for the designed reason (the full disk, the signal).
+
+Each trial says what it expects (how many recovered, how many failed fast, and which
+reasons are designed ones); the command exits 1 when any trial differs, loses anything,
+leaves a process or an incomplete journal. An internal error is lost, never failed fast.
 
     python -m mala_tui.bench faults            # the long suite: dozens of each fault,
                                                # then 5,000 fuzzed inputs per parser
@@ -31,13 +40,14 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from mala_tui.bench.arms import loopback_spec, loopback_supervisor
 from mala_tui.config import Settings
+from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.loopback import (
     FaultSpec,
@@ -47,6 +57,7 @@ from mala_tui.loopback import (
     materialize_workspace,
 )
 from mala_tui.runtime.journal import EVENTS_FILE, RunJournal, new_run_id, read_events
+from mala_tui.runtime.supervisor import Supervisor
 
 #: The settings every trial runs with: short timeouts so that stalls are seen in seconds.
 #: Not too short: a CLI starved of CPU by a dozen others can take seconds to answer, and
@@ -85,6 +96,37 @@ class Row:
     processes_left: int
     journal_lines_lost: int
     wall_s: float
+    journal_complete: bool = True
+    """Every session ended in the journal (`session_ended`), and the run (`run_ended`)."""
+    problems: tuple[str, ...] = ()
+    """What else broke the trial's contract (a wrong exit status, a command that failed)."""
+
+
+@dataclass(frozen=True)
+class Expect:
+    """What a trial must come to: counts (None: the rest) and the designed reasons."""
+
+    recovered: int | None
+    failed_fast: int
+    reasons: tuple[str, ...] = ()
+    """Regular expressions; every failed-fast reason must match one."""
+
+    def misses(self, row: Row) -> list[str]:
+        """Where `row` differs from this expectation; empty when it meets it."""
+        found = []
+        recovered = row.sessions - self.failed_fast if self.recovered is None else self.recovered
+        if (row.recovered, row.failed_fast) != (recovered, self.failed_fast):
+            found.append(
+                f"expected {recovered} recovered and {self.failed_fast} failed fast, "
+                f"got {row.recovered} and {row.failed_fast}"
+            )
+        for reason in row.reasons:
+            if not any(re.search(pattern, reason) for pattern in self.reasons):
+                found.append(f"not a designed reason: {reason}")
+        if row.lost or row.processes_left or row.journal_lines_lost or not row.journal_complete:
+            found.append("lost sessions, processes left, lines lost or an incomplete journal")
+        found.extend(row.problems)
+        return found
 
 
 def agent_processes_under(folder: Path) -> list[int]:
@@ -111,6 +153,11 @@ def trial_settings(**idle: Any) -> Settings:
     )
 
 
+def journal_complete(events: Sequence[ev.Event], sessions: Sequence[str]) -> bool:
+    ended = {e.session for e in events if isinstance(e, ev.SessionEnded)}
+    return bool(events) and isinstance(events[-1], ev.RunEnded) and set(sessions) <= ended
+
+
 async def run_trial(
     fault: str,
     planned: Sequence[Planned],
@@ -118,16 +165,30 @@ async def run_trial(
     *,
     window: int | None = None,
     settings: Settings | None = None,
+    data_dir: Path | None = None,
+    journal_class: type[RunJournal] = RunJournal,
+    meanwhile: Callable[[Supervisor], Awaitable[None]] | None = None,
+    designed_stop: str = "",
+    response_delay_s: float = 0.0,
 ) -> Row:
-    """Run the sessions side by side on one loopback model and sort their outcomes."""
+    """Run the sessions side by side on one loopback model and sort their outcomes.
+
+    `meanwhile` runs beside the sessions (a fault of the trial's own: filling the disk);
+    a session stopped with `designed_stop` in the run's stop cause counts as failed fast.
+    """
     settings = settings or trial_settings()
     scenarios = {p.name: p.scenario for p in planned}
     workspaces = {p.name: folder / p.name / "workspace" for p in planned}
     for p in planned:
         workspaces[p.name].mkdir(parents=True)
         materialize_workspace(p.scenario, workspaces[p.name])
-    journal = RunJournal.create(folder / "data", new_run_id(), {"mode": "faults", "fault": fault})
-    server_options: dict[str, Any] = {"workspace": workspaces, "response_delay_s": 0.0}
+    journal = journal_class.create(
+        data_dir or folder / "data", new_run_id(), {"mode": "faults", "fault": fault}
+    )
+    server_options: dict[str, Any] = {
+        "workspace": workspaces,
+        "response_delay_s": response_delay_s,
+    }
     if window is not None:
         server_options["window"] = window
     server = LoopbackServer(scenarios, **server_options)
@@ -150,6 +211,7 @@ async def run_trial(
                 )
             )
         run = asyncio.ensure_future(supervisor.run())
+        side = asyncio.ensure_future(meanwhile(supervisor)) if meanwhile else None
         try:
             await asyncio.wait_for(asyncio.shield(run), TRIAL_DEADLINE_S)
         except TimeoutError:
@@ -157,21 +219,34 @@ async def run_trial(
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await run
         finally:
+            if side is not None:
+                side.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await side
             journal.close()
     wall = time.monotonic() - started
     finished = {r.route for r in server.request_log if r.response_kind == "final"}
     injected = sum(1 for r in server.request_log if r.fault or r.response_kind == "error")
     recovered = failed = lost = 0
     reasons: list[str] = []
-    for name, runner in supervisor.runners.items():
-        if runner.status is EndStatus.DONE and name in finished:
+    result = supervisor.result()
+    for name in supervisor.runners:
+        status, reason = result.statuses[name], result.reasons[name]
+        if status is EndStatus.DONE and name in finished:
             recovered += 1
-        elif runner.status is EndStatus.FAILED and runner.end_reason.strip():
+        elif (
+            status is EndStatus.FAILED
+            and reason.strip()
+            and not reason.startswith("internal error")
+        ):
             failed += 1
-            reasons.append(runner.end_reason)
+            reasons.append(reason)
+        elif designed_stop and status is EndStatus.STOPPED and designed_stop in reason:
+            failed += 1
+            reasons.append(_without_paths(reason))
         else:
             lost += 1
-            reasons.append(f"LOST {name}: {runner.status} {runner.end_reason}")
+            reasons.append(f"LOST {name}: {status} {reason}")
     contents = read_events(journal.directory / EVENTS_FILE)
     await asyncio.sleep(0.2)  # a process reaped a moment ago may still be listed
     left = sorted(set(agent_processes_under(folder)) | set(supervisor.alive_pids()))
@@ -186,7 +261,13 @@ async def run_trial(
         processes_left=len(left),
         journal_lines_lost=journal.lines_written - len(contents.events),
         wall_s=round(wall, 1),
+        journal_complete=journal_complete(contents.events, list(supervisor.runners)),
     )
+
+
+def _without_paths(reason: str) -> str:
+    """A reason with its file paths cut (they differ per trial folder): `(.../events.jsonl)`."""
+    return re.sub(r"\((/[^()]*/)?([^()/]+)\)", r"(…/\2)", reason)
 
 
 # -- the trials --------------------------------------------------------------------------------
