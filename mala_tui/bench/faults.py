@@ -43,7 +43,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from mala_tui.bench.arms import loopback_spec, loopback_supervisor
 from mala_tui.config import Settings
@@ -153,6 +153,20 @@ def trial_settings(**idle: Any) -> Settings:
     )
 
 
+def sort_outcome(
+    status: EndStatus, reason: str, finished: bool, designed_stop: str = ""
+) -> Literal["recovered", "failed fast", "lost"]:
+    """One session's outcome. Done without the model's final answer is lost (a "done"
+    without the work), and so is a failure for an internal error: a bug is not a design."""
+    if status is EndStatus.DONE and finished:
+        return "recovered"
+    if status is EndStatus.FAILED and reason.strip() and not reason.startswith("internal error"):
+        return "failed fast"
+    if designed_stop and status is EndStatus.STOPPED and designed_stop in reason:
+        return "failed fast"
+    return "lost"
+
+
 def journal_complete(events: Sequence[ev.Event], sessions: Sequence[str]) -> bool:
     ended = {e.session for e in events if isinstance(e, ev.SessionEnded)}
     return bool(events) and isinstance(events[-1], ev.RunEnded) and set(sessions) <= ended
@@ -232,16 +246,10 @@ async def run_trial(
     result = supervisor.result()
     for name in supervisor.runners:
         status, reason = result.statuses[name], result.reasons[name]
-        if status is EndStatus.DONE and name in finished:
+        outcome = sort_outcome(status, reason, name in finished, designed_stop)
+        if outcome == "recovered":
             recovered += 1
-        elif (
-            status is EndStatus.FAILED
-            and reason.strip()
-            and not reason.startswith("internal error")
-        ):
-            failed += 1
-            reasons.append(reason)
-        elif designed_stop and status is EndStatus.STOPPED and designed_stop in reason:
+        elif outcome == "failed fast":
             failed += 1
             reasons.append(_without_paths(reason))
         else:
@@ -267,7 +275,7 @@ async def run_trial(
 
 def _without_paths(reason: str) -> str:
     """A reason with its file paths cut (they differ per trial folder): `(.../events.jsonl)`."""
-    return re.sub(r"\((/[^()]*/)?([^()/]+)\)", r"(…/\2)", reason)
+    return re.sub(r"\(/(?:[^()]*/)?([^()/]+)\)", r"(…/\1)", reason)
 
 
 # -- the trials --------------------------------------------------------------------------------
@@ -448,58 +456,108 @@ class Scale:
     too_long_sessions: int
     kills: int
     idle_timeout: float
+    disk_sessions: int = 2
+    many_tasks: int = 100
 
 
 QUICK = Scale(3, 1, 1, 4, 1, 1, 1, idle_timeout=4.0)
-LONG = Scale(12, 2, 6, 6, 6, 4, 3, idle_timeout=10.0)
+LONG = Scale(12, 2, 6, 6, 6, 4, 3, idle_timeout=10.0, disk_sessions=4)
+
+#: The designed reasons a session of these trials may fail fast for.
+IDLE_LIMIT = r"^idle for .* max retries \(\d+\) exceeded$"
+STOPPED_BY_SIGNAL = r"^stopped by SIG(TERM|HUP)$"
 
 
-async def run_suite(scale: Scale, root: Path) -> list[Row]:
+async def run_suite(scale: Scale, root: Path) -> list[tuple[Row, Expect]]:
+    """Every trial, each with what it must come to."""
+    from mala_tui.bench import own_faults
+
     rows = [
-        await run_trial(
-            "stalls (after message_start / before any byte)",
-            stall_sessions(scale.stall_sessions, scale.stall_over_limit),
-            root / "stalls",
-            settings=trial_settings(idle_timeout_seconds=scale.idle_timeout),
+        (
+            await run_trial(
+                "stalls (after message_start / before any byte)",
+                stall_sessions(scale.stall_sessions, scale.stall_over_limit),
+                root / "stalls",
+                settings=trial_settings(idle_timeout_seconds=scale.idle_timeout),
+            ),
+            Expect(scale.stall_sessions, scale.stall_over_limit, (IDLE_LIMIT,)),
         ),
-        await run_trial(
-            f"529 storms ({scale.storm} in a row, CLI retries 2)",
-            error_sessions("overloaded", scale.error_sessions, scale.storm, 2),
-            root / "overloaded",
+        (
+            await run_trial(
+                f"529 storms ({scale.storm} in a row, CLI retries 2)",
+                error_sessions("overloaded", scale.error_sessions, scale.storm, 2),
+                root / "overloaded",
+            ),
+            Expect(scale.error_sessions, 0),
         ),
-        await run_trial(
-            f"500s ({scale.storm} in a row, CLI retries 2)",
-            error_sessions("api_error", scale.error_sessions, scale.storm, 2),
-            root / "api_error",
+        (
+            await run_trial(
+                f"500s ({scale.storm} in a row, CLI retries 2)",
+                error_sessions("api_error", scale.error_sessions, scale.storm, 2),
+                root / "api_error",
+            ),
+            Expect(scale.error_sessions, 0),
         ),
-        await run_trial(
-            "connection reset mid-stream (2 in a row)",
-            reset_sessions(scale.reset_sessions),
-            root / "reset",
+        (
+            await run_trial(
+                "connection reset mid-stream (2 in a row)",
+                reset_sessions(scale.reset_sessions),
+                root / "reset",
+            ),
+            Expect(scale.reset_sessions, 0),
         ),
-        await run_trial(
-            f"prompt too long (a {TIGHT_WINDOW:,}-token window)",
-            too_long_sessions(scale.too_long_sessions),
-            root / "too_long",
-            window=TIGHT_WINDOW,
+        (
+            await run_trial(
+                f"prompt too long (a {TIGHT_WINDOW:,}-token window)",
+                too_long_sessions(scale.too_long_sessions),
+                root / "too_long",
+                window=TIGHT_WINDOW,
+            ),
+            Expect(scale.too_long_sessions, 0),
+        ),
+        (
+            await own_faults.disk_full_trial(root / "disk_full", scale.disk_sessions),
+            Expect(0, scale.disk_sessions, (own_faults.DISK_FULL_REASON,)),
         ),
     ]
+    for number in (signal.SIGTERM, signal.SIGHUP):
+        row = await asyncio.to_thread(
+            own_faults.signal_mid_run, root / f"signal-{number.name}", number
+        )
+        rows.append((row, Expect(0, own_faults.DEMO_SESSIONS, (STOPPED_BY_SIGNAL,))))
+    rows.append(
+        (await own_faults.poisoned_journal_trial(root / "poisoned"), Expect(1, 0)),
+    )
+    rows.append(
+        (
+            await own_faults.many_tasks_trial(root / "many", scale.many_tasks),
+            Expect(scale.many_tasks, 0),
+        )
+    )
     return rows
 
 
-def rows_table(rows: Sequence[Row]) -> str:
+def rows_table(rows: Sequence[Row], expected: Sequence[Expect] = ()) -> str:
+    """The trials as a markdown table; with expectations, a column says whether each met its."""
     lines = [
         "| fault | sessions | faults injected | recovered | failed fast (reason) | lost "
-        "| processes left | journal lines lost | wall time |",
-        "| --- | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |",
+        "| processes left | journal lines lost | journal complete | wall time |"
+        + (" as designed |" if expected else ""),
+        "| --- | ---: | ---: | ---: | --- | ---: | ---: | ---: | --- | ---: |"
+        + (" --- |" if expected else ""),
     ]
-    for row in rows:
+    for index, row in enumerate(rows):
         reasons = "; ".join(row.reasons)
         failed = f"{row.failed_fast}" + (f" ({reasons})" if reasons else "")
-        lines.append(
+        line = (
             f"| {row.fault} | {row.sessions} | {row.injected} | {row.recovered} | {failed} "
-            f"| {row.lost} | {row.processes_left} | {row.journal_lines_lost} | {row.wall_s} s |"
+            f"| {row.lost} | {row.processes_left} | {row.journal_lines_lost} "
+            f"| {'yes' if row.journal_complete else 'NO'} | {row.wall_s} s |"
         )
+        if expected:
+            misses = expected[index].misses(row)
+            line += " yes |" if not misses else f" NO: {'; '.join(misses)} |"
+        lines.append(line)
     return "\n".join(lines)
 
 
@@ -582,14 +640,16 @@ def main(argv: list[str] | None = None) -> int:
     root.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     try:
-        rows = asyncio.run(run_suite(scale, root))
+        trials = asyncio.run(run_suite(scale, root))
         kills = [
             kill_mid_run(root / f"kill-{n}", after_lines=30 + 40 * n) for n in range(scale.kills)
         ]
     finally:
         if args.keep is None:
             shutil.rmtree(root, ignore_errors=True)
-    print(rows_table(rows))
+    rows = [row for row, _ in trials]
+    expected = [expect for _, expect in trials]
+    print(rows_table(rows, expected))
     print()
     print(kills_table(kills))
     fuzz_ok = True
@@ -600,7 +660,7 @@ def main(argv: list[str] | None = None) -> int:
         print(table)
     print(f"\n{time.monotonic() - started:.0f} s in all", file=sys.stderr)
     bad = (
-        sum(r.lost + r.processes_left + r.journal_lines_lost for r in rows)
+        sum(len(expect.misses(row)) for row, expect in trials)
         + sum(k.processes_left + k.journal_lines_lost for k in kills)
         + sum(1 for k in kills if not (k.runs_lists_it and k.show_json_ok))
     )

@@ -35,6 +35,7 @@ from mala_tui.bench.faults import (
     run_trial,
     trial_settings,
 )
+from mala_tui.config import Settings
 from mala_tui.core import events as ev
 from mala_tui.loopback import load_scenario
 from mala_tui.runtime.journal import EVENTS_FILE, RESERVE_FILE, RunJournal, read_events
@@ -45,6 +46,10 @@ from mala_tui.runtime.supervisor import Supervisor
 #: Big enough for a run's files and its first lines; then filled on purpose.
 DISK_BYTES = 1024 * 1024
 DISK_FULL = "could not be written: No space left on device"
+#: The designed reason of a session the full disk stopped (the simulation names no errno).
+DISK_FULL_REASON = r"^the run's files could not be written: (No space left on device|\[Errno 28\])"
+#: Sessions in the demo the signal trials stop.
+DEMO_SESSIONS = 4
 
 
 @contextlib.contextmanager
@@ -161,7 +166,8 @@ def signal_mid_run(folder: Path, number: signal.Signals, *, mala_tui: Sequence[s
             start_new_session=True,
         )
         try:
-            journal = _wait_for_agents(data, 4, process)
+            running = min(DEMO_SESSIONS, Settings().agent.max_concurrent)
+            journal = _wait_for_agents(data, running, process)
             sent = time.monotonic()
             os.kill(process.pid, number)
             status = process.wait(120)
