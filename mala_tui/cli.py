@@ -17,6 +17,7 @@ from mala_tui import __version__
 from mala_tui.commands import loopback_cmd, run_cmd, runs_cmd
 from mala_tui.commands.internal_error import report_internal_error
 from mala_tui.config import ConfigError, LoadedSettings, load_settings, parse_override
+from mala_tui.runtime.journal import forget_opened_runs
 
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
@@ -61,6 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     which), 70 internal error (details in error.log), 74 the run's files cannot be
     written, 130 Ctrl-C, 143 SIGTERM, 129 SIGHUP (each after every session stopped).
     """
+    forget_opened_runs()
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:

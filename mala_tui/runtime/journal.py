@@ -140,8 +140,13 @@ _opened_runs: list[Path] = []
 
 
 def last_opened_run() -> Path | None:
-    """The folder of the run this process opened last, for an error report to point at."""
+    """The folder of the run opened last (since `forget_opened_runs`), for an error report."""
     return _opened_runs[-1] if _opened_runs else None
+
+
+def forget_opened_runs() -> None:
+    """A new command starts: no run of an earlier one is its run."""
+    _opened_runs.clear()
 
 
 class RunJournal:
