@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -91,6 +92,8 @@ async def demo_run(
     except OSError as exc:
         journal.close()
         os.umask(umask)
+        # Nothing ran: leave no half-made run behind to be listed as "running?".
+        shutil.rmtree(journal.directory, ignore_errors=True)
         raise StorageError(f"cannot make the demo's workspaces: {describe_os_error(exc)}") from None
     server = LoopbackServer(
         loaded_scenarios, workspace=workspaces, response_delay_s=response_delay_s
