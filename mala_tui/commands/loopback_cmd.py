@@ -133,6 +133,12 @@ def run(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
     try:
         serve_forever(scenario, options, out)
     except OSError as exc:
-        print(f"mala-tui: cannot serve on port {args.port}: {exc.strerror or exc}", file=sys.stderr)
+        if exc.filename is not None:  # the workspace or the log, not the port
+            print(f"mala-tui: {exc.filename}: {exc.strerror or exc}", file=sys.stderr)
+        else:
+            print(
+                f"mala-tui: cannot serve on port {args.port}: {exc.strerror or exc}",
+                file=sys.stderr,
+            )
         return 1
     return 0

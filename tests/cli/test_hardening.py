@@ -167,6 +167,12 @@ def test_loopback_serve_refuses_a_log_it_cannot_write_before_serving(tmp_path: P
     assert done.stdout == ""  # refused before it started serving
 
 
+def test_loopback_serve_blames_the_workspace_not_the_port() -> None:
+    done = mala("loopback", "serve", "--scenario", "quickstart", "--workspace", "/dev/null/ws")
+    assert done.returncode == 1
+    assert one_line(done) == "mala-tui: /dev/null/ws: Not a directory"
+
+
 def test_a_scenario_file_that_is_not_utf8_is_one_line(tmp_path: Path) -> None:
     scenario = tmp_path / "bad.toml"
     scenario.write_bytes(b'name = "\xff"\n')
