@@ -18,6 +18,7 @@ from typing import TextIO
 from mala_tui.runtime.headless import one_line
 from mala_tui.runtime.journal import last_opened_run, redact
 
+#: An unexpected error (sysexits' EX_SOFTWARE).
 EXIT_INTERNAL = 70
 ERROR_LOG = "error.log"
 

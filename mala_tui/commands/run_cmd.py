@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 # The runtime (and with it the SDK) is imported inside the commands: `--help` stays fast.
 EXIT_USAGE = 2
+#: The run's files cannot be written: a full disk, a read-only data dir (sysexits' EX_IOERR).
 EXIT_STORAGE = 74
 EXIT_INTERRUPTED = 130
 

@@ -29,10 +29,6 @@ from mala_tui.runtime.supervisor import ApprovalMode, RunResult, Supervisor
 EXIT_OK = 0
 EXIT_NOT_ALL_DONE = 1
 EXIT_USAGE = 2
-#: An unexpected error: one line, the details in the run's error.log (sysexits' EX_SOFTWARE).
-EXIT_INTERNAL = 70
-#: The run's files cannot be written: a full disk, a read-only data dir (sysexits' EX_IOERR).
-EXIT_STORAGE = 74
 EXIT_INTERRUPTED = 130
 
 
@@ -164,12 +160,11 @@ def build_supervisor(
     specs: Sequence[SessionSpec],
     approval_mode: ApprovalMode | None,
     mode: str,
-    prompts: PromptSet | None = None,
 ) -> Supervisor:
     supervisor = Supervisor(
         settings=loaded.settings,
         backend=backend,
-        prompts=prompts or prompts_for(loaded.settings),
+        prompts=prompts_for(loaded.settings),
         journal=journal,
         approval_mode=approval_mode,
         mode=mode,
