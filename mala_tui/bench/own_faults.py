@@ -26,6 +26,7 @@ import sys
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 from mala_tui.bench.faults import (
     Planned,
@@ -308,16 +309,17 @@ def _read_poisoned(folder: Path, run: Path, made: Row, mala_tui: Sequence[str]) 
         timeout=60,
         check=False,
     )
-    shown: dict[str, object] = {}
+    shown: dict[str, Any] = {}
     if show.returncode != 0:
         problems.append(f"`show --json` failed: {show.returncode} {show.stderr.strip()[:200]}")
     else:
         shown = json.loads(show.stdout)
-        if len(shown.get("skipped_lines", ())) != len(POISON):  # type: ignore[arg-type]
-            problems.append(f"skipped {len(shown.get('skipped_lines', ()))} of {len(POISON)}")  # type: ignore[arg-type]
+        skipped = len(shown.get("skipped_lines", ()))
+        if skipped != len(POISON):
+            problems.append(f"`show --json` skipped {skipped} lines of {len(POISON)}")
     contents = read_events(journal)
-    sessions = shown.get("sessions", {})
-    done = isinstance(sessions, dict) and sessions.get("poisoned-00", {}).get("status") == "done"
+    session = shown.get("sessions", {}).get("poisoned-00", {})
+    done = session.get("status") == "done"
     return Row(
         fault=f"a poisoned journal ({len(POISON)} bad lines of every shape)",
         sessions=1,
