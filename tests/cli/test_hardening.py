@@ -98,7 +98,7 @@ def test_runs_prints_session_names_literally(tmp_path: Path) -> None:
     finished_run(data, **{"evil\x1b]0;owned\x07": "", "plain": ""})
     listed = mala("runs", "--data-dir", str(data))
     assert "\x1b" not in listed.stdout and "\x07" not in listed.stdout
-    assert "evil\\x1b]0;owned\\x07, plain" in listed.stdout
+    assert "evil\u241b]0;owned\u2407, plain" in listed.stdout  # control pictures
 
 
 # -- 8. tasks on the command line get the tasks file's checks ----------------------------------
@@ -270,4 +270,4 @@ def test_the_final_summary_prints_names_and_reasons_literally() -> None:
         pids=[],
     )
     assert exit_status(result, out) == 1
-    assert out.getvalue() == "t\\x1b]0;owned\\x07: failed - boom\\x1b[2J\n"
+    assert out.getvalue() == "t\u241b]0;owned\u2407: failed - boom\u241b[2J\n"

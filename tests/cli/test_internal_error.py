@@ -30,7 +30,7 @@ def test_an_unexpected_error_in_runs_is_one_line_and_exit_70(
     assert cli.main(["runs", "--data-dir", str(data)]) == 70
     err = capsys.readouterr().err
     assert err == (
-        "mala-tui: internal error: RuntimeError: the listing broke across lines "
+        "mala-tui: internal error: RuntimeError: the listing broke \u23ce across lines "
         f"(details in {data / 'error.log'})\n"
     )
     log = (data / "error.log").read_text()

@@ -16,7 +16,8 @@ from mala_tui.prompt_files import load_prompts
 from mala_tui.runtime.backends.base import SessionIdItem, SessionSpec
 from mala_tui.runtime.backends.scripted import HANG, ScriptedBackend, ScriptedClient, finished
 from mala_tui.runtime.journal import RunJournal, read_events
-from mala_tui.runtime.supervisor import QUEUED, Supervisor
+from mala_tui.runtime.supervisor import QUEUE, Supervisor
+from mala_tui.ui.format import state_label
 
 OPEN: list[RunJournal] = []
 
@@ -57,7 +58,6 @@ def supervisor(tmp_path: Path, backend: PerSession, sessions: int, limit: int) -
         backend=backend,  # type: ignore[arg-type]
         prompts=load_prompts(),
         journal=journal,
-        publish_interval=0.01,
     )
     for index in range(sessions):
         sup.add_session(SessionSpec(name=f"s{index}", task=f"task {index}", cwd=tmp_path))
@@ -104,12 +104,18 @@ async def test_sessions_past_the_limit_wait_queued_and_start_in_order(tmp_path: 
     events = read_events(sup.journal.events_path).events  # type: ignore[union-attr]
     assert most_at_once(events) == 2
     assert backend.created == ["s0", "s1", "s2", "s3", "s4"]
-    queued = [e.session for e in events if isinstance(e, ev.PhaseChanged) and e.after == QUEUED]
-    assert queued == ["s2", "s3", "s4"]
-    for name in queued:  # each left the queue for "running" before it started
-        phases = [e for e in events if isinstance(e, ev.PhaseChanged) and e.session == name]
-        assert (phases[0].before, phases[0].after) == ("running", QUEUED)
-        assert (phases[1].before, phases[1].after) == (QUEUED, "running")
+    queued = [e for e in events if isinstance(e, ev.WarningRecorded) and e.where == QUEUE]
+    assert [e.session for e in queued] == ["s2", "s3", "s4"]
+    assert queued[0].message == (
+        "queued (1 of 3): at most 2 sessions run at once (agent.max_concurrent)"
+    )
+    # Every queued session waited for one that came before it to end.
+    order = [
+        (type(e).__name__, e.session)
+        for e in events
+        if isinstance(e, ev.SessionStarted | ev.SessionEnded)
+    ]
+    assert order.index(("SessionStarted", "s2")) > order.index(("SessionEnded", "s0"))
 
 
 async def test_queued_sessions_show_as_queued_until_a_slot_frees(tmp_path: Path) -> None:
@@ -117,13 +123,13 @@ async def test_queued_sessions_show_as_queued_until_a_slot_frees(tmp_path: Path)
     started = sessions_started(sup, 1)
     run = asyncio.create_task(sup.run())
     await started.wait()
-    phases = {name: snap.phase for name, snap in sup.snapshots().items()}
-    assert phases == {"s0": "running", "s1": QUEUED, "s2": QUEUED}
+    labels = {name: state_label(snap) for name, snap in sup.snapshots().items()}
+    assert labels == {"s0": "running", "s1": "queued", "s2": "queued"}
     assert sup.queued == ["s1", "s2"]
     second = sessions_started(sup, 1)
     sup.command("s0", Command.STOP)
     await second.wait()
-    assert sup.snapshots()["s1"].phase == "running"
+    assert state_label(sup.snapshots()["s1"]) == "running"
     assert sup.queued == ["s2"]
     sup.stop_all()
     await asyncio.wait_for(run, 30)
