@@ -7,6 +7,7 @@ Heavy imports (textual, the SDK) happen inside the commands that need them so
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -14,9 +15,12 @@ from typing import Any
 
 from mala_tui import __version__
 from mala_tui.commands import loopback_cmd, run_cmd, runs_cmd
+from mala_tui.commands.internal_error import report_internal_error
 from mala_tui.config import ConfigError, LoadedSettings, load_settings, parse_override
+from mala_tui.runtime.journal import forget_opened_runs
 
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -52,6 +56,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; whatever goes wrong, the user gets one line and an exit status.
+
+    Exit statuses: 0 done, 1 not every session finished, 2 bad input (one line says
+    which), 70 internal error (details in error.log), 74 the run's files cannot be
+    written, 130 Ctrl-C, 143 SIGTERM, 129 SIGHUP (each after every session stopped).
+    """
+    forget_opened_runs()
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
@@ -68,6 +79,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Output piped into `head` and the like: stop quietly, as other tools do.
         sys.stderr.close()
         return 0
+    except KeyboardInterrupt:
+        print("mala-tui: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Exception as exc:  # the last line of defence: no traceback reaches the user
+        return report_internal_error(exc, _data_dir(args, loaded))
 
 
 def _load(args: argparse.Namespace) -> LoadedSettings:
@@ -104,6 +120,12 @@ def _dispatch(
         return loopback_cmd.run(args)
     parser.print_help()
     return EXIT_USAGE
+
+
+def _data_dir(args: argparse.Namespace, loaded: LoadedSettings) -> Path | None:
+    with contextlib.suppress(Exception):
+        return getattr(args, "data_dir", None) or loaded.settings.resolved_data_dir()
+    return None
 
 
 def _with_data_dir(loaded: LoadedSettings, data_dir: Path) -> LoadedSettings:

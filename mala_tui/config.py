@@ -35,6 +35,19 @@ DEFAULT_SOURCE = "default"
 _STRICT = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
 
+#: Default wall-clock bound on one session (idle.session_timeout_seconds): four hours.
+DEFAULT_SESSION_TIMEOUT_S = 4 * 3600.0
+
+
+def max_concurrent_for(cores: int) -> int:
+    """Twice the cores, at most 8: each agent is a CLI process of a few hundred MB."""
+    return max(1, min(8, cores * 2))
+
+
+def default_max_concurrent() -> int:
+    return max_concurrent_for(os.cpu_count() or 1)
+
+
 class ContextSettings(BaseModel):
     """How each session's context window is managed."""
 
@@ -123,8 +136,9 @@ class IdleSettings(BaseModel):
     disconnect_timeout_seconds: float = Field(default=10.0, gt=0)
     """Bound on disconnecting a hung agent process; past it the process is killed."""
 
-    session_timeout_seconds: float | None = Field(default=None, gt=0)
-    """Wall-clock bound on one session including every retry (none: unbounded)."""
+    session_timeout_seconds: float | None = Field(default=DEFAULT_SESSION_TIMEOUT_S, gt=0)
+    """Wall-clock bound on one session including every retry; past it the session fails.
+    Without one, a session whose model has gone away would keep retrying."""
 
     @field_validator("idle_retry_backoff")
     @classmethod
@@ -147,6 +161,10 @@ class AgentSettings(BaseModel):
 
     permission_mode: Literal["default", "acceptEdits", "plan", "bypassPermissions"] = "acceptEdits"
     """Claude Code permission mode for file edits and commands."""
+
+    max_concurrent: int = Field(default_factory=default_max_concurrent, ge=1)
+    """Sessions running at once; the rest wait in a queue, shown as queued. Default: twice
+    the machine's cores, at most 8."""
 
 
 class StorageSettings(BaseModel):
@@ -268,6 +286,8 @@ def load_settings(
     path = config_file_path(env)
     layered = _Layered()
     exists = path.is_file()
+    if not exists and path.exists():
+        raise ConfigError(f"config file {path}: not a file ({CONFIG_FILE_ENV} or the default)")
     if exists:
         _apply_file(layered, path)
     _apply_env(layered, env)

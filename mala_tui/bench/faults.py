@@ -10,7 +10,16 @@ and sorts every session into one of three outcomes:
 
 It also counts the agent processes left alive afterwards (found by the trial's folder in
 their environment, not only by the PIDs the supervisor knows) and the journal lines lost
-(written by the journal but not read back). Both must be 0.
+(written by the journal but not read back). Both must be 0. A journal is complete when
+every session has its `session_ended` and the run its `run_ended`.
+
+Then the faults of mala-tui's own world: the disk filling up mid-run, SIGTERM and SIGHUP
+mid-run, a poisoned journal line, a hundred tasks at once. A "failed fast" session there
+is one stopped for the designed reason (the full disk, the signal).
+
+Each trial says what it expects (how many recovered, how many failed fast, and which
+reasons are designed ones); the command exits 1 when any trial differs, loses anything,
+leaves a process or an incomplete journal. An internal error is lost, never failed fast.
 
     python -m mala_tui.bench faults            # the long suite: dozens of each fault,
                                                # then 5,000 fuzzed inputs per parser
@@ -31,13 +40,14 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from mala_tui.bench.arms import loopback_spec, loopback_supervisor
 from mala_tui.config import Settings
+from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.loopback import (
     FaultSpec,
@@ -47,6 +57,7 @@ from mala_tui.loopback import (
     materialize_workspace,
 )
 from mala_tui.runtime.journal import EVENTS_FILE, RunJournal, new_run_id, read_events
+from mala_tui.runtime.supervisor import Supervisor
 
 #: The settings every trial runs with: short timeouts so that stalls are seen in seconds.
 #: Not too short: a CLI starved of CPU by a dozen others can take seconds to answer, and
@@ -85,6 +96,37 @@ class Row:
     processes_left: int
     journal_lines_lost: int
     wall_s: float
+    journal_complete: bool = True
+    """Every session ended in the journal (`session_ended`), and the run (`run_ended`)."""
+    problems: tuple[str, ...] = ()
+    """What else broke the trial's contract (a wrong exit status, a command that failed)."""
+
+
+@dataclass(frozen=True)
+class Expect:
+    """What a trial must come to: counts (None: the rest) and the designed reasons."""
+
+    recovered: int | None
+    failed_fast: int
+    reasons: tuple[str, ...] = ()
+    """Regular expressions; every failed-fast reason must match one."""
+
+    def misses(self, row: Row) -> list[str]:
+        """Where `row` differs from this expectation; empty when it meets it."""
+        found = []
+        recovered = row.sessions - self.failed_fast if self.recovered is None else self.recovered
+        if (row.recovered, row.failed_fast) != (recovered, self.failed_fast):
+            found.append(
+                f"expected {recovered} recovered and {self.failed_fast} failed fast, "
+                f"got {row.recovered} and {row.failed_fast}"
+            )
+        for reason in row.reasons:
+            if not any(re.search(pattern, reason) for pattern in self.reasons):
+                found.append(f"not a designed reason: {reason}")
+        if row.lost or row.processes_left or row.journal_lines_lost or not row.journal_complete:
+            found.append("lost sessions, processes left, lines lost or an incomplete journal")
+        found.extend(row.problems)
+        return found
 
 
 def agent_processes_under(folder: Path) -> list[int]:
@@ -111,6 +153,25 @@ def trial_settings(**idle: Any) -> Settings:
     )
 
 
+def sort_outcome(
+    status: EndStatus, reason: str, finished: bool, designed_stop: str = ""
+) -> Literal["recovered", "failed fast", "lost"]:
+    """One session's outcome. Done without the model's final answer is lost (a "done"
+    without the work), and so is a failure for an internal error: a bug is not a design."""
+    if status is EndStatus.DONE and finished:
+        return "recovered"
+    if status is EndStatus.FAILED and reason.strip() and not reason.startswith("internal error"):
+        return "failed fast"
+    if designed_stop and status is EndStatus.STOPPED and designed_stop in reason:
+        return "failed fast"
+    return "lost"
+
+
+def journal_complete(events: Sequence[ev.Event], sessions: Sequence[str]) -> bool:
+    ended = {e.session for e in events if isinstance(e, ev.SessionEnded)}
+    return bool(events) and isinstance(events[-1], ev.RunEnded) and set(sessions) <= ended
+
+
 async def run_trial(
     fault: str,
     planned: Sequence[Planned],
@@ -118,16 +179,30 @@ async def run_trial(
     *,
     window: int | None = None,
     settings: Settings | None = None,
+    data_dir: Path | None = None,
+    journal_class: type[RunJournal] = RunJournal,
+    meanwhile: Callable[[Supervisor], Awaitable[None]] | None = None,
+    designed_stop: str = "",
+    response_delay_s: float = 0.0,
 ) -> Row:
-    """Run the sessions side by side on one loopback model and sort their outcomes."""
+    """Run the sessions side by side on one loopback model and sort their outcomes.
+
+    `meanwhile` runs beside the sessions (a fault of the trial's own: filling the disk);
+    a session stopped with `designed_stop` in the run's stop cause counts as failed fast.
+    """
     settings = settings or trial_settings()
     scenarios = {p.name: p.scenario for p in planned}
     workspaces = {p.name: folder / p.name / "workspace" for p in planned}
     for p in planned:
         workspaces[p.name].mkdir(parents=True)
         materialize_workspace(p.scenario, workspaces[p.name])
-    journal = RunJournal.create(folder / "data", new_run_id(), {"mode": "faults", "fault": fault})
-    server_options: dict[str, Any] = {"workspace": workspaces, "response_delay_s": 0.0}
+    journal = journal_class.create(
+        data_dir or folder / "data", new_run_id(), {"mode": "faults", "fault": fault}
+    )
+    server_options: dict[str, Any] = {
+        "workspace": workspaces,
+        "response_delay_s": response_delay_s,
+    }
     if window is not None:
         server_options["window"] = window
     server = LoopbackServer(scenarios, **server_options)
@@ -150,6 +225,7 @@ async def run_trial(
                 )
             )
         run = asyncio.ensure_future(supervisor.run())
+        side = asyncio.ensure_future(meanwhile(supervisor)) if meanwhile else None
         try:
             await asyncio.wait_for(asyncio.shield(run), TRIAL_DEADLINE_S)
         except TimeoutError:
@@ -157,21 +233,28 @@ async def run_trial(
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await run
         finally:
+            if side is not None:
+                side.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await side
             journal.close()
     wall = time.monotonic() - started
     finished = {r.route for r in server.request_log if r.response_kind == "final"}
     injected = sum(1 for r in server.request_log if r.fault or r.response_kind == "error")
     recovered = failed = lost = 0
     reasons: list[str] = []
-    for name, runner in supervisor.runners.items():
-        if runner.status is EndStatus.DONE and name in finished:
+    result = supervisor.result()
+    for name in supervisor.runners:
+        status, reason = result.statuses[name], result.reasons[name]
+        outcome = sort_outcome(status, reason, name in finished, designed_stop)
+        if outcome == "recovered":
             recovered += 1
-        elif runner.status is EndStatus.FAILED and runner.end_reason.strip():
+        elif outcome == "failed fast":
             failed += 1
-            reasons.append(runner.end_reason)
+            reasons.append(_without_paths(reason))
         else:
             lost += 1
-            reasons.append(f"LOST {name}: {runner.status} {runner.end_reason}")
+            reasons.append(f"LOST {name}: {status} {reason}")
     contents = read_events(journal.directory / EVENTS_FILE)
     await asyncio.sleep(0.2)  # a process reaped a moment ago may still be listed
     left = sorted(set(agent_processes_under(folder)) | set(supervisor.alive_pids()))
@@ -186,7 +269,13 @@ async def run_trial(
         processes_left=len(left),
         journal_lines_lost=journal.lines_written - len(contents.events),
         wall_s=round(wall, 1),
+        journal_complete=journal_complete(contents.events, list(supervisor.runners)),
     )
+
+
+def _without_paths(reason: str) -> str:
+    """A reason with its file paths cut (they differ per trial folder): `(.../events.jsonl)`."""
+    return re.sub(r"\(/(?:[^()]*/)?([^()/]+)\)", r"(…/\1)", reason)
 
 
 # -- the trials --------------------------------------------------------------------------------
@@ -367,58 +456,115 @@ class Scale:
     too_long_sessions: int
     kills: int
     idle_timeout: float
+    disk_sessions: int = 2
+    many_tasks: int = 100
 
 
 QUICK = Scale(3, 1, 1, 4, 1, 1, 1, idle_timeout=4.0)
-LONG = Scale(12, 2, 6, 6, 6, 4, 3, idle_timeout=10.0)
+LONG = Scale(12, 2, 6, 6, 6, 4, 3, idle_timeout=10.0, disk_sessions=4)
+
+#: The designed reasons a session of these trials may fail fast for.
+IDLE_LIMIT = r"^idle for .* max retries \(\d+\) exceeded$"
+STOPPED_BY_SIGNAL = r"^stopped by SIG(TERM|HUP)$"
 
 
-async def run_suite(scale: Scale, root: Path) -> list[Row]:
+async def run_suite(scale: Scale, root: Path) -> list[tuple[Row, Expect]]:
+    """Every trial, each with what it must come to."""
+    from mala_tui.bench import own_faults
+
+    # One idle timeout for every trial: a storm's retries, a resumed CLI starting on a
+    # loaded machine, are not stalls, and must not be taken for one.
+    settings = trial_settings(idle_timeout_seconds=scale.idle_timeout)
     rows = [
-        await run_trial(
-            "stalls (after message_start / before any byte)",
-            stall_sessions(scale.stall_sessions, scale.stall_over_limit),
-            root / "stalls",
-            settings=trial_settings(idle_timeout_seconds=scale.idle_timeout),
+        (
+            await run_trial(
+                "stalls (after message_start / before any byte)",
+                stall_sessions(scale.stall_sessions, scale.stall_over_limit),
+                root / "stalls",
+                settings=settings,
+            ),
+            Expect(scale.stall_sessions, scale.stall_over_limit, (IDLE_LIMIT,)),
         ),
-        await run_trial(
-            f"529 storms ({scale.storm} in a row, CLI retries 2)",
-            error_sessions("overloaded", scale.error_sessions, scale.storm, 2),
-            root / "overloaded",
+        (
+            await run_trial(
+                f"529 storms ({scale.storm} in a row, CLI retries 2)",
+                error_sessions("overloaded", scale.error_sessions, scale.storm, 2),
+                root / "overloaded",
+                settings=settings,
+            ),
+            Expect(scale.error_sessions, 0),
         ),
-        await run_trial(
-            f"500s ({scale.storm} in a row, CLI retries 2)",
-            error_sessions("api_error", scale.error_sessions, scale.storm, 2),
-            root / "api_error",
+        (
+            await run_trial(
+                f"500s ({scale.storm} in a row, CLI retries 2)",
+                error_sessions("api_error", scale.error_sessions, scale.storm, 2),
+                root / "api_error",
+                settings=settings,
+            ),
+            Expect(scale.error_sessions, 0),
         ),
-        await run_trial(
-            "connection reset mid-stream (2 in a row)",
-            reset_sessions(scale.reset_sessions),
-            root / "reset",
+        (
+            await run_trial(
+                "connection reset mid-stream (2 in a row)",
+                reset_sessions(scale.reset_sessions),
+                root / "reset",
+                settings=settings,
+            ),
+            Expect(scale.reset_sessions, 0),
         ),
-        await run_trial(
-            f"prompt too long (a {TIGHT_WINDOW:,}-token window)",
-            too_long_sessions(scale.too_long_sessions),
-            root / "too_long",
-            window=TIGHT_WINDOW,
+        (
+            await run_trial(
+                f"prompt too long (a {TIGHT_WINDOW:,}-token window)",
+                too_long_sessions(scale.too_long_sessions),
+                root / "too_long",
+                window=TIGHT_WINDOW,
+                settings=settings,
+            ),
+            Expect(scale.too_long_sessions, 0),
+        ),
+        (
+            await own_faults.disk_full_trial(root / "disk_full", scale.disk_sessions),
+            Expect(0, scale.disk_sessions, (own_faults.DISK_FULL_REASON,)),
         ),
     ]
+    for number in (signal.SIGTERM, signal.SIGHUP):
+        row = await asyncio.to_thread(
+            own_faults.signal_mid_run, root / f"signal-{number.name}", number
+        )
+        rows.append((row, Expect(0, own_faults.DEMO_SESSIONS, (STOPPED_BY_SIGNAL,))))
+    rows.append(
+        (await own_faults.poisoned_journal_trial(root / "poisoned"), Expect(1, 0)),
+    )
+    rows.append(
+        (
+            await own_faults.many_tasks_trial(root / "many", scale.many_tasks),
+            Expect(scale.many_tasks, 0),
+        )
+    )
     return rows
 
 
-def rows_table(rows: Sequence[Row]) -> str:
+def rows_table(rows: Sequence[Row], expected: Sequence[Expect] = ()) -> str:
+    """The trials as a markdown table; with expectations, a column says whether each met its."""
     lines = [
         "| fault | sessions | faults injected | recovered | failed fast (reason) | lost "
-        "| processes left | journal lines lost | wall time |",
-        "| --- | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |",
+        "| processes left | journal lines lost | journal complete | wall time |"
+        + (" as designed |" if expected else ""),
+        "| --- | ---: | ---: | ---: | --- | ---: | ---: | ---: | --- | ---: |"
+        + (" --- |" if expected else ""),
     ]
-    for row in rows:
+    for index, row in enumerate(rows):
         reasons = "; ".join(row.reasons)
         failed = f"{row.failed_fast}" + (f" ({reasons})" if reasons else "")
-        lines.append(
+        line = (
             f"| {row.fault} | {row.sessions} | {row.injected} | {row.recovered} | {failed} "
-            f"| {row.lost} | {row.processes_left} | {row.journal_lines_lost} | {row.wall_s} s |"
+            f"| {row.lost} | {row.processes_left} | {row.journal_lines_lost} "
+            f"| {'yes' if row.journal_complete else 'NO'} | {row.wall_s} s |"
         )
+        if expected:
+            misses = expected[index].misses(row)
+            line += " yes |" if not misses else f" NO: {'; '.join(misses)} |"
+        lines.append(line)
     return "\n".join(lines)
 
 
@@ -501,14 +647,16 @@ def main(argv: list[str] | None = None) -> int:
     root.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     try:
-        rows = asyncio.run(run_suite(scale, root))
+        trials = asyncio.run(run_suite(scale, root))
         kills = [
             kill_mid_run(root / f"kill-{n}", after_lines=30 + 40 * n) for n in range(scale.kills)
         ]
     finally:
         if args.keep is None:
             shutil.rmtree(root, ignore_errors=True)
-    print(rows_table(rows))
+    rows = [row for row, _ in trials]
+    expected = [expect for _, expect in trials]
+    print(rows_table(rows, expected))
     print()
     print(kills_table(kills))
     fuzz_ok = True
@@ -519,7 +667,7 @@ def main(argv: list[str] | None = None) -> int:
         print(table)
     print(f"\n{time.monotonic() - started:.0f} s in all", file=sys.stderr)
     bad = (
-        sum(r.lost + r.processes_left + r.journal_lines_lost for r in rows)
+        sum(len(expect.misses(row)) for row, expect in trials)
         + sum(k.processes_left + k.journal_lines_lost for k in kills)
         + sum(1 for k in kills if not (k.runs_lists_it and k.show_json_ok))
     )

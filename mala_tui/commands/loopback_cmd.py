@@ -7,6 +7,7 @@ is imported when the command runs, so ``mala-tui --help`` stays fast.
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import tempfile
 from pathlib import Path
@@ -30,12 +31,16 @@ def register(commands: Any) -> None:
         description=f"Serve a scenario on 127.0.0.1 until Ctrl-C. Shipped scenarios: {shipped}",
     )
     serve.add_argument("--scenario", required=True, metavar="FILE_OR_NAME")
-    serve.add_argument("--port", type=int, default=0, help="0 picks a free port (default)")
-    serve.add_argument("--window", type=int, default=DEFAULT_WINDOW, help="prompt token limit")
+    serve.add_argument(
+        "--port", type=_port, default=0, help="0 picks a free port (default); at most 65535"
+    )
+    serve.add_argument(
+        "--window", type=_positive_int, default=DEFAULT_WINDOW, help="prompt token limit"
+    )
     serve.add_argument("--log", type=Path, metavar="FILE", help="write the request log (JSONL)")
     serve.add_argument(
         "--delay",
-        type=float,
+        type=_delay,
         metavar="SECONDS",
         help="pause after each message_start (default: the scenario's response_delay_s)",
     )
@@ -54,6 +59,51 @@ def register(commands: Any) -> None:
     )
 
 
+def _port(text: str) -> int:
+    port = _int(text)
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{port} is not a port: 0 to 65535")
+    return port
+
+
+def _positive_int(text: str) -> int:
+    number = _int(text)
+    if number <= 0:
+        raise argparse.ArgumentTypeError(f"{number}: must be more than 0")
+    return number
+
+
+def _int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+
+
+def _delay(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(seconds) or seconds < 0:
+        raise argparse.ArgumentTypeError(f"{text}: must be 0 or more seconds")
+    return seconds
+
+
+def _check_log(path: Path) -> str | None:
+    """The log is written at the end: find out now, not at Ctrl-C, that it cannot be."""
+    existed = path.exists()
+    try:
+        with path.open("a", encoding="utf-8"):
+            pass
+    except (OSError, ValueError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        return f"--log {path}: cannot be written: {reason}"
+    if not existed:
+        path.unlink()
+    return None
+
+
 def run(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
     """Dispatch ``loopback ACTION``; returns the exit status."""
     if args.loopback_command != "serve":
@@ -68,6 +118,10 @@ def run(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
     except ScenarioError as exc:
         print(f"mala-tui: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    problem = _check_log(args.log) if args.log is not None else None
+    if problem is not None:
+        print(f"mala-tui: {problem}", file=sys.stderr)
+        return EXIT_USAGE
     options = ServeOptions(
         port=args.port,
         window=args.window,
@@ -79,6 +133,12 @@ def run(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
     try:
         serve_forever(scenario, options, out)
     except OSError as exc:
-        print(f"mala-tui: cannot serve on port {args.port}: {exc.strerror or exc}", file=sys.stderr)
+        if exc.filename is not None:  # the workspace or the log, not the port
+            print(f"mala-tui: {exc.filename}: {exc.strerror or exc}", file=sys.stderr)
+        else:
+            print(
+                f"mala-tui: cannot serve on port {args.port}: {exc.strerror or exc}",
+                file=sys.stderr,
+            )
         return 1
     return 0

@@ -1,36 +1,58 @@
-"""`mala-tui run` (real agents, the user's credentials) and `mala-tui demo` (loopback, offline)."""
+"""`mala-tui run` (real agents, the user's credentials) and `mala-tui demo` (loopback, offline).
+
+Everything a run can be refused for (the tasks, the approval mode without a terminal,
+the prompt templates, the data dir) is checked before its journal is created, so a
+refused run leaves no half-started run behind. Once running, Ctrl-C, SIGTERM and SIGHUP
+all stop every session the same way before the command exits.
+"""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from mala_tui.config import LoadedSettings
 
 if TYPE_CHECKING:
+    from mala_tui.runtime.signals import Shutdown
     from mala_tui.runtime.supervisor import RunResult, Supervisor
+    from mala_tui.ui.app import MalaApp
 
 # The runtime (and with it the SDK) is imported inside the commands: `--help` stays fast.
 EXIT_USAGE = 2
+#: The run's files cannot be written: a full disk, a read-only data dir (sysexits' EX_IOERR).
+EXIT_STORAGE = 74
 EXIT_INTERRUPTED = 130
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     run = commands.add_parser("run", help="supervise real Claude Code agents on your tasks")
     run.add_argument("tasks", nargs="*", metavar="TASK", help="a task for one agent (repeatable)")
-    run.add_argument("--cwd", type=Path, default=Path.cwd(), help="folder the agents work in")
+    run.add_argument("--cwd", type=Path, default=Path(), help="folder the agents work in")
     run.add_argument(
         "--tasks", dest="tasks_file", type=Path, help="TOML/JSON file of [[task]] entries"
     )
-    run.add_argument("--model", help="model for every agent (default: agent.model setting)")
+    run.add_argument(
+        "--model",
+        type=_model_name,
+        help="model for every agent (default: agent.model setting)",
+    )
     _common(run)
     demo = commands.add_parser(
         "demo", help="four agents on a local scripted model: offline, no API key"
     )
     _common(demo)
+
+
+def _model_name(text: str) -> str:
+    if not text.strip():
+        raise argparse.ArgumentTypeError("must not be empty (leave --model out for the default)")
+    return text
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -40,13 +62,41 @@ def _common(parser: argparse.ArgumentParser) -> None:
         help="restarts: ask a person, approve automatically, or deny (default: the "
         "context.require_approval setting)",
     )
-    parser.add_argument("--headless", action="store_true", help="no app: one line per event")
+    parser.add_argument(
+        "--headless",
+        action="store_true",
+        help="no app: one line per event (needed without a terminal)",
+    )
     parser.add_argument("--data-dir", type=Path, help="where runs are journaled")
 
 
-def run(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.stdout) -> int:
+def has_terminal() -> bool:
+    """The app draws on stdout and reads keys from stdin: both must be a terminal."""
+    return sys.stdin.isatty() and sys.stdout.isatty()
+
+
+def refusal(args: argparse.Namespace, loaded: LoadedSettings) -> str | None:
+    """Why this run cannot start as asked, before anything is created; None if it can."""
     from mala_tui.core.prompts import PromptTemplateError
+    from mala_tui.runtime.launch import HeadlessApprovalError, check_approval_mode, prompts_for
+
+    if not args.headless and not has_terminal():
+        return "the app needs a terminal (stdin and stdout); without one, use --headless"
+    if args.headless:
+        try:
+            check_approval_mode(args.approve, loaded.settings, sys.stdin.isatty())
+        except HeadlessApprovalError as exc:
+            return str(exc)
+    try:
+        prompts_for(loaded.settings)
+    except PromptTemplateError as exc:
+        return f"prompt template error: {exc}"
+    return None
+
+
+def run(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.stdout) -> int:
     from mala_tui.runtime.backends.claude import ClaudeBackend
+    from mala_tui.runtime.journal import StorageError
     from mala_tui.runtime.launch import (
         TaskFileError,
         agent_spec,
@@ -56,13 +106,21 @@ def run(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.stdo
     )
 
     try:
-        plans = plan_tasks(args.tasks, args.tasks_file, args.cwd.resolve())
+        plans = plan_tasks(args.tasks, args.tasks_file, args.cwd)
     except TaskFileError as exc:
         print(f"mala-tui run: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    problem = refusal(args, loaded)
+    if problem is not None:
+        print(f"mala-tui run: {problem}", file=sys.stderr)
+        return EXIT_USAGE
     settings = loaded.settings
     specs = [agent_spec(plan, settings, model=args.model) for plan in plans]
-    journal = open_journal(loaded, "run", plans)
+    try:
+        journal = open_journal(loaded, "run", plans)
+    except StorageError as exc:
+        print(f"mala-tui run: {exc}", file=sys.stderr)
+        return EXIT_STORAGE
     try:
         supervisor = build_supervisor(
             loaded=loaded,
@@ -72,62 +130,106 @@ def run(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.stdo
             approval_mode=args.approve,
             mode="run",
         )
-    except PromptTemplateError as exc:
-        journal.close()
-        print(f"mala-tui: prompt template error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    out.write(f"run {journal.run_id}: journal in {journal.directory}\n")
-    try:
-        return _drive(supervisor, args.headless, out)
+        out.write(f"run {journal.run_id}: journal in {journal.directory}\n")
+
+        async def main() -> RunResult | Shutdown | int:
+            return await _supervise(supervisor, args.headless, out)
+
+        return _finish(_until_done(main), supervisor, out)
     finally:
         journal.close()
 
 
 def demo(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.stdout) -> int:
-    from mala_tui.core.prompts import PromptTemplateError
     from mala_tui.runtime.demo import demo_run
-    from mala_tui.runtime.launch import exit_status
+    from mala_tui.runtime.journal import StorageError
 
-    async def main() -> RunResult | int:
+    problem = refusal(args, loaded)
+    if problem is not None:
+        print(f"mala-tui demo: {problem}", file=sys.stderr)
+        return EXIT_USAGE
+    supervisors: list[Supervisor] = []
+
+    async def main() -> RunResult | Shutdown | int:
         async with demo_run(loaded, approval_mode=args.approve) as started:
+            supervisors.append(started.supervisor)
             out.write(
                 f"demo run {started.journal.run_id}: journal in {started.journal.directory}\n"
             )
-            if args.headless:
-                return await _headless(started.supervisor, out)
-            return await _app(started.supervisor)
+            return await _supervise(started.supervisor, args.headless, out)
 
     try:
-        result = asyncio.run(main())
+        outcome = _until_done(main)
+    except StorageError as exc:
+        print(f"mala-tui demo: {exc}", file=sys.stderr)
+        return EXIT_STORAGE
+    return _finish(outcome, supervisors[0] if supervisors else None, out)
+
+
+def _until_done(main: Callable[[], object]) -> RunResult | Shutdown | int:
+    """asyncio.run; Ctrl-C (which asyncio turns into cancelling `main`) becomes 130."""
+    try:
+        return asyncio.run(main())  # type: ignore[arg-type]
     except KeyboardInterrupt:
-        out.write("interrupted: every session was stopped\n")
         return EXIT_INTERRUPTED
-    except PromptTemplateError as exc:
-        print(f"mala-tui: prompt template error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    return result if isinstance(result, int) else exit_status(result, out)
 
 
-def _drive(supervisor: Supervisor, headless: bool, out: TextIO) -> int:
+def _finish(outcome: RunResult | Shutdown | int, supervisor: Supervisor | None, out: TextIO) -> int:
     from mala_tui.runtime.launch import exit_status
+    from mala_tui.runtime.signals import Shutdown
 
-    async def main() -> RunResult | int:
-        if headless:
-            return await _headless(supervisor, out)
-        return await _app(supervisor)
+    with contextlib.suppress(OSError):  # after SIGHUP the terminal may be gone
+        if isinstance(outcome, int) and outcome == EXIT_INTERRUPTED:
+            out.write("interrupted: every session was stopped\n")
+        elif isinstance(outcome, Shutdown):
+            out.write(f"{outcome.cause}: every session was stopped\n")
+        elif not isinstance(outcome, int):
+            status = exit_status(outcome, out)
+            outcome = status
+        out.flush()
+    if isinstance(outcome, Shutdown):
+        return outcome.exit_status
+    if supervisor is not None and supervisor.storage_failure is not None:
+        print(f"mala-tui: {supervisor.stop_cause}; every session was stopped", file=sys.stderr)
+        return EXIT_STORAGE
+    return outcome if isinstance(outcome, int) else 1
 
-    try:
-        result = asyncio.run(main())
-    except KeyboardInterrupt:
-        out.write("interrupted: every session was stopped\n")
-        return EXIT_INTERRUPTED
-    return result if isinstance(result, int) else exit_status(result, out)
+
+async def _supervise(
+    supervisor: Supervisor, headless: bool, out: TextIO
+) -> RunResult | Shutdown | int:
+    """Run in the app or headless; SIGTERM and SIGHUP stop it as Ctrl-C (or `q`) would."""
+    from mala_tui.runtime.signals import on_shutdown_signals
+
+    main = asyncio.current_task()
+    assert main is not None
+    apps: list[MalaApp] = []
+
+    def stop(shutdown: Shutdown) -> None:
+        if apps:
+            supervisor.stop_for(shutdown.cause)
+            apps[0].call_later(apps[0].action_quit)  # the app's own quit: waits for the stop
+        else:
+            supervisor.stop_cause = shutdown.cause
+            main.cancel()  # what Ctrl-C does to a headless run
+
+    with on_shutdown_signals(stop) as shutdown:
+        try:
+            if headless:
+                result = await _headless(supervisor, out)
+            else:
+                result = await _app(supervisor, apps.append)
+        except asyncio.CancelledError:
+            if shutdown.signal is None:
+                raise
+            main.uncancel()
+    return shutdown if shutdown.signal is not None else result
 
 
-async def _app(supervisor: Supervisor) -> int:
+async def _app(supervisor: Supervisor, on_app: Callable[[MalaApp], object]) -> int:
     from mala_tui.ui.app import run_app_async
 
-    return await run_app_async(supervisor, supervisor.settings)
+    return await run_app_async(supervisor, supervisor.settings, on_app)
 
 
 async def _headless(supervisor: Supervisor, out: TextIO) -> RunResult | int:

@@ -12,6 +12,7 @@ from typing import Any, TextIO
 
 from mala_tui.config import LoadedSettings
 from mala_tui.core.view import RunState
+from mala_tui.runtime.headless import one_line
 from mala_tui.runtime.journal import EVENTS_FILE, JournalError, find_run, list_runs, read_events
 from mala_tui.runtime.launch import EXIT_USAGE
 
@@ -32,22 +33,35 @@ def data_dir(args: argparse.Namespace, loaded: LoadedSettings) -> Path:
 
 
 def runs(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.stdout) -> int:
-    found = list_runs(data_dir(args, loaded))
+    try:
+        found = list_runs(data_dir(args, loaded))
+    except JournalError as exc:
+        print(f"mala-tui runs: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     if not found:
         out.write(f"no runs under {data_dir(args, loaded) / 'runs'}\n")
         return 0
     out.write(f"{'RUN':<22} {'STARTED':<19} {'MODE':<5} {'STATE':<11} SESSIONS\n")
     for run in found:
-        started = (
-            time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(run.started_at))
-            if run.started_at
-            else "?"
-        )
+        started = _when(run.started_at)
         state = "running?" if not run.ended else ("ok" if run.ok else "not all ok")
+        # Names and modes come from the journal: shown literally, never as terminal escapes.
+        names = one_line(", ".join(run.sessions), 400)
         out.write(
-            f"{run.run_id:<22} {started:<19} {run.mode:<5} {state:<11} {', '.join(run.sessions)}\n"
+            f"{one_line(run.run_id, 40):<22} {started:<19} {one_line(run.mode, 12):<5} "
+            f"{state:<11} {names}\n"
         )
     return 0
+
+
+def _when(at: float | None) -> str:
+    """A journal's time as local time; "?" for none, or one no calendar has (a damaged line)."""
+    if not at:
+        return "?"
+    try:
+        return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(at))
+    except (OverflowError, OSError, ValueError):
+        return "?"
 
 
 def load_run(args: argparse.Namespace, loaded: LoadedSettings) -> tuple[Path, RunState, list[str]]:
@@ -68,6 +82,12 @@ def show(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.std
     if args.json:
         out.write(json.dumps(run_as_json(folder, state, notes), indent=2) + "\n")
         return 0
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        print(
+            "mala-tui show: the app needs a terminal (stdin and stdout); without one, use --json",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
     from mala_tui.ui.app import run_app
 
     return run_app(state, loaded.settings)

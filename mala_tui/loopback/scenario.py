@@ -418,10 +418,14 @@ def _read_mapping(path: Path) -> Mapping[str, Any]:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ScenarioError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise ScenarioError(f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason})") from None
     try:
         data: Any = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
     except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
         raise ScenarioError(f"{path}: not valid {path.suffix[1:].upper()}: {exc}") from exc
+    except RecursionError:
+        raise ScenarioError(f"{path}: nested too deeply") from None
     if not isinstance(data, Mapping):
         raise ScenarioError(f"{path}: the top level must be a table/object")
     return data

@@ -9,6 +9,9 @@ touches the user's ~/.claude and everything can be inspected afterwards.
 
 from __future__ import annotations
 
+import contextlib
+import os
+import shutil
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -24,7 +27,7 @@ from mala_tui.loopback import (
     offline_cli_env,
 )
 from mala_tui.runtime.backends.claude import ClaudeBackend
-from mala_tui.runtime.journal import RunJournal
+from mala_tui.runtime.journal import RunJournal, StorageError, describe_os_error
 from mala_tui.runtime.launch import TaskPlan, agent_spec, build_supervisor, open_journal
 from mala_tui.runtime.supervisor import ApprovalMode, Supervisor
 
@@ -67,21 +70,40 @@ async def demo_run(
     scenarios: tuple[str, ...] = DEMO_SCENARIOS,
     response_delay_s: float | None = None,
 ) -> AsyncIterator[DemoRun]:
-    """Start the loopback model and a supervisor over the demo sessions; stop both after."""
+    """Start the loopback model and a supervisor over the demo sessions; stop both after.
+
+    Raises:
+        StorageError: the run's folder, or the demo's workspaces in it, cannot be written.
+    """
     settings = demo_settings(loaded)
     loaded = LoadedSettings(settings, loaded.sources, loaded.config_file, loaded.config_file_exists)
     loaded_scenarios = {name: load_scenario(name) for name in scenarios}
     plans = [TaskPlan(name, scenario.task, Path()) for name, scenario in loaded_scenarios.items()]
+    # Everything the demo makes lives in the private run folder and is private too: the
+    # workspaces, the agents' own files, the model's request log (the CLIs inherit it).
     journal = open_journal(loaded, "demo", plans)
+    umask = os.umask(0o077)
     folder = journal.directory / "demo"
     workspaces = {name: folder / name / "workspace" for name in scenarios}
-    for name, scenario in loaded_scenarios.items():
-        workspaces[name].mkdir(parents=True)
-        materialize_workspace(scenario, workspaces[name])
+    try:
+        for name, scenario in loaded_scenarios.items():
+            workspaces[name].mkdir(parents=True)
+            materialize_workspace(scenario, workspaces[name])
+    except OSError as exc:
+        journal.close()
+        os.umask(umask)
+        # Nothing ran: leave no half-made run behind to be listed as "running?".
+        shutil.rmtree(journal.directory, ignore_errors=True)
+        raise StorageError(f"cannot make the demo's workspaces: {describe_os_error(exc)}") from None
     server = LoopbackServer(
         loaded_scenarios, workspace=workspaces, response_delay_s=response_delay_s
     )
-    await server.start()
+    try:
+        await server.start()
+    except BaseException:
+        journal.close()
+        os.umask(umask)
+        raise
     try:
         specs = []
         for plan in plans:
@@ -105,6 +127,10 @@ async def demo_run(
         )
         yield DemoRun(supervisor, server, journal, folder)
     finally:
-        server.write_log(journal.directory / "loopback-requests.jsonl")
-        await server.stop()
-        journal.close()
+        try:
+            with contextlib.suppress(OSError):  # a full disk: the journal has the run
+                server.write_log(journal.directory / "loopback-requests.jsonl")
+            await server.stop()
+        finally:
+            journal.close()
+            os.umask(umask)

@@ -3,7 +3,8 @@
 Each line is the event's type and the same summary the app's event log shows
 (`core.describe`). Text from agents is printed with control characters made
 visible (`core.text.clean`), so a task or an error message cannot move the
-cursor or clear the screen.
+cursor or clear the screen, and redacted as the journal is, so a key in a task is
+not printed either.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from mala_tui.core import events as ev
 from mala_tui.core.describe import summary
 from mala_tui.core.observations import Decision
 from mala_tui.core.text import clean, shorten
+from mala_tui.runtime.journal import redact
 
 if TYPE_CHECKING:
     from mala_tui.runtime.supervisor import Supervisor
@@ -53,7 +55,7 @@ def printer(
             return
         stamp = time.strftime("%H:%M:%S", clock(event.at))
         who = one_line(event.session, 24) if event.session else "-"
-        out.write(f"{stamp} {who:<24} {line}\n")
+        out.write(redact(f"{stamp} {who:<24} {line}") + "\n")  # as the journal is
         out.flush()
 
     return listen
@@ -78,7 +80,7 @@ async def answer_from_terminal(supervisor: Supervisor, out: TextIO, read_line: L
             f"({one_line(request.reason)}) ---\n"
         )
         for line in request.checkpoint_text.splitlines():
-            out.write(shorten(clean(line), 400) + "\n")
+            out.write(redact(shorten(clean(line), 400)) + "\n")
         out.write("--- restart from this checkpoint? [a]pprove / [d]eny: ")
         out.flush()
         answer = (await read_line()).strip().lower()

@@ -7,13 +7,20 @@ Layout under the data dir::
     runs/<run id>/checkpoints/<session>-<n>.md
 
 Everything is created readable by the user only. Text is scrubbed of anything
-shaped like an API key or an auth header before it is written. A crash (even
-`kill -9`) leaves every line before it readable; the reader skips a torn last
-line, and lines it cannot use, and says what it skipped.
+shaped like an API key, a GitHub token or an auth header before it is written.
+A crash (even `kill -9`) leaves every line before it readable; the reader skips
+a torn last line, and lines it cannot use, and says what it skipped.
+
+A full disk must not cost the end of the story: each journal holds a small
+reserve file, given back the first time a write fails for want of space, so the
+events of the shutdown that follows (sessions ended, `run_ended`) still fit.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import hashlib
 import json
 import os
 import re
@@ -22,16 +29,21 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from mala_tui.core import events as ev
 
 EVENTS_FILE = "events.jsonl"
 RUN_FILE = "run.json"
 CHECKPOINTS_DIR = "checkpoints"
+RESERVE_FILE = ".reserve"
+#: Room kept back for the shutdown's events once the disk is full (a few dozen lines).
+RESERVE_BYTES = 16 * 1024
 
 _SECRET_PATTERNS = (
     re.compile(r"sk-ant-[A-Za-z0-9_\-]{8,}"),
+    re.compile(r"\bghp_[A-Za-z0-9]{20,}"),
+    re.compile(r"\bgithub_pat_[A-Za-z0-9_]{20,}"),
     re.compile(r"(?i)(authorization\s*[:=]\s*)(bearer\s+)?[^\s\"',]+"),
     re.compile(r"(?i)(x-api-key\s*[:=]\s*)[^\s\"',]+"),
     re.compile(r"(?i)(ANTHROPIC_(?:API_KEY|AUTH_TOKEN)\s*[=:]\s*)[^\s\"',]+"),
@@ -40,10 +52,55 @@ _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 
 
 def redact(text: str) -> str:
-    """Replace anything shaped like an Anthropic key or an auth header value."""
+    """Replace anything shaped like an Anthropic key, a GitHub token or an auth header value."""
     for pattern in _SECRET_PATTERNS:
         text = pattern.sub(lambda m: (m.group(1) if m.lastindex else "") + "[redacted]", text)
     return text
+
+
+def redact_json_line(line: str) -> str:
+    """A JSON line with every string in it redacted, still one valid JSON line.
+
+    Redacting the line's text instead could eat the backslash of an escaped quote
+    after a header value and leave a line no reader can parse. A line that is not
+    JSON is redacted as text.
+    """
+    try:
+        data = json.loads(line)
+    except ValueError:
+        return redact(line)
+    cleaned = _redact_strings(data)
+    if cleaned == data:
+        return line  # nothing secret: keep the line byte for byte
+    return json.dumps(cleaned, ensure_ascii=False, separators=(",", ":"))
+
+
+def _redact_strings(value: Any) -> Any:
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, list):
+        return [_redact_strings(item) for item in value]
+    if isinstance(value, dict):
+        return {redact(key): _redact_strings(item) for key, item in value.items()}
+    return value
+
+
+def redact_file(path: Path) -> bool:
+    """Redact a JSONL file in place (a transcript copy); True when anything changed."""
+    raw = path.read_text(encoding="utf-8", errors="surrogateescape")
+    lines = raw.split("\n")
+    cleaned = [redact_json_line(line) if line.strip() else line for line in lines]
+    if cleaned == lines:
+        return False
+    # Beside it, then over it: a failed write (a full disk) leaves the copy as it was.
+    scratch = path.with_name(path.name + ".redacting")
+    try:
+        _write_private(scratch, "\n".join(cleaned), errors="surrogateescape")
+        scratch.replace(path)
+    finally:
+        with contextlib.suppress(OSError):
+            scratch.unlink()
+    return True
 
 
 def new_run_id(now: float | None = None) -> str:
@@ -56,40 +113,127 @@ def runs_dir(data_dir: Path) -> Path:
 
 
 def safe_file_name(name: str) -> str:
-    cleaned = _SAFE_NAME.sub("-", name).strip("-.")
-    return cleaned[:80] or "session"
+    """A file name for a session: readable, and different for different names.
+
+    A name that had to be changed (``h/1`` and ``h-1`` both read ``h-1``) gains a
+    short hash of the original, so two sessions never share a checkpoint file.
+    """
+    cleaned = _SAFE_NAME.sub("-", name).strip("-.")[:80] or "session"
+    if cleaned == name:
+        return cleaned
+    digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return f"{cleaned}-{digest}"
+
+
+class StorageError(Exception):
+    """The data dir cannot hold a run: missing permission, not a folder, a full disk."""
+
+
+def describe_os_error(exc: OSError) -> str:
+    """`No space left on device (/data/runs/x/events.jsonl)`: the reason, then the file."""
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    where = exc.filename if exc.filename is not None else ""
+    return f"{reason} ({where})" if where else reason
+
+
+_opened_runs: list[Path] = []
+
+
+def last_opened_run() -> Path | None:
+    """The folder of the run opened last (since `forget_opened_runs`), for an error report."""
+    return _opened_runs[-1] if _opened_runs else None
+
+
+def forget_opened_runs() -> None:
+    """A new command starts: no run of an earlier one is its run."""
+    _opened_runs.clear()
 
 
 class RunJournal:
     """Writes one run's files. Not thread-safe: the runtime writes from its event loop."""
 
-    def __init__(self, directory: Path, run_id: str, stream: IO[str]) -> None:
+    def __init__(self, directory: Path, run_id: str, fd: int) -> None:
         self.directory = directory
         self.run_id = run_id
-        self._stream = stream
+        self._fd: int | None = fd
         self.lines_written = 0
+        self.failure: OSError | None = None
+        """The write that failed for good; set, the journal takes no more lines."""
+        self.disk_full: OSError | None = None
+        """The first write that found the disk full (the reserve was given back for it)."""
 
     @classmethod
     def create(cls, data_dir: Path, run_id: str, meta: dict[str, Any]) -> RunJournal:
+        """Create the run's folder and files.
+
+        Raises:
+            StorageError: the data dir cannot be used (named, with the reason).
+        """
         directory = runs_dir(data_dir) / run_id
-        _private_dir(data_dir)
-        _private_dir(runs_dir(data_dir))
-        directory.mkdir(mode=0o700, exist_ok=False)
-        _private_dir(directory / CHECKPOINTS_DIR)
-        _write_private(directory / RUN_FILE, redact(json.dumps(meta, indent=2, default=str)) + "\n")
-        fd = os.open(directory / EVENTS_FILE, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        stream = os.fdopen(fd, "a", encoding="utf-8", buffering=1)
-        return cls(directory, run_id, stream)
+        try:
+            _private_dir(data_dir)
+            _private_dir(runs_dir(data_dir))
+            directory.mkdir(mode=0o700, exist_ok=False)
+            _opened_runs.append(directory)
+            _private_dir(directory / CHECKPOINTS_DIR)
+            _write_private(
+                directory / RUN_FILE, redact(json.dumps(meta, indent=2, default=str)) + "\n"
+            )
+            _reserve(directory / RESERVE_FILE)
+            fd = os.open(directory / EVENTS_FILE, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        except OSError as exc:
+            raise StorageError(
+                f"cannot keep a run under {data_dir}: {describe_os_error(exc)}"
+            ) from None
+        return cls(directory, run_id, fd)
 
     @property
     def events_path(self) -> Path:
         return self.directory / EVENTS_FILE
 
+    @property
+    def closed(self) -> bool:
+        return self._fd is None
+
     def write(self, event: ev.Event) -> None:
-        # One write per line, flushed at once: a crash can only tear the line in flight.
-        self._stream.write(redact(ev.event_json(event)) + "\n")
-        self._stream.flush()
+        """Append one event as one line, on disk when this returns.
+
+        Raises:
+            OSError: the line could not be written even with the reserve given back;
+                the journal is then failed (`failure`) and takes no more lines.
+        """
+        if self._fd is None:
+            raise self.failure or ValueError("the journal is closed")
+        data = (redact_json_line(ev.event_json(event)) + "\n").encode("utf-8")
+        try:
+            self._append(data)
+        except OSError as exc:
+            self.failure = exc
+            raise
         self.lines_written += 1
+
+    def _append(self, data: bytes) -> None:
+        # One unbuffered write per line: a crash can only tear the line in flight.
+        assert self._fd is not None
+        written = 0
+        while written < len(data):
+            try:
+                written += self._write_bytes(self._fd, data[written:])
+            except OSError as exc:
+                exc.filename = str(self.events_path)
+                if exc.errno not in (errno.ENOSPC, errno.EDQUOT) or self.disk_full is not None:
+                    raise
+                self.disk_full = exc
+                with contextlib.suppress(OSError):
+                    (self.directory / RESERVE_FILE).unlink()
+                if written:
+                    # End the torn piece on a line of its own (the reader skips it) and
+                    # write the whole line again after it.
+                    data, written = b"\n" + data, 0
+
+    def _write_bytes(self, fd: int, data: bytes) -> int:
+        """The one system call that puts journal lines on disk (a test can fill the disk here)."""
+        return os.write(fd, data)
 
     def save_checkpoint(self, session: str, number: int, text: str) -> Path:
         path = self.directory / CHECKPOINTS_DIR / f"{safe_file_name(session)}-{number}.md"
@@ -97,8 +241,12 @@ class RunJournal:
         return path
 
     def close(self) -> None:
-        if not self._stream.closed:
-            self._stream.close()
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            with contextlib.suppress(OSError):
+                os.close(fd)
+            with contextlib.suppress(OSError):
+                (self.directory / RESERVE_FILE).unlink()
 
     def __enter__(self) -> RunJournal:
         return self
@@ -108,13 +256,25 @@ class RunJournal:
 
 
 def _private_dir(path: Path) -> None:
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    try:
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except FileExistsError:  # a file where the folder should be: say that, not "exists"
+        raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(path)) from None
 
 
-def _write_private(path: Path, text: str) -> None:
+def _write_private(path: Path, text: str, errors: str = "strict") -> None:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+    with os.fdopen(fd, "w", encoding="utf-8", errors=errors) as handle:
         handle.write(text)
+
+
+def _reserve(path: Path) -> None:
+    """Hold RESERVE_BYTES of real blocks (not a sparse file) for the journal's last lines."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.write(fd, b"\0" * RESERVE_BYTES)
+    finally:
+        os.close(fd)
 
 
 @dataclass(frozen=True)
@@ -155,12 +315,21 @@ def read_events(path: Path) -> JournalContents:
         last = number == len(lines)
         try:
             data = json.loads(line)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
             if last and torn_tail:
                 reason = f"torn last line ({len(line)} bytes, cut off mid-write)"
+            elif isinstance(exc, RecursionError):
+                reason = "not JSON this reader accepts: nested too deeply"
             else:
                 reason = f"not JSON: {exc}"
             contents.skipped.append(Skipped(number, reason))
+            continue
+        if isinstance(data, dict) and not isinstance(data.get("type"), str):
+            # Checked here: a list or an object as `type` cannot even be looked up among
+            # the known types (it is unhashable).
+            shown = json.dumps(data.get("type"))
+            shown = shown if len(shown) <= 40 else shown[:39] + "…"
+            contents.skipped.append(Skipped(number, f"`type` is not a string: {shown}"))
             continue
         try:
             contents.events.append(ev.parse_event(data))
@@ -181,12 +350,20 @@ class RunSummary:
 
 
 def list_runs(data_dir: Path) -> list[RunSummary]:
-    """Runs under the data dir, newest first; a run whose journal cannot be read is still listed."""
+    """Runs under the data dir, newest first; a run whose journal cannot be read is still listed.
+
+    Raises:
+        JournalError: the runs folder exists but cannot be listed.
+    """
     root = runs_dir(data_dir)
     if not root.is_dir():
         return []
+    try:
+        folders = sorted(root.iterdir(), reverse=True)
+    except OSError as exc:
+        raise JournalError(f"{root}: cannot be listed: {exc.strerror or exc}") from None
     found = []
-    for directory in sorted(root.iterdir(), reverse=True):
+    for directory in folders:
         if not (directory / EVENTS_FILE).is_file():
             continue
         found.append(_summarize(directory))

@@ -22,7 +22,7 @@ from mala_tui.core.phases import ManageMode
 from mala_tui.core.prompts import PromptSet
 from mala_tui.prompt_files import load_prompts
 from mala_tui.runtime.backends.base import Backend, SessionSpec
-from mala_tui.runtime.headless import LineReader, answer_from_terminal, printer
+from mala_tui.runtime.headless import LineReader, answer_from_terminal, one_line, printer
 from mala_tui.runtime.journal import RunJournal, new_run_id
 from mala_tui.runtime.supervisor import ApprovalMode, RunResult, Supervisor
 
@@ -49,7 +49,13 @@ def plan_tasks(tasks: Sequence[str], tasks_file: Path | None, cwd: Path) -> list
     A file entry is a table with `task` and optionally `name` and `cwd` (relative
     to the file). Names must be unique; missing ones are task-1, task-2...
     """
-    plans = [TaskPlan("", text, cwd) for text in tasks]
+    plans = []
+    if tasks:
+        folder = _task_folder(cwd, "--cwd")
+        for index, text in enumerate(tasks, start=1):
+            if not text.strip():
+                raise TaskFileError(f"task {index} on the command line is empty")
+            plans.append(TaskPlan("", text, folder))
     if tasks_file is not None:
         plans += _read_tasks_file(tasks_file)
     named: list[TaskPlan] = []
@@ -65,17 +71,33 @@ def plan_tasks(tasks: Sequence[str], tasks_file: Path | None, cwd: Path) -> list
     return named
 
 
+def _task_folder(folder: Path, where: str) -> Path:
+    """The folder, resolved; a clear error when it is not one (or not a path at all)."""
+    try:
+        resolved = folder.resolve()
+        if resolved.is_dir():
+            return resolved
+    except (OSError, ValueError, RuntimeError):  # a NUL byte, a symlink loop, too long
+        pass
+    raise TaskFileError(f"{where}: {str(folder)!r} is not a folder")
+
+
 def _read_tasks_file(path: Path) -> list[TaskPlan]:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise TaskFileError(f"tasks file {path}: cannot be read: {exc.strerror or exc}") from None
-    try:
-        data: Any = json.loads(text) if path.suffix == ".json" else tomllib.loads(text)
-    except (json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
+    except UnicodeDecodeError as exc:
         raise TaskFileError(
-            f"tasks file {path}: not valid {path.suffix[1:] or 'TOML'}: {exc}"
+            f"tasks file {path}: not UTF-8 text (byte {exc.start}: {exc.reason})"
         ) from None
+    kind = "JSON" if path.suffix == ".json" else "TOML"
+    try:
+        data: Any = json.loads(text) if kind == "JSON" else tomllib.loads(text)
+    except (json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise TaskFileError(f"tasks file {path}: not valid {kind}: {exc}") from None
+    except RecursionError:
+        raise TaskFileError(f"tasks file {path}: {kind} nested too deeply") from None
     entries = data.get("task") if isinstance(data, dict) else data
     if not isinstance(entries, list):
         raise TaskFileError(f"tasks file {path}: expected a list of [[task]] tables")
@@ -94,9 +116,7 @@ def _read_tasks_file(path: Path) -> list[TaskPlan]:
             raise TaskFileError(f"{where}: `task` must be a non-empty string")
         if not isinstance(name, str) or not isinstance(cwd, str):
             raise TaskFileError(f"{where}: `name` and `cwd` must be strings")
-        folder = (path.parent / cwd).resolve()
-        if not folder.is_dir():
-            raise TaskFileError(f"{where}: cwd {folder} is not a folder")
+        folder = _task_folder(path.parent / cwd, f"{where}: cwd")
         plans.append(TaskPlan(name, task, folder))
     return plans
 
@@ -160,9 +180,17 @@ class HeadlessApprovalError(ValueError):
 
 def check_headless_approvals(supervisor: Supervisor, interactive: bool) -> None:
     """Headless runs can ask on a terminal; without one an `ask` would wait forever."""
-    if supervisor.approval_mode != "ask" or interactive:
+    check_approval_mode(supervisor.approval_mode, supervisor.settings, interactive)
+
+
+def check_approval_mode(
+    approval_mode: ApprovalMode | None, settings: Settings, interactive: bool
+) -> None:
+    """`check_headless_approvals` before there is a supervisor (or a journal) to ask."""
+    mode = approval_mode or ("ask" if settings.context.require_approval else "auto")
+    if mode != "ask" or interactive:
         return
-    if supervisor.settings.context.approval_timeout_seconds is not None:
+    if settings.context.approval_timeout_seconds is not None:
         return  # a timeout answers every request
     raise HeadlessApprovalError(
         "approvals are set to ask, but this headless run has no terminal to ask on: "
@@ -212,9 +240,10 @@ async def read_stdin_line() -> str:
 
 
 def exit_status(result: RunResult, out: TextIO) -> int:
+    """One line per session (names and reasons shown literally), and the run's exit status."""
     for name, status in result.statuses.items():
-        reason = result.reasons.get(name, "")
-        out.write(f"{name}: {status.value}{' - ' + reason if reason else ''}\n")
+        reason = one_line(result.reasons.get(name, ""), 400)
+        out.write(f"{one_line(name, 80)}: {status.value}{' - ' + reason if reason else ''}\n")
     return EXIT_OK if result.ok else EXIT_NOT_ALL_DONE
 
 

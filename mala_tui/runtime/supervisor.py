@@ -7,6 +7,12 @@ held back here: how often to redraw is the display's business, and the app's
 bridge gathers updates per frame (ui.bridge). Events come per API call and per
 message, never per token. Approval requests queue here until someone answers
 them; an answer goes to the session's runner.
+
+At most `agent.max_concurrent` sessions run at once; the rest wait in a queue, in
+the order given. A queued session is journaled with a warning saying so, and shows as
+queued until its `session_started`. A journal that cannot be written (a full disk)
+stops the run: every session is stopped, and the events of the shutdown go to the
+journal's reserve.
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ from mala_tui.core.prompts import PromptSet
 from mala_tui.core.view import RunState, SessionSnapshot
 from mala_tui.core.window import DEFAULT_MODEL_WINDOWS, Window, resolve_window
 from mala_tui.runtime.backends.base import Backend, SessionSpec
-from mala_tui.runtime.journal import RunJournal
+from mala_tui.runtime.journal import RunJournal, describe_os_error, redact_file
 from mala_tui.runtime.session import RunnerLimits, SessionRunner
 
 ApprovalMode = Literal["ask", "auto", "deny"]
@@ -49,11 +55,17 @@ class ApprovalRequest:
     asked_at: float
 
 
+#: Where the warning that journals a queued session comes from.
+QUEUE = "queue"
+
+
 @dataclass
 class RunResult:
     statuses: dict[str, EndStatus]
     reasons: dict[str, str]
     pids: list[int]
+    stop_cause: str = ""
+    """Why the run was stopped before its sessions ended (a signal, a full disk); "" if not."""
 
     @property
     def ok(self) -> bool:
@@ -133,6 +145,14 @@ class Supervisor:
         self.approvals: list[ApprovalRequest] = []
         self.listeners = _Listeners()
         self._tasks: dict[str, asyncio.Task[EndStatus]] = {}
+        self.max_concurrent = settings.agent.max_concurrent
+        self.queued: list[str] = []
+        """Sessions waiting for a slot, in the order they will start."""
+        self._never_started: dict[str, tuple[EndStatus, str]] = {}
+        self.stop_cause = ""
+        """Set when the run is stopped from outside its sessions: a signal, a full disk."""
+        self.storage_failure: OSError | None = None
+        self._redacted_copies: set[Path] = set()
 
     # -- building the run -----------------------------------------------------------------------
 
@@ -169,23 +189,78 @@ class Supervisor:
             )
         )
         ok, reason = False, "cancelled"
+        slots = asyncio.Semaphore(self.max_concurrent)
+        self.queued = list(self.runners)[self.max_concurrent :]
+        for position, name in enumerate(self.queued, start=1):
+            self.record(
+                ev.WarningRecorded(
+                    at=self.clock(),
+                    session=name,
+                    where=QUEUE,
+                    message=f"queued ({position} of {len(self.queued)}): at most "
+                    f"{self.max_concurrent} sessions run at once (agent.max_concurrent)",
+                )
+            )
         try:
             async with asyncio.TaskGroup() as group:
                 for name, runner in self.runners.items():
-                    self._tasks[name] = group.create_task(runner.run(), name=f"session {name}")
+                    self._tasks[name] = group.create_task(
+                        self._run_in_slot(name, runner, slots), name=f"session {name}"
+                    )
             result = self.result()
             ok, reason = result.ok, "" if result.ok else "not every session finished"
             return result
+        except asyncio.CancelledError:
+            self.stop_cause = self.stop_cause or "cancelled"
+            raise
         finally:
+            self._end_queued(EndStatus.STOPPED, self.stop_cause or "cancelled")
+            reason = self.stop_cause or reason
             self.record(ev.RunEnded(at=self.clock(), run_id=run_id, ok=ok, reason=reason))
+            self._redact_transcript_copies()
+
+    async def _run_in_slot(
+        self, name: str, runner: SessionRunner, slots: asyncio.Semaphore
+    ) -> EndStatus:
+        async with slots:
+            if name in self._never_started:
+                return self._never_started[name][0]
+            if name in self.queued:
+                self.queued.remove(name)  # its session_started says it left the queue
+            return await runner.run()
+
+    def _end_queued(self, status: EndStatus, reason: str) -> None:
+        """End every session still waiting for a slot: it never started, and never will."""
+        for name in list(self.queued):
+            self._end_unstarted(name, status, reason)
+
+    def _end_unstarted(self, name: str, status: EndStatus, reason: str) -> None:
+        self.queued.remove(name)
+        self._never_started[name] = (status, reason)
+        self.record(
+            ev.SessionEnded(
+                at=self.clock(),
+                session=name,
+                status=status,
+                reason=f"{reason} (it was queued, never started)",
+            )
+        )
 
     def result(self) -> RunResult:
+        statuses: dict[str, EndStatus] = {}
+        reasons: dict[str, str] = {}
+        for name, runner in self.runners.items():
+            if name in self._never_started:
+                statuses[name], reasons[name] = self._never_started[name]
+                reasons[name] += " (it was queued, never started)"
+                continue
+            statuses[name] = runner.status or EndStatus.FAILED
+            reasons[name] = runner.end_reason
+            if self.stop_cause and statuses[name] is EndStatus.STOPPED:
+                # The runner says "stopped by the operator"; say who really stopped it.
+                reasons[name] = self.stop_cause
         return RunResult(
-            statuses={
-                name: runner.status or EndStatus.FAILED for name, runner in self.runners.items()
-            },
-            reasons={name: runner.end_reason for name, runner in self.runners.items()},
-            pids=self.pids(),
+            statuses=statuses, reasons=reasons, pids=self.pids(), stop_cause=self.stop_cause
         )
 
     def pids(self) -> list[int]:
@@ -198,11 +273,20 @@ class Supervisor:
     # -- commands from the operator -------------------------------------------------------------
 
     def command(self, session: str, command: Command) -> None:
+        if command is Command.STOP and session in self.queued:
+            self._end_unstarted(session, EndStatus.STOPPED, "stopped by the operator")
+            return
         self.runners[session].command(command)
 
+    def stop_for(self, cause: str) -> None:
+        """Stop every session because of `cause` (a signal, a full disk): the results say so."""
+        self.stop_cause = self.stop_cause or cause
+        self.stop_all()
+
     def stop_all(self) -> None:
-        for runner in self.runners.values():
-            if runner.status is None:
+        self._end_queued(EndStatus.STOPPED, self.stop_cause or "stopped by the operator")
+        for name, runner in self.runners.items():
+            if runner.status is None and name not in self._never_started:
                 runner.command(Command.STOP)
 
     def transcript_path(self, session: str) -> Path | None:
@@ -237,18 +321,74 @@ class Supervisor:
     # -- the sink ---------------------------------------------------------------------------------
 
     def record(self, event: ev.Event) -> ev.Event:
-        if isinstance(event, ev.CheckpointSaved) and not event.path and self.journal is not None:
-            path = self.journal.save_checkpoint(event.session, event.number, event.text)
-            event = event.model_copy(update={"path": str(path)})
-        if self.journal is not None:
-            self.journal.write(event)
+        """Journal an event and apply it to the live view; never raises for the journal's disk.
+
+        A checkpoint that cannot be saved as a file is still in its journal line; a
+        journal line that cannot be written stops the run (see `storage_failed`).
+        """
+        journal = self.journal
+        if journal is not None and (journal.closed or journal.failure is not None):
+            journal = None
+        if isinstance(event, ev.CheckpointSaved) and not event.path and journal is not None:
+            try:
+                path = journal.save_checkpoint(event.session, event.number, event.text)
+            except OSError as exc:
+                self.storage_failed(exc)
+            else:
+                event = event.model_copy(update={"path": str(path)})
+        if journal is not None:
+            try:
+                journal.write(event)
+            except OSError as exc:
+                self.storage_failed(exc)
+            if journal.disk_full is not None:
+                self.storage_failed(journal.disk_full)
+        if isinstance(event, ev.MaskApplied):
+            self._redact_transcript_copies()
         self.state.apply(event)
         self._track_approvals(event)
-        for listener in self.listeners.events:
-            listener(event)
+        for listener in list(self.listeners.events):
+            try:
+                listener(event)
+            except OSError:
+                # A printer whose terminal is gone (SIGHUP) or whose pipe closed: the run
+                # goes on, journaled, without it.
+                self.listeners.events.remove(listener)
         if event.session:
             self._publish(event.session)
         return event
+
+    def storage_failed(self, exc: OSError) -> None:
+        """The run's files cannot be written: stop every session, once.
+
+        A failed checkpoint file alone would not need it, but it comes from the same
+        disk as the journal: stopping now keeps the journal's reserve for the shutdown.
+        """
+        if self.storage_failure is not None:
+            return
+        self.storage_failure = exc
+        self.stop_for(f"the run's files could not be written: {describe_os_error(exc)}")
+
+    def _redact_transcript_copies(self) -> None:
+        """Scrub secrets from the transcript copies masking kept under the run's folder.
+
+        The backend copies a transcript before rewriting it; the copy is the original
+        for a person to read, so it is kept, but without keys or tokens in it.
+        """
+        if self.journal is None:
+            return
+        folder = self.journal.directory / "transcripts"
+        if not folder.is_dir():
+            return
+        for copy in sorted(folder.glob("*.jsonl")):
+            if copy in self._redacted_copies:
+                continue
+            try:
+                redact_file(copy)
+            except OSError as exc:
+                self.storage_failed(exc)
+                return
+            self._redacted_copies.add(copy)
 
     def _track_approvals(self, event: ev.Event) -> None:
         if isinstance(event, ev.ApprovalRequested):

@@ -289,9 +289,16 @@ def run_app(source: Source, settings: Settings) -> int:
     return _finish(app)
 
 
-async def run_app_async(source: Source, settings: Settings) -> int:
-    """`run_app` inside a running event loop (the demo's model server shares the loop)."""
+async def run_app_async(
+    source: Source, settings: Settings, on_app: Callable[[MalaApp], object] | None = None
+) -> int:
+    """`run_app` inside a running event loop (the demo's model server shares the loop).
+
+    `on_app` gets the app before it runs (to quit it on a signal, say).
+    """
     app = MalaApp(source, settings=settings)
+    if on_app is not None:
+        on_app(app)
     await app.run_async()
     return _finish(app)
 

@@ -11,6 +11,7 @@ from typing import Final
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.phases import Phase
 from mala_tui.core.usage import UsageSource
+from mala_tui.core.view import SessionSnapshot
 
 SOURCE_LABELS: Final = {
     UsageSource.PER_CALL: "exact",
@@ -24,6 +25,17 @@ SOURCE_LABELS: Final = {
 def phase_label(state: Phase | EndStatus) -> str:
     """A phase or an end status as the screens name it: `winding_down` reads "winding down"."""
     return state.value.replace("_", " ")
+
+
+def state_label(snapshot: SessionSnapshot) -> str:
+    """The snapshot's state as the screens name it; "queued" before the session started.
+
+    A session the run has but whose `session_started` has not come (so it has no task
+    yet) is waiting for a slot under `agent.max_concurrent`.
+    """
+    if snapshot.status is None and not snapshot.task:
+        return "queued"
+    return phase_label(snapshot.state)
 
 
 def source_label(source: UsageSource) -> str:

@@ -1,4 +1,5 @@
-"""Fuzzed bad input: configs, journal lines and scenario files.
+"""Fuzzed bad input: configs, journal lines (JSON of every shape), tasks files (any bytes)
+and scenario files.
 
 Whatever comes in, the outcome is the value or the project's own clear error, never a
 crash and never a silent loss. (Checkpoints and usage fields are fuzzed beside their
@@ -169,3 +170,109 @@ def test_any_text_as_a_scenario_file_is_refused_naming_the_file(text: str) -> No
             load_scenario(path)
         except ScenarioError as exc:
             assert str(path) in str(exc)
+
+
+# -- journal lines of JSON of every shape, read by everything that reads a journal ------------
+
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.text(max_size=12),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4)
+    ),
+    max_leaves=12,
+)
+#: Objects shaped like events: a known or odd `type`, the usual fields with any JSON in them.
+event_shaped = st.fixed_dictionaries(
+    {"type": st.sampled_from(sorted(ev.EVENT_TYPES)) | json_values},
+    optional={
+        key: json_values
+        for key in ("at", "session", "run_id", "sessions", "mode", "status", "ok", "tokens")
+    },
+)
+
+
+def json_line(value: Any) -> str:
+    return json.dumps(value, allow_nan=True)
+
+
+@given(
+    st.lists(
+        st.integers(0, 10**6) | json_values.map(json_line) | event_shaped.map(json_line),
+        max_size=25,
+    )
+)
+def test_journal_lines_of_any_json_shape_are_read_listed_and_shown(lines: list[int | str]) -> None:
+    import io
+    from argparse import Namespace
+
+    from mala_tui.commands.runs_cmd import run_as_json, runs
+    from mala_tui.config import LoadedSettings, Settings
+    from mala_tui.core.view import RunState
+    from mala_tui.runtime.journal import list_runs
+
+    with tempfile.TemporaryDirectory() as folder:
+        run = Path(folder) / "runs" / "20261123-000000-fuzz"
+        run.mkdir(parents=True)
+        text = "".join(
+            (valid_event(line) if isinstance(line, int) else line) + "\n" for line in lines
+        )
+        (run / "events.jsonl").write_text(text, encoding="utf-8")
+        contents = read_events(run / "events.jsonl")
+        state = RunState(run_id=run.name).apply_all(contents.events)
+        json.dumps(run_as_json(run, state, [s.reason for s in contents.skipped]))
+        assert [r.run_id for r in list_runs(Path(folder))] == [run.name]
+        loaded = LoadedSettings(Settings(), {}, Path(folder) / "none.toml", False)
+        out = io.StringIO()
+        assert runs(Namespace(data_dir=Path(folder)), loaded, out) == 0
+        assert "\x1b" not in out.getvalue()
+    # Every line is either an event or a skip with a reason; the good ones all survive.
+    assert len(contents.events) + len(contents.skipped) == len(lines)
+    # (The fuzzed objects never carry an error event's `where` and `message`.)
+    good = [f"line {n}" for n in lines if isinstance(n, int)]
+    assert [e.message for e in contents.events if isinstance(e, ev.ErrorRecorded)] == good
+
+
+# -- tasks files as bytes -----------------------------------------------------------------------
+
+
+@given(st.binary(max_size=300), st.sampled_from(["tasks.toml", "tasks.json", "tasks"]))
+def test_any_bytes_as_a_tasks_file_are_tasks_or_one_clear_error(data: bytes, name: str) -> None:
+    from mala_tui.runtime.launch import TaskFileError, plan_tasks
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / name
+        path.write_bytes(data)
+        try:
+            plans = plan_tasks([], path, Path(folder))
+        except TaskFileError as exc:
+            message = str(exc)
+            assert message.strip() and "\n" not in message.strip(), message
+            assert str(path) in message or message.startswith("no task given"), message
+            return
+    assert plans and all(plan.task.strip() and plan.name for plan in plans)
+
+
+tasks_entry = st.dictionaries(
+    st.sampled_from(["task", "name", "cwd", "other"]),
+    json_values | st.sampled_from([".", "..", "/", "a\u0000b", "\x1b]0;x\x07", "x" * 5000]),
+    max_size=4,
+)
+
+
+@given(st.lists(tasks_entry, max_size=4) | json_values)
+def test_any_json_as_a_tasks_file_is_tasks_or_one_clear_error(value: Any) -> None:
+    from mala_tui.runtime.launch import TaskFileError, plan_tasks
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "tasks.json"
+        path.write_text(json.dumps(value, allow_nan=True), encoding="utf-8")
+        try:
+            plans = plan_tasks([], path, Path(folder))
+        except TaskFileError as exc:
+            assert str(path) in str(exc) or str(exc).startswith(("no task given", "two tasks"))
+            return
+    assert all(plan.cwd.is_absolute() for plan in plans)

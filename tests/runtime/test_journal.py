@@ -17,6 +17,8 @@ from mala_tui.runtime.journal import (
     list_runs,
     read_events,
     redact,
+    redact_file,
+    redact_json_line,
 )
 
 
@@ -65,7 +67,7 @@ def test_round_trip_and_private_files(tmp_path: Path) -> None:
     contents = read_events(j.events_path)
     assert contents.events == some_events()
     assert contents.skipped == []
-    assert path.name == "s1-..-x-1.md"
+    assert path.name.startswith("s1-..-x-") and path.name.endswith("-1.md")  # hashed: renamed
     assert path.parent == j.directory / "checkpoints"
     for file in (j.events_path, j.directory / "run.json", path):
         assert stat.S_IMODE(file.stat().st_mode) == 0o600, file
@@ -187,3 +189,66 @@ def test_the_view_rebuilt_from_a_journal_matches_the_live_one(tmp_path: Path) ->
     assert session.masks[0].reclaimed == 190
     assert session.status == "done" and session.masked_total == 2
     assert session.snapshot().zone == "normal" and session.snapshot().tokens == 560
+
+
+GHP = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+GITHUB_PAT = "github_pat_" + "11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz"
+
+
+def test_github_tokens_are_redacted() -> None:
+    text = f"token {GHP} and {GITHUB_PAT}, then ghp_short stays"
+    assert redact(text) == "token [redacted] and [redacted], then ghp_short stays"
+
+
+def test_a_redacted_journal_line_is_still_json() -> None:
+    # Text redaction would eat the backslash before the quote and break the line.
+    line = json.dumps({"excerpt": 'curl -H "Authorization: Bearer tok\\"x" ' + GHP})
+    cleaned = redact_json_line(line)
+    assert json.loads(cleaned) == {"excerpt": 'curl -H "Authorization: [redacted]"x" [redacted]'}
+    assert redact_json_line('{"a": "nothing secret"}') == '{"a": "nothing secret"}'
+
+
+def test_a_transcript_copy_is_redacted_in_place_and_stays_jsonl(tmp_path: Path) -> None:
+    copy = tmp_path / "t.jsonl"
+    lines = [json.dumps({"message": {"content": f"key sk-ant-api03-{'k' * 20}"}}), "not json"]
+    copy.write_text("\n".join(lines) + "\n")
+    assert redact_file(copy)
+    kept = copy.read_text().splitlines()
+    assert [json.loads(kept[0]), kept[1]] == [
+        {"message": {"content": "key [redacted]"}},
+        "not json",
+    ]
+    assert not redact_file(copy)  # nothing left to redact: left as it is
+
+
+@pytest.mark.parametrize("names", [("h/1", "h-1"), ("a b", "a-b", "a?b"), ("..", "session")])
+def test_names_that_clean_to_the_same_file_keep_separate_checkpoints(
+    tmp_path: Path, names: tuple[str, ...]
+) -> None:
+    with journal(tmp_path) as j:
+        paths = [j.save_checkpoint(name, 1, f"checkpoint of {name}") for name in names]
+    assert len(set(paths)) == len(names)
+    assert [p.read_text() for p in paths] == [f"checkpoint of {name}\n" for name in names]
+
+
+@pytest.mark.parametrize("kind", [["x"], {}, None, 1, 2.5, True])
+def test_a_type_that_is_not_a_string_is_skipped_not_a_crash(tmp_path: Path, kind: object) -> None:
+    j = journal(tmp_path)
+    for event in some_events():
+        j.write(event)
+    j.close()
+    with j.events_path.open("a") as raw:
+        raw.write(json.dumps({"type": kind, "at": 1.0}) + "\n")
+    contents = read_events(j.events_path)
+    assert contents.events == some_events()
+    assert [s.reason for s in contents.skipped] == [f"`type` is not a string: {json.dumps(kind)}"]
+    (listed,) = list_runs(tmp_path)
+    assert listed.ended and listed.ok
+
+
+def test_a_line_nested_too_deeply_is_skipped(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    path.write_text("[" * 100_000 + "]" * 100_000 + "\n" + ev.event_json(some_events()[0]) + "\n")
+    contents = read_events(path)
+    assert contents.events == some_events()[:1]
+    assert contents.skipped[0].reason == "not JSON this reader accepts: nested too deeply"

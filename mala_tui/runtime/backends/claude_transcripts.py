@@ -9,6 +9,7 @@ rewriting old results here is how they are masked.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -50,10 +51,16 @@ def rewrite_transcript(path: Path, placeholders: Mapping[str, str], backup_dir: 
     except OSError as exc:
         raise MaskError(f"{path}: cannot be read: {exc.strerror or exc}") from None
     if backup_dir is not None:
-        backup_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         backup = backup_dir / f"{path.stem}.{int(time.time() * 1000)}.jsonl"
-        shutil.copyfile(path, backup)
-        backup.chmod(0o600)
+        try:
+            backup_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+            shutil.copyfile(path, backup)
+            backup.chmod(0o600)
+        except OSError as exc:  # a full disk: no copy, so no rewrite either
+            with contextlib.suppress(OSError):
+                backup.unlink(missing_ok=True)
+            reason = exc.strerror or exc
+            raise MaskError(f"{backup}: the original cannot be kept: {reason}") from None
     replaced: set[str] = set()
     lines = []
     for line in original.splitlines(keepends=True):

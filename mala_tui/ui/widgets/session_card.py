@@ -19,7 +19,7 @@ from mala_tui.core.text import ELLIPSIS, clean
 from mala_tui.core.usage import Zone
 from mala_tui.core.view import SessionSnapshot
 from mala_tui.ui.drawing import Reading, gauge_bar, gauge_figures, trend_blocks
-from mala_tui.ui.format import phase_label
+from mala_tui.ui.format import state_label
 from mala_tui.ui.text import literal
 
 LINES: Final = ("task", "state", "bar", "figures", "counters", "trend")
@@ -30,7 +30,7 @@ SAYS_WHY: Final = frozenset({EndStatus.FAILED, EndStatus.STOPPED, EndStatus.DENI
 
 def state_text(snapshot: SessionSnapshot) -> str:
     state = snapshot.state
-    text = f"\u25cf {phase_label(state)}"
+    text = f"\u25cf {state_label(snapshot)}"
     if snapshot.pending_approval is not None:
         text += f" \u00b7 checkpoint #{snapshot.pending_approval}"
     elif state in SAYS_WHY and snapshot.end_reason:

@@ -1,0 +1,60 @@
+"""The last line of defence: an unexpected exception is one line, exit 70, details saved."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from mala_tui import cli
+from mala_tui.commands import runs_cmd
+from mala_tui.core import events as ev
+from mala_tui.runtime import supervisor as supervisor_module
+from mala_tui.runtime.journal import EVENTS_FILE, list_runs, read_events
+
+
+def open_files() -> set[str]:
+    return {os.path.realpath(f"/proc/self/fd/{fd}") for fd in os.listdir("/proc/self/fd")}
+
+
+def test_an_unexpected_error_in_runs_is_one_line_and_exit_70(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def broken(*_args: object) -> int:
+        raise RuntimeError("the listing broke\nacross lines")
+
+    monkeypatch.setattr(runs_cmd, "runs", broken)
+    data = tmp_path / "data"
+    data.mkdir()
+    assert cli.main(["runs", "--data-dir", str(data)]) == 70
+    err = capsys.readouterr().err
+    assert err == (
+        "mala-tui: internal error: RuntimeError: the listing broke \u23ce across lines "
+        f"(details in {data / 'error.log'})\n"
+    )
+    log = (data / "error.log").read_text()
+    assert "Traceback" in log and "the listing broke" in log
+
+
+def test_an_error_inside_a_run_is_logged_in_its_folder_and_the_journal_is_ended(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    async def broken(*_args: object) -> None:
+        raise RuntimeError("a bug in the supervisor")
+
+    monkeypatch.setattr(supervisor_module.Supervisor, "_run_in_slot", broken)
+    data = tmp_path / "data"
+    code = cli.main(
+        ["run", "a task", "--headless", "--cwd", str(tmp_path), "--data-dir", str(data)]
+    )
+    assert code == 70
+    (run,) = list_runs(data)
+    err = capsys.readouterr().err
+    assert err.startswith("mala-tui: internal error: ")
+    assert err.endswith(f"(details in {run.directory / 'error.log'})\n")
+    assert err.count("\n") == 1
+    assert "a bug in the supervisor" in (run.directory / "error.log").read_text()
+    events = read_events(run.directory / EVENTS_FILE).events
+    assert isinstance(events[-1], ev.RunEnded) and not events[-1].ok
+    assert str(run.directory / EVENTS_FILE) not in open_files()  # the journal was closed

@@ -1,0 +1,46 @@
+"""The fault suite's trials of mala-tui's own world, small: real CLI sessions, nothing lost.
+
+`python -m mala_tui.bench faults` runs them at full size (a hundred tasks at once).
+"""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+
+import pytest
+
+from mala_tui.bench.faults import STOPPED_BY_SIGNAL, Expect
+from mala_tui.bench.own_faults import (
+    DEMO_SESSIONS,
+    DISK_FULL_REASON,
+    disk_full_trial,
+    many_tasks_trial,
+    poisoned_journal_trial,
+    signal_mid_run,
+)
+
+pytestmark = pytest.mark.integration
+
+
+async def test_a_disk_that_fills_mid_run_stops_every_session_for_that_reason(
+    tmp_path: Path,
+) -> None:
+    row = await disk_full_trial(tmp_path, 2)
+    assert Expect(0, 2, (DISK_FULL_REASON,)).misses(row) == []
+
+
+@pytest.mark.parametrize("number", [signal.SIGTERM, signal.SIGHUP])
+def test_a_signal_mid_run_stops_the_demo_cleanly(number: signal.Signals, tmp_path: Path) -> None:
+    row = signal_mid_run(tmp_path, number)
+    assert Expect(0, DEMO_SESSIONS, (STOPPED_BY_SIGNAL,)).misses(row) == []
+
+
+async def test_a_poisoned_journal_is_read_around(tmp_path: Path) -> None:
+    row = await poisoned_journal_trial(tmp_path)
+    assert Expect(1, 0).misses(row) == []
+
+
+async def test_many_tasks_at_once_never_run_more_agents_than_the_limit(tmp_path: Path) -> None:
+    row = await many_tasks_trial(tmp_path, 10)
+    assert Expect(10, 0).misses(row) == []

@@ -1,0 +1,60 @@
+"""The app in a real terminal (tmux): sessions past agent.max_concurrent show as queued, and
+SIGTERM stops every session as `q` would, then exits 143."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mala_tui.core import events as ev
+from mala_tui.runtime.journal import list_runs, read_events
+from tests.integration.harness import alive
+from tests.integration.test_terminal import screen, tmux, wait_for
+
+pytestmark = pytest.mark.integration
+
+
+def test_queued_sessions_show_in_the_app_and_sigterm_shuts_it_down(tmp_path: Path) -> None:
+    assert shutil.which("tmux"), "tmux is needed for this test (.ci/run installs it)"
+    name = f"mala-tui-signal-{os.getpid()}"
+    pid_file, status_file = tmp_path / "pid", tmp_path / "status"
+    inner = (
+        f"echo $$ > {shlex.quote(str(pid_file))}; exec {shlex.quote(sys.executable)} -m mala_tui "
+        "--set agent.max_concurrent=2 demo"
+    )
+    command = (
+        f"cd {shlex.quote(os.getcwd())} && unset COLUMNS LINES && "
+        f"MALA_TUI_STORAGE__DATA_DIR={shlex.quote(str(tmp_path / 'data'))} "
+        f"sh -c {shlex.quote(inner)}; echo $? > {shlex.quote(str(status_file))}"
+    )
+    tmux("new-session", "-d", "-s", name, "-x", "160", "-y", "48", command)
+    try:
+        wait_for(lambda: screen(name).count("queued") >= 2, 60, "two queued sessions", name)
+        wait_for(lambda: _agents_started(tmp_path) >= 2, 60, "two agents running", name)
+        os.kill(int(pid_file.read_text()), signal.SIGTERM)
+        wait_for(status_file.exists, 90, "the app to exit", name)
+        assert status_file.read_text().strip() == "143"
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True, check=False)
+    (run,) = list_runs(tmp_path / "data")
+    events = read_events(run.directory / "events.jsonl").events
+    pids = [e.pid for e in events if isinstance(e, ev.ProcessStarted) and e.pid is not None]
+    assert pids and [pid for pid in pids if alive(pid)] == []
+    assert isinstance(events[-1], ev.RunEnded) and events[-1].reason == "stopped by SIGTERM"
+    ended = {e.session: e.status for e in events if isinstance(e, ev.SessionEnded)}
+    assert set(ended) == set(events[0].sessions) and set(ended.values()) <= {"stopped", "done"}  # type: ignore[attr-defined]
+
+
+def _agents_started(data: Path) -> int:
+    runs = list_runs(data / "data")
+    if not runs:
+        return 0
+    events = read_events(runs[0].directory / "events.jsonl").events
+    return sum(1 for e in events if isinstance(e, ev.ProcessStarted))
