@@ -314,7 +314,8 @@ def parse_event(data: Any) -> Event:
     if not isinstance(data, dict):
         raise BadEventError(f"expected a JSON object, got {type(data).__name__}")
     kind = data.get("type")
-    if kind not in EVENT_TYPES:
+    # A list or an object as the type is not hashable: test for a string first.
+    if not isinstance(kind, str) or kind not in EVENT_TYPES:
         raise UnknownEventError(f"unknown event type {kind!r}")
     try:
         return EVENT_ADAPTER.validate_python(data)

@@ -59,3 +59,9 @@ def test_a_typed_event_is_written_back_as_the_same_strings(line: dict[str, objec
 def test_a_value_outside_the_enum_is_a_clear_error() -> None:
     with pytest.raises(ev.BadEventError, match="phase_changed event: field after: Input should be"):
         ev.parse_event({**LINES[0], "after": "sleeping"})
+
+
+@pytest.mark.parametrize("kind", [["x"], {}, None, 3, 2.5, True])
+def test_a_type_that_is_not_a_string_is_an_unknown_event_not_a_crash(kind: object) -> None:
+    with pytest.raises(ev.UnknownEventError, match="unknown event type"):
+        ev.parse_event({"type": kind, "at": 1.0})
