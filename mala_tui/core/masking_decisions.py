@@ -60,8 +60,12 @@ class MaskingDecisions(RestartFlow):
 
     def _worth_it_now(self, plan: MaskPlan, tokens: int) -> bool:
         """In the soft zone, a mask waits until it pays for its cache rewrite
-        (core.mask_economics); past hard it never waits."""
+        (core.mask_economics), but never past halfway from soft to hard: a window kept
+        near hard is one large result away from a restart, which costs far more."""
         if self.zone_of(tokens) is not Zone.SOFT:
+            return True
+        halfway = (self.limits.soft_threshold + self.limits.hard_threshold) / 2
+        if tokens >= halfway * self.window:
             return True
         return pays_for_itself(
             plan.estimated_tokens,
