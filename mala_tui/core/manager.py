@@ -369,7 +369,8 @@ class ContextManager(Recovery):
         match obs.command:
             case Command.STOP:
                 self._check(Trigger.STOP)
-                return self._end(at, Trigger.STOP, EndStatus.STOPPED, "stopped by the operator")
+                reason = obs.reason or "stopped by the operator"
+                return self._end(at, Trigger.STOP, EndStatus.STOPPED, reason)
             case Command.PAUSE:
                 moved = self._move(at, Trigger.PAUSE)
                 stop = self._turn.streaming

@@ -171,6 +171,8 @@ class Command(StrEnum):
 class OperatorCommand:
     at: float
     command: Command
+    reason: str = ""
+    """Why, when it was not the operator's own doing (a signal, a full disk): journaled."""
 
 
 @dataclass(frozen=True, slots=True)

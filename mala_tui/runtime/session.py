@@ -105,8 +105,9 @@ class SessionRunner(ManagerFeed):
 
     # -- the outside world talks to the runner through these ------------------------------
 
-    def command(self, command: Command) -> None:
-        self._inbox.put_nowait(OperatorCommand(self._clock(), command))
+    def command(self, command: Command, reason: str = "") -> None:
+        """`reason`: why, when it is not the operator's own doing (shown and journaled)."""
+        self._inbox.put_nowait(OperatorCommand(self._clock(), command, reason))
 
     def set_require_approval(self, required: bool) -> None:
         self._inbox.put_nowait(ApprovalPolicyChanged(self._clock(), required))

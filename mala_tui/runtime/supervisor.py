@@ -287,7 +287,7 @@ class Supervisor:
         self._end_queued(EndStatus.STOPPED, self.stop_cause or "stopped by the operator")
         for name, runner in self.runners.items():
             if runner.status is None and name not in self._never_started:
-                runner.command(Command.STOP)
+                runner.command(Command.STOP, self.stop_cause or "")
 
     def transcript_path(self, session: str) -> Path | None:
         """The agent's own transcript of the session's current agent session, if it has one.

@@ -76,7 +76,10 @@ async def test_a_signal_stops_every_session_ends_the_journal_and_gives_its_statu
     events = read_events(journal.events_path).events
     assert isinstance(events[-1], ev.RunEnded)
     assert events[-1].reason == f"stopped by {number.name}"
-    assert {e.session for e in events if isinstance(e, ev.SessionEnded)} == {"a", "b"}
+    ended = [e for e in events if isinstance(e, ev.SessionEnded)]
+    assert {e.session for e in ended} == {"a", "b"}
+    # Each session's own ending says why, not "stopped by the operator".
+    assert {e.reason for e in ended} == {f"stopped by {number.name}"}
     # The default handlers are back once the run is over.
     assert signal.getsignal(number) is signal.SIG_DFL
     printed = io.StringIO()
