@@ -210,7 +210,7 @@ async def _supervise(
             supervisor.stop_for(shutdown.cause)
             apps[0].call_later(apps[0].action_quit)  # the app's own quit: waits for the stop
         else:
-            supervisor.stop_cause = shutdown.cause
+            supervisor.set_stop_cause(shutdown.cause)
             main.cancel()  # what Ctrl-C does to a headless run
 
     with on_shutdown_signals(stop) as shutdown:

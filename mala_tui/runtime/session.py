@@ -105,6 +105,9 @@ class SessionRunner(ManagerFeed):
 
     # -- the outside world talks to the runner through these ------------------------------
 
+    stop_reason: str = ""
+    """Why the session is being stopped, when cancelled for a cause (a signal, a full disk)."""
+
     def command(self, command: Command, reason: str = "") -> None:
         """`reason`: why, when it is not the operator's own doing (shown and journaled)."""
         self._inbox.put_nowait(OperatorCommand(self._clock(), command, reason))
@@ -155,7 +158,7 @@ class SessionRunner(ManagerFeed):
                     await self._run_actions(deque(outcome.actions))
         except asyncio.CancelledError:
             with contextlib.suppress(IllegalTransition):
-                self._observe(OperatorCommand(self._clock(), Command.STOP))
+                self._observe(OperatorCommand(self._clock(), Command.STOP, self.stop_reason))
             raise
         except Exception as exc:  # the runner must end its session, whatever broke
             self._error("runtime", repr(exc))

@@ -280,8 +280,15 @@ class Supervisor:
 
     def stop_for(self, cause: str) -> None:
         """Stop every session because of `cause` (a signal, a full disk): the results say so."""
-        self.stop_cause = self.stop_cause or cause
+        self.set_stop_cause(cause)
         self.stop_all()
+
+    def set_stop_cause(self, cause: str) -> None:
+        """Why every session is about to stop (the first cause given wins); each session's
+        own ending says so, however it is stopped (a command, or its task cancelled)."""
+        self.stop_cause = self.stop_cause or cause
+        for runner in self.runners.values():
+            runner.stop_reason = self.stop_cause
 
     def stop_all(self) -> None:
         self._end_queued(EndStatus.STOPPED, self.stop_cause or "stopped by the operator")
