@@ -123,17 +123,32 @@ def maskable(
     keep_recent: int,
     never_mask: frozenset[str] = frozenset(),
     needed: frozenset[tuple[str, str]] = frozenset(),
+    needed_chars: int | None = None,
 ) -> list[Observation]:
     """Results that may be masked: complete, not already masked, not among the newest few,
     not from a tool whose results are always kept (as the API's own tool-result clearing
     keeps its `exclude_tools`), and not the latest fetch of something the agent has shown
-    it needs (it fetched it again after it was masked)."""
+    it needs (it fetched it again after it was masked), newest first, while those kept
+    for that reason stay within `needed_chars`: kept without a bound, they would become a
+    floor no mask can go below."""
     complete = [obs for obs in observations if obs.result is not None]
     older = complete[: max(0, len(complete) - keep_recent)]
     latest_needed: set[str] = set()
     if needed:
-        newest = {call_key(obs.call): obs.call.id for obs in complete}
-        latest_needed = {newest[key] for key in needed if key in newest}
+        newest = {call_key(obs.call): obs for obs in complete}
+        kept = sorted(
+            (newest[key] for key in needed if key in newest),
+            key=lambda obs: obs.call_index,
+            reverse=True,
+        )
+        room = needed_chars
+        for obs in kept:
+            size = len(obs.result.content) if obs.result is not None else 0
+            if room is not None and size > room:
+                break
+            latest_needed.add(obs.call.id)
+            if room is not None:
+                room -= size
     return [
         obs
         for obs in older
@@ -153,6 +168,7 @@ def plan_masking(
     density: float = 1.0,
     never_mask: frozenset[str] = frozenset(),
     needed: frozenset[tuple[str, str]] = frozenset(),
+    needed_chars: int | None = None,
 ) -> MaskPlan:
     """Choose the oldest results whose masking frees at least `tokens_to_free`.
 
@@ -166,7 +182,7 @@ def plan_masking(
     chosen: dict[str, str] = {}
     freed = 0
     available = 0
-    for obs in maskable(observations, keep_recent, never_mask, needed):
+    for obs in maskable(observations, keep_recent, never_mask, needed, needed_chars):
         assert obs.result is not None
         # Judge by an upper bound of the placeholder's size; build the real one only
         # for results chosen (building it means counting lines of large outputs).

@@ -17,6 +17,8 @@ same tokens the gauge shows.
 
 from __future__ import annotations
 
+from typing import Final
+
 from mala_tui.core import events as ev
 from mala_tui.core.actions import ApplyMask, SendPrompt, StopTurn
 from mala_tui.core.mask_economics import pays_for_itself
@@ -27,6 +29,9 @@ from mala_tui.core.prompts import PromptKind
 from mala_tui.core.restart_flow import RestartFlow
 from mala_tui.core.session_state import Outcome, PendingMask, StopFor, news_key
 from mala_tui.core.usage import Zone
+
+#: Share of the window that results the agent fetched again may keep unmasked.
+NEEDED_SHARE: Final = 0.10
 
 
 class MaskingDecisions(RestartFlow):
@@ -56,6 +61,7 @@ class MaskingDecisions(RestartFlow):
             density=self.density.ratio,
             never_mask=never,
             needed=frozenset(self._needed),
+            needed_chars=self._tokens_as_chars(int(NEEDED_SHARE * self.window)),
         )
 
     def _worth_it_now(self, plan: MaskPlan, tokens: int) -> bool:

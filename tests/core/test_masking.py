@@ -10,11 +10,12 @@ from mala_tui.core.masking import (
     PLACEHOLDER_PATTERN,
     human_size,
     is_masked,
+    maskable,
     placeholder,
     plan_masking,
 )
-from mala_tui.core.transcript import ToolCall, ToolResult
-from tests.core.factories import reads
+from mala_tui.core.transcript import Message, ToolCall, ToolResult, Transcript
+from tests.core.factories import call, reads, result
 
 
 def test_masks_oldest_first_and_keeps_the_recent_ones() -> None:
@@ -204,3 +205,16 @@ def test_every_placeholder_is_recognised_as_masked(content: str, argument: str, 
     text = _placeholder(name, {key: argument}, content)
     assert PLACEHOLDER_PATTERN.match(text)
     assert "\n" not in text
+
+
+def test_what_was_fetched_again_is_kept_newest_first_within_its_share() -> None:
+    transcript = Transcript([Message.user_text("Fix it.")])
+    for tool_id, path in (("a", "a.py"), ("b", "b.py"), ("c", "c.py"), ("d", "d.py")):
+        transcript.append(call(tool_id, "Read", file_path=path))
+        transcript.append(result(tool_id, "x" * 10_000))
+    needed = frozenset({("Read", "a.py"), ("Read", "b.py"), ("Read", "c.py")})
+    unbounded = {obs.call.id for obs in maskable(transcript.observations(), 1, needed=needed)}
+    assert unbounded == set()
+    # Room for two of them: the newest two stay, the oldest may go.
+    bounded = maskable(transcript.observations(), 1, needed=needed, needed_chars=25_000)
+    assert {obs.call.id for obs in bounded} == {"a"}
