@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -147,10 +147,13 @@ class ScriptedAgent:
             status = progress.status(step)
             if status.done or len(status.failed_at) >= MAX_ATTEMPTS:
                 continue
+            noted = self._just_seen(step, view)
             missing = self._missing_fact(step, progress, view)
             if missing is not None:
                 note = f"{missing.source.label} again for {missing.id} (needed by {step.id})"
-                reply = self._tool_reply("tool_use", missing.source, workspace, done_count, note)
+                reply = self._tool_reply(
+                    "tool_use", missing.source, workspace, done_count, note, noted=noted
+                )
                 return replace(reply, reread=missing.id)
             last_failure = status.failed_at[-1] if status.failed_at else -1
             needs_read = step.tool == "Edit" or (step.tool == "Write" and status.failed_at)
@@ -163,11 +166,21 @@ class ScriptedAgent:
                     primary=step.primary,
                 )
                 note = f"read {step.primary} again before {step.label}"
-                return self._tool_reply("tool_use", read, workspace, done_count, note)
-            return self._tool_reply("tool_use", step, workspace, done_count)
+                return self._tool_reply("tool_use", read, workspace, done_count, note, noted=noted)
+            return self._tool_reply("tool_use", step, workspace, done_count, noted=noted)
         return Reply(
             "final", (_text(self.scenario.final_answer),), "end_turn", done_count=done_count
         )
+
+    def _just_seen(self, step: PlannedStep, view: RequestView) -> list[Fact]:
+        """Facts ``step`` needs that the latest result shows: the agent says them in its
+        next message, as a model notes what it went back to find (and then has it in its
+        own words, not only in a result that may be masked or cleared again)."""
+        if not step.needs or not view.calls or not view.calls[-1].result_intact:
+            return []
+        latest = view.calls[-1].result_text or ""
+        facts = [self.scenario.fact(need) for need in step.needs]
+        return [fact for fact in facts if fact.text in latest]
 
     def _missing_fact(
         self, step: PlannedStep, progress: Progress, view: RequestView
@@ -175,14 +188,15 @@ class ScriptedAgent:
         """The first fact ``step`` needs that the request does not show.
 
         A source whose latest result is here in full counts as seen even if the line is not
-        in it (the CLI cut a long output short): the agent looked, and does not loop on it.
+        in it (the CLI cut a long output short), and so does one already fetched again
+        MAX_ATTEMPTS times: the agent looked, and does not loop on it.
         """
         for need in step.needs:
             fact = self.scenario.fact(need)
             if view.shows(fact.text):
                 continue
             calls = progress.calls_for(fact.source.key)
-            if calls and calls[-1].result_intact:
+            if calls and (calls[-1].result_intact or len(calls) > MAX_ATTEMPTS):
                 continue
             return fact
         return None
@@ -224,6 +238,8 @@ class ScriptedAgent:
         workspace: Path | None,
         done_count: int,
         note: str = "",
+        *,
+        noted: Sequence[Fact] = (),
     ) -> Reply:
         call = {
             "type": "tool_use",
@@ -231,5 +247,5 @@ class ScriptedAgent:
             "name": step.tool,
             "input": step.tool_input(workspace),
         }
-        intro = _text(replies.step_intro_text(step, note))
+        intro = _text(replies.step_intro_text(step, note, noted))
         return Reply(kind, (intro, call), "tool_use", step=step, note=note, done_count=done_count)

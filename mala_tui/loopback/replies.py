@@ -145,6 +145,8 @@ def progress_notes_text(
     )
 
 
-def step_intro_text(step: PlannedStep, note: str = "") -> str:
-    """The one-line text the agent says before a tool call."""
-    return f"Next: {note or step.label}."
+def step_intro_text(step: PlannedStep, note: str = "", noted: Sequence[Fact] = ()) -> str:
+    """The text the agent says before a tool call: a line, and what it just looked up."""
+    lines = [f"Next: {note or step.label}."]
+    lines += [f"Noted ({fact.id}): {fact.text}" for fact in noted]
+    return "\n".join(lines)

@@ -252,3 +252,43 @@ async def test_the_server_logs_and_prices_each_re_read() -> None:
     assert (second.reread, second.reread_tokens) == (None, text_tokens(billing, 2.0))
     totals = summarize(server.request_log)
     assert (totals.rereads, totals.reread_tokens) == (1, text_tokens(billing, 2.0))
+
+
+def test_a_re_read_fact_is_noted_so_clearing_it_again_costs_no_second_re_read() -> None:
+    talk = Conversation(SCENARIO.task)
+    ids = play_reads(talk)
+    talk.mask(ids[0], CLEARED_PLACEHOLDER)
+    talk.mask(ids[1], CLEARED_PLACEHOLDER)
+    first = decide(talk)
+    assert first.reread == "charge-signature"
+    reread_id = talk.call("Read", first.content[-1]["input"], result=files()["src/billing.py"])
+    second = decide(talk)
+    assert second.reread == "timeout"
+    assert f"Noted (charge-signature): {SIGNATURE}" in second.content[0]["text"]
+    talk.messages.append({"role": "assistant", "content": list(second.content)})
+    talk.messages.append(
+        {
+            "role": "user",
+            "content": [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": second.content[-1]["id"],
+                    "content": files()["conf/service.toml"],
+                }
+            ],
+        }
+    )
+    # The API clears the first re-read's result too: the agent has the line in its own words.
+    talk.mask(reread_id, CLEARED_PLACEHOLDER)
+    assert decide(talk).step.tool == "Write"
+
+
+def test_a_fact_fetched_again_three_times_is_not_fetched_a_fourth() -> None:
+    talk = Conversation(SCENARIO.task)
+    ids = play_reads(talk)
+    talk.mask(ids[0], CLEARED_PLACEHOLDER)
+    for _ in range(3):
+        reply = decide(talk)
+        assert reply.reread == "charge-signature"
+        talk.call("Read", reply.content[-1]["input"], result=CLEARED_PLACEHOLDER)
+    assert decide(talk).step.tool == "Write"
