@@ -30,6 +30,7 @@ from mala_tui.config import LoadedSettings, Settings
 from mala_tui.core import events as ev
 from mala_tui.loopback import (
     MODEL,
+    ClearToolUses,
     LoopbackServer,
     RequestRecord,
     Scenario,
@@ -37,7 +38,6 @@ from mala_tui.loopback import (
     offline_cli_env,
     summarize,
 )
-from mala_tui.loopback.clearing import ClearToolUses
 from mala_tui.prompt_files import load_prompts
 from mala_tui.runtime.backends.base import SessionSpec
 from mala_tui.runtime.backends.claude import ClaudeBackend

@@ -71,6 +71,8 @@ LABELS = {
     "managed": "mala-tui (200K)",
 }
 
+CHART_LABELS = {**LABELS, "clearing": "API clearing (200K)"}
+
 
 @dataclass(frozen=True)
 class Target:
@@ -319,9 +321,10 @@ def chart(run: ScenarioRun, settings: Settings) -> str:
             note += ", did not finish"
         if arm.rereads:
             note += f", {arm.rereads} re-reads"
-        label = LABELS.get(name, name)
+        # Short: the legend has about 26 characters of room.
+        label = CHART_LABELS.get(name, name)
         if arm.compact_window is not None:
-            label = f"CLI compaction ({arm.compact_window // 1000}K setting)"
+            label = f"CLI compaction, {arm.compact_window // 1000}K"
         series.append(Series(label, COLOURS.get(name, "#000000"), points, note))
     context = settings.context
     levels = [
@@ -386,7 +389,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--chart-dir",
         type=Path,
-        help="also write each scenario's chart here as economy-<scenario>.svg",
+        help="also write each scenario's chart here as <scenario>-context.svg",
     )
     parser.add_argument("--keep-workspaces", action="store_true")
     return parser
@@ -469,7 +472,7 @@ def main(argv: list[str] | None = None) -> int:
         (folder / "context-over-time.svg").write_text(chart_text, encoding="utf-8")
         if args.chart_dir is not None:
             args.chart_dir.mkdir(parents=True, exist_ok=True)
-            target = args.chart_dir / f"economy-{scenario.name}.svg"
+            target = args.chart_dir / f"{scenario.name}-context.svg"
             target.write_text(chart_text, encoding="utf-8")
     if not args.keep_workspaces:
         for folder in args.out.rglob("workspace"):
