@@ -20,6 +20,7 @@ are counted by the model server, so every arm is judged by the same rule.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -50,6 +51,9 @@ CLI_ARMS = ("raw", "unmanaged", "compaction", "clearing")
 BETA_1M: Final = "context-1m-2025-08-07"
 WINDOW = 200_000
 COMPACT_WINDOW = 200_000
+# An arm that has not ended after this long is stopped and counted as not finished: a
+# benchmark that hangs on one arm reports nothing at all.
+ARM_TIMEOUT_S = 1_200.0
 
 
 @dataclass(frozen=True)
@@ -152,6 +156,7 @@ async def run_cli_arm(
     *,
     compact_window: int = COMPACT_WINDOW,
     token_ratio: float | None = None,
+    timeout_s: float = ARM_TIMEOUT_S,
 ) -> ArmResult:
     """``raw``, ``unmanaged``, ``compaction`` or ``clearing``: the CLI alone, as people run
     it today (``compact_window`` is the compaction arm's setting)."""
@@ -189,18 +194,25 @@ async def run_cli_arm(
         )
         started = time.monotonic()
         result: ResultMessage | None = None
+        timed_out = False
         client = ClaudeSDKClient(options)
         await client.connect()
         try:
-            await client.query(scenario.task)
-            async for message in client.receive_response():
-                if isinstance(message, ResultMessage):
-                    result = message
+            async with asyncio.timeout(timeout_s):
+                await client.query(scenario.task)
+                async for message in client.receive_response():
+                    if isinstance(message, ResultMessage):
+                        result = message
+        except TimeoutError:
+            timed_out = True
         finally:
             await client.disconnect()
         wall = time.monotonic() - started
         server.write_log(folder / "loopback-requests.jsonl")
-    if result is None:
+    if timed_out:
+        result = None
+        ending = f"timed out after {timeout_s:g} s"
+    elif result is None:
         ending = "no result from the CLI"
     elif result.is_error:
         ending = f"{result.terminal_reason or result.subtype}: {(result.result or '')[:80]}"
@@ -225,6 +237,7 @@ async def run_managed_arm(
     *,
     label: str = "managed",
     token_ratio: float | None = None,
+    timeout_s: float = ARM_TIMEOUT_S,
 ) -> ArmResult:
     """mala-tui's supervisor managing one session of the scenario, journaled in ``folder``."""
     workspace = folder / "workspace"
@@ -251,19 +264,26 @@ async def run_managed_arm(
         events: list[ev.Event] = []
         supervisor.listeners.events.append(events.append)
         started = time.monotonic()
+        timed_out = False
         try:
-            outcome = await supervisor.run()
+            async with asyncio.timeout(timeout_s):
+                outcome = await supervisor.run()
+        except TimeoutError:
+            # Cancelling the run stops every session first; what they reached is kept.
+            timed_out, outcome = True, supervisor.result()
         finally:
             journal.close()
         wall = time.monotonic() - started
         server.write_log(folder / "loopback-requests.jsonl")
     status = outcome.statuses[scenario.name]
     reason = outcome.reasons.get(scenario.name, "")
+    if timed_out:
+        reason = f"timed out after {timeout_s:g} s"
     masks = [e for e in events if isinstance(e, ev.MaskApplied)]
     return _result(
         label,
         server,
-        finished=outcome.ok and _finished_on_model_side(server),
+        finished=not timed_out and outcome.ok and _finished_on_model_side(server),
         ending=f"{status.value}: {reason}" if reason else status.value,
         wall_s=wall,
         window=WINDOW,

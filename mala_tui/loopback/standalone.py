@@ -76,7 +76,8 @@ async def _serve(
         f"prompt tokens {totals.prompt_tokens}: cache read {totals.cache_read_input_tokens}, "
         f"cache write {totals.cache_creation_input_tokens}, input {totals.input_tokens}; "
         f"output {totals.output_tokens}; peak prompt {totals.peak_prompt_tokens}; "
-        f"cost {totals.cost_units} input-token units; {totals.redone_steps} steps redone\n"
+        f"cost {totals.cost_units} input-token units; {totals.redone_steps} steps redone; "
+        f"{totals.rereads} re-reads ({totals.reread_tokens} tokens)\n"
     )
     if options.log is not None:
         server.write_log(options.log)

@@ -9,6 +9,7 @@ from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, ResultMessage
 
 from mala_tui.bench.arms import run_cli_arm
 from mala_tui.loopback import (
+    FaultSpec,
     LoopbackServer,
     Scenario,
     load_scenario,
@@ -86,3 +87,12 @@ async def test_a_1m_model_name_from_the_cli_gets_the_1m_window(tmp_path: Path) -
     answered = [r for r in server.request_log if r.status == 200]
     assert answered
     assert {r.window for r in answered} == {1_000_000}
+
+
+async def test_an_arm_that_hangs_is_stopped_and_counted_as_not_finished(tmp_path: Path) -> None:
+    stalls = load_scenario("quickstart").model_copy(
+        update={"faults": [FaultSpec(kind="stall_before_bytes", at_request=2)]}
+    )
+    result = await run_cli_arm("unmanaged", stalls, tmp_path, timeout_s=5)
+    assert (result.finished, result.ending) == (False, "timed out after 5 s")
+    assert result.requests == 2
