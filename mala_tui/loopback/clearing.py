@@ -33,10 +33,14 @@ class ClearToolUses:
     keep_tool_uses: int = DEFAULT_KEEP_TOOL_USES
     clear_at_least_tokens: int = 0
     exclude_tools: tuple[str, ...] = ()
+    trigger_tool_uses: int | None = None
+    """A trigger of ``{"type": "tool_uses"}``: more tool uses than this; replaces the token one."""
 
     def __post_init__(self) -> None:
-        if self.trigger_input_tokens < 1:
-            raise ValueError("clear_tool_uses: the trigger must be at least 1 input token")
+        if self.trigger_input_tokens < 1 or (
+            self.trigger_tool_uses is not None and self.trigger_tool_uses < 1
+        ):
+            raise ValueError("clear_tool_uses: the trigger must be at least 1")
         if self.keep_tool_uses < 0 or self.clear_at_least_tokens < 0:
             raise ValueError("clear_tool_uses: keep and clear_at_least cannot be negative")
 
@@ -48,8 +52,15 @@ class ClearToolUses:
         for edit in edits if isinstance(edits, list) else []:
             if not isinstance(edit, Mapping) or edit.get("type") != EDIT_TYPE:
                 continue
+            trigger = edit.get("trigger")
+            by_uses = isinstance(trigger, Mapping) and trigger.get("type") == "tool_uses"
             return cls(
-                trigger_input_tokens=_value(edit.get("trigger"), DEFAULT_TRIGGER_INPUT_TOKENS),
+                trigger_input_tokens=(
+                    DEFAULT_TRIGGER_INPUT_TOKENS
+                    if by_uses
+                    else _value(trigger, DEFAULT_TRIGGER_INPUT_TOKENS)
+                ),
+                trigger_tool_uses=_value(trigger, 1) if by_uses else None,
                 keep_tool_uses=_value(edit.get("keep"), DEFAULT_KEEP_TOOL_USES),
                 clear_at_least_tokens=_value(edit.get("clear_at_least"), 0),
                 exclude_tools=tuple(str(name) for name in edit.get("exclude_tools") or ()),
@@ -82,10 +93,13 @@ def clear_tool_results(
     ``tokens_of(text)`` counts a result's tokens (for ``clear_at_least``). The body is
     copied where it changes; the caller's body is left alone.
     """
-    if input_tokens <= edit.trigger_input_tokens:
-        return Cleared(body, 0)
     messages = body.get("messages")
     if not isinstance(messages, list):
+        return Cleared(body, 0)
+    if edit.trigger_tool_uses is not None:
+        if len(_tool_names(messages)) <= edit.trigger_tool_uses:
+            return Cleared(body, 0)
+    elif input_tokens <= edit.trigger_input_tokens:
         return Cleared(body, 0)
     names = _tool_names(messages)
     places: list[tuple[int, int]] = []

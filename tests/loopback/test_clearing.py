@@ -89,6 +89,13 @@ def test_a_requests_own_context_management_is_read() -> None:
         }
     }
     assert ClearToolUses.from_request(body) == ClearToolUses(30_000, 5, 0, ("Grep",))
+    by_uses = {"type": "clear_tool_uses_20250919", "trigger": {"type": "tool_uses", "value": 4}}
+    edit = ClearToolUses.from_request({"context_management": {"edits": [by_uses]}})
+    assert edit == ClearToolUses(trigger_tool_uses=4)
+    talk = six_reads()
+    small = talk.body()
+    # Six tool uses, more than four: cleared whatever the token count.
+    assert clear_tool_results(edit, small, 10, text_tokens).cleared_results == 3
     assert ClearToolUses.from_request({"context_management": {"edits": [{"type": "x"}]}}) is None
     assert ClearToolUses.from_request({}) is None
 
