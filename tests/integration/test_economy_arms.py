@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, ResultMessage
 
+from mala_tui.bench import economy
 from mala_tui.bench.arms import run_cli_arm
 from mala_tui.loopback import (
     FaultSpec,
@@ -96,3 +98,22 @@ async def test_an_arm_that_hangs_is_stopped_and_counted_as_not_finished(tmp_path
     result = await run_cli_arm("unmanaged", stalls, tmp_path, timeout_s=5)
     assert (result.finished, result.ending) == (False, "timed out after 5 s")
     assert result.requests == 2
+
+
+def test_the_economy_command_exits_1_when_a_scenario_misses_a_target(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # quickstart fits a 200K window: unmanaged finishes, so the scenario misses its point.
+    out = tmp_path / "out"
+    status = economy.main(
+        ["--scenario", "quickstart", "--arms", "raw,unmanaged", "--out", str(out)]
+    )
+    printed = capsys.readouterr().out
+    assert status == 1
+    assert "| quickstart | scenario: raw (1M) finishes | yes |" in printed
+    assert "| quickstart | scenario: an unmanaged 200K window does not finish | NO |" in printed
+    results = json.loads((out / "results.json").read_text())
+    assert [m["name"] for m in results["missed"]] == [
+        "scenario: an unmanaged 200K window does not finish"
+    ]
+    assert (out / "quickstart" / "context-over-time.svg").read_text().startswith("<svg")
