@@ -1,4 +1,4 @@
-"""One scenario, four ways of handling its context window, each run for real.
+"""One scenario, five ways of handling its context window, each run for real.
 
 Every arm runs the bundled Claude Code CLI against its own loopback model server and
 workspace, so nothing is shared between arms but the scenario. What an arm cost and
@@ -7,12 +7,20 @@ sent, how it was billed, which steps were redone), never from what the client th
 
 - ``raw``: nothing managed, the 1M-token window (``context-1m`` beta): the reference;
 - ``unmanaged``: the 200,000 window, the CLI's compaction off, nothing else;
-- ``compaction``: the CLI's own compaction (``CLAUDE_CODE_AUTO_COMPACT_WINDOW``);
+- ``compaction``: the CLI's own compaction (``CLAUDE_CODE_AUTO_COMPACT_WINDOW``, swept by
+  the caller for its best setting);
+- ``clearing``: the API's server-side tool-result clearing (``clear_tool_uses_20250919``
+  with its documented defaults), applied by the model server to every request it gets;
+  the CLI's compaction off, its transcript whole;
 - ``managed``: mala-tui's supervisor managing the session (settings given by the caller).
+
+Re-reads (a tool call made only because a fact the next step needs is no longer visible)
+are counted by the model server, so every arm is judged by the same rule.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -23,6 +31,7 @@ from mala_tui.config import LoadedSettings, Settings
 from mala_tui.core import events as ev
 from mala_tui.loopback import (
     MODEL,
+    ClearToolUses,
     LoopbackServer,
     RequestRecord,
     Scenario,
@@ -37,10 +46,14 @@ from mala_tui.runtime.journal import RunJournal, new_run_id
 from mala_tui.runtime.launch import TaskPlan, agent_spec
 from mala_tui.runtime.supervisor import Supervisor
 
-ARMS = ("raw", "unmanaged", "compaction", "managed")
+ARMS = ("raw", "unmanaged", "compaction", "clearing", "managed")
+CLI_ARMS = ("raw", "unmanaged", "compaction", "clearing")
 BETA_1M: Final = "context-1m-2025-08-07"
 WINDOW = 200_000
 COMPACT_WINDOW = 200_000
+# An arm that has not ended after this long is stopped and counted as not finished: a
+# benchmark that hangs on one arm reports nothing at all.
+ARM_TIMEOUT_S = 1_200.0
 
 
 @dataclass(frozen=True)
@@ -52,6 +65,10 @@ class ArmResult:
     ending: str
     """How the agent's run ended, in a few words."""
     redone_steps: int
+    rereads: int
+    """Tool calls made only to see again a fact the next step needs."""
+    reread_tokens: int
+    """Tokens those re-reads brought back into the context."""
     peak_prompt_tokens: int
     window: int
     requests: int
@@ -63,10 +80,14 @@ class ArmResult:
     masked_results: int
     restarts: int
     compactions: int
+    cleared_results: int
+    """Tool results the server's clearing replaced, summed over requests."""
     wall_s: float
     trace: tuple[tuple[float, int], ...] = ()
     """(seconds since the first request, prompt tokens) of each answered request."""
     settings: Mapping[str, Any] = field(default_factory=dict)
+    compact_window: int | None = None
+    """The compaction arm's ``CLAUDE_CODE_AUTO_COMPACT_WINDOW``."""
 
     def to_json(self) -> dict[str, Any]:
         data = {name: getattr(self, name) for name in self.__dataclass_fields__}
@@ -95,6 +116,7 @@ def _result(
     masked_results: int = 0,
     restarts: int = 0,
     settings: Mapping[str, Any] | None = None,
+    compact_window: int | None = None,
 ) -> ArmResult:
     records = server.request_log
     totals = summarize(records)
@@ -103,6 +125,8 @@ def _result(
         finished=finished,
         ending=ending,
         redone_steps=totals.redone_steps,
+        rereads=totals.rereads,
+        reread_tokens=totals.reread_tokens,
         peak_prompt_tokens=totals.peak_prompt_tokens,
         window=window,
         requests=totals.requests,
@@ -112,9 +136,11 @@ def _result(
         masked_results=masked_results,
         restarts=restarts,
         compactions=sum(1 for r in records if r.response_kind == "compaction_summary"),
+        cleared_results=sum(r.cleared_results for r in records),
         wall_s=round(wall_s, 1),
         trace=_trace(records),
         settings=settings or {},
+        compact_window=compact_window,
     )
 
 
@@ -123,22 +149,37 @@ def _finished_on_model_side(server: LoopbackServer) -> bool:
     return any(r.response_kind == "final" for r in server.request_log)
 
 
-async def run_cli_arm(arm: str, scenario: Scenario, folder: Path) -> ArmResult:
-    """``raw``, ``unmanaged`` or ``compaction``: the CLI alone, as users run it today."""
+async def run_cli_arm(
+    arm: str,
+    scenario: Scenario,
+    folder: Path,
+    *,
+    compact_window: int = COMPACT_WINDOW,
+    token_ratio: float | None = None,
+    timeout_s: float = ARM_TIMEOUT_S,
+) -> ArmResult:
+    """``raw``, ``unmanaged``, ``compaction`` or ``clearing``: the CLI alone, as people run
+    it today (``compact_window`` is the compaction arm's setting)."""
     from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, ResultMessage
 
-    if arm not in ("raw", "unmanaged", "compaction"):
+    if arm not in CLI_ARMS:
         raise ValueError(f"not a CLI-only arm: {arm!r}")
     workspace = folder / "workspace"
     workspace.mkdir(parents=True)
     materialize_workspace(scenario, workspace)
-    server = LoopbackServer(scenario, workspace=workspace, response_delay_s=0.0)
+    server = LoopbackServer(
+        scenario,
+        workspace=workspace,
+        response_delay_s=0.0,
+        token_ratio=token_ratio,
+        clear_tool_uses=ClearToolUses() if arm == "clearing" else None,
+    )
     async with server:
         env = offline_cli_env(
             server.base_url,
             folder / "home",
             auto_compact=arm == "compaction",
-            auto_compact_window=COMPACT_WINDOW if arm == "compaction" else None,
+            auto_compact_window=compact_window if arm == "compaction" else None,
         )
         options = ClaudeAgentOptions(
             cwd=str(workspace),
@@ -153,18 +194,25 @@ async def run_cli_arm(arm: str, scenario: Scenario, folder: Path) -> ArmResult:
         )
         started = time.monotonic()
         result: ResultMessage | None = None
+        timed_out = False
         client = ClaudeSDKClient(options)
         await client.connect()
         try:
-            await client.query(scenario.task)
-            async for message in client.receive_response():
-                if isinstance(message, ResultMessage):
-                    result = message
+            async with asyncio.timeout(timeout_s):
+                await client.query(scenario.task)
+                async for message in client.receive_response():
+                    if isinstance(message, ResultMessage):
+                        result = message
+        except TimeoutError:
+            timed_out = True
         finally:
             await client.disconnect()
         wall = time.monotonic() - started
         server.write_log(folder / "loopback-requests.jsonl")
-    if result is None:
+    if timed_out:
+        result = None
+        ending = f"timed out after {timeout_s:g} s"
+    elif result is None:
         ending = "no result from the CLI"
     elif result.is_error:
         ending = f"{result.terminal_reason or result.subtype}: {(result.result or '')[:80]}"
@@ -178,11 +226,18 @@ async def run_cli_arm(arm: str, scenario: Scenario, folder: Path) -> ArmResult:
         ending=ending,
         wall_s=wall,
         window=1_000_000 if arm == "raw" else WINDOW,
+        compact_window=compact_window if arm == "compaction" else None,
     )
 
 
 async def run_managed_arm(
-    scenario: Scenario, folder: Path, settings: Settings, *, label: str = "managed"
+    scenario: Scenario,
+    folder: Path,
+    settings: Settings,
+    *,
+    label: str = "managed",
+    token_ratio: float | None = None,
+    timeout_s: float = ARM_TIMEOUT_S,
 ) -> ArmResult:
     """mala-tui's supervisor managing one session of the scenario, journaled in ``folder``."""
     workspace = folder / "workspace"
@@ -191,7 +246,9 @@ async def run_managed_arm(
     journal = RunJournal.create(
         folder / "data", new_run_id(), {"mode": "bench", "arm": label, "scenario": scenario.name}
     )
-    server = LoopbackServer(scenario, workspace=workspace, response_delay_s=0.0)
+    server = LoopbackServer(
+        scenario, workspace=workspace, response_delay_s=0.0, token_ratio=token_ratio
+    )
     async with server:
         supervisor = loopback_supervisor(settings, journal, "bench")
         supervisor.add_session(
@@ -207,19 +264,26 @@ async def run_managed_arm(
         events: list[ev.Event] = []
         supervisor.listeners.events.append(events.append)
         started = time.monotonic()
+        timed_out = False
         try:
-            outcome = await supervisor.run()
+            async with asyncio.timeout(timeout_s):
+                outcome = await supervisor.run()
+        except TimeoutError:
+            # Cancelling the run stops every session first; what they reached is kept.
+            timed_out, outcome = True, supervisor.result()
         finally:
             journal.close()
         wall = time.monotonic() - started
         server.write_log(folder / "loopback-requests.jsonl")
     status = outcome.statuses[scenario.name]
     reason = outcome.reasons.get(scenario.name, "")
+    if timed_out:
+        reason = f"timed out after {timeout_s:g} s"
     masks = [e for e in events if isinstance(e, ev.MaskApplied)]
     return _result(
         label,
         server,
-        finished=outcome.ok and _finished_on_model_side(server),
+        finished=not timed_out and outcome.ok and _finished_on_model_side(server),
         ending=f"{status.value}: {reason}" if reason else status.value,
         wall_s=wall,
         window=WINDOW,

@@ -37,6 +37,13 @@ def register(commands: Any) -> None:
     serve.add_argument(
         "--window", type=_positive_int, default=DEFAULT_WINDOW, help="prompt token limit"
     )
+    serve.add_argument(
+        "--token-ratio",
+        type=_token_ratio,
+        metavar="X",
+        help="token density: report X times the chars/4 count for every prompt, "
+        "count_tokens and output (default: the scenario's token_ratio, else 1)",
+    )
     serve.add_argument("--log", type=Path, metavar="FILE", help="write the request log (JSONL)")
     serve.add_argument(
         "--delay",
@@ -104,6 +111,24 @@ def _check_log(path: Path) -> str | None:
     return None
 
 
+# Same bound as the server's; kept here so registering the command imports nothing heavy.
+_MAX_TOKEN_RATIO = 64.0
+
+
+def _token_ratio(text: str) -> float:
+    """``--token-ratio``: a finite number above 0 (at most 64), or argparse's usage error."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value) or value <= 0 or value > _MAX_TOKEN_RATIO:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} must be a finite number above 0 and at most {_MAX_TOKEN_RATIO:g} "
+            "(2 means twice the chars/4 count)"
+        )
+    return value
+
+
 def run(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
     """Dispatch ``loopback ACTION``; returns the exit status."""
     if args.loopback_command != "serve":
@@ -129,6 +154,7 @@ def run(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
         log=args.log,
         delay_s=args.delay,
         workspace=args.workspace,
+        token_ratio=getattr(args, "token_ratio", None),
     )
     try:
         serve_forever(scenario, options, out)

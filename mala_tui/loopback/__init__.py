@@ -8,8 +8,10 @@ Public API:
 - ``materialize_workspace(scenario, dest)``: the scenario's files, deterministic
 - ``RequestRecord``, ``LogSummary``, ``summarize``, ``read_jsonl``: the request log
 - ``FaultSpec``; ``prompt_tokens`` (the estimator count_tokens answers with)
+- ``ClearToolUses``: the API's tool-result clearing, applied by the server when given
 """
 
+from mala_tui.loopback.clearing import ClearToolUses
 from mala_tui.loopback.env import offline_cli_env
 from mala_tui.loopback.faults import FaultSpec
 from mala_tui.loopback.request_log import LogSummary, RequestRecord, read_jsonl, summarize
@@ -29,6 +31,7 @@ MODEL = MODEL_IDS[0]
 __all__ = [
     "DEFAULT_WINDOW",
     "MODEL",
+    "ClearToolUses",
     "FaultSpec",
     "LogSummary",
     "LoopbackServer",

@@ -12,6 +12,9 @@ It reads the latest user text to know what is being asked:
 Before an Edit (or a retried Write) it re-reads the file unless a good Read of it is
 visible after the last failed attempt: the CLI refuses to change a file it has not read in
 the current session, and a model would read it again too.
+Before a step that needs facts (``needs``), it checks that each fact's line is visible
+somewhere in the request; when one is not (masked, cleared by the API, summarised away),
+it runs the fact's source step again first: a re-read, marked as such in the reply.
 
 Pure: no I/O, no clock; the server records what it played and whether that was a redo.
 """
@@ -20,15 +23,15 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
 from mala_tui.loopback import replies
 from mala_tui.loopback.progress import Progress
 from mala_tui.loopback.request_view import RequestView
-from mala_tui.loopback.scenario import PlannedStep, Scenario
+from mala_tui.loopback.scenario import Fact, PlannedStep, Scenario
 
 ResponseKind = Literal[
     "tool_use", "checkpoint", "wind_down", "final", "compaction_summary", "error"
@@ -76,6 +79,8 @@ class Reply:
     step: PlannedStep | None = None
     note: str = ""
     done_count: int = 0
+    reread: str | None = None
+    """The fact this call fetches again, when it is a re-read."""
 
 
 def _text(text: str) -> dict[str, Any]:
@@ -114,26 +119,42 @@ class ScriptedAgent:
         done, remaining = progress.done_steps(), progress.remaining_steps()
         workspace = self.workspace_of(view)
         if is_compaction_request(view.final_user_text):
-            text = replies.compaction_summary_text(self.scenario, done, remaining)
+            kept = replies.facts_a_summary_keeps(self.scenario, view, done)
+            text = replies.compaction_summary_text(self.scenario, done, remaining, kept)
             return Reply("compaction_summary", (_text(text),), "end_turn", done_count=len(done))
         latest = view.latest_user_text
         asked = latest.own_text if latest is not None else ""
         if not is_continuation(asked):
             if is_checkpoint_request(asked):
                 text = replies.checkpoint_text(
-                    self.scenario, done, remaining, workspace, self.scenario.checkpoint_style
+                    self.scenario,
+                    done,
+                    remaining,
+                    workspace,
+                    self.scenario.checkpoint_style,
+                    facts=replies.facts_a_summary_keeps(self.scenario, view, done),
                 )
                 return Reply("checkpoint", (_text(text),), "end_turn", done_count=len(done))
             if is_wind_down(asked):
                 since = latest.message_index if latest is not None else -1
                 return self._wind_down(progress, since, workspace, done, remaining)
-        return self._next_step(progress, workspace, len(done))
+        return self._next_step(progress, view, workspace, len(done))
 
-    def _next_step(self, progress: Progress, workspace: Path | None, done_count: int) -> Reply:
+    def _next_step(
+        self, progress: Progress, view: RequestView, workspace: Path | None, done_count: int
+    ) -> Reply:
         for step in self._plan:
             status = progress.status(step)
             if status.done or len(status.failed_at) >= MAX_ATTEMPTS:
                 continue
+            noted = self._just_seen(step, view)
+            missing = self._missing_fact(step, progress, view)
+            if missing is not None:
+                note = f"{missing.source.label} again for {missing.id} (needed by {step.id})"
+                reply = self._tool_reply(
+                    "tool_use", missing.source, workspace, done_count, note, noted=noted
+                )
+                return replace(reply, reread=missing.id)
             last_failure = status.failed_at[-1] if status.failed_at else -1
             needs_read = step.tool == "Edit" or (step.tool == "Write" and status.failed_at)
             if needs_read and not progress.read_succeeded_after(step.primary, last_failure):
@@ -145,11 +166,40 @@ class ScriptedAgent:
                     primary=step.primary,
                 )
                 note = f"read {step.primary} again before {step.label}"
-                return self._tool_reply("tool_use", read, workspace, done_count, note)
-            return self._tool_reply("tool_use", step, workspace, done_count)
+                return self._tool_reply("tool_use", read, workspace, done_count, note, noted=noted)
+            return self._tool_reply("tool_use", step, workspace, done_count, noted=noted)
         return Reply(
             "final", (_text(self.scenario.final_answer),), "end_turn", done_count=done_count
         )
+
+    def _just_seen(self, step: PlannedStep, view: RequestView) -> list[Fact]:
+        """Facts ``step`` needs that the latest result shows: the agent says them in its
+        next message, as a model notes what it went back to find (and then has it in its
+        own words, not only in a result that may be masked or cleared again)."""
+        if not step.needs or not view.calls or not view.calls[-1].result_intact:
+            return []
+        latest = view.calls[-1].result_text or ""
+        facts = [self.scenario.fact(need) for need in step.needs]
+        return [fact for fact in facts if fact.text in latest]
+
+    def _missing_fact(
+        self, step: PlannedStep, progress: Progress, view: RequestView
+    ) -> Fact | None:
+        """The first fact ``step`` needs that the request does not show.
+
+        A source whose latest result is here in full counts as seen even if the line is not
+        in it (the CLI cut a long output short), and so does one already fetched again
+        MAX_ATTEMPTS times: the agent looked, and does not loop on it.
+        """
+        for need in step.needs:
+            fact = self.scenario.fact(need)
+            if view.shows(fact.text):
+                continue
+            calls = progress.calls_for(fact.source.key)
+            if calls and (calls[-1].result_intact or len(calls) > MAX_ATTEMPTS):
+                continue
+            return fact
+        return None
 
     def _wind_down(
         self,
@@ -188,6 +238,8 @@ class ScriptedAgent:
         workspace: Path | None,
         done_count: int,
         note: str = "",
+        *,
+        noted: Sequence[Fact] = (),
     ) -> Reply:
         call = {
             "type": "tool_use",
@@ -195,5 +247,5 @@ class ScriptedAgent:
             "name": step.tool,
             "input": step.tool_input(workspace),
         }
-        intro = _text(replies.step_intro_text(step, note))
+        intro = _text(replies.step_intro_text(step, note, noted))
         return Reply(kind, (intro, call), "tool_use", step=step, note=note, done_count=done_count)

@@ -62,8 +62,14 @@ class PromptCache:
     def __len__(self) -> int:
         return len(self._expiry)
 
-    def bill(self, blocks: Sequence[PromptBlock], now: float) -> CacheSplit:
-        """Split a request's prompt into cache read / cache write / input, and cache it."""
+    def bill(
+        self, blocks: Sequence[PromptBlock], now: float, *, invalid_from: int | None = None
+    ) -> CacheSplit:
+        """Split a request's prompt into cache read / cache write / input, and cache it.
+
+        ``invalid_from``: no cached prefix reaching this block index or past it is read
+        (the server's context editing changed the prompt there).
+        """
         self._expire(now)
         total = sum(block.tokens for block in blocks)
         breakpoints = [index for index, block in enumerate(blocks) if block.breakpoint]
@@ -80,7 +86,8 @@ class PromptCache:
         last_breakpoint = breakpoints[-1]
 
         hit = -1
-        for index in range(last_breakpoint, -1, -1):
+        newest = last_breakpoint if invalid_from is None else min(last_breakpoint, invalid_from - 1)
+        for index in range(newest, -1, -1):
             if keys[index] in self._expiry:
                 hit = index
                 break

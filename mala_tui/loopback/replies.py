@@ -11,7 +11,39 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from mala_tui.loopback.scenario import CheckpointStyle, PlannedStep, Scenario
+from mala_tui.loopback.request_view import RequestView
+from mala_tui.loopback.scenario import CheckpointStyle, Fact, PlannedStep, Scenario
+
+# A summary describes the work in progress in detail: the results of this many latest
+# tool calls are what it is "currently working on", and their facts survive it.
+CURRENT_WORK_RESULTS = 2
+
+
+def facts_a_summary_keeps(
+    scenario: Scenario, view: RequestView, done: Sequence[PlannedStep]
+) -> list[Fact]:
+    """The facts a summary written from this request keeps: what was done and decided.
+
+    A summary keeps a fact when it is visible now and either a done step needed it (it
+    went into a decision: "the call uses charge(order, cents)") or it is in one of the
+    latest results (the current work, which summaries describe in detail). A detail read
+    earlier and not yet used is not kept: that is what summaries lose.
+    """
+    used = {need for step in done for need in step.needs}
+    recent = [call.result_text or "" for call in view.calls if call.result_intact]
+    recent = recent[-CURRENT_WORK_RESULTS:]
+    return [
+        fact
+        for fact in scenario.fact_list
+        if (fact.id in used and view.shows(fact.text)) or any(fact.text in text for text in recent)
+    ]
+
+
+def _facts_list(facts: Sequence[Fact]) -> str:
+    if not facts:
+        return "- None recorded."
+    return "\n".join(f"- {fact.id}: {fact.text}" for fact in facts)
+
 
 CHECKPOINT_SECTIONS = (
     "## Goal",
@@ -42,6 +74,8 @@ def checkpoint_text(
     remaining: Sequence[PlannedStep],
     workspace: Path | None,
     style: CheckpointStyle,
+    *,
+    facts: Sequence[Fact] = (),
 ) -> str:
     """The answer to a checkpoint request, in the requested (mis)behaviour style."""
     total = len(done) + len(remaining)
@@ -53,7 +87,8 @@ def checkpoint_text(
             f"## Do Not Redo\n{_done_list(done)}",
             "## Key Decisions\n"
             f"- Working directory: {workspace or 'unknown'}\n"
-            f"- Steps are done strictly in order; {len(done)} of {total} are complete.",
+            f"- Steps are done strictly in order; {len(done)} of {total} are complete."
+            + (f"\n{_facts_list(facts)}" if facts else ""),
         )
     )
     if style == "untagged":
@@ -65,7 +100,10 @@ def checkpoint_text(
 
 
 def compaction_summary_text(
-    scenario: Scenario, done: Sequence[PlannedStep], remaining: Sequence[PlannedStep]
+    scenario: Scenario,
+    done: Sequence[PlannedStep],
+    remaining: Sequence[PlannedStep],
+    facts: Sequence[Fact] = (),
 ) -> str:
     """The answer to the CLI's own compaction request: <analysis> then <summary>."""
     current = f"- {done[-1].done_line}" if done else "- Nothing yet."
@@ -78,9 +116,10 @@ def compaction_summary_text(
         "<summary>\n"
         f"1. Primary Request and Intent:\n{scenario.task}\n\n"
         f"2. Completed Work:\n{_done_list(done)}\n\n"
-        f"3. Pending Tasks:\n{_todo_list(remaining)}\n\n"
-        f"4. Current Work:\n{current}\n\n"
-        f"5. Optional Next Step:\n{following}\n"
+        f"3. Key Decisions and Facts:\n{_facts_list(facts)}\n\n"
+        f"4. Pending Tasks:\n{_todo_list(remaining)}\n\n"
+        f"5. Current Work:\n{current}\n\n"
+        f"6. Optional Next Step:\n{following}\n"
         "</summary>"
     )
 
@@ -106,6 +145,8 @@ def progress_notes_text(
     )
 
 
-def step_intro_text(step: PlannedStep, note: str = "") -> str:
-    """The one-line text the agent says before a tool call."""
-    return f"Next: {note or step.label}."
+def step_intro_text(step: PlannedStep, note: str = "", noted: Sequence[Fact] = ()) -> str:
+    """The text the agent says before a tool call: a line, and what it just looked up."""
+    lines = [f"Next: {note or step.label}."]
+    lines += [f"Noted ({fact.id}): {fact.text}" for fact in noted]
+    return "\n".join(lines)

@@ -53,6 +53,14 @@ class RequestRecord:
     window: int
     done_steps: int
     """Scenario steps the agent saw as done in this request."""
+    reread: str | None = None
+    """The fact this request's tool call fetches again (it was not visible), if any."""
+    reread_tokens: int = 0
+    """Tokens of re-read results that came back in this request: the re-reads' price."""
+    cleared_results: int = 0
+    """Tool results the server's tool-result clearing replaced in this request."""
+    token_ratio: float = 1.0
+    """The token density this request was counted at."""
     body: Mapping[str, Any] | None = None
     """The request body, kept only when the server was asked to keep bodies."""
 
@@ -67,6 +75,10 @@ class LogSummary:
     requests: int
     errors: int
     redone_steps: int
+    rereads: int
+    """Tool calls made only to see a needed fact again."""
+    reread_tokens: int
+    """Tokens those re-reads brought back into the context."""
     prompt_tokens: int
     input_tokens: int
     cache_creation_input_tokens: int
@@ -93,6 +105,8 @@ def summarize(records: Iterable[RequestRecord]) -> LogSummary:
         requests=len(items),
         errors=sum(1 for r in items if r.response_kind == "error"),
         redone_steps=sum(1 for r in items if r.redone),
+        rereads=sum(1 for r in items if r.reread is not None and r.status == 200),
+        reread_tokens=sum(r.reread_tokens for r in items),
         prompt_tokens=sum(r.prompt_tokens for r in items if r.status == 200),
         input_tokens=sum(r.input_tokens for r in items),
         cache_creation_input_tokens=sum(r.cache_creation_input_tokens for r in items),

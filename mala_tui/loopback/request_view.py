@@ -18,6 +18,8 @@ from typing import Any
 from mala_tui.loopback.tokens import tool_result_text
 
 MASKED_PLACEHOLDER = re.compile(r"^\[(\w+) result masked -- (.*)\]$", re.MULTILINE)
+# What the API's server-side tool-result clearing (clear_tool_uses_20250919) leaves.
+CLEARED_PLACEHOLDER = "[Old tool result content cleared]"
 _SYSTEM_REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
 # The CLI states its cwd in an environment block, in the first user message in current
 # versions ("Primary working directory: /x") and in the system prompt in older ones.
@@ -38,6 +40,16 @@ class ToolCall:
     result_text: str | None
     result_is_error: bool
     result_masked: bool
+
+    @property
+    def result_cleared(self) -> bool:
+        """The API's tool-result clearing replaced the result with its placeholder."""
+        return (self.result_text or "").strip() == CLEARED_PLACEHOLDER
+
+    @property
+    def result_intact(self) -> bool:
+        """Its result is here in full: present, not an error, not masked, not cleared."""
+        return self.succeeded and not self.result_masked and not self.result_cleared
 
     @property
     def succeeded(self) -> bool:
@@ -85,6 +97,17 @@ class RequestView:
     last_message_role: str
     masked_placeholders: int
     session_id: str | None
+    assistant_texts: tuple[str, ...] = ()
+    """Text the assistant wrote, and the inputs of its tool calls, as JSON."""
+
+    def shows(self, fragment: str) -> bool:
+        """Whether ``fragment`` is visible anywhere in the conversation: a tool result, a
+        user text (summaries, checkpoints, the CLI's reminders) or the assistant's own words."""
+        return (
+            any(fragment in (call.result_text or "") for call in self.calls)
+            or any(fragment in entry.text for entry in self.user_texts)
+            or any(fragment in text for text in self.assistant_texts)
+        )
 
     @property
     def latest_user_text(self) -> UserText | None:
@@ -176,6 +199,17 @@ def _find_workspace(body: Mapping[str, Any]) -> Path | None:
     return None
 
 
+def _strings(value: object) -> list[str]:
+    """Every string inside a tool call's input (a Write's content, an Edit's new text)."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, Mapping):
+        return [text for item in value.values() for text in _strings(item)]
+    if isinstance(value, list):
+        return [text for item in value for text in _strings(item)]
+    return []
+
+
 def parse_request(body: Mapping[str, Any], headers: Mapping[str, str] | None = None) -> RequestView:
     """Read a request body (and its headers, for the session id) into a RequestView."""
     messages = [m for m in body.get("messages") or [] if isinstance(m, Mapping)]
@@ -183,6 +217,7 @@ def parse_request(body: Mapping[str, Any], headers: Mapping[str, str] | None = N
     user_texts: list[UserText] = []
     masked = 0
     pending: list[tuple[int, Mapping[str, Any]]] = []
+    assistant_texts: list[str] = []
     for index, message in enumerate(messages):
         content = message.get("content")
         blocks: list[Mapping[str, Any]] = (
@@ -192,6 +227,11 @@ def parse_request(body: Mapping[str, Any], headers: Mapping[str, str] | None = N
         )
         if message.get("role") == "assistant":
             pending.extend((index, b) for b in blocks if b.get("type") == "tool_use")
+            for b in blocks:
+                if b.get("type") == "text":
+                    assistant_texts.append(str(b.get("text", "")))
+                elif b.get("type") == "tool_use":
+                    assistant_texts.extend(_strings(b.get("input")))
             continue
         texts: list[str] = []
         for block in blocks:
@@ -235,4 +275,5 @@ def parse_request(body: Mapping[str, Any], headers: Mapping[str, str] | None = N
         last_message_role=str(messages[-1].get("role", "")) if messages else "",
         masked_placeholders=masked,
         session_id=_session_id(body, headers or {}),
+        assistant_texts=tuple(assistant_texts),
     )

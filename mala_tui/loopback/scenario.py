@@ -9,6 +9,13 @@ fields replaced by ``start``, ``start + 1``, ... (format specs work: ``mod_{i:03
 Every step must differ from the others by tool and primary argument (the file path, the
 command, or the pattern): that pair is how the agent recognises a step as done, in tool
 calls and in one-line mentions such as ``- Read src/mod_07.py`` or ``Bash: pytest -q``.
+
+A scenario can make its agent need the past: a ``[[facts]]`` entry is one line of a
+workspace file (a number in a log, a function's signature, a config value) that an earlier
+step's result shows, and a step with ``needs = ["fact-id"]`` cannot be played until that
+line is visible in the request. When it is not (masked, cleared, summarised away), the
+agent first runs the fact's source step again: a re-read, which the server logs.
+``token_ratio`` makes every token count the server reports that many times denser.
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ from pydantic import (
 
 from mala_tui.loopback.content import ContentKind, generate_content
 from mala_tui.loopback.faults import FaultSpec
+from mala_tui.loopback.tokens import MAX_TOKEN_RATIO
 
 ToolName = Literal["Read", "Bash", "Grep", "Glob", "Edit", "Write"]
 CheckpointStyle = Literal["tagged", "untagged", "code_fence"]
@@ -80,11 +88,18 @@ class _StepSpec(_Strict):
     count: int = Field(default=1, ge=1, le=10_000)
     """Generator: repeat this step ``count`` times with ``{i}`` = start, start+1, ..."""
     start: int = 1
+    needs: list[str] = Field(default_factory=list)
+    """Ids of facts (``[[facts]]``) this step cannot be played without."""
 
     @field_validator("id", "label")
     @classmethod
     def check_optional_template(cls, value: str | None) -> str | None:
         return None if value is None else _check_template(value)
+
+    @field_validator("needs")
+    @classmethod
+    def check_needs(cls, value: list[str]) -> list[str]:
+        return [_check_template(item) for item in value]
 
 
 class ReadStep(_StepSpec):
@@ -215,6 +230,48 @@ class WorkspaceSpec(_Strict):
     files: list[WorkspaceFile] = Field(default_factory=list)
 
 
+_OUTPUT_TOOLS = frozenset({"Read", "Bash", "Grep"})
+
+
+class FactSpec(_Strict):
+    """One line of a workspace file that a later step needs to see again."""
+
+    id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    path: str
+    """The workspace file that holds the line."""
+    text: str = Field(min_length=8, max_length=400)
+    """The line itself; visible means this exact text is somewhere in the request."""
+    source: str | None = None
+    """Id of the step whose result shows the line; default: the step that Reads ``path``."""
+    at: float = Field(default=0.5, ge=0.0, le=1.0)
+    """Where a generated file gets the line, as a fraction of its length."""
+
+    @field_validator("path")
+    @classmethod
+    def check_path(cls, value: str) -> str:
+        path = PurePosixPath(value)
+        if not value or path.is_absolute() or ".." in path.parts:
+            raise ValueError(f"{value!r} must be a relative path inside the workspace")
+        return value
+
+    @field_validator("text")
+    @classmethod
+    def check_text(cls, value: str) -> str:
+        if "\n" in value or not value.strip():
+            raise ValueError("a fact is one non-empty line")
+        return value
+
+
+@dataclass(frozen=True)
+class Fact:
+    """A fact with its source step resolved."""
+
+    id: str
+    path: str
+    text: str
+    source: PlannedStep
+
+
 @dataclass(frozen=True)
 class PlannedStep:
     """One concrete step of a scenario after generators are expanded.
@@ -229,6 +286,8 @@ class PlannedStep:
     tool: ToolName
     primary: str
     params: tuple[tuple[str, Any], ...] = ()
+    needs: tuple[str, ...] = ()
+    """Ids of the facts that must be visible before this step is played."""
 
     @property
     def key(self) -> tuple[str, str]:
@@ -321,6 +380,7 @@ def _expand_step(spec: StepSpec, number: int, i: int) -> PlannedStep:
         tool=spec.tool,
         primary=primary,
         params=tuple((key, value) for key, value in params.items() if value is not None),
+        needs=tuple(_expand(need, i) for need in spec.needs),
     )
 
 
@@ -341,11 +401,15 @@ class Scenario(_Strict):
     """Misbehaviour switch: ``untagged`` drops the tags, ``code_fence`` wraps them in ```xml."""
     wind_down_notes: str | None = None
     """If set, the agent writes its progress to this workspace file when asked to wrap up."""
+    token_ratio: float = Field(default=1.0, gt=0, le=MAX_TOKEN_RATIO, allow_inf_nan=False)
+    """Token density: every count the server reports is this many times chars/4."""
     workspace: WorkspaceSpec = Field(default_factory=WorkspaceSpec)
     steps: list[StepSpec] = Field(min_length=1)
+    facts: list[FactSpec] = Field(default_factory=list)
     faults: list[FaultSpec] = Field(default_factory=list)
 
     _plan: tuple[PlannedStep, ...] = PrivateAttr(default=())
+    _facts: dict[str, Fact] = PrivateAttr(default_factory=dict)
 
     @field_validator("wind_down_notes")
     @classmethod
@@ -375,7 +439,56 @@ class Scenario(_Strict):
             if fault.at_step is not None and fault.at_step not in ids:
                 raise ValueError(f"faults.{index}.at_step: no step has id {fault.at_step!r}")
         self._plan = tuple(plan)
+        self._facts = self._resolve_facts(ids, keys)
         return self
+
+    def _resolve_facts(
+        self, ids: dict[str, int], keys: dict[tuple[str, str], int]
+    ) -> dict[str, Fact]:
+        literal = {
+            entry.path: entry.content
+            for entry in self.workspace.files
+            if entry.count == 1 and entry.content is not None
+        }
+        files = {path for path, _ in self._workspace_entries()}
+        facts: dict[str, Fact] = {}
+        for index, spec in enumerate(self.facts):
+            where = f"facts.{index}"
+            if spec.id in facts:
+                raise ValueError(f"{where}.id: fact id {spec.id!r} is used twice")
+            if spec.path not in files:
+                raise ValueError(f"{where}.path: {spec.path!r} is not a workspace file")
+            if spec.path in literal and spec.text not in (literal[spec.path] or ""):
+                raise ValueError(f"{where}.text: not in the given content of {spec.path!r}")
+            if spec.source is not None:
+                if spec.source not in ids:
+                    raise ValueError(f"{where}.source: no step has id {spec.source!r}")
+                source = self._plan[ids[spec.source] - 1]
+            elif ("Read", spec.path) in keys:
+                source = self._plan[keys[("Read", spec.path)] - 1]
+            else:
+                raise ValueError(f"{where}.source: no step Reads {spec.path!r}; name the step")
+            if source.tool not in _OUTPUT_TOOLS:
+                raise ValueError(f"{where}.source: a {source.tool} step shows no file content")
+            facts[spec.id] = Fact(spec.id, spec.path, spec.text, source)
+        for step in self._plan:
+            for need in step.needs:
+                fact = facts.get(need)
+                if fact is None:
+                    raise ValueError(f"step {step.id}: needs {need!r}, which no fact has as id")
+                if fact.source.number >= step.number:
+                    raise ValueError(
+                        f"step {step.id}: needs {need!r}, whose source {fact.source.id} "
+                        "does not come before it"
+                    )
+        return facts
+
+    def fact(self, fact_id: str) -> Fact:
+        return self._facts[fact_id]
+
+    @property
+    def fact_list(self) -> tuple[Fact, ...]:
+        return tuple(self._facts.values())
 
     def plan(self) -> tuple[PlannedStep, ...]:
         """The concrete steps in order, generators expanded."""
@@ -391,17 +504,37 @@ class Scenario(_Strict):
             used.add("Read")
         return [name for name in TOOL_NAMES if name in used]
 
+    def _workspace_entries(self) -> list[tuple[str, WorkspaceFile]]:
+        return [
+            (_expand(entry.path, i), entry)
+            for entry in self.workspace.files
+            for i in range(entry.start, entry.start + entry.count)
+        ]
+
     def workspace_files(self) -> list[tuple[str, str]]:
-        """Each workspace file as (relative path, content), generators expanded."""
+        """Each workspace file as (relative path, content), generators expanded; a
+        generated file holds its facts' lines and still has its declared size."""
         files: list[tuple[str, str]] = []
         for entry in self.workspace.files:
             for i in range(entry.start, entry.start + entry.count):
                 path = _expand(entry.path, i)
                 if entry.content is not None:
                     files.append((path, _expand(entry.content, i)))
-                else:
-                    files.append((path, generate_content(path, entry.size or 0, entry.kind)))
+                    continue
+                facts = [fact for fact in self.facts if fact.path == path]
+                files.append((path, _with_facts(path, entry.size or 0, entry.kind, facts)))
         return files
+
+
+def _with_facts(path: str, size: int, kind: ContentKind, facts: list[FactSpec]) -> str:
+    """Generated content of ``size`` bytes with each fact's line inserted where it asks."""
+    if not facts:
+        return generate_content(path, size, kind)
+    extra = sum(len(fact.text) + 1 for fact in facts)
+    lines = generate_content(path, max(0, size - extra), kind).splitlines()
+    for fact in sorted(facts, key=lambda fact: fact.at, reverse=True):
+        lines.insert(round(fact.at * len(lines)), fact.text)
+    return "\n".join(lines) + "\n"
 
 
 def shipped_scenarios() -> dict[str, Path]:

@@ -6,10 +6,11 @@ under its own path prefix, so ``ANTHROPIC_BASE_URL=http://127.0.0.1:PORT/agents/
 picks the scenario (the CLI keeps the prefix: it calls ``<prefix>/v1/messages?beta=true``).
 With a single route the bare base URL serves it too.
 
-Per request: estimate the prompt (tokens.py), refuse it above the window as the API does,
-let the route's scripted agent decide a reply (agent.py), apply a fault if one is due
-(faults.py), bill the prompt against the simulated cache (cache.py), log it
-(request_log.py) and stream the answer (wire.py).
+Per request: estimate the prompt (tokens.py, at the route's token density), apply the
+API's tool-result clearing when it is on (clearing.py), refuse it above the window as the
+API does (1M with the 1M beta or a ``[1m]`` model name), let the route's scripted agent
+decide a reply (agent.py), apply a fault if one is due (faults.py), bill the prompt against
+the simulated cache (cache.py), log it (request_log.py) and stream the answer (wire.py).
 """
 
 from __future__ import annotations
@@ -31,16 +32,24 @@ from aiohttp import web
 from mala_tui.loopback import wire
 from mala_tui.loopback.agent import Reply, ScriptedAgent
 from mala_tui.loopback.cache import DEFAULT_TTL_S, CacheSplit, PromptCache
+from mala_tui.loopback.clearing import ClearToolUses, clear_tool_results, first_changed_block
 from mala_tui.loopback.faults import HTTP_ERROR_STATUS, FaultBook, FaultSpec
 from mala_tui.loopback.request_log import RequestRecord, write_jsonl
 from mala_tui.loopback.request_view import RequestView, parse_request
 from mala_tui.loopback.scenario import Scenario
-from mala_tui.loopback.tokens import output_tokens, prompt_blocks
+from mala_tui.loopback.tokens import (
+    check_token_ratio,
+    output_tokens,
+    prompt_blocks,
+    text_tokens,
+)
 
 DEFAULT_WINDOW = 200_000
 # With the ``context-1m-2025-08-07`` beta the API allows a 1M-token prompt.
 WINDOW_1M = 1_000_000
 CONTEXT_1M_BETA = "context-1m"
+# Claude Code's spelling of a model on its 1M window: "claude-sonnet-4-5[1m]".
+MODEL_1M_SUFFIX = "[1m]"
 MODEL_IDS = ("claude-sonnet-4-5",)
 _HTTP_ERROR_BODIES = {
     "overloaded": ("overloaded_error", "Overloaded"),
@@ -54,8 +63,11 @@ class _Route:
     agent: ScriptedAgent
     faults: FaultBook
     response_delay_s: float
+    token_ratio: float = 1.0
     requests: int = 0
     results_seen: set[tuple[str, str]] = field(default_factory=set)
+    rereads_pending: dict[str, str] = field(default_factory=dict)
+    """tool_use id -> fact, for re-reads whose result has not come back yet."""
 
 
 @dataclass(frozen=True)
@@ -71,6 +83,8 @@ class _Exchange:
     window: int
     model: str
     message_id: str
+    cleared_results: int = 0
+    reread_tokens: int = 0
 
     @property
     def request_id(self) -> str:
@@ -121,6 +135,10 @@ class LoopbackServer:
     ``workspace``: where the workspace is when a request does not state its working
     directory (one path for all routes or a mapping per route).
     ``keep_bodies``: keep each request body in its log record (memory-hungry on long runs).
+    ``token_ratio``: token density for every route, overriding the scenarios' own
+    ``token_ratio`` (counts are ``ratio`` times chars/4); ValueError unless positive, finite.
+    ``clear_tool_uses``: apply the API's tool-result clearing to every request (a request's
+    own ``context_management`` edit wins).
     """
 
     def __init__(
@@ -133,11 +151,16 @@ class LoopbackServer:
         response_delay_s: float | None = None,
         workspace: Path | Mapping[str, Path] | None = None,
         keep_bodies: bool = False,
+        token_ratio: float | None = None,
+        clear_tool_uses: ClearToolUses | None = None,
         cache_ttl_s: float = DEFAULT_TTL_S,
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
     ) -> None:
+        if token_ratio is not None:
+            token_ratio = check_token_ratio(token_ratio)
         self.window = window
+        self.clear_tool_uses = clear_tool_uses
         self.host = host
         self._port = port
         self._keep_bodies = keep_bodies
@@ -153,6 +176,7 @@ class LoopbackServer:
                 agent=ScriptedAgent(scenario, fallback_workspace=fallback),
                 faults=FaultBook(scenario.faults),
                 response_delay_s=delay,
+                token_ratio=scenario.token_ratio if token_ratio is None else token_ratio,
             )
         self._records: list[RequestRecord] = []
         self._count_tokens_requests = 0
@@ -327,18 +351,38 @@ class LoopbackServer:
         )
 
     async def _count_tokens(self, request: web.Request) -> web.Response:
-        self._route_of(request)
+        route = self._route_of(request)
         body = await _json_body(request)
         self._count_tokens_requests += 1
-        return web.json_response({"input_tokens": sum(b.tokens for b in prompt_blocks(body))})
+        blocks = prompt_blocks(body, route.token_ratio)
+        return web.json_response({"input_tokens": sum(b.tokens for b in blocks)})
+
+    def window_for(self, request: web.Request, model: str) -> int:
+        """The window a request gets: 1M with the 1M beta or a ``[1m]`` model, as the API."""
+        beta = request.headers.get("anthropic-beta", "")
+        if CONTEXT_1M_BETA in beta or model.lower().endswith(MODEL_1M_SUFFIX):
+            return max(self.window, WINDOW_1M)
+        return self.window
 
     async def _messages(self, request: web.Request) -> web.StreamResponse:
         route = self._route_of(request)
         body = await _json_body(request)
         route.requests += 1
+        ratio = route.token_ratio
+        blocks = prompt_blocks(body, ratio)
+        invalid_from: int | None = None
+        cleared = 0
+        edit = ClearToolUses.from_request(body) or self.clear_tool_uses
+        if edit is not None:
+            edited = clear_tool_results(
+                edit, body, sum(b.tokens for b in blocks), lambda text: text_tokens(text, ratio)
+            )
+            if edited.cleared_results:
+                cleared, body = edited.cleared_results, edited.body
+                before, blocks = blocks, prompt_blocks(body, ratio)
+                invalid_from = first_changed_block(before, blocks)
         view = parse_request(body, request.headers)
-        blocks = prompt_blocks(body)
-        beta = request.headers.get("anthropic-beta", "")
+        model = view.model or MODEL_IDS[0]
         exchange = _Exchange(
             request=request,
             route=route,
@@ -346,9 +390,11 @@ class LoopbackServer:
             view=view,
             body=body,
             prompt=sum(block.tokens for block in blocks),
-            window=max(self.window, WINDOW_1M) if CONTEXT_1M_BETA in beta else self.window,
-            model=view.model or MODEL_IDS[0],
+            window=self.window_for(request, model),
+            model=model,
             message_id=f"msg_{uuid.uuid4().hex[:24]}",
+            cleared_results=cleared,
+            reread_tokens=self._price_rereads(route, view),
         )
         if exchange.prompt > exchange.window:
             message = wire.prompt_too_long_message(exchange.prompt, exchange.window)
@@ -363,10 +409,17 @@ class LoopbackServer:
             self._record(exchange, _Answer(reply, None, 0, fault), status=status, error=message)
             raise _ApiError(status, error_type, message)
 
-        split = self._cache.bill(blocks, self._clock())
-        answer = _Answer(reply, split, output_tokens(reply.content), fault)
+        split = self._cache.bill(blocks, self._clock(), invalid_from=invalid_from)
+        answer = _Answer(reply, split, output_tokens(reply.content, ratio), fault)
         step_key = reply.step.key if reply.step is not None else None
-        redone = reply.kind == "tool_use" and step_key in route.results_seen
+        # A re-read fetches a fact on purpose: counted as a re-read, not as redone work.
+        redone = (
+            reply.kind == "tool_use" and reply.reread is None and step_key in route.results_seen
+        )
+        if reply.reread is not None:
+            for block in reply.content:
+                if block.get("type") == "tool_use":
+                    route.rereads_pending[str(block["id"])] = reply.reread
         for call in view.calls:
             if call.succeeded:
                 route.results_seen.add((call.name, view.primary_argument(call)))
@@ -387,6 +440,16 @@ class LoopbackServer:
             self._abandoned.append(index)
             self._notify()
             return web.Response(status=499)
+
+    @staticmethod
+    def _price_rereads(route: _Route, view: RequestView) -> int:
+        """Tokens of the re-read results this request brings back (each priced once)."""
+        tokens = 0
+        for call in view.calls:
+            if call.id in route.rereads_pending and call.result_text is not None:
+                del route.rereads_pending[call.id]
+                tokens += text_tokens(call.result_text, route.token_ratio)
+        return tokens
 
     def _record(
         self,
@@ -426,6 +489,10 @@ class LoopbackServer:
             error=error,
             window=exchange.window,
             done_steps=reply.done_count if reply else 0,
+            reread=reply.reread if reply else None,
+            reread_tokens=exchange.reread_tokens,
+            cleared_results=exchange.cleared_results,
+            token_ratio=exchange.route.token_ratio,
             body=exchange.body if self._keep_bodies else None,
         )
         self._records.append(record)

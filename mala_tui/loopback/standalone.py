@@ -32,6 +32,8 @@ class ServeOptions:
     delay_s: float | None = None
     workspace: Path | None = None
     """Generate the scenario's files here; also the fallback working directory."""
+    token_ratio: float | None = None
+    """Token density for every count; None: the scenario's own ``token_ratio``."""
 
 
 def serve_forever(scenario: Scenario, options: ServeOptions, out: TextIO) -> None:
@@ -45,6 +47,7 @@ def serve_forever(scenario: Scenario, options: ServeOptions, out: TextIO) -> Non
         port=options.port,
         response_delay_s=options.delay_s,
         workspace=workspace,
+        token_ratio=options.token_ratio,
     )
     asyncio.run(_serve(server, scenario, options, workspace, out))
 
@@ -58,7 +61,8 @@ async def _serve(
 ) -> None:
     base_url = await server.start()
     try:
-        _print_banner(out, base_url, options.home.resolve(), scenario, workspace)
+        ratio = scenario.token_ratio if options.token_ratio is None else options.token_ratio
+        _print_banner(out, base_url, options.home.resolve(), scenario, workspace, ratio=ratio)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGINT, signal.SIGTERM):
@@ -72,7 +76,8 @@ async def _serve(
         f"prompt tokens {totals.prompt_tokens}: cache read {totals.cache_read_input_tokens}, "
         f"cache write {totals.cache_creation_input_tokens}, input {totals.input_tokens}; "
         f"output {totals.output_tokens}; peak prompt {totals.peak_prompt_tokens}; "
-        f"cost {totals.cost_units} input-token units; {totals.redone_steps} steps redone\n"
+        f"cost {totals.cost_units} input-token units; {totals.redone_steps} steps redone; "
+        f"{totals.rereads} re-reads ({totals.reread_tokens} tokens)\n"
     )
     if options.log is not None:
         server.write_log(options.log)
@@ -81,9 +86,16 @@ async def _serve(
 
 
 def _print_banner(
-    out: TextIO, base_url: str, home: Path, scenario: Scenario, workspace: Path | None
+    out: TextIO,
+    base_url: str,
+    home: Path,
+    scenario: Scenario,
+    workspace: Path | None,
+    *,
+    ratio: float,
 ) -> None:
-    out.write(f"loopback model server: {base_url}  (model {MODEL_IDS[0]}; Ctrl-C stops)\n\n")
+    out.write(f"loopback model server: {base_url}  (model {MODEL_IDS[0]}; Ctrl-C stops)\n")
+    out.write(f"token density: {ratio:g}x chars/4\n\n")
     out.write("# point a claude CLI at it:\n")
     for name, value in offline_cli_env(base_url, home).items():
         out.write(f"export {name}={shlex.quote(value)}\n" if value else f"unset {name}\n")

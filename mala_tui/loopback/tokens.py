@@ -9,7 +9,10 @@ both need. ``count_tokens`` answers with the same sum, so the CLI's own checks (
 ``count_tokens`` before letting a large Read through) agree with what ``/v1/messages`` bills.
 
 Not modelled: per-message role overhead and the real tokenizer; the ratio of 4 characters
-a token is close enough for English text and code to keep the numbers plausible.
+a token is close enough for English text and code to keep the numbers plausible. Real
+tokenizers count denser text (logs, numbers, JSON, CJK) at up to several times that, so
+every count takes a ``ratio``: a block of ``ratio = 2.0`` counts ``ceil(characters / 4 * 2)``
+tokens. The ratio applies per block, so prefix sums stay consistent at any density.
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ from dataclasses import dataclass
 from typing import Any
 
 CHARS_PER_TOKEN = 4
+# Largest density accepted: far past any real tokenizer, small enough to keep counts sane.
+MAX_TOKEN_RATIO = 64.0
 
 # The CLI sends a per-session attribution line as the first system block. The real API reads
 # it as a header, not as prompt; counting it would make every session's prompt differ from
@@ -29,9 +34,23 @@ CHARS_PER_TOKEN = 4
 BILLING_HEADER_PREFIX = "x-anthropic-billing-header:"
 
 
-def text_tokens(text: str) -> int:
-    """Tokens of one block's canonical text: ceil(characters / 4), at least 1."""
-    return max(1, math.ceil(len(text) / CHARS_PER_TOKEN))
+def check_token_ratio(ratio: float) -> float:
+    """The ratio itself, or ValueError saying what is allowed."""
+    if not isinstance(ratio, int | float) or isinstance(ratio, bool):
+        raise ValueError(f"token ratio must be a number, got {ratio!r}")
+    if not math.isfinite(ratio) or ratio <= 0 or ratio > MAX_TOKEN_RATIO:
+        raise ValueError(
+            f"token ratio must be a finite number above 0 and at most {MAX_TOKEN_RATIO:g}, "
+            f"got {ratio!r}"
+        )
+    return float(ratio)
+
+
+def text_tokens(text: str, ratio: float = 1.0) -> int:
+    """Tokens of one block's canonical text: ceil(characters / 4 * ratio), at least 1."""
+    if ratio == 1.0:
+        return max(1, math.ceil(len(text) / CHARS_PER_TOKEN))
+    return max(1, math.ceil(len(text) * ratio / CHARS_PER_TOKEN))
 
 
 @dataclass(frozen=True)
@@ -113,7 +132,7 @@ def _message_blocks(message: Mapping[str, Any]) -> Iterable[Mapping[str, Any]]:
                 yield block
 
 
-def prompt_blocks(body: Mapping[str, Any]) -> list[PromptBlock]:
+def prompt_blocks(body: Mapping[str, Any], ratio: float = 1.0) -> list[PromptBlock]:
     """Cut a Messages API request body into blocks: tools, then system, then messages."""
     blocks: list[PromptBlock] = []
     for tool in body.get("tools") or []:
@@ -124,7 +143,7 @@ def prompt_blocks(body: Mapping[str, Any]) -> list[PromptBlock]:
             PromptBlock(
                 section="tools",
                 digest=_digest("tool", payload),
-                tokens=text_tokens(_canonical_json(payload)),
+                tokens=text_tokens(_canonical_json(payload), ratio),
                 breakpoint="cache_control" in tool,
             )
         )
@@ -136,7 +155,7 @@ def prompt_blocks(body: Mapping[str, Any]) -> list[PromptBlock]:
             PromptBlock(
                 section="system",
                 digest=_digest("system", text),
-                tokens=text_tokens(text),
+                tokens=text_tokens(text, ratio),
                 breakpoint="cache_control" in block,
             )
         )
@@ -149,18 +168,18 @@ def prompt_blocks(body: Mapping[str, Any]) -> list[PromptBlock]:
                 PromptBlock(
                     section="messages",
                     digest=_digest(role, _without_cache_control(block)),
-                    tokens=text_tokens(block_text(block)),
+                    tokens=text_tokens(block_text(block), ratio),
                     breakpoint="cache_control" in block,
                 )
             )
     return blocks
 
 
-def prompt_tokens(body: Mapping[str, Any]) -> int:
+def prompt_tokens(body: Mapping[str, Any], ratio: float = 1.0) -> int:
     """The whole prompt's estimate (system + tools + messages); what count_tokens answers."""
-    return sum(block.tokens for block in prompt_blocks(body))
+    return sum(block.tokens for block in prompt_blocks(body, ratio))
 
 
-def output_tokens(content: Sequence[Mapping[str, Any]]) -> int:
+def output_tokens(content: Sequence[Mapping[str, Any]], ratio: float = 1.0) -> int:
     """Tokens of a reply's content blocks, by the same per-block rule."""
-    return max(1, sum(text_tokens(block_text(block)) for block in content))
+    return max(1, sum(text_tokens(block_text(block), ratio) for block in content))

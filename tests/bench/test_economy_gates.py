@@ -1,0 +1,151 @@
+"""The economy benchmark's gates: which targets a run is judged on, and when it fails."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from mala_tui.bench import economy
+from mala_tui.bench.arms import ArmResult
+from mala_tui.config import Settings
+
+SETTINGS = Settings()
+
+
+def arm(name: str, *, finished: bool = True, cost: float = 1000.0, **figures: int) -> ArmResult:
+    return ArmResult(
+        arm=name,
+        finished=finished,
+        ending="completed" if finished else "blocking_limit: Prompt is too long",
+        redone_steps=0,
+        rereads=figures.get("rereads", 0),
+        reread_tokens=0,
+        peak_prompt_tokens=figures.get("peak", 80_000),
+        window=200_000,
+        requests=40,
+        prompt_tokens=figures.get("prompt", 1_000_000),
+        cost_units=cost,
+        masks=0,
+        masked_results=0,
+        restarts=0,
+        compactions=0,
+        cleared_results=0,
+        wall_s=1.0,
+        compact_window=figures.get("compact_window"),
+    )
+
+
+def all_arms(**managed: int) -> dict[str, ArmResult]:
+    return {
+        "raw": arm("raw", cost=2000, prompt=8_000_000, peak=300_000),
+        "unmanaged": arm("unmanaged", finished=False, cost=300),
+        "compaction": arm("compaction", cost=1000, rereads=5, compact_window=120_000),
+        "clearing": arm("clearing", cost=1200, rereads=5),
+        "managed": arm(
+            "managed",
+            cost=managed.get("cost", 700),
+            rereads=managed.get("rereads", 4),
+            prompt=managed.get("prompt", 2_000_000),
+            peak=managed.get("peak", 90_000),
+        ),
+    }
+
+
+def verdicts(arms: dict[str, ArmResult]) -> dict[str, bool]:
+    return {t.name: t.met for t in economy.check_targets(arms, SETTINGS)}
+
+
+def test_every_target_met_when_mala_tui_wins_on_all() -> None:
+    result = verdicts(all_arms())
+    assert len(result) == 8
+    assert all(result.values())
+
+
+@pytest.mark.parametrize(
+    ("change", "missed"),
+    [
+        ({"rereads": 6}, "re-reads no more than the CLI compaction's"),
+        ({"prompt": 4_000_001}, "total prompt tokens <= 0.5x raw"),
+        ({"cost": 801}, "cache-adjusted cost <= 0.8x the CLI's compaction at its best"),
+        ({"peak": 160_000}, "peak under the hard threshold"),
+    ],
+)
+def test_each_target_can_be_missed(change: dict[str, int], missed: str) -> None:
+    result = verdicts(all_arms(**change))
+    assert [name for name, met in result.items() if not met] == [missed]
+
+
+def test_cost_is_compared_with_every_peer_that_finishes_not_one_that_gave_up() -> None:
+    arms = all_arms()
+    arms["clearing"] = replace(arms["clearing"], cost_units=650.0)
+    result = verdicts(arms)
+    assert not result["cache-adjusted cost below every peer's that finishes"]
+    # The unmanaged arm stops early and cheaply: it did not do the task, so it is no bar.
+    assert arms["unmanaged"].cost_units < arms["managed"].cost_units
+    arms["clearing"] = replace(arms["clearing"], finished=False)
+    assert verdicts(arms)["cache-adjusted cost below every peer's that finishes"]
+
+
+def test_a_subset_of_arms_is_judged_only_on_what_it_can_decide() -> None:
+    arms = all_arms()
+    subset = {name: arms[name] for name in ("clearing", "managed")}
+    assert verdicts(subset) == {
+        "finishes": True,
+        "peak under the hard threshold": True,
+        "cache-adjusted cost below every peer's that finishes": True,
+    }
+    without_managed = {name: arms[name] for name in ("raw", "unmanaged")}
+    assert verdicts(without_managed) == {
+        "scenario: raw (1M) finishes": True,
+        "scenario: an unmanaged 200K window does not finish": True,
+    }
+
+
+def test_a_scenario_an_unmanaged_window_finishes_misses_its_point() -> None:
+    arms = all_arms()
+    arms["unmanaged"] = replace(arms["unmanaged"], finished=True)
+    assert not verdicts(arms)["scenario: an unmanaged 200K window does not finish"]
+
+
+def test_the_compactions_best_setting_is_the_cheapest_that_finishes() -> None:
+    sweep = [
+        arm("compaction", cost=500, finished=False, compact_window=80_000),
+        arm("compaction", cost=900, compact_window=120_000),
+        arm("compaction", cost=800, compact_window=160_000),
+    ]
+    assert economy.best_compaction(sweep).compact_window == 160_000
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--arms", "managed,nope"], "unknown arm 'nope'"),
+        (["--compact-windows", "120000,abc"], "--compact-windows wants whole numbers"),
+        (["--compact-windows", "10000"], "each value must be from 50,000"),
+        (["--token-ratio", "0"], "--token-ratio: token ratio must be a finite number above 0"),
+        (["--token-ratio", "nan"], "--token-ratio: token ratio must be a finite number"),
+        (["--scenario", "no-such-scenario"], "no such scenario file"),
+        (["--jobs", "0"], "--jobs must be at least 1"),
+        (["--set", "soft_threshold=2"], "--set:"),
+    ],
+)
+def test_bad_options_are_usage_errors_that_say_what_is_wrong(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    with pytest.raises(SystemExit) as ended:
+        economy.main([*argv, "--out", str(tmp_path / "out")])
+    assert ended.value.code == 2
+    err = capsys.readouterr().err
+    assert message in err
+    assert "Traceback" not in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_shipped_set_loads_and_its_scenarios_need_the_past() -> None:
+    options = economy._options(economy._parser().parse_args([]), pytest.fail)
+    names = [scenario.name for scenario in options.scenarios]
+    assert names == list(economy.SCENARIO_SET)
+    needing = {s.name: sum(len(step.needs) for step in s.plan()) for s in options.scenarios}
+    assert needing == {"economy-long": 0, "code-change": 6, "log-investigation": 5}
