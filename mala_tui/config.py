@@ -53,10 +53,11 @@ class ContextSettings(BaseModel):
 
     model_config = _STRICT
 
-    soft_threshold: float = Field(default=0.40, gt=0, le=1)
-    """Fraction of the window at which old tool results are masked. Early on purpose:
-    each mask costs a prompt-cache miss on what stays, so masking while little stays is
-    cheapest (docs/BENCHMARKS.md measures it)."""
+    soft_threshold: float = Field(default=0.30, gt=0, le=1)
+    """Fraction of the window from which old tool results are masked: at once when a mask
+    pays for the prompt-cache rewrite it causes, else once it does (at the latest halfway
+    to hard). Early on purpose: masking while little stays is cheapest (docs/BENCHMARKS.md
+    measures it on a set of tasks)."""
 
     mask_target_threshold: float = Field(default=0.0, ge=0, le=1)
     """Masking goes on down to this fraction of the window. 0 masks every result but the
@@ -85,15 +86,15 @@ class ContextSettings(BaseModel):
     """Tools whose results are never masked, e.g. ["TodoWrite"] (as `exclude_tools` does for
     the API's own tool-result clearing)."""
 
-    keep_recent_observations: int = Field(default=2, ge=0)
+    keep_recent_observations: int = Field(default=1, ge=0)
     """The most recent tool results that are never masked. Each one kept is rewritten at
     the cache-write price after every mask; fewer is cheaper, more lets the agent see
-    more of its latest work."""
+    more of its latest work. What the agent fetches again after a mask is kept too."""
 
     mask_min_batch_tokens: int = Field(default=30_000, ge=0)
-    """Mask only when at least this many tokens (estimated) can go at once: masking
-    breaks the prompt cache from the first masked result on, so small batches cost
-    more than they save."""
+    """Mask only when at least this many tokens (estimated, calibrated to the session's
+    measured density) can go at once: masking breaks the prompt cache from the first
+    masked result on, so small batches cost more than they save."""
 
     carryover_turns: int = Field(default=5, ge=0)
     """Complete interaction cycles carried into the fresh session after a restart."""

@@ -148,7 +148,7 @@ def test_the_soft_zone_reader_masks_in_the_soft_zone_and_stays_under_hard(densit
     model = DenseModel(density)
     # Enough reading to fill the window several times over at every density.
     played = play(m, model, reads=int(60 / density), size=24_000)
-    soft, hard = 0.40 * WINDOW, 0.80 * WINDOW
+    soft, hard = m.limits.soft_threshold * WINDOW, m.limits.hard_threshold * WINDOW
     assert played.masks, f"never masked at {density}x: {played.skipped}"
     assert played.peak < hard, f"peak {played.peak} at {density}x"
     assert not played.wound_down
