@@ -24,6 +24,7 @@ from mala_tui.ui.text import literal
 from mala_tui.ui.timeline import session_start
 from mala_tui.ui.widgets.approval_badge import ApprovalBadge
 from mala_tui.ui.widgets.context_chart import ChartData, ContextChart
+from mala_tui.ui.widgets.cost_panel import CostData, CostPanel
 from mala_tui.ui.widgets.event_log import EventLog
 from mala_tui.ui.widgets.gauge import ContextGauge
 
@@ -70,7 +71,9 @@ class DetailScreen(Screen[None]):
         yield Static(literal(state.task or "(no task)"), id="task")
         yield ContextGauge(id="gauge")
         yield Static(id="calibration")
-        yield ContextChart(ChartData.of(state), id="chart")
+        with Horizontal(id="charts"):
+            yield ContextChart(ChartData.of(state), id="chart")
+            yield CostPanel(CostData.of(state), id="cost")
         with TabbedContent(initial="restarts"):
             with TabPane("Restarts", id="restarts"):
                 yield DataTable(id="restart-table", cursor_type="row", zebra_stripes=True)
@@ -120,6 +123,7 @@ class DetailScreen(Screen[None]):
         self.query_one(EventLog).add(mine)
         if any(isinstance(event, HISTORY_EVENTS) for event in mine):
             self.query_one(ContextChart).data = ChartData.of(self.state)
+            self.query_one(CostPanel).data = CostData.of(self.state)
             if any(not isinstance(event, ev.UsageRecorded) for event in mine):
                 self._fill_tables()
 
