@@ -168,6 +168,10 @@ class AgentSettings(BaseModel):
     """Sessions running at once; the rest wait in a queue, shown as queued. Default: twice
     the machine's cores, at most 8."""
 
+    worktree: bool = False
+    """Give each agent of `mala-tui run` its own git worktree and branch of the repository
+    its folder is in, kept after the run (as --worktree)."""
+
 
 class StorageSettings(BaseModel):
     """Where runs are kept."""

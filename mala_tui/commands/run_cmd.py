@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
@@ -41,6 +42,13 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "--model",
         type=_model_name,
         help="model for every agent (default: agent.model setting)",
+    )
+    run.add_argument(
+        "--worktree",
+        action="store_true",
+        default=None,
+        help="each agent works in its own git worktree and branch of --cwd's repository, "
+        "kept after the run (default: the agent.worktree setting)",
     )
     _common(run)
     demo = commands.add_parser(
@@ -104,6 +112,13 @@ def run(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.stdo
         open_journal,
         plan_tasks,
     )
+    from mala_tui.runtime.worktree import (
+        Worktree,
+        WorktreeError,
+        WorktreeTracker,
+        create_all,
+        repository_root,
+    )
 
     try:
         plans = plan_tasks(args.tasks, args.tasks_file, args.cwd)
@@ -115,12 +130,33 @@ def run(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.stdo
         print(f"mala-tui run: {problem}", file=sys.stderr)
         return EXIT_USAGE
     settings = loaded.settings
-    specs = [agent_spec(plan, settings, model=args.model) for plan in plans]
+    use_worktrees = bool(args.worktree or settings.agent.worktree)
+    if use_worktrees:
+        try:
+            for plan in plans:  # every folder checked before anything is made
+                repository_root(plan.cwd)
+        except WorktreeError as exc:
+            print(f"mala-tui run: {exc}", file=sys.stderr)
+            return EXIT_USAGE
     try:
         journal = open_journal(loaded, "run", plans)
     except StorageError as exc:
         print(f"mala-tui run: {exc}", file=sys.stderr)
         return EXIT_STORAGE
+    worktrees: dict[str, Worktree] = {}
+    if use_worktrees:
+        try:
+            worktrees = create_all(
+                [(plan.name, plan.cwd) for plan in plans],
+                journal.run_id,
+                journal.directory / "worktrees",
+            )
+        except WorktreeError as exc:
+            journal.close()
+            print(f"mala-tui run: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        plans = [replace(plan, cwd=worktrees[plan.name].cwd) for plan in plans]
+    specs = [agent_spec(plan, settings, model=args.model) for plan in plans]
     try:
         supervisor = build_supervisor(
             loaded=loaded,
@@ -130,7 +166,11 @@ def run(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.stdo
             approval_mode=args.approve,
             mode="run",
         )
+        if worktrees:
+            supervisor.listeners.events.append(WorktreeTracker(worktrees, supervisor.record))
         out.write(f"run {journal.run_id}: journal in {journal.directory}\n")
+        for name, worktree in worktrees.items():
+            out.write(f"{name}: worktree {worktree.path} on branch {worktree.branch}\n")
 
         async def main() -> RunResult | Shutdown | int:
             return await _supervise(supervisor, args.headless, out)

@@ -12,7 +12,7 @@ from typing import Any, TextIO
 
 from mala_tui.config import LoadedSettings
 from mala_tui.core.pricing import PriceTable, Spend, format_cost
-from mala_tui.core.view import RunState
+from mala_tui.core.view import RunState, WorktreeRecord
 from mala_tui.runtime.headless import one_line
 from mala_tui.runtime.journal import EVENTS_FILE, JournalError, find_run, list_runs, read_events
 from mala_tui.runtime.launch import EXIT_USAGE
@@ -80,6 +80,22 @@ def _spend_columns(directory: Path, prices: PriceTable) -> tuple[str, str]:
     spend = RunState(prices=prices).apply_all(events).spend
     rate = spend.cache_hit_rate
     return format_cost(spend.cost_usd), "-" if rate is None else f"{rate * 100:.0f}%"
+
+
+def _worktree_json(worktree: WorktreeRecord | None) -> dict[str, Any] | None:
+    """Where the session worked (with --worktree) and what it changed there."""
+    if worktree is None:
+        return None
+    return {
+        "path": worktree.path,
+        "branch": worktree.branch,
+        "base_commit": worktree.base_commit,
+        "repository": worktree.repository,
+        "files": None if worktree.files is None else [file.model_dump() for file in worktree.files],
+        "lines_added": worktree.lines_added,
+        "lines_deleted": worktree.lines_deleted,
+        "error": worktree.error,
+    }
 
 
 def spend_as_json(spend: Spend) -> dict[str, Any]:
@@ -159,6 +175,7 @@ def run_as_json(folder: Path, state: RunState, skipped: list[str]) -> dict[str, 
             "last_error": session.last_error,
             "model": session.model,
             "cost": spend_as_json(session.spend),
+            "worktree": _worktree_json(session.worktree),
         }
     return {
         "run_id": state.run_id,

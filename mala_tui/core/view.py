@@ -77,6 +77,26 @@ class CheckpointRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class WorktreeRecord:
+    """The session's own git worktree, and what it changed there (once measured)."""
+
+    path: str
+    branch: str
+    base_commit: str
+    repository: str
+    files: tuple[ev.ChangedFile, ...] | None = None
+    error: str = ""
+
+    @property
+    def lines_added(self) -> int:
+        return sum(f.added or 0 for f in self.files or ())
+
+    @property
+    def lines_deleted(self) -> int:
+        return sum(f.deleted or 0 for f in self.files or ())
+
+
+@dataclass(frozen=True, slots=True)
 class SessionSnapshot:
     """One session as a dashboard card shows it."""
 
@@ -162,6 +182,7 @@ class SessionState:
     """List prices the spend is costed at (the `[pricing]` settings)."""
     meter: SpendMeter = field(default_factory=lambda: SpendMeter(None), repr=False)
     costs: list[CostPoint] = field(default_factory=list)
+    worktree: WorktreeRecord | None = None
     usage: list[UsagePoint] = field(default_factory=list)
     masks: list[MaskRecord] = field(default_factory=list)
     restarts: list[RestartRecord] = field(default_factory=list)
@@ -253,6 +274,12 @@ class SessionState:
                 self.status, self.end_reason = event.status, event.reason
             case ev.ErrorRecorded():
                 self.last_error = event.message
+            case ev.WorktreeCreated():
+                self.worktree = WorktreeRecord(
+                    event.path, event.branch, event.base_commit, event.repository
+                )
+            case ev.WorktreeChanged() if self.worktree is not None:
+                self.worktree = replace(self.worktree, files=event.files, error=event.error)
             case ev.ProcessStarted() if event.pid is not None:
                 self.pids[event.pid] = False
             case ev.ProcessEnded() if event.pid is not None:

@@ -14,6 +14,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane
 
 from mala_tui.core import events as ev
+from mala_tui.core.describe import changes_summary
 from mala_tui.core.text import tokens
 from mala_tui.core.view import SessionSnapshot, SessionState
 from mala_tui.ui.drawing import Reading
@@ -48,6 +49,7 @@ class DetailScreen(Screen[None]):
         *session_bindings("checkpoints", "pause", "stop", "mask", "restart"),
         *session_bindings("approval", "manage", "transcript", show=False),
         Binding("l", "show_tab('events')", "Event log", show=False),
+        Binding("d", "diff", "Worktree diff"),
     ]
 
     def __init__(self, services: Services, name: str) -> None:
@@ -69,6 +71,7 @@ class DetailScreen(Screen[None]):
             yield Static(id="title")
             yield ApprovalBadge(self.services)
         yield Static(literal(state.task or "(no task)"), id="task")
+        yield Static(id="worktree")
         yield ContextGauge(id="gauge")
         yield Static(id="calibration")
         with Horizontal(id="charts"):
@@ -110,6 +113,27 @@ class DetailScreen(Screen[None]):
         )
         self.query_one(ContextGauge).reading = Reading.of(snapshot)
         self.query_one("#calibration", Static).update(calibration_line(snapshot))
+        self._show_worktree()
+
+    def _show_worktree(self) -> None:
+        tree = self.state.worktree
+        line = self.query_one("#worktree", Static)
+        if line.display != (tree is not None):
+            line.display = tree is not None
+            self.refresh_bindings()  # the diff key is there only with a worktree
+        if tree is None:
+            return
+        if tree.error:
+            changed = f"changes unknown: {tree.error}"
+        elif tree.files is None:
+            changed = "changes measured when the session ends"
+        else:
+            changed = changes_summary(tree.files) + " (d: diff)"
+        line.update(
+            literal(
+                f"worktree {tree.path} \u00b7 branch {tree.branch} \u00b7 {changed}", one_line=True
+            )
+        )
 
     def _on_snapshots(self, changed: dict[str, SessionSnapshot]) -> None:
         snapshot = changed.get(self.session_name)
@@ -126,6 +150,8 @@ class DetailScreen(Screen[None]):
             self.query_one(CostPanel).data = CostData.of(self.state)
             if any(not isinstance(event, ev.UsageRecorded) for event in mine):
                 self._fill_tables()
+        if any(isinstance(event, ev.WorktreeCreated | ev.WorktreeChanged) for event in mine):
+            self._show_worktree()
 
     def _fill_tables(self) -> None:
         state = self.state
@@ -165,10 +191,21 @@ class DetailScreen(Screen[None]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "session" and parameters:
             return self.services.actions.available(str(parameters[0]), self.session_name)
+        if action == "diff":  # only sessions run with --worktree have one
+            return self.state.worktree is not None
         return True
 
     def action_session(self, action_id: str) -> None:
         self.services.actions.run(action_id, self.session_name)
+
+    def action_diff(self) -> None:
+        tree = self.state.worktree
+        if tree is None:
+            self.notify("This session has no worktree of its own (run with --worktree).")
+            return
+        from mala_tui.ui.screens.diff import DiffScreen
+
+        self.app.push_screen(DiffScreen(self.session_name, tree))
 
     def action_show_tab(self, tab: str) -> None:
         self.query_one(TabbedContent).active = tab

@@ -10,8 +10,8 @@ from textual.reactive import reactive
 from textual.widget import Widget
 
 from mala_tui.core.pricing import Spend, format_cost
+from mala_tui.core.text import tokens
 from mala_tui.core.view import SessionState
-from mala_tui.ui.format import tokens
 from mala_tui.ui.timeline import session_start
 
 ESTIMATE_NOTE = "estimate, list prices"
