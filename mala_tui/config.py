@@ -27,6 +27,7 @@ from pydantic import (
     model_validator,
 )
 
+from mala_tui.core.budget import BudgetLimits
 from mala_tui.core.pricing import PriceTable
 
 APP_NAME = "mala-tui"
@@ -236,6 +237,36 @@ class PricingSettings(BaseModel):
         )
 
 
+class BudgetSettings(BaseModel):
+    """Spending limits per session and per run (none set: no limit). Near a limit the
+    session winds down and writes its checkpoint; at it, it stops with the checkpoint kept."""
+
+    model_config = _STRICT
+
+    max_cost_usd: float | None = Field(default=None, gt=0)
+    """Per session: estimated cost in US dollars at list prices (see [pricing])."""
+    max_turns: int | None = Field(default=None, gt=0)
+    """Per session: model turns (API calls of the main conversation)."""
+    max_minutes: float | None = Field(default=None, gt=0)
+    """Per session: wall-clock minutes since it started."""
+    run_max_cost_usd: float | None = Field(default=None, gt=0)
+    """For the whole run: estimated cost of every session added up."""
+    run_max_turns: int | None = Field(default=None, gt=0)
+    """For the whole run: model turns of every session added up."""
+    run_max_minutes: float | None = Field(default=None, gt=0)
+    """For the whole run: wall-clock minutes since it started."""
+    near_fraction: float = Field(default=0.9, gt=0, le=1)
+    """Share of a limit at which the session winds down and checkpoints."""
+
+    def session_limits(self) -> BudgetLimits:
+        return BudgetLimits(self.max_cost_usd, self.max_turns, self.max_minutes, self.near_fraction)
+
+    def run_limits(self) -> BudgetLimits:
+        return BudgetLimits(
+            self.run_max_cost_usd, self.run_max_turns, self.run_max_minutes, self.near_fraction
+        )
+
+
 class Settings(BaseModel):
     """All of mala-tui's settings."""
 
@@ -247,6 +278,7 @@ class Settings(BaseModel):
     storage: StorageSettings = StorageSettings()
     ui: UiSettings = UiSettings()
     pricing: PricingSettings = PricingSettings()
+    budget: BudgetSettings = BudgetSettings()
 
     def resolved_data_dir(self) -> Path:
         """The folder runs are journaled under."""
@@ -262,6 +294,7 @@ SECTIONS: dict[str, type[BaseModel]] = {
     "storage": StorageSettings,
     "ui": UiSettings,
     "pricing": PricingSettings,
+    "budget": BudgetSettings,
 }
 
 

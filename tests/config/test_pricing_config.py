@@ -67,3 +67,17 @@ def test_bad_prices_name_model_field_and_file(text: str, message: str) -> None:
         load_settings()
     assert message in str(caught.value)
     assert str(path) in str(caught.value)
+
+
+def test_budget_limits_from_the_file_and_bad_ones_named() -> None:
+    path = write_config("[budget]\nmax_cost_usd = 2.5\nrun_max_turns = 400\n")
+    budget = load_settings().settings.budget
+    session, run = budget.session_limits(), budget.run_limits()
+    assert (session.max_cost_usd, session.max_turns, session.near_fraction) == (2.5, None, 0.9)
+    assert (run.max_turns, run.max_cost_usd) == (400, None)
+    write_config("[budget]\nmax_turns = 0\n")
+    with pytest.raises(ConfigError) as caught:
+        load_settings()
+    assert f"budget.max_turns = 0 (file {path}): Input should be greater than 0" in str(
+        caught.value
+    )
