@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Final
 
+from mala_tui.core.calibration import Density
 from mala_tui.core.masking import is_masked
 from mala_tui.core.transcript import (
     PRIMARY_ARGUMENT,
@@ -34,6 +35,16 @@ from mala_tui.core.usage import CHARS_PER_TOKEN
 
 #: Tools whose primary argument names a file: their calls and results count towards it.
 _FILE_ARGUMENTS: Final = frozenset({"file_path", "notebook_path"})
+
+
+@dataclass(frozen=True, slots=True)
+class WindowContents:
+    """What the breakdown needs from a live session: its conversation and its calibration."""
+
+    transcript: Transcript
+    density: Density
+    root: str = ""
+    """The session's folder, for showing file paths relative to it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,3 +220,19 @@ def _ranked(
 def masked_since_restart(freed: Iterable[tuple[float, int]], restarted_at: float | None) -> int:
     """What the masks of the current fresh session freed: (time, tokens) of each batch."""
     return sum(tokens for at, tokens in freed if restarted_at is None or at >= restarted_at)
+
+
+def breakdown_of(
+    contents: WindowContents, *, measured: int, window: int, masked_would_cost: int = 0
+) -> WindowBreakdown:
+    """`breakdown` with the session's calibration as it stands."""
+    return breakdown(
+        contents.transcript,
+        measured=measured,
+        window=window,
+        density=contents.density.ratio,
+        overhead=contents.density.overhead,
+        density_measured=contents.density.measured,
+        masked_would_cost=masked_would_cost,
+        root=contents.root or None,
+    )

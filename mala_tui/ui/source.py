@@ -9,8 +9,9 @@ and the benchmark may pass a recording stand-in with the same shape. A
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
+from mala_tui.core.breakdown import WindowContents
 from mala_tui.core.observations import Command, Decision
 from mala_tui.core.phases import ManageMode
 from mala_tui.core.view import RunState, SessionSnapshot
@@ -70,6 +71,14 @@ class LiveSource(Protocol):
         """Agent processes still running: none may be left when the app ends."""
 
     def transcript_path(self, session: str) -> Path | None: ...
+
+
+@runtime_checkable
+class WindowSource(Protocol):
+    """A live run that can show what fills a session's window (the real Supervisor can)."""
+
+    def window_contents(self, session: str) -> WindowContents | None:
+        """The session's conversation and calibration now; None before it has any."""
 
 
 Source = LiveSource | RunState

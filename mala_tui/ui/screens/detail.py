@@ -50,6 +50,7 @@ class DetailScreen(Screen[None]):
         *session_bindings("approval", "manage", "transcript", show=False),
         Binding("l", "show_tab('events')", "Event log", show=False),
         Binding("d", "diff", "Worktree diff"),
+        Binding("w", "window", "What fills the window"),
     ]
 
     def __init__(self, services: Services, name: str) -> None:
@@ -197,6 +198,11 @@ class DetailScreen(Screen[None]):
 
     def action_session(self, action_id: str) -> None:
         self.services.actions.run(action_id, self.session_name)
+
+    def action_window(self) -> None:
+        from mala_tui.ui.screens.breakdown import BreakdownScreen
+
+        self.app.push_screen(BreakdownScreen(self.services, self.session_name))
 
     def action_diff(self) -> None:
         tree = self.state.worktree

@@ -92,7 +92,7 @@ class CostPanel(Widget):
 
     DEFAULT_CSS = """
     CostPanel {
-        width: 30;
+        width: 33;
         height: 12;
         padding: 0 1;
         & > .cost--title { color: $foreground; text-style: bold; }
@@ -126,7 +126,8 @@ class CostPanel(Widget):
         text.append(
             "cache hits " + ("-" if rate is None else f"{rate * 100:.0f}%"), style("cost--figure")
         )
-        text.append(f" \u00b7 {spend.calls} calls\n", style("cost--note"))
+        calls = f"{spend.calls} call{'' if spend.calls == 1 else 's'}"
+        text.append(f" \u00b7 {calls}\n", style("cost--note"))
         text.append(
             f"in {tokens(spend.input_tokens)} \u00b7 write {tokens(spend.cache_write_tokens)}\n"
             f"read {tokens(spend.cache_read_tokens)} \u00b7 out {tokens(spend.output_tokens)}\n",
