@@ -178,6 +178,7 @@ class SessionState:
     density_measured: bool = False
     manage: ManageMode = ManageMode.FULL
     model: str | None = None
+    started_at: float | None = None
     prices: PriceTable = field(default_factory=PriceTable, repr=False)
     """List prices the spend is costed at (the `[pricing]` settings)."""
     meter: SpendMeter = field(default_factory=lambda: SpendMeter(None), repr=False)
@@ -200,6 +201,7 @@ class SessionState:
             case ev.SessionStarted():
                 self.task, self.cwd, self.window = event.task, event.cwd, event.window
                 self.model = event.model
+                self.started_at = event.at
                 self.meter = SpendMeter(self.prices.lookup(event.model))
                 self.soft_threshold, self.hard_threshold = (
                     event.soft_threshold,
