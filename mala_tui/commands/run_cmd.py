@@ -30,6 +30,47 @@ EXIT_USAGE = 2
 EXIT_STORAGE = 74
 EXIT_INTERRUPTED = 130
 
+BUDGET_FLAGS: tuple[tuple[str, type[int] | type[float], str], ...] = (
+    ("max_cost_usd", float, "per session: estimated cost in US dollars, at list prices"),
+    ("max_turns", int, "per session: model turns (API calls)"),
+    ("max_minutes", float, "per session: wall-clock minutes"),
+    ("run_max_cost_usd", float, "whole run: estimated cost in US dollars"),
+    ("run_max_turns", int, "whole run: model turns"),
+    ("run_max_minutes", float, "whole run: wall-clock minutes"),
+)
+"""[budget] settings that `run` and `demo` also take as flags: (key, type, what it limits)."""
+
+
+def _positive(kind: type[int] | type[float]) -> Callable[[str], int | float]:
+    def parse(text: str) -> int | float:
+        try:
+            value = kind(text)
+        except ValueError:
+            noun = "a whole number" if kind is int else "a number"
+            raise argparse.ArgumentTypeError(f"{text!r} is not {noun}") from None
+        if not value > 0:  # also refuses nan
+            raise argparse.ArgumentTypeError(f"{text!r}: a limit must be above 0")
+        return value
+
+    return parse
+
+
+def with_budget_flags(args: argparse.Namespace, loaded: LoadedSettings) -> LoadedSettings:
+    """The settings with the budget flags given on the command line applied over them."""
+    given = {
+        flag: value
+        for flag, _, _ in BUDGET_FLAGS
+        if (value := getattr(args, f"budget_{flag}", None)) is not None
+    }
+    if not given:
+        return loaded
+    budget = loaded.settings.budget.model_copy(update=given)
+    sources = dict(loaded.sources)
+    for flag in given:
+        sources[f"budget.{flag}"] = f"command line --{flag.replace('_', '-')}"
+    settings = loaded.settings.model_copy(update={"budget": budget})
+    return LoadedSettings(settings, sources, loaded.config_file, loaded.config_file_exists)
+
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     run = commands.add_parser("run", help="supervise real Claude Code agents on your tasks")
@@ -75,6 +116,17 @@ def _common(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="no app: one line per event (needed without a terminal)",
     )
+    budget = parser.add_argument_group(
+        "budgets", "near a limit (90%) a session winds down and checkpoints; at it, it stops"
+    )
+    for flag, kind, what in BUDGET_FLAGS:
+        budget.add_argument(
+            f"--{flag.replace('_', '-')}",
+            dest=f"budget_{flag}",
+            type=_positive(kind),
+            metavar="N",
+            help=f"{what} (default: the budget.{flag} setting)",
+        )
     parser.add_argument("--data-dir", type=Path, help="where runs are journaled")
 
 
@@ -103,6 +155,7 @@ def refusal(args: argparse.Namespace, loaded: LoadedSettings) -> str | None:
 
 
 def run(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.stdout) -> int:
+    loaded = with_budget_flags(args, loaded)
     from mala_tui.runtime.backends.claude import ClaudeBackend
     from mala_tui.runtime.journal import StorageError
     from mala_tui.runtime.launch import (
@@ -181,6 +234,7 @@ def run(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.stdo
 
 
 def demo(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.stdout) -> int:
+    loaded = with_budget_flags(args, loaded)
     from mala_tui.runtime.demo import demo_run
     from mala_tui.runtime.journal import StorageError
 
