@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from mala_tui.core.breakdown import WindowContents
+from mala_tui.core.budget import BudgetCheck, BudgetLimits
 from mala_tui.core.observations import Command, Decision
 from mala_tui.core.phases import ManageMode
 from mala_tui.core.view import RunState, SessionSnapshot
@@ -79,6 +80,20 @@ class WindowSource(Protocol):
 
     def window_contents(self, session: str) -> WindowContents | None:
         """The session's conversation and calibration now; None before it has any."""
+
+
+@runtime_checkable
+class BudgetSource(Protocol):
+    """A live run with budgets the operator can see and raise (the real Supervisor)."""
+
+    def budget_limits(self, session: str) -> tuple[BudgetLimits, BudgetLimits]:
+        """The session's limits and the run's."""
+
+    def budget_check(self, session: str) -> BudgetCheck:
+        """Where the session stands against its own limits now."""
+
+    def set_budget(self, session: str | None, limits: BudgetLimits) -> None:
+        """New limits for one session, or (None) for the whole run."""
 
 
 Source = LiveSource | RunState

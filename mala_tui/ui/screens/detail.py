@@ -51,6 +51,7 @@ class DetailScreen(Screen[None]):
         Binding("l", "show_tab('events')", "Event log", show=False),
         Binding("d", "diff", "Worktree diff"),
         Binding("w", "window", "What fills the window"),
+        Binding("b", "budget", "Budget"),
     ]
 
     def __init__(self, services: Services, name: str) -> None:
@@ -95,6 +96,7 @@ class DetailScreen(Screen[None]):
         masks = self.query_one("#mask-table", DataTable)
         masks.add_columns("time", "placeholder", "batch", "est. tokens", "reclaimed")
         self._fill_tables()
+        self._show_cost()
         snapshot = self.services.controller.snapshot(self.session_name)
         if snapshot is not None:
             self._show(snapshot)
@@ -115,6 +117,11 @@ class DetailScreen(Screen[None]):
         self.query_one(ContextGauge).reading = Reading.of(snapshot)
         self.query_one("#calibration", Static).update(calibration_line(snapshot))
         self._show_worktree()
+
+    def _show_cost(self) -> None:
+        budget = self.services.controller.budget()
+        standing = None if budget is None else budget.budget_check(self.session_name)
+        self.query_one(CostPanel).data = CostData.of(self.state, standing)
 
     def _show_worktree(self) -> None:
         tree = self.state.worktree
@@ -148,7 +155,7 @@ class DetailScreen(Screen[None]):
         self.query_one(EventLog).add(mine)
         if any(isinstance(event, HISTORY_EVENTS) for event in mine):
             self.query_one(ContextChart).data = ChartData.of(self.state)
-            self.query_one(CostPanel).data = CostData.of(self.state)
+            self._show_cost()
             if any(not isinstance(event, ev.UsageRecorded) for event in mine):
                 self._fill_tables()
         if any(isinstance(event, ev.WorktreeCreated | ev.WorktreeChanged) for event in mine):
@@ -192,12 +199,33 @@ class DetailScreen(Screen[None]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "session" and parameters:
             return self.services.actions.available(str(parameters[0]), self.session_name)
+        if action == "budget":  # a live run's budgets only
+            return self.services.controller.budget() is not None
         if action == "diff":  # only sessions run with --worktree have one
             return self.state.worktree is not None
         return True
 
     def action_session(self, action_id: str) -> None:
         self.services.actions.run(action_id, self.session_name)
+
+    def action_budget(self) -> None:
+        budget = self.services.controller.budget()
+        if budget is None:
+            return
+        session, run = budget.budget_limits(self.session_name)
+        from mala_tui.ui.screens.budget import BudgetChange, BudgetScreen
+
+        def apply(change: BudgetChange | None) -> None:
+            if change is None:
+                return
+            if change.session != session:
+                budget.set_budget(self.session_name, change.session)
+            if change.run != run:
+                budget.set_budget(None, change.run)
+            self.notify(f"Budget of {self.session_name} and of the run saved.")
+            self._show_cost()
+
+        self.app.push_screen(BudgetScreen(self.session_name, session, run), apply)
 
     def action_window(self) -> None:
         from mala_tui.ui.screens.breakdown import BreakdownScreen

@@ -9,6 +9,7 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widget import Widget
 
+from mala_tui.core.budget import BudgetCheck, Reading
 from mala_tui.core.pricing import Spend, format_cost
 from mala_tui.core.text import tokens
 from mala_tui.core.view import SessionState
@@ -28,15 +29,17 @@ class CostData:
     points: tuple[tuple[float, float], ...]
     start: float = 0.0
     end: float = 0.0
+    budget: BudgetCheck | None = None
+    """Where the session stands against its own budget, when it has one."""
 
     @classmethod
-    def of(cls, state: SessionState) -> CostData:
+    def of(cls, state: SessionState, budget: BudgetCheck | None = None) -> CostData:
         points = tuple(
             (point.at, point.cost_usd) for point in state.costs if point.cost_usd is not None
         )
         start = session_start(state)
         end = max([state.updated_at, *(at for at, _ in points)])
-        return cls(state.spend, state.model, points, start, end)
+        return cls(state.spend, state.model, points, start, end, budget)
 
 
 def spend_summary(spend: Spend) -> str:
@@ -70,6 +73,18 @@ def cost_columns(data: CostData, width: int, rows: int) -> list[str]:
             line += _EIGHTHS[eighths]
         lines.append(line)
     return lines
+
+
+def budget_short(reading: Reading) -> str:
+    """One limit in a few characters: "$0.42/$5 8%", "12/50 turns 24%", "3/30 min 10%"."""
+    used, allowed = reading.used, reading.allowed
+    if reading.limit == "max_cost_usd":
+        figures = f"${used:.2f}/${allowed:g}"
+    elif reading.limit == "max_turns":
+        figures = f"{used:.0f}/{allowed:.0f} turns"
+    else:
+        figures = f"{used:.1f}/{allowed:g} min"
+    return f"{figures} {reading.fraction:.0%}"
 
 
 class CostPanel(Widget):
@@ -133,8 +148,11 @@ class CostPanel(Widget):
             f"read {tokens(spend.cache_read_tokens)} \u00b7 out {tokens(spend.output_tokens)}\n",
             style("cost--note"),
         )
+        budget_lines = [budget_short(r) for r in data.budget.readings] if data.budget else []
+        for line in budget_lines:
+            text.append(f"budget {line}\n", style("cost--note"))
         width = self.size.width
-        plot_rows = max(0, self.size.height - 6)
+        plot_rows = max(0, self.size.height - 6 - len(budget_lines))
         for line in cost_columns(data, width, plot_rows):
             text.append(line + "\n", style("cost--plot"))
         text.rstrip()
