@@ -1,10 +1,12 @@
 """Watching a run's spending against its budgets, at every API call.
 
 The arithmetic is core.budget's; what is spent comes from the run's live view
-(core.view: each session's calls and their estimated cost). This decides only
-when to tell a session: the first time it (or the run) comes near a limit, so it
-winds down and writes its checkpoint, and the first time it is over one, so it
-stops. Raising a limit clears what was said, and the next call is judged anew.
+(core.view: each session's calls and their estimated cost). At every call a
+session (or the run) makes while near a limit or over it, each running session
+concerned is told: near, it winds down and writes its checkpoint; over, it
+stops. Told again at each call, a session that could not act at one moment (a
+prompt already queued, say) acts at the next; the manager ignores the repeats
+once its checkpoint is on its way. Raising a limit takes effect at the next call.
 """
 
 from __future__ import annotations
@@ -14,8 +16,6 @@ from dataclasses import dataclass, field
 from mala_tui.core import events as ev
 from mala_tui.core.budget import BudgetCheck, BudgetLimits, BudgetState, Spent, check, run_spent
 from mala_tui.core.view import RunState, SessionState
-
-_ORDER = list(BudgetState)
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,6 @@ class BudgetWatch:
     run_limits: BudgetLimits = field(default_factory=BudgetLimits)
     overrides: dict[str, BudgetLimits] = field(default_factory=dict)
     """Per-session limits the operator set, over `session_limits`."""
-    _told: dict[str, BudgetState] = field(default_factory=dict)
 
     def limits_for(self, session: str) -> BudgetLimits:
         return self.overrides.get(session, self.session_limits)
@@ -52,10 +51,8 @@ class BudgetWatch:
         """New limits for one session, or (None) for the run; the next call is judged anew."""
         if session is None:
             self.run_limits = limits
-            self._told.clear()
         else:
             self.overrides[session] = limits
-            self._told.pop(session, None)
 
     def session_check(self, state: SessionState, now: float) -> BudgetCheck:
         return check(_spent(state, now), self.limits_for(state.name))
@@ -71,33 +68,25 @@ class BudgetWatch:
         """After `event` has been applied to `run`: the sessions to tell, if any."""
         if not isinstance(event, ev.UsageRecorded) or not self.active:
             return []
-        notices: list[BudgetNotice] = []
+        told: dict[str, BudgetNotice] = {}
         state = run.sessions.get(event.session)
         if state is not None and state.status is None:
-            notice = self._escalate(state.name, self.session_check(state, event.at))
-            if notice is not None:
-                notices.append(notice)
+            mine = self.session_check(state, event.at)
+            if mine.state is not BudgetState.OK:
+                over = mine.state is BudgetState.OVER
+                told[state.name] = BudgetNotice(state.name, over, mine.reason)
         if self.run_limits.any:
             whole = self.run_check(run, event.at)
             if whole.state is not BudgetState.OK:
                 reason = whole.reason.replace("budget:", "run budget:", 1)
+                over = whole.state is BudgetState.OVER
                 for name, other in run.sessions.items():
-                    if other.status is None:
-                        notice = self._escalate(
-                            name, BudgetCheck(whole.state, whole.readings), reason
-                        )
-                        if notice is not None:
-                            notices.append(notice)
-        return notices
-
-    def _escalate(
-        self, session: str, result: BudgetCheck, reason: str | None = None
-    ) -> BudgetNotice | None:
-        told = self._told.get(session, BudgetState.OK)
-        if _ORDER.index(result.state) <= _ORDER.index(told):
-            return None
-        self._told[session] = result.state
-        return BudgetNotice(session, result.state is BudgetState.OVER, reason or result.reason)
+                    if other.status is not None:
+                        continue
+                    if name in told and (told[name].over or not over):
+                        continue  # its own limit already says as much
+                    told[name] = BudgetNotice(name, over, reason)
+        return list(told.values())
 
 
 def _spent(state: SessionState, now: float) -> Spent:

@@ -169,8 +169,6 @@ def build_supervisor(
         approval_mode=approval_mode,
         mode=mode,
     )
-    # Costs are estimated live at the user's list prices ([pricing]), as `show` does later.
-    supervisor.state.prices = loaded.settings.pricing.table()
     for spec in specs:
         supervisor.add_session(spec)
     return supervisor

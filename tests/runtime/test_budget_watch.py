@@ -1,4 +1,4 @@
-"""When a run's sessions are told they are near or over a budget: once each, at a call."""
+"""When a run's sessions are told they are near or over a budget: at each call while they are."""
 
 from __future__ import annotations
 
@@ -24,14 +24,17 @@ def call(watch: BudgetWatch, run: RunState, name: str, at: float, n: int) -> lis
     return watch.observe(event, run)
 
 
-def test_near_then_over_each_said_once() -> None:
+def test_near_then_over_said_at_each_call() -> None:
     watch = BudgetWatch(session_limits=BudgetLimits(max_turns=10))
     run = run_of("a")
-    said = [notice for n in range(1, 13) for notice in call(watch, run, "a", float(n), n)]
+    said = [notice for n in range(1, 12) for notice in call(watch, run, "a", float(n), n)]
     assert said == [
         BudgetNotice("a", False, "budget: turns 9 of 10 (90%)"),
         BudgetNotice("a", True, "budget: turns 10 of 10 (100%)"),
+        BudgetNotice("a", True, "budget: turns 11 of 10 (110%)"),
     ]
+    run.apply(ev.SessionEnded(at=12.0, session="a", status="stopped"))
+    assert call(watch, run, "a", 13.0, 13) == []  # an ended session is not told
 
 
 def test_minutes_count_from_the_sessions_start() -> None:
@@ -60,6 +63,21 @@ def test_the_run_budget_tells_every_running_session() -> None:
     said = call(watch, run, "b", 4.0, 4)
     assert [(n.session, n.over) for n in said] == [("a", True), ("b", True)]
     assert said[0].reason == "run budget: turns 4 of 4 (100%)"
+
+
+def test_a_sessions_own_limit_and_the_runs_the_worse_is_said() -> None:
+    watch = BudgetWatch(
+        session_limits=BudgetLimits(max_turns=2), run_limits=BudgetLimits(max_turns=10)
+    )
+    run = run_of("a", "b")
+    call(watch, run, "a", 1.0, 1)
+    (own,) = call(watch, run, "a", 2.0, 2)
+    assert own == BudgetNotice("a", True, "budget: turns 2 of 2 (100%)")
+    for n in range(3, 10):
+        call(watch, run, "b", float(n), n)
+    said = {n.session: n for n in call(watch, run, "b", 10.0, 10)}
+    assert said["a"].reason == "run budget: turns 10 of 10 (100%)"
+    assert said["b"].reason == "budget: turns 8 of 2 (400%)"
 
 
 def test_raising_a_limit_lets_the_session_be_judged_again() -> None:
