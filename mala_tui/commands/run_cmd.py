@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from mala_tui.config import LoadedSettings
+from mala_tui.core.pricing import Spend, format_cost
 
 if TYPE_CHECKING:
     from mala_tui.runtime.signals import Shutdown
@@ -53,6 +54,18 @@ def _positive(kind: type[int] | type[float]) -> Callable[[str], int | float]:
         return value
 
     return parse
+
+
+def cost_line(spend: Spend) -> str:
+    """The run's cost as the last lines of `run` and `demo` say it."""
+    if not spend.calls:
+        return ""
+    rate = spend.cache_hit_rate
+    cached = "" if rate is None else f", {rate:.0%} of prompt tokens from the cache"
+    cost = format_cost(spend.cost_usd)
+    if spend.priced:
+        cost += " (estimate at list prices)"
+    return f"cost: {cost} for {spend.calls} API calls{cached}\n"
 
 
 def with_budget_flags(args: argparse.Namespace, loaded: LoadedSettings) -> LoadedSettings:
@@ -280,6 +293,8 @@ def _finish(outcome: RunResult | Shutdown | int, supervisor: Supervisor | None, 
         elif not isinstance(outcome, int):
             status = exit_status(outcome, out)
             outcome = status
+        if supervisor is not None:
+            out.write(cost_line(supervisor.state.spend))
         out.flush()
     if isinstance(outcome, Shutdown):
         return outcome.exit_status

@@ -60,3 +60,5 @@ async def test_each_api_call_is_costed_once(tmp_path: Path) -> None:
     assert cost["cache_read_tokens"] == sum(c.cache_read_input_tokens for c in calls)
     assert cost["estimated_cost_usd"] == pytest.approx(sum(price.call_cost(c) for c in calls))
     assert cost["basis"] == "estimate from list prices"
+    total = f"${cost['estimated_cost_usd']:.{4 if cost['estimated_cost_usd'] < 0.01 else 2}f}"
+    assert f"cost: {total} (estimate at list prices) for {len(calls)} API calls" in out

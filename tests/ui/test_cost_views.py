@@ -49,7 +49,10 @@ async def test_cards_show_the_estimate_and_the_cache_hit_rate() -> None:
         rate = f"{(spend.cache_hit_rate or 0) * 100:.0f}% cached"
         assert str(priced.border_subtitle) == f"${expected_cost():.2f} est \u00b7 {rate}"
         assert str(unpriced.border_subtitle) == f"no price \u00b7 {rate}"
-        assert f"${expected_cost():.2f} est" in screen_text(app)
+        text = screen_text(app)
+        assert f"${expected_cost():.2f} est" in text
+        # The run's total is in the summary bar: one session has no price, so neither has it.
+        assert f"run no price \u00b7 {rate}" in text
 
 
 async def test_detail_shows_cost_over_time_beside_the_context_chart() -> None:
