@@ -9,9 +9,9 @@ import pytest
 
 from mala_tui.core import events as ev
 from mala_tui.core.breakdown import WindowBreakdown, WindowContents, breakdown_of
-from mala_tui.core.manager import Limits
 from mala_tui.loopback import LoopbackServer, load_scenario
 from mala_tui.runtime.session import SessionRunner
+from tests.core.factories import default_limits
 from tests.integration.harness import Recorded, runner, session_spec
 
 pytestmark = pytest.mark.integration
@@ -43,7 +43,7 @@ async def test_breakdown_at_the_peak_adds_up_to_the_gauge(tmp_path: Path) -> Non
 
     async with LoopbackServer(scenario, response_delay_s=0) as server:
         spec = session_spec("reader", scenario, server, tmp_path)
-        run, _ = runner(spec, Limits(), sink=sink)
+        run, _ = runner(spec, default_limits(), sink=sink)
         holder.append(run)
         await run.run()
     assert recorded.of(ev.MaskApplied), "the scenario should have been masked"
