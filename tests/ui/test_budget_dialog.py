@@ -9,7 +9,7 @@ from mala_tui.core import events as ev
 from mala_tui.core.budget import BudgetCheck, BudgetLimits
 from mala_tui.core.usage import CallUsage
 from mala_tui.runtime.budget_watch import BudgetWatch
-from mala_tui.ui.sample import SampleSupervisor
+from mala_tui.ui.fake_source import FakeLiveSource
 from mala_tui.ui.screens.budget import BudgetLimitError, BudgetScreen, parse_limits
 from mala_tui.ui.screens.detail import DetailScreen
 from mala_tui.ui.widgets.cost_panel import CostPanel
@@ -18,7 +18,7 @@ from tests.core.usage_events import reported_twice, started
 from .helpers import make_app, open_session, screen_text
 
 
-class LiveWithBudget(SampleSupervisor):
+class LiveWithBudget(FakeLiveSource):
     """A live run with budgets, watched as the real supervisor watches them."""
 
     def __init__(self, events: list[ev.Event]) -> None:
