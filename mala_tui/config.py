@@ -27,6 +27,9 @@ from pydantic import (
     model_validator,
 )
 
+from mala_tui.core.budget import BudgetLimits
+from mala_tui.core.pricing import PriceTable
+
 APP_NAME = "mala-tui"
 ENV_PREFIX = "MALA_TUI_"
 CONFIG_FILE_ENV = "MALA_TUI_CONFIG_FILE"
@@ -167,6 +170,10 @@ class AgentSettings(BaseModel):
     """Sessions running at once; the rest wait in a queue, shown as queued. Default: twice
     the machine's cores, at most 8."""
 
+    worktree: bool = False
+    """Give each agent of `mala-tui run` its own git worktree and branch of the repository
+    its folder is in, kept after the run (as --worktree)."""
+
 
 class StorageSettings(BaseModel):
     """Where runs are kept."""
@@ -186,6 +193,81 @@ class UiSettings(BaseModel):
     """Theme used at start; shipped themes and files in the config dir's themes/ folder."""
 
 
+class ModelPriceSetting(BaseModel):
+    """One model's list prices, US dollars per million tokens; unset fields keep the default."""
+
+    model_config = _STRICT
+
+    input: float | None = Field(default=None, ge=0)
+    """Uncached input tokens."""
+    cache_write: float | None = Field(default=None, ge=0)
+    """5-minute cache writes (default for a new model: 1.25x input)."""
+    cache_read: float | None = Field(default=None, ge=0)
+    """Cache hits (default for a new model: 0.1x input)."""
+    output: float | None = Field(default=None, ge=0)
+    """Output tokens."""
+    long_context_threshold: int | None = Field(default=None, gt=0)
+    """Prompt tokens past which a request pays the long-context premium."""
+    long_context_input_factor: float | None = Field(default=None, ge=1)
+    """Premium on the prompt prices of such a request (2 for Sonnet 4.5's 1M window)."""
+    long_context_output_factor: float | None = Field(default=None, ge=1)
+    """Premium on the output price of such a request (1.5 for Sonnet 4.5's 1M window)."""
+
+
+class PricingSettings(BaseModel):
+    """List prices by model-name prefix, for the cost estimates: one table per model,
+    e.g. [pricing."claude-sonnet-4-5"] input = 3.0. Overrides or adds to the defaults
+    (current Claude models at Anthropic's published list prices)."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    __pydantic_extra__: dict[str, ModelPriceSetting] = Field(init=False)
+
+    @model_validator(mode="after")
+    def _complete(self) -> PricingSettings:
+        self.table()  # a new model without input and output prices is an error now
+        return self
+
+    def overrides(self) -> dict[str, ModelPriceSetting]:
+        return dict(self.model_extra or {})
+
+    def table(self) -> PriceTable:
+        """The default prices with these entries applied."""
+        return PriceTable().with_overrides(
+            {name: entry.model_dump() for name, entry in self.overrides().items()}
+        )
+
+
+class BudgetSettings(BaseModel):
+    """Spending limits per session and per run (none set: no limit). Near a limit the
+    session winds down and writes its checkpoint; at it, it stops with the checkpoint kept."""
+
+    model_config = _STRICT
+
+    max_cost_usd: float | None = Field(default=None, gt=0)
+    """Per session: estimated cost in US dollars at list prices (see [pricing])."""
+    max_turns: int | None = Field(default=None, gt=0)
+    """Per session: model turns (API calls of the main conversation)."""
+    max_minutes: float | None = Field(default=None, gt=0)
+    """Per session: wall-clock minutes since it started."""
+    run_max_cost_usd: float | None = Field(default=None, gt=0)
+    """For the whole run: estimated cost of every session added up."""
+    run_max_turns: int | None = Field(default=None, gt=0)
+    """For the whole run: model turns of every session added up."""
+    run_max_minutes: float | None = Field(default=None, gt=0)
+    """For the whole run: wall-clock minutes since it started."""
+    near_fraction: float = Field(default=0.9, gt=0, le=1)
+    """Share of a limit at which the session winds down and checkpoints."""
+
+    def session_limits(self) -> BudgetLimits:
+        return BudgetLimits(self.max_cost_usd, self.max_turns, self.max_minutes, self.near_fraction)
+
+    def run_limits(self) -> BudgetLimits:
+        return BudgetLimits(
+            self.run_max_cost_usd, self.run_max_turns, self.run_max_minutes, self.near_fraction
+        )
+
+
 class Settings(BaseModel):
     """All of mala-tui's settings."""
 
@@ -196,6 +278,8 @@ class Settings(BaseModel):
     agent: AgentSettings = AgentSettings()
     storage: StorageSettings = StorageSettings()
     ui: UiSettings = UiSettings()
+    pricing: PricingSettings = PricingSettings()
+    budget: BudgetSettings = BudgetSettings()
 
     def resolved_data_dir(self) -> Path:
         """The folder runs are journaled under."""
@@ -210,6 +294,8 @@ SECTIONS: dict[str, type[BaseModel]] = {
     "agent": AgentSettings,
     "storage": StorageSettings,
     "ui": UiSettings,
+    "pricing": PricingSettings,
+    "budget": BudgetSettings,
 }
 
 
@@ -231,6 +317,13 @@ class LoadedSettings:
         rows = []
         for section, model in SECTIONS.items():
             section_value = getattr(self.settings, section)
+            for name, entry in (section_value.model_extra or {}).items():
+                # Tables keyed by the user (a price per model) rather than declared fields.
+                key = f"{section}.{name}"
+                shown = entry.model_dump(exclude_none=True)
+                rows.append(
+                    (key, shown, self.sources.get(key, DEFAULT_SOURCE), model.__doc__ or "")
+                )
             for name, info in model.model_fields.items():
                 key = f"{section}.{name}"
                 rows.append(
@@ -386,6 +479,8 @@ def _describe(exc: ValidationError, layered: _Layered) -> str:
     loc = [str(part) for part in error["loc"]]
     section = loc[0] if loc else ""
     model = SECTIONS.get(section)
+    if section == "pricing":
+        return _describe_price(error, loc, layered)
     if error["type"] == "extra_forbidden" and len(loc) >= 2 and model is not None:
         key = f"{section}.{loc[1]}"
         allowed = ", ".join(model.model_fields)
@@ -406,6 +501,34 @@ def _describe(exc: ValidationError, layered: _Layered) -> str:
     allowed = _allowed(model, loc[1]) if model is not None and len(loc) >= 2 else ""
     message = str(error["msg"]).removeprefix("Value error, ")
     return f"{key} = {value!r} ({layered.sources.get(key, DEFAULT_SOURCE)}): {message}" + (
+        f"; allowed: {allowed}" if allowed else ""
+    )
+
+
+def _describe_price(error: Any, loc: list[str], layered: _Layered) -> str:
+    """A bad `[pricing]` entry: the model, the field, the value, where it came from."""
+    message = str(error["msg"]).removeprefix("Value error, ")
+    if len(loc) < 2:  # a rule over the whole table: find the entry it names
+        for name in layered.values.get("pricing", {}):
+            if repr(name.strip().lower()) in message:
+                source = layered.sources.get(f"pricing.{name}", DEFAULT_SOURCE)
+                return f"pricing.{name} ({source}): {message}"
+        return f"[pricing]: {message}"
+    name = loc[1]
+    key = f"pricing.{name}"
+    source = layered.sources.get(key, DEFAULT_SOURCE)
+    fields = ", ".join(ModelPriceSetting.model_fields)
+    if len(loc) == 2:
+        return (
+            f"{key} = {error['input']!r} ({source}): must be a table of prices, "
+            f'e.g. [pricing."{name}"] input = 3.0; allowed keys: {fields}'
+        )
+    field_name = loc[2]
+    if error["type"] == "extra_forbidden":
+        hint = _suggest(field_name, list(ModelPriceSetting.model_fields))
+        return f"{key}.{field_name} ({source}): unknown key{hint}; allowed keys: {fields}"
+    allowed = _allowed(ModelPriceSetting, field_name)
+    return f"{key}.{field_name} = {error['input']!r} ({source}): {message}" + (
         f"; allowed: {allowed}" if allowed else ""
     )
 

@@ -32,7 +32,7 @@ def show(loaded: LoadedSettings, out: TextIO, *, as_json: bool = False) -> int:
             # TOML has no null: show it commented out so the output stays valid TOML.
             out.write(f"# {name} =    # not set, from {source}\n")
         else:
-            out.write(f"{name} = {_toml(value)}    # from {source}\n")
+            out.write(f"{_toml_key(name)} = {_toml(value)}    # from {source}\n")
     return 0
 
 
@@ -62,3 +62,9 @@ def _toml(value: Any) -> str:
         pairs = ", ".join(f"{json.dumps(str(k))} = {_toml(v)}" for k, v in value.items())
         return "{" + (f" {pairs} " if pairs else "") + "}"
     return json.dumps(str(value))
+
+
+def _toml_key(name: str) -> str:
+    """A bare key when TOML allows one (letters, digits, _ and -), else a quoted one."""
+    bare = name and all(char.isascii() and (char.isalnum() or char in "_-") for char in name)
+    return name if bare else json.dumps(name)

@@ -13,10 +13,12 @@ import asyncio
 import contextlib
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from mala_tui.config import LoadedSettings
+from mala_tui.core.pricing import Spend, format_cost
 
 if TYPE_CHECKING:
     from mala_tui.runtime.signals import Shutdown
@@ -28,6 +30,59 @@ EXIT_USAGE = 2
 #: The run's files cannot be written: a full disk, a read-only data dir (sysexits' EX_IOERR).
 EXIT_STORAGE = 74
 EXIT_INTERRUPTED = 130
+
+BUDGET_FLAGS: tuple[tuple[str, type[int] | type[float], str], ...] = (
+    ("max_cost_usd", float, "per session: estimated cost in US dollars, at list prices"),
+    ("max_turns", int, "per session: model turns (API calls)"),
+    ("max_minutes", float, "per session: wall-clock minutes"),
+    ("run_max_cost_usd", float, "whole run: estimated cost in US dollars"),
+    ("run_max_turns", int, "whole run: model turns"),
+    ("run_max_minutes", float, "whole run: wall-clock minutes"),
+)
+"""[budget] settings that `run` and `demo` also take as flags: (key, type, what it limits)."""
+
+
+def _positive(kind: type[int] | type[float]) -> Callable[[str], int | float]:
+    def parse(text: str) -> int | float:
+        try:
+            value = kind(text)
+        except ValueError:
+            noun = "a whole number" if kind is int else "a number"
+            raise argparse.ArgumentTypeError(f"{text!r} is not {noun}") from None
+        if not value > 0:  # also refuses nan
+            raise argparse.ArgumentTypeError(f"{text!r}: a limit must be above 0")
+        return value
+
+    return parse
+
+
+def cost_line(spend: Spend) -> str:
+    """The run's cost as the last lines of `run` and `demo` say it."""
+    if not spend.calls:
+        return ""
+    rate = spend.cache_hit_rate
+    cached = "" if rate is None else f", {rate:.0%} of prompt tokens from the cache"
+    cost = format_cost(spend.cost_usd)
+    if spend.priced:
+        cost += " (estimate at list prices)"
+    return f"cost: {cost} for {spend.calls} API calls{cached}\n"
+
+
+def with_budget_flags(args: argparse.Namespace, loaded: LoadedSettings) -> LoadedSettings:
+    """The settings with the budget flags given on the command line applied over them."""
+    given = {
+        flag: value
+        for flag, _, _ in BUDGET_FLAGS
+        if (value := getattr(args, f"budget_{flag}", None)) is not None
+    }
+    if not given:
+        return loaded
+    budget = loaded.settings.budget.model_copy(update=given)
+    sources = dict(loaded.sources)
+    for flag in given:
+        sources[f"budget.{flag}"] = f"command line --{flag.replace('_', '-')}"
+    settings = loaded.settings.model_copy(update={"budget": budget})
+    return LoadedSettings(settings, sources, loaded.config_file, loaded.config_file_exists)
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -41,6 +96,13 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "--model",
         type=_model_name,
         help="model for every agent (default: agent.model setting)",
+    )
+    run.add_argument(
+        "--worktree",
+        action="store_true",
+        default=None,
+        help="each agent works in its own git worktree and branch of --cwd's repository, "
+        "kept after the run (default: the agent.worktree setting)",
     )
     _common(run)
     demo = commands.add_parser(
@@ -67,6 +129,17 @@ def _common(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="no app: one line per event (needed without a terminal)",
     )
+    budget = parser.add_argument_group(
+        "budgets", "near a limit (90%) a session winds down and checkpoints; at it, it stops"
+    )
+    for flag, kind, what in BUDGET_FLAGS:
+        budget.add_argument(
+            f"--{flag.replace('_', '-')}",
+            dest=f"budget_{flag}",
+            type=_positive(kind),
+            metavar="N",
+            help=f"{what} (default: the budget.{flag} setting)",
+        )
     parser.add_argument("--data-dir", type=Path, help="where runs are journaled")
 
 
@@ -95,6 +168,7 @@ def refusal(args: argparse.Namespace, loaded: LoadedSettings) -> str | None:
 
 
 def run(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.stdout) -> int:
+    loaded = with_budget_flags(args, loaded)
     from mala_tui.runtime.backends.claude import ClaudeBackend
     from mala_tui.runtime.journal import StorageError
     from mala_tui.runtime.launch import (
@@ -103,6 +177,13 @@ def run(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.stdo
         build_supervisor,
         open_journal,
         plan_tasks,
+    )
+    from mala_tui.runtime.worktree import (
+        Worktree,
+        WorktreeError,
+        WorktreeTracker,
+        create_all,
+        repository_root,
     )
 
     try:
@@ -115,12 +196,33 @@ def run(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.stdo
         print(f"mala-tui run: {problem}", file=sys.stderr)
         return EXIT_USAGE
     settings = loaded.settings
-    specs = [agent_spec(plan, settings, model=args.model) for plan in plans]
+    use_worktrees = bool(args.worktree or settings.agent.worktree)
+    if use_worktrees:
+        try:
+            for plan in plans:  # every folder checked before anything is made
+                repository_root(plan.cwd)
+        except WorktreeError as exc:
+            print(f"mala-tui run: {exc}", file=sys.stderr)
+            return EXIT_USAGE
     try:
         journal = open_journal(loaded, "run", plans)
     except StorageError as exc:
         print(f"mala-tui run: {exc}", file=sys.stderr)
         return EXIT_STORAGE
+    worktrees: dict[str, Worktree] = {}
+    if use_worktrees:
+        try:
+            worktrees = create_all(
+                [(plan.name, plan.cwd) for plan in plans],
+                journal.run_id,
+                journal.directory / "worktrees",
+            )
+        except WorktreeError as exc:
+            journal.close()
+            print(f"mala-tui run: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        plans = [replace(plan, cwd=worktrees[plan.name].cwd) for plan in plans]
+    specs = [agent_spec(plan, settings, model=args.model) for plan in plans]
     try:
         supervisor = build_supervisor(
             loaded=loaded,
@@ -130,7 +232,11 @@ def run(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.stdo
             approval_mode=args.approve,
             mode="run",
         )
+        if worktrees:
+            supervisor.listeners.events.append(WorktreeTracker(worktrees, supervisor.record))
         out.write(f"run {journal.run_id}: journal in {journal.directory}\n")
+        for name, worktree in worktrees.items():
+            out.write(f"{name}: worktree {worktree.path} on branch {worktree.branch}\n")
 
         async def main() -> RunResult | Shutdown | int:
             return await _supervise(supervisor, args.headless, out)
@@ -141,6 +247,7 @@ def run(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.stdo
 
 
 def demo(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.stdout) -> int:
+    loaded = with_budget_flags(args, loaded)
     from mala_tui.runtime.demo import demo_run
     from mala_tui.runtime.journal import StorageError
 
@@ -186,6 +293,8 @@ def _finish(outcome: RunResult | Shutdown | int, supervisor: Supervisor | None, 
         elif not isinstance(outcome, int):
             status = exit_status(outcome, out)
             outcome = status
+        if supervisor is not None:
+            out.write(cost_line(supervisor.state.spend))
         out.flush()
     if isinstance(outcome, Shutdown):
         return outcome.exit_status

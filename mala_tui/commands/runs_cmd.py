@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from mala_tui.config import LoadedSettings
-from mala_tui.core.view import RunState
+from mala_tui.core.pricing import PriceTable, Spend, format_cost
+from mala_tui.core.view import RunState, WorktreeRecord
 from mala_tui.runtime.headless import one_line
 from mala_tui.runtime.journal import EVENTS_FILE, JournalError, find_run, list_runs, read_events
 from mala_tui.runtime.launch import EXIT_USAGE
@@ -41,16 +42,22 @@ def runs(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.std
     if not found:
         out.write(f"no runs under {data_dir(args, loaded) / 'runs'}\n")
         return 0
-    out.write(f"{'RUN':<22} {'STARTED':<19} {'MODE':<5} {'STATE':<11} SESSIONS\n")
+    prices = loaded.settings.pricing.table()
+    out.write(
+        f"{'RUN':<22} {'STARTED':<19} {'MODE':<5} {'STATE':<11} "
+        f"{'COST (EST.)':>11} {'CACHE':>5} SESSIONS\n"
+    )
     for run in found:
         started = _when(run.started_at)
         state = "running?" if not run.ended else ("ok" if run.ok else "not all ok")
         # Names and modes come from the journal: shown literally, never as terminal escapes.
         names = one_line(", ".join(run.sessions), 400)
+        cost, cache = _spend_columns(run.directory, prices)
         out.write(
             f"{one_line(run.run_id, 40):<22} {started:<19} {one_line(run.mode, 12):<5} "
-            f"{state:<11} {names}\n"
+            f"{state:<11} {cost:>11} {cache:>5} {names}\n"
         )
+    out.write("costs are estimates from list prices ([pricing] in the config file)\n")
     return 0
 
 
@@ -64,11 +71,53 @@ def _when(at: float | None) -> str:
         return "?"
 
 
+def _spend_columns(directory: Path, prices: PriceTable) -> tuple[str, str]:
+    """A run's estimated cost and cache-hit rate as `runs` shows them; "?" when unreadable."""
+    try:
+        events = read_events(directory / EVENTS_FILE).events
+    except JournalError:
+        return "?", "?"
+    spend = RunState(prices=prices).apply_all(events).spend
+    rate = spend.cache_hit_rate
+    return format_cost(spend.cost_usd), "-" if rate is None else f"{rate * 100:.0f}%"
+
+
+def _worktree_json(worktree: WorktreeRecord | None) -> dict[str, Any] | None:
+    """Where the session worked (with --worktree) and what it changed there."""
+    if worktree is None:
+        return None
+    return {
+        "path": worktree.path,
+        "branch": worktree.branch,
+        "base_commit": worktree.base_commit,
+        "repository": worktree.repository,
+        "files": None if worktree.files is None else [file.model_dump() for file in worktree.files],
+        "lines_added": worktree.lines_added,
+        "lines_deleted": worktree.lines_deleted,
+        "error": worktree.error,
+    }
+
+
+def spend_as_json(spend: Spend) -> dict[str, Any]:
+    """Tokens by kind, API calls, cache-hit rate and the cost estimate of a session or run."""
+    return {
+        "estimated_cost_usd": spend.cost_usd,
+        "basis": "estimate from list prices" if spend.priced else "no price for the model",
+        "api_calls": spend.calls,
+        "input_tokens": spend.input_tokens,
+        "cache_write_tokens": spend.cache_write_tokens,
+        "cache_read_tokens": spend.cache_read_tokens,
+        "output_tokens": spend.output_tokens,
+        "cache_hit_rate": spend.cache_hit_rate,
+    }
+
+
 def load_run(args: argparse.Namespace, loaded: LoadedSettings) -> tuple[Path, RunState, list[str]]:
     folder = find_run(data_dir(args, loaded), args.run)
     contents = read_events(folder / EVENTS_FILE)
     notes = [f"line {s.line}: {s.reason}" for s in contents.skipped]
-    return folder, RunState(run_id=folder.name).apply_all(contents.events), notes
+    state = RunState(run_id=folder.name, prices=loaded.settings.pricing.table())
+    return folder, state.apply_all(contents.events), notes
 
 
 def show(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.stdout) -> int:
@@ -124,6 +173,9 @@ def run_as_json(folder: Path, state: RunState, skipped: list[str]) -> dict[str, 
                 for pid, ended in session.pids.items()
             },
             "last_error": session.last_error,
+            "model": session.model,
+            "cost": spend_as_json(session.spend),
+            "worktree": _worktree_json(session.worktree),
         }
     return {
         "run_id": state.run_id,
@@ -132,5 +184,6 @@ def run_as_json(folder: Path, state: RunState, skipped: list[str]) -> dict[str, 
         "ended_at": state.ended_at,
         "ok": state.ok,
         "skipped_lines": skipped,
+        "cost": spend_as_json(state.spend),
         "sessions": sessions,
     }

@@ -83,7 +83,20 @@ def summary(event: ev.Event) -> str:
             return f"{event.where}: {event.message}"
         case ev.ManageModeSet():
             return f"management mode {event.mode}"
+        case ev.WorktreeCreated():
+            return f"branch {event.branch} at {event.base_commit[:10]} in {event.path}"
+        case ev.WorktreeChanged():
+            return event.error or changes_summary(event.files)
         case ev.RunStarted():
             return f"run {event.run_id} ({event.mode})"
         case ev.RunEnded():
             return f"run {event.run_id} {'ok' if event.ok else 'not ok'} {event.reason}"
+
+
+def changes_summary(files: tuple[ev.ChangedFile, ...]) -> str:
+    """ "2 files changed, +14 -3" (binary files count as files, without lines)."""
+    if not files:
+        return "no files changed"
+    added = sum(f.added or 0 for f in files)
+    deleted = sum(f.deleted or 0 for f in files)
+    return f"{len(files)} file{'s' if len(files) != 1 else ''} changed, +{added} -{deleted}"

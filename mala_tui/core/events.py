@@ -241,6 +241,34 @@ class SessionEnded(EventBase):
     masked_total: int = 0
 
 
+class WorktreeCreated(EventBase):
+    """The session works in its own git worktree, on its own branch."""
+
+    type: Literal["worktree_created"] = "worktree_created"
+    path: str
+    branch: str
+    base_commit: str
+    repository: str
+
+
+class ChangedFile(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    path: str
+    added: int | None
+    """Lines added; None for a binary file."""
+    deleted: int | None
+
+
+class WorktreeChanged(EventBase):
+    """What the session changed in its worktree since the commit it started from."""
+
+    type: Literal["worktree_changed"] = "worktree_changed"
+    files: tuple[ChangedFile, ...]
+    error: str = ""
+    """Why the changes could not be read (the worktree was removed, say); files is then empty."""
+
+
 class ErrorRecorded(EventBase):
     type: Literal["error"] = "error"
     where: str
@@ -284,6 +312,8 @@ Event = Annotated[
     | ProcessStarted
     | ProcessEnded
     | SessionEnded
+    | WorktreeCreated
+    | WorktreeChanged
     | ErrorRecorded
     | WarningRecorded
     | ManageModeSet,

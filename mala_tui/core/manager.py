@@ -32,6 +32,7 @@ from mala_tui.core.observations import (
     AgentFailed,
     ApprovalGiven,
     ApprovalPolicyChanged,
+    BudgetReached,
     Command,
     CompactionObserved,
     IdleTimedOut,
@@ -72,6 +73,8 @@ class ContextManager(Recovery):
         self._started = False
         self._usage_missing = False
         """An answer came without per-call usage: decide on the estimate."""
+        self._budget_stop: str | None = None
+        """Why the session stops at its next checkpoint instead of restarting (a budget)."""
 
     # -- what the UI and runtime read ------------------------------------------------
 
@@ -164,6 +167,8 @@ class ContextManager(Recovery):
                         ),
                     )
                 )
+            case BudgetReached():
+                return self._on_budget(observation)
             case ManageModeChanged():
                 if observation.mode is self.manage:
                     return Outcome()
@@ -362,6 +367,48 @@ class ContextManager(Recovery):
             self._begin_turn(follow_up)
         return Outcome()
 
+    # -- budgets ---------------------------------------------------------------------
+
+    def _on_budget(self, obs: BudgetReached) -> Outcome:
+        """Near a limit: the usual wind-down, then stop at the checkpoint instead of restarting.
+        At it: stop now, with a checkpoint built from the transcript unless one is on its way.
+
+        The runtime says so at every call while the session is near or over, so a moment
+        this cannot act on (a pause, a prompt already queued) is simply passed over.
+        """
+        if self.phase.terminal or self.phase in (
+            Phase.PAUSED,
+            Phase.AWAITING_APPROVAL,
+            Phase.RESTARTING,
+        ):
+            return Outcome()
+        if self.manage is not ManageMode.FULL:  # no checkpoints in these modes: stop at the limit
+            if not obs.over:
+                return Outcome()
+            self._check(Trigger.STOP)
+            return self._end(obs.at, Trigger.STOP, EndStatus.STOPPED, obs.reason)
+        if self.phase in (Phase.WINDING_DOWN, Phase.CHECKPOINTING):
+            if self._budget_stop is None:
+                self._budget_stop = obs.reason  # a checkpoint is on its way: stop there
+            return Outcome()
+        if self._turn.stopping in (StopFor.PROMPT, StopFor.PAUSE, StopFor.EMERGENCY):
+            return Outcome()
+        self._budget_stop = obs.reason
+        if obs.over:
+            return self._emergency(obs.at, obs.reason)
+        self._pending.mask = None
+        return self._wind_down(obs.at, self.usage.tokens, Cause.BUDGET)
+
+    def _checkpoint_trigger(self) -> Trigger:
+        if self._budget_stop is not None:
+            return Trigger.CHECKPOINT_AT_LIMIT
+        return super()._checkpoint_trigger()
+
+    def _end(self, at: float, trigger: Trigger, status: EndStatus, reason: str) -> Outcome:
+        if trigger is Trigger.CHECKPOINT_AT_LIMIT and self._budget_stop is not None:
+            reason = f"{self._budget_stop}; checkpoint kept"
+        return super()._end(at, trigger, status, reason)
+
     # -- the operator ----------------------------------------------------------------
 
     def _on_command(self, obs: OperatorCommand) -> Outcome:
@@ -387,6 +434,7 @@ class ContextManager(Recovery):
                 return self._mask(at, self.usage.tokens, Trigger.OPERATOR_MASK, Cause.OPERATOR)
             case Command.RESTART_NOW:
                 if self.phase in (Phase.STOPPED, Phase.FAILED):
+                    self._budget_stop = None  # the operator goes on: judged against the budget anew
                     return self._restart_by_hand(at)
                 self._check(Trigger.OPERATOR_CHECKPOINT)
                 self._pending.restart_reason = "asked by the operator"

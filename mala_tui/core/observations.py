@@ -182,6 +182,18 @@ class ApprovalPolicyChanged:
 
 
 @dataclass(frozen=True, slots=True)
+class BudgetReached:
+    """The session (or the run) came near a budget limit, or reached it (core.budget).
+
+    Near: wind down, write the checkpoint, stop. Over: stop now, the checkpoint kept.
+    """
+
+    at: float
+    over: bool
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
 class ManageModeChanged:
     """The operator switched how much of this session's window mala-tui manages."""
 
@@ -206,4 +218,5 @@ Observation = (
     | OperatorCommand
     | ApprovalPolicyChanged
     | ManageModeChanged
+    | BudgetReached
 )

@@ -132,6 +132,8 @@ class Cause(StrEnum):
     """Decided at a tool result, before the request that would have passed a threshold."""
     EMERGENCY = "emergency"
     """The window was already gone: a harness-made checkpoint."""
+    BUDGET = "budget"
+    """Near or at a cost, turn or time limit (core.budget): checkpoint, then stop."""
 
 
 class ManageMode(StrEnum):

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field, replace
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.phases import Cause, ManageMode, Phase
-from mala_tui.core.usage import UsageSource, Zone, zone_of
+from mala_tui.core.pricing import PriceTable, Spend, SpendMeter, total_spend
+from mala_tui.core.usage import CallUsage, UsageSource, Zone, zone_of
 from mala_tui.core.window import WindowSource
 
 #: Context samples kept for a card's trend line.
@@ -30,6 +31,15 @@ class UsagePoint:
     at: float
     tokens: int
     window: int
+
+
+@dataclass(frozen=True, slots=True)
+class CostPoint:
+    """The session's spend so far, as of one usage report."""
+
+    at: float
+    cost_usd: float | None
+    cache_hit_rate: float | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +77,26 @@ class CheckpointRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class WorktreeRecord:
+    """The session's own git worktree, and what it changed there (once measured)."""
+
+    path: str
+    branch: str
+    base_commit: str
+    repository: str
+    files: tuple[ev.ChangedFile, ...] | None = None
+    error: str = ""
+
+    @property
+    def lines_added(self) -> int:
+        return sum(f.added or 0 for f in self.files or ())
+
+    @property
+    def lines_deleted(self) -> int:
+        return sum(f.deleted or 0 for f in self.files or ())
+
+
+@dataclass(frozen=True, slots=True)
 class SessionSnapshot:
     """One session as a dashboard card shows it."""
 
@@ -96,6 +126,9 @@ class SessionSnapshot:
     """Tokens per chars/4 token: what calibrates the manager's per-block estimates."""
     density_measured: bool = False
     manage: ManageMode = ManageMode.FULL
+    spend: Spend = field(default_factory=Spend)
+    """API calls, tokens by kind and their cost at list prices (an estimate)."""
+    model: str | None = None
 
     @property
     def pressure(self) -> float:
@@ -144,6 +177,13 @@ class SessionState:
     density: float = 1.0
     density_measured: bool = False
     manage: ManageMode = ManageMode.FULL
+    model: str | None = None
+    started_at: float | None = None
+    prices: PriceTable = field(default_factory=PriceTable, repr=False)
+    """List prices the spend is costed at (the `[pricing]` settings)."""
+    meter: SpendMeter = field(default_factory=lambda: SpendMeter(None), repr=False)
+    costs: list[CostPoint] = field(default_factory=list)
+    worktree: WorktreeRecord | None = None
     usage: list[UsagePoint] = field(default_factory=list)
     masks: list[MaskRecord] = field(default_factory=list)
     restarts: list[RestartRecord] = field(default_factory=list)
@@ -160,6 +200,9 @@ class SessionState:
         match event:
             case ev.SessionStarted():
                 self.task, self.cwd, self.window = event.task, event.cwd, event.window
+                self.model = event.model
+                self.started_at = event.at
+                self.meter = SpendMeter(self.prices.lookup(event.model))
                 self.soft_threshold, self.hard_threshold = (
                     event.soft_threshold,
                     event.hard_threshold,
@@ -179,6 +222,7 @@ class SessionState:
                 self.density, self.density_measured = event.density, event.density_measured
                 self.usage.append(UsagePoint(event.at, event.tokens, event.window))
                 self._trend.append(event.pressure)
+                self._observe_spend(event)
                 if self._await_after_restart and self.restarts:
                     self.restarts[-1] = replace(self.restarts[-1], tokens_after=event.tokens)
                     self._await_after_restart = False
@@ -232,12 +276,35 @@ class SessionState:
                 self.status, self.end_reason = event.status, event.reason
             case ev.ErrorRecorded():
                 self.last_error = event.message
+            case ev.WorktreeCreated():
+                self.worktree = WorktreeRecord(
+                    event.path, event.branch, event.base_commit, event.repository
+                )
+            case ev.WorktreeChanged() if self.worktree is not None:
+                self.worktree = replace(self.worktree, files=event.files, error=event.error)
             case ev.ProcessStarted() if event.pid is not None:
                 self.pids[event.pid] = False
             case ev.ProcessEnded() if event.pid is not None:
                 self.pids[event.pid] = True
             case _:
                 pass
+
+    def _observe_spend(self, event: ev.UsageRecorded) -> None:
+        call = CallUsage(
+            event.input_tokens,
+            event.cache_creation_input_tokens,
+            event.cache_read_input_tokens,
+            event.output_tokens,
+        )
+        if call.context_tokens == 0:
+            return
+        self.meter.observe(call)
+        spend = self.meter.spend
+        self.costs.append(CostPoint(event.at, spend.cost_usd, spend.cache_hit_rate))
+
+    @property
+    def spend(self) -> Spend:
+        return self.meter.spend
 
     def snapshot(self) -> SessionSnapshot:
         return SessionSnapshot(
@@ -265,6 +332,8 @@ class SessionState:
             density=self.density,
             density_measured=self.density_measured,
             manage=self.manage,
+            spend=self.meter.spend,
+            model=self.model,
         )
 
 
@@ -277,13 +346,15 @@ class RunState:
     started_at: float | None = None
     ended_at: float | None = None
     ok: bool | None = None
+    prices: PriceTable = field(default_factory=PriceTable, repr=False)
+    """List prices every session's spend is costed at."""
 
     def apply(self, event: ev.Event) -> SessionState | None:
         match event:
             case ev.RunStarted():
                 self.run_id, self.started_at = event.run_id, event.at
                 for name in event.sessions:
-                    self.sessions.setdefault(name, SessionState(name))
+                    self.sessions.setdefault(name, SessionState(name, prices=self.prices))
                 return None
             case ev.RunEnded():
                 self.ended_at, self.ok = event.at, event.ok
@@ -292,9 +363,14 @@ class RunState:
             return None
         state = self.sessions.get(event.session)
         if state is None:
-            state = self.sessions[event.session] = SessionState(event.session)
+            state = self.sessions[event.session] = SessionState(event.session, prices=self.prices)
         state.apply(event)
         return state
+
+    @property
+    def spend(self) -> Spend:
+        """Every session's spend added up (unpriced if any session's model has no price)."""
+        return total_spend(session.spend for session in self.sessions.values())
 
     def apply_all(self, events: Iterable[ev.Event]) -> RunState:
         for event in events:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from mala_tui.core.observations import (
     ApprovalPolicyChanged,
+    BudgetReached,
     CompactionObserved,
     Decision,
     ManageModeChanged,
@@ -54,7 +55,7 @@ class Answer:
     decided_by: str
 
 
-OperatorInput = OperatorCommand | ApprovalPolicyChanged | ManageModeChanged | Answer
+OperatorInput = OperatorCommand | ApprovalPolicyChanged | ManageModeChanged | BudgetReached | Answer
 """What does not come from the agent: held back while a turn is being stopped."""
 
 InboxItem = FromAgent | OperatorInput

@@ -22,6 +22,7 @@ from mala_tui.core.manager import ContextManager, Outcome
 from mala_tui.core.observations import (
     ApprovalGiven,
     ApprovalPolicyChanged,
+    BudgetReached,
     IdleTimedOut,
     ManageModeChanged,
     Observation,
@@ -73,7 +74,9 @@ class ManagerFeed:
 
     def _handle(self, item: InboxItem) -> Outcome | None:
         """Observe one inbox item; None when it was not for the manager (or it refused)."""
-        if isinstance(item, OperatorCommand | ApprovalPolicyChanged | ManageModeChanged):
+        if isinstance(
+            item, OperatorCommand | ApprovalPolicyChanged | ManageModeChanged | BudgetReached
+        ):
             return self._observe_quietly(item)
         if isinstance(item, Answer):
             if self.approval_pending is None:

@@ -36,6 +36,7 @@ from mala_tui.core.manager import ContextManager, Outcome
 from mala_tui.core.observations import (
     AgentFailed,
     ApprovalPolicyChanged,
+    BudgetReached,
     Command,
     Decision,
     IdleTimedOut,
@@ -117,6 +118,10 @@ class SessionRunner(ManagerFeed):
 
     def set_manage_mode(self, mode: ManageMode) -> None:
         self._inbox.put_nowait(ManageModeChanged(self._clock(), mode))
+
+    def budget_reached(self, over: bool, reason: str) -> None:
+        """Near a budget limit (wind down, checkpoint, stop) or at it (stop now)."""
+        self._inbox.put_nowait(BudgetReached(self._clock(), over, reason))
 
     def answer_approval(
         self, decision: Decision | str, edited_text: str | None = None, by: str = "operator"

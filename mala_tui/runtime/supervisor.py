@@ -28,6 +28,8 @@ from typing import Literal
 from mala_tui.config import Settings
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
+from mala_tui.core.breakdown import WindowContents
+from mala_tui.core.budget import BudgetCheck, BudgetLimits
 from mala_tui.core.manager import ContextManager, Limits
 from mala_tui.core.observations import Command, Decision
 from mala_tui.core.phases import ManageMode
@@ -35,6 +37,7 @@ from mala_tui.core.prompts import PromptSet
 from mala_tui.core.view import RunState, SessionSnapshot
 from mala_tui.core.window import DEFAULT_MODEL_WINDOWS, Window, resolve_window
 from mala_tui.runtime.backends.base import Backend, SessionSpec
+from mala_tui.runtime.budget_watch import BudgetWatch
 from mala_tui.runtime.journal import RunJournal, describe_os_error, redact_file
 from mala_tui.runtime.session import RunnerLimits, SessionRunner
 
@@ -140,7 +143,10 @@ class Supervisor:
         self.approval_mode: ApprovalMode = approval_mode or (
             "ask" if settings.context.require_approval else "auto"
         )
-        self.state = RunState(run_id=journal.run_id if journal else "")
+        self.state = RunState(
+            run_id=journal.run_id if journal else "", prices=settings.pricing.table()
+        )
+        self.budget = BudgetWatch(settings.budget.session_limits(), settings.budget.run_limits())
         self.runners: dict[str, SessionRunner] = {}
         self.approvals: list[ApprovalRequest] = []
         self.listeners = _Listeners()
@@ -325,6 +331,25 @@ class Supervisor:
             raise KeyError(f"no approval is pending for {session!r}")
         self.runners[session].answer_approval(decision, edited_text, by)
 
+    def budget_limits(self, session: str) -> tuple[BudgetLimits, BudgetLimits]:
+        """The session's limits and the run's."""
+        return self.budget.limits_for(session), self.budget.run_limits
+
+    def budget_check(self, session: str) -> BudgetCheck:
+        return self.budget.session_check(self.state.sessions[session], self.clock())
+
+    def set_budget(self, session: str | None, limits: BudgetLimits) -> None:
+        """New limits for one session or (None) the run, judged from the next call on."""
+        self.budget.set_limits(session, limits)
+
+    def window_contents(self, session: str) -> WindowContents | None:
+        """What fills the session's window: its conversation and its calibration, now."""
+        runner = self.runners.get(session)
+        if runner is None:
+            return None
+        manager = runner.manager
+        return WindowContents(manager.transcript, manager.density, str(runner.spec.cwd))
+
     # -- the sink ---------------------------------------------------------------------------------
 
     def record(self, event: ev.Event) -> ev.Event:
@@ -354,6 +379,10 @@ class Supervisor:
             self._redact_transcript_copies()
         self.state.apply(event)
         self._track_approvals(event)
+        for notice in self.budget.observe(event, self.state):
+            target = self.runners.get(notice.session)
+            if target is not None and target.status is None:
+                target.budget_reached(notice.over, notice.reason)
         for listener in list(self.listeners.events):
             try:
                 listener(event)

@@ -11,11 +11,12 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+from mala_tui.core.breakdown import WindowContents
 from mala_tui.core.observations import Command, Decision
 from mala_tui.core.phases import ManageMode
 from mala_tui.core.view import RunState, SessionSnapshot, SessionState
 from mala_tui.runtime.supervisor import ApprovalRequest
-from mala_tui.ui.source import LiveSource, Source
+from mala_tui.ui.source import BudgetSource, LiveSource, Source, WindowSource
 
 
 class ReadOnlyError(RuntimeError):
@@ -92,6 +93,18 @@ class Controller:
 
     def transcript_path(self, name: str) -> Path | None:
         return self._live().transcript_path(name)
+
+    def budget(self) -> BudgetSource | None:
+        """The run's budgets, when it is live and has them."""
+        source: object = self.supervisor
+        return source if isinstance(source, BudgetSource) else None
+
+    def window_contents(self, name: str) -> WindowContents | None:
+        """What fills the session's window, while the run is live (a journal does not hold it)."""
+        source: object = self.supervisor  # a LiveSource may or may not also be a WindowSource
+        if isinstance(source, WindowSource):
+            return source.window_contents(name)
+        return None
 
     # -- approvals ---------------------------------------------------------------------------------
 

@@ -98,13 +98,27 @@ class _Session:
         )
 
     def usage(self, at: float, pressure: float, source: UsageSource = UsageSource.PER_CALL) -> None:
+        tokens = round(pressure * WINDOW)
+        # A per-call figure carries its split, as the API reports it: most of the prompt
+        # read from the cache, a little written to it, a short answer (the cost estimate).
+        split = (
+            {
+                "input_tokens": 3,
+                "cache_creation_input_tokens": tokens - 3 - int(tokens * 0.9) - 300,
+                "cache_read_input_tokens": int(tokens * 0.9),
+                "output_tokens": 300,
+            }
+            if source is UsageSource.PER_CALL and tokens > 3_000
+            else {}
+        )
         self.add(
             ev.UsageRecorded(
                 at=T0 + at,
                 session=self.name,
-                tokens=round(pressure * WINDOW),
+                tokens=tokens,
                 window=WINDOW,
                 source=source,
+                **split,
             )
         )
 

@@ -9,8 +9,10 @@ and the benchmark may pass a recording stand-in with the same shape. A
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
+from mala_tui.core.breakdown import WindowContents
+from mala_tui.core.budget import BudgetCheck, BudgetLimits
 from mala_tui.core.observations import Command, Decision
 from mala_tui.core.phases import ManageMode
 from mala_tui.core.view import RunState, SessionSnapshot
@@ -70,6 +72,28 @@ class LiveSource(Protocol):
         """Agent processes still running: none may be left when the app ends."""
 
     def transcript_path(self, session: str) -> Path | None: ...
+
+
+@runtime_checkable
+class WindowSource(Protocol):
+    """A live run that can show what fills a session's window (the real Supervisor can)."""
+
+    def window_contents(self, session: str) -> WindowContents | None:
+        """The session's conversation and calibration now; None before it has any."""
+
+
+@runtime_checkable
+class BudgetSource(Protocol):
+    """A live run with budgets the operator can see and raise (the real Supervisor)."""
+
+    def budget_limits(self, session: str) -> tuple[BudgetLimits, BudgetLimits]:
+        """The session's limits and the run's."""
+
+    def budget_check(self, session: str) -> BudgetCheck:
+        """Where the session stands against its own limits now."""
+
+    def set_budget(self, session: str | None, limits: BudgetLimits) -> None:
+        """New limits for one session, or (None) for the whole run."""
 
 
 Source = LiveSource | RunState

@@ -100,7 +100,7 @@ async def test_approval_switches_per_session_and_for_all() -> None:
         await pilot.press("v")
         await pilot.pause()
         assert card.snapshot.require_approval
-        assert str(card.border_subtitle) == "approval on"
+        assert str(card.border_subtitle).startswith("approval on \u00b7 ")  # then its cost
         await pilot.press("V")  # not every session asks yet: on for all
         await pilot.pause()
         assert all(c.snapshot and c.snapshot.require_approval for c in screen.query(SessionCard))

@@ -17,6 +17,7 @@ from textual.widgets import Footer, Input, Static
 
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.phases import Phase
+from mala_tui.core.pricing import total_spend
 from mala_tui.core.text import clean
 from mala_tui.core.usage import Zone
 from mala_tui.core.view import SessionSnapshot
@@ -25,6 +26,7 @@ from mala_tui.ui.services import Services
 from mala_tui.ui.session_actions import session_bindings
 from mala_tui.ui.text import literal
 from mala_tui.ui.widgets.approval_badge import ApprovalBadge
+from mala_tui.ui.widgets.cost_panel import spend_summary
 from mala_tui.ui.widgets.session_card import SessionCard
 
 CARD_WIDTH: Final = 44
@@ -294,6 +296,9 @@ class DashboardScreen(Screen[None]):
             parts.append(f"{ended} ended")
         if shown != len(snaps):
             parts.append(f"{shown} shown")
+        spend = total_spend(s.spend for s in snaps)
+        if spend.calls:
+            parts.append(f"run {spend_summary(spend)}")
         self._counts = clean(" \u00b7 ".join(parts), one_line=True)
         self._update_summary()
         if not snaps:

@@ -14,6 +14,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane
 
 from mala_tui.core import events as ev
+from mala_tui.core.describe import changes_summary
 from mala_tui.core.text import tokens
 from mala_tui.core.view import SessionSnapshot, SessionState
 from mala_tui.ui.drawing import Reading
@@ -24,6 +25,7 @@ from mala_tui.ui.text import literal
 from mala_tui.ui.timeline import session_start
 from mala_tui.ui.widgets.approval_badge import ApprovalBadge
 from mala_tui.ui.widgets.context_chart import ChartData, ContextChart
+from mala_tui.ui.widgets.cost_panel import CostData, CostPanel
 from mala_tui.ui.widgets.event_log import EventLog
 from mala_tui.ui.widgets.gauge import ContextGauge
 
@@ -47,6 +49,9 @@ class DetailScreen(Screen[None]):
         *session_bindings("checkpoints", "pause", "stop", "mask", "restart"),
         *session_bindings("approval", "manage", "transcript", show=False),
         Binding("l", "show_tab('events')", "Event log", show=False),
+        Binding("d", "diff", "Worktree diff"),
+        Binding("w", "window", "What fills the window"),
+        Binding("b", "budget", "Budget"),
     ]
 
     def __init__(self, services: Services, name: str) -> None:
@@ -68,9 +73,12 @@ class DetailScreen(Screen[None]):
             yield Static(id="title")
             yield ApprovalBadge(self.services)
         yield Static(literal(state.task or "(no task)"), id="task")
+        yield Static(id="worktree")
         yield ContextGauge(id="gauge")
         yield Static(id="calibration")
-        yield ContextChart(ChartData.of(state), id="chart")
+        with Horizontal(id="charts"):
+            yield ContextChart(ChartData.of(state), id="chart")
+            yield CostPanel(CostData.of(state), id="cost")
         with TabbedContent(initial="restarts"):
             with TabPane("Restarts", id="restarts"):
                 yield DataTable(id="restart-table", cursor_type="row", zebra_stripes=True)
@@ -88,6 +96,7 @@ class DetailScreen(Screen[None]):
         masks = self.query_one("#mask-table", DataTable)
         masks.add_columns("time", "placeholder", "batch", "est. tokens", "reclaimed")
         self._fill_tables()
+        self._show_cost()
         snapshot = self.services.controller.snapshot(self.session_name)
         if snapshot is not None:
             self._show(snapshot)
@@ -107,6 +116,32 @@ class DetailScreen(Screen[None]):
         )
         self.query_one(ContextGauge).reading = Reading.of(snapshot)
         self.query_one("#calibration", Static).update(calibration_line(snapshot))
+        self._show_worktree()
+
+    def _show_cost(self) -> None:
+        budget = self.services.controller.budget()
+        standing = None if budget is None else budget.budget_check(self.session_name)
+        self.query_one(CostPanel).data = CostData.of(self.state, standing)
+
+    def _show_worktree(self) -> None:
+        tree = self.state.worktree
+        line = self.query_one("#worktree", Static)
+        if line.display != (tree is not None):
+            line.display = tree is not None
+            self.refresh_bindings()  # the diff key is there only with a worktree
+        if tree is None:
+            return
+        if tree.error:
+            changed = f"changes unknown: {tree.error}"
+        elif tree.files is None:
+            changed = "changes measured when the session ends"
+        else:
+            changed = changes_summary(tree.files) + " (d: diff)"
+        line.update(
+            literal(
+                f"worktree {tree.path} \u00b7 branch {tree.branch} \u00b7 {changed}", one_line=True
+            )
+        )
 
     def _on_snapshots(self, changed: dict[str, SessionSnapshot]) -> None:
         snapshot = changed.get(self.session_name)
@@ -120,8 +155,11 @@ class DetailScreen(Screen[None]):
         self.query_one(EventLog).add(mine)
         if any(isinstance(event, HISTORY_EVENTS) for event in mine):
             self.query_one(ContextChart).data = ChartData.of(self.state)
+            self._show_cost()
             if any(not isinstance(event, ev.UsageRecorded) for event in mine):
                 self._fill_tables()
+        if any(isinstance(event, ev.WorktreeCreated | ev.WorktreeChanged) for event in mine):
+            self._show_worktree()
 
     def _fill_tables(self) -> None:
         state = self.state
@@ -161,10 +199,47 @@ class DetailScreen(Screen[None]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "session" and parameters:
             return self.services.actions.available(str(parameters[0]), self.session_name)
+        if action == "budget":  # a live run's budgets only
+            return self.services.controller.budget() is not None
+        if action == "diff":  # only sessions run with --worktree have one
+            return self.state.worktree is not None
         return True
 
     def action_session(self, action_id: str) -> None:
         self.services.actions.run(action_id, self.session_name)
+
+    def action_budget(self) -> None:
+        budget = self.services.controller.budget()
+        if budget is None:
+            return
+        session, run = budget.budget_limits(self.session_name)
+        from mala_tui.ui.screens.budget import BudgetChange, BudgetScreen
+
+        def apply(change: BudgetChange | None) -> None:
+            if change is None:
+                return
+            if change.session != session:
+                budget.set_budget(self.session_name, change.session)
+            if change.run != run:
+                budget.set_budget(None, change.run)
+            self.notify(f"Budget of {self.session_name} and of the run saved.")
+            self._show_cost()
+
+        self.app.push_screen(BudgetScreen(self.session_name, session, run), apply)
+
+    def action_window(self) -> None:
+        from mala_tui.ui.screens.breakdown import BreakdownScreen
+
+        self.app.push_screen(BreakdownScreen(self.services, self.session_name))
+
+    def action_diff(self) -> None:
+        tree = self.state.worktree
+        if tree is None:
+            self.notify("This session has no worktree of its own (run with --worktree).")
+            return
+        from mala_tui.ui.screens.diff import DiffScreen
+
+        self.app.push_screen(DiffScreen(self.session_name, tree))
 
     def action_show_tab(self, tab: str) -> None:
         self.query_one(TabbedContent).active = tab

@@ -21,6 +21,7 @@ from mala_tui.core.view import SessionSnapshot
 from mala_tui.ui.drawing import Reading, gauge_bar, gauge_figures, trend_blocks
 from mala_tui.ui.format import state_label
 from mala_tui.ui.text import literal
+from mala_tui.ui.widgets.cost_panel import spend_summary
 
 LINES: Final = ("task", "state", "bar", "figures", "counters", "trend")
 """What each content line of a card shows, top to bottom."""
@@ -172,7 +173,11 @@ class SessionCard(Widget, can_focus=True):
             self.add_class(f"-state-{state}")
             self._state = state
         self._zone = zone
-        subtitle = "approval on" if snap.require_approval else ""
+        # The cost estimate sits in the bottom border: the six lines stay as they were.
+        parts = [spend_summary(snap.spend)] if snap.spend.calls else []
+        if snap.require_approval:
+            parts.insert(0, "approval on")
+        subtitle = " \u00b7 ".join(parts)
         if str(self.border_subtitle or "") != subtitle:
             self.border_subtitle = subtitle
         reading = Reading.of(snap)

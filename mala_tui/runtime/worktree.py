@@ -1,0 +1,240 @@
+"""One git worktree per agent: each session edits its own checkout, on its own branch.
+
+Agents given the same folder edit the same files. With `--worktree` each session
+gets `git worktree add` of the repository's current commit, on a branch named
+after the run and the session, under the run's folder; the worktrees and
+branches are kept after the run, for the person to review, merge or delete.
+
+What changed is measured against the commit the worktree started from, with a
+throwaway index (`GIT_INDEX_FILE`) so files the agent created count too and the
+worktree's own index is never touched.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from mala_tui.core import events as ev
+
+BRANCH_PREFIX: Final = "mala"
+GIT_TIMEOUT_SECONDS: Final = 60
+_UNSAFE_REF = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+class WorktreeError(Exception):
+    """A worktree that cannot be made or read; the message says which folder and why."""
+
+
+@dataclass(frozen=True)
+class Worktree:
+    session: str
+    repository: Path
+    """The top level of the repository it was made from."""
+    path: Path
+    """The worktree's top level."""
+    cwd: Path
+    """Where the agent works: the same place inside the worktree as `--cwd` in the repository."""
+    branch: str
+    base_commit: str
+
+
+@dataclass(frozen=True)
+class FileChange:
+    path: str
+    added: int | None
+    """Lines added; None for a binary file."""
+    deleted: int | None
+
+
+def _git(args: Sequence[str], cwd: Path, env: dict[str, str] | None = None) -> str:
+    """Run git and return its output; every failure becomes a WorktreeError naming the folder."""
+    if shutil.which("git") is None:
+        raise WorktreeError("--worktree needs git, and git is not on PATH")
+    try:
+        done = subprocess.run(
+            ["git", *args],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=GIT_TIMEOUT_SECONDS,
+            env=env,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise WorktreeError(f"git {' '.join(args)} in {cwd}: {exc}") from None
+    if done.returncode != 0:
+        message = done.stderr.strip().splitlines()
+        raise WorktreeError(
+            f"git {' '.join(args)} in {cwd}: {message[-1] if message else 'failed'}"
+        )
+    return done.stdout
+
+
+def repository_root(cwd: Path) -> tuple[Path, str]:
+    """The repository `cwd` is in and its current commit.
+
+    Raises:
+        WorktreeError: no git, `cwd` is not a folder or not in a repository, or the
+            repository has no commit yet to start from.
+    """
+    if not cwd.is_dir():
+        raise WorktreeError(f"--worktree: {cwd} is not a folder")
+    try:
+        top = _git(["rev-parse", "--show-toplevel"], cwd).strip()
+    except WorktreeError:
+        if shutil.which("git") is None:
+            raise
+        raise WorktreeError(
+            f"--worktree: {cwd} is not in a git repository (each agent gets a worktree of "
+            "the repository; run without --worktree, or `git init` and commit first)"
+        ) from None
+    try:
+        commit = _git(["rev-parse", "--verify", "HEAD^{commit}"], cwd).strip()
+    except WorktreeError:
+        raise WorktreeError(
+            f"--worktree: the repository at {top} has no commit yet; commit once first"
+        ) from None
+    return Path(top), commit
+
+
+def branch_name(run_id: str, session: str) -> str:
+    """`mala/<run id>/<session>`, with whatever a ref name cannot hold replaced by '-'."""
+    safe = _UNSAFE_REF.sub("-", session).strip(".-") or "session"
+    return f"{BRANCH_PREFIX}/{run_id}/{safe}"
+
+
+def create(cwd: Path, run_id: str, session: str, parent: Path) -> Worktree:
+    """A new worktree of `cwd`'s repository at its current commit, in `parent/<session>`.
+
+    Raises:
+        WorktreeError: as `repository_root`, or the branch or folder already exists.
+    """
+    repository, commit = repository_root(cwd)
+    branch = branch_name(run_id, session)
+    path = parent / _UNSAFE_REF.sub("-", session)
+    parent.mkdir(parents=True, exist_ok=True)
+    _git(["worktree", "add", "--quiet", "-b", branch, str(path), commit], repository)
+    inside = cwd.resolve().relative_to(repository.resolve())
+    return Worktree(session, repository, path, path / inside, branch, commit)
+
+
+def changes(path: Path, base_commit: str) -> tuple[FileChange, ...]:
+    """Files changed in the worktree at `path` since `base_commit`, with lines added and deleted.
+
+    Raises:
+        WorktreeError: the worktree is gone or git cannot read it.
+    """
+    output = _with_scratch_index(path, ["diff", "--cached", "--numstat", "-z", base_commit])
+    found = []
+    # -z: "added\tdeleted\tpath\0" per file; renames are off, so one path each.
+    for record in output.split("\0"):
+        if not record:
+            continue
+        added, deleted, name = record.split("\t", 2)
+        found.append(
+            FileChange(
+                name,
+                None if added == "-" else int(added),
+                None if deleted == "-" else int(deleted),
+            )
+        )
+    return tuple(found)
+
+
+def diff_text(path: Path, base_commit: str) -> str:
+    """The full diff of the worktree at `path` against `base_commit`, new files included.
+
+    Raises:
+        WorktreeError: the worktree is gone or git cannot read it.
+    """
+    return _with_scratch_index(
+        path, ["diff", "--cached", "--no-color", "--no-ext-diff", base_commit]
+    )
+
+
+def _with_scratch_index(path: Path, args: Sequence[str]) -> str:
+    """Stage everything into a throwaway index, run `args` against it, drop it."""
+    if not path.is_dir():
+        raise WorktreeError(f"worktree {path} is gone")
+    with tempfile.TemporaryDirectory(prefix="mala-index-") as scratch:
+        env = dict(os.environ, GIT_INDEX_FILE=str(Path(scratch) / "index"))
+        _git(["read-tree", "HEAD"], path, env)
+        _git(["add", "--all", "--", "."], path, env)
+        return _git(["-c", "diff.renames=false", *args], path, env)
+
+
+def create_all(plans: Sequence[tuple[str, Path]], run_id: str, parent: Path) -> dict[str, Worktree]:
+    """A worktree per (session, cwd); on a failure the ones already made are removed again.
+
+    Raises:
+        WorktreeError: as `create`.
+    """
+    made: dict[str, Worktree] = {}
+    try:
+        for session, cwd in plans:
+            made[session] = create(cwd, run_id, session, parent)
+    except WorktreeError:
+        for worktree in made.values():
+            remove(worktree)
+        raise
+    return made
+
+
+def remove(worktree: Worktree) -> None:
+    """Remove a worktree and its branch (only for ones a failed start left behind)."""
+    try:
+        _git(["worktree", "remove", "--force", str(worktree.path)], worktree.repository)
+        _git(["branch", "-D", worktree.branch], worktree.repository)
+    except WorktreeError:
+        pass  # best effort: the start is failing anyway, and says why
+
+
+class WorktreeTracker:
+    """Journals each session's worktree when it starts, and what it changed when it ends.
+
+    An event listener of the run: `record` is the supervisor's sink.
+    """
+
+    def __init__(self, worktrees: dict[str, Worktree], record: Callable[[ev.Event], object]):
+        self.worktrees = worktrees
+        self._record = record
+
+    def __call__(self, event: ev.Event) -> None:
+        worktree = self.worktrees.get(event.session)
+        if worktree is None:
+            return
+        if isinstance(event, ev.SessionStarted):
+            self._record(
+                ev.WorktreeCreated(
+                    at=event.at,
+                    session=event.session,
+                    path=str(worktree.path),
+                    branch=worktree.branch,
+                    base_commit=worktree.base_commit,
+                    repository=str(worktree.repository),
+                )
+            )
+        elif isinstance(event, ev.SessionEnded):
+            try:
+                files = changes(worktree.path, worktree.base_commit)
+                error = ""
+            except WorktreeError as exc:
+                files, error = (), str(exc)
+            self._record(
+                ev.WorktreeChanged(
+                    at=event.at,
+                    session=event.session,
+                    files=tuple(
+                        ev.ChangedFile(path=f.path, added=f.added, deleted=f.deleted) for f in files
+                    ),
+                    error=error,
+                )
+            )
