@@ -18,7 +18,6 @@ journal's reserve.
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -35,11 +34,12 @@ from mala_tui.core.observations import Command, Decision
 from mala_tui.core.phases import ManageMode
 from mala_tui.core.prompts import PromptSet
 from mala_tui.core.view import RunState, SessionSnapshot
-from mala_tui.core.window import DEFAULT_MODEL_WINDOWS, Window, resolve_window
 from mala_tui.runtime.backends.base import Backend, SessionSpec
 from mala_tui.runtime.budget_watch import BudgetWatch
 from mala_tui.runtime.journal import RunJournal, describe_os_error, redact_file
-from mala_tui.runtime.session import RunnerLimits, SessionRunner
+from mala_tui.runtime.processes import pid_alive
+from mala_tui.runtime.session import SessionRunner
+from mala_tui.runtime.session_limits import limits_from, runner_limits_from
 
 ApprovalMode = Literal["ask", "auto", "deny"]
 SnapshotListener = Callable[[dict[str, SessionSnapshot]], None]
@@ -73,46 +73,6 @@ class RunResult:
     @property
     def ok(self) -> bool:
         return all(status is EndStatus.DONE for status in self.statuses.values())
-
-
-def window_for(settings: Settings, model: str | None, betas: tuple[str, ...] = ()) -> Window:
-    """The session's window before its first request (see core.window)."""
-    table = {**DEFAULT_MODEL_WINDOWS, **settings.context.model_windows}
-    return resolve_window(model, betas, table, settings.context.context_limit)
-
-
-def limits_from(
-    settings: Settings, model: str | None = None, betas: tuple[str, ...] = ()
-) -> Limits:
-    context, idle = settings.context, settings.idle
-    window = window_for(settings, model or settings.agent.model, betas)
-    return Limits(
-        soft_threshold=context.soft_threshold,
-        hard_threshold=context.hard_threshold,
-        mask_target_threshold=context.mask_target_threshold,
-        context_limit=window.tokens,
-        window_source=window.source,
-        manage=ManageMode(context.manage),
-        never_mask_tools=frozenset(context.never_mask_tools),
-        keep_recent_observations=context.keep_recent_observations,
-        mask_min_batch_tokens=context.mask_min_batch_tokens,
-        carryover_turns=context.carryover_turns,
-        max_restarts=context.max_restarts,
-        require_approval=context.require_approval,
-        max_idle_retries=idle.max_idle_retries,
-        idle_retry_backoff=idle.idle_retry_backoff,
-        disconnect_timeout=idle.disconnect_timeout_seconds,
-    )
-
-
-def runner_limits_from(settings: Settings) -> RunnerLimits:
-    return RunnerLimits(
-        idle_timeout=settings.idle.idle_timeout_seconds,
-        disconnect_timeout=settings.idle.disconnect_timeout_seconds,
-        session_timeout=settings.idle.session_timeout_seconds,
-        approval_timeout=settings.context.approval_timeout_seconds,
-        approval_timeout_decision=settings.context.approval_timeout_decision,
-    )
 
 
 @dataclass
@@ -458,18 +418,3 @@ class Supervisor:
 
 def _with(limits: Limits, **changes: bool) -> Limits:
     return replace(limits, **changes)  # type: ignore[arg-type]
-
-
-def pid_alive(pid: int) -> bool:
-    """True while the process exists and is not a zombie."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii")
-        return stat.rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return True

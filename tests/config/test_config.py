@@ -172,7 +172,7 @@ def test_override_parsing() -> None:
 
 def test_model_windows_add_to_the_built_in_table_and_show_as_toml() -> None:
     from mala_tui.commands.config_cmd import show
-    from mala_tui.runtime.supervisor import window_for
+    from mala_tui.runtime.session_limits import window_for
 
     write_config('[context.model_windows]\n"my-proxy" = 1000000\n')
     loaded = load_settings()

@@ -9,7 +9,7 @@ from mala_tui.config import Settings
 from mala_tui.core.limits import Limits
 from mala_tui.core.transcript import Message, Role, TextBlock, ToolCall, ToolResult, Transcript
 from mala_tui.runtime.session import RunnerLimits
-from mala_tui.runtime.supervisor import limits_from, runner_limits_from
+from mala_tui.runtime.session_limits import limits_from, runner_limits_from
 
 
 def default_limits(**changes: Any) -> Limits:
