@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import TextIO
 
 from mala_tui.runtime.headless import one_line
-from mala_tui.runtime.journal import last_opened_run, redact
+from mala_tui.runtime.journal import last_opened_run
+from mala_tui.runtime.redaction import redact
 
 #: An unexpected error (sysexits' EX_SOFTWARE).
 EXIT_INTERNAL = 70

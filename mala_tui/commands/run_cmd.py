@@ -21,8 +21,9 @@ from mala_tui.config import LoadedSettings
 from mala_tui.core.pricing import Spend, format_cost
 
 if TYPE_CHECKING:
+    from mala_tui.runtime.run_types import RunResult
     from mala_tui.runtime.signals import Shutdown
-    from mala_tui.runtime.supervisor import RunResult, Supervisor
+    from mala_tui.runtime.supervisor import Supervisor
     from mala_tui.ui.app import MalaApp
 
 # The runtime (and with it the SDK) is imported inside the commands: `--help` stays fast.

@@ -18,7 +18,7 @@ from mala_tui.core import events as ev
 from mala_tui.core.describe import summary
 from mala_tui.core.observations import Decision
 from mala_tui.core.text import clean, shorten
-from mala_tui.runtime.journal import redact
+from mala_tui.runtime.redaction import redact
 
 if TYPE_CHECKING:
     from mala_tui.runtime.supervisor import Supervisor

@@ -24,7 +24,8 @@ from mala_tui.prompt_files import load_prompts
 from mala_tui.runtime.backends.base import Backend, SessionSpec
 from mala_tui.runtime.headless import LineReader, answer_from_terminal, one_line, printer
 from mala_tui.runtime.journal import RunJournal, new_run_id
-from mala_tui.runtime.supervisor import ApprovalMode, RunResult, Supervisor
+from mala_tui.runtime.run_types import RunResult
+from mala_tui.runtime.supervisor import ApprovalMode, Supervisor
 
 EXIT_OK = 0
 EXIT_NOT_ALL_DONE = 1

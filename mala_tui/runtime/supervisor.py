@@ -38,6 +38,7 @@ from mala_tui.runtime.backends.base import Backend, SessionSpec
 from mala_tui.runtime.budget_watch import BudgetWatch
 from mala_tui.runtime.journal import RunJournal, describe_os_error, redact_file
 from mala_tui.runtime.processes import pid_alive
+from mala_tui.runtime.run_types import ApprovalRequest, RunResult
 from mala_tui.runtime.session import SessionRunner
 from mala_tui.runtime.session_limits import limits_from, runner_limits_from
 
@@ -47,32 +48,8 @@ EventListener = Callable[[ev.Event], None]
 ApprovalListener = Callable[[list["ApprovalRequest"]], None]
 
 
-@dataclass(frozen=True)
-class ApprovalRequest:
-    """A checkpoint waiting for a person: approve, deny, or approve an edited text."""
-
-    session: str
-    checkpoint_number: int
-    checkpoint_text: str
-    reason: str
-    asked_at: float
-
-
 #: Where the warning that journals a queued session comes from.
 QUEUE = "queue"
-
-
-@dataclass
-class RunResult:
-    statuses: dict[str, EndStatus]
-    reasons: dict[str, str]
-    pids: list[int]
-    stop_cause: str = ""
-    """Why the run was stopped before its sessions ended (a signal, a full disk); "" if not."""
-
-    @property
-    def ok(self) -> bool:
-        return all(status is EndStatus.DONE for status in self.statuses.values())
 
 
 @dataclass

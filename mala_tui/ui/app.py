@@ -24,7 +24,7 @@ from textual.worker import Worker, WorkerState
 
 from mala_tui.config import Settings
 from mala_tui.core.observations import Decision
-from mala_tui.runtime.supervisor import ApprovalRequest
+from mala_tui.runtime.run_types import ApprovalRequest
 from mala_tui.ui.bridge import UpdateBridge
 from mala_tui.ui.commands import SessionCommands
 from mala_tui.ui.controller import Controller

@@ -18,7 +18,7 @@ from textual.signal import Signal
 
 from mala_tui.core import events as ev
 from mala_tui.core.view import SessionSnapshot
-from mala_tui.runtime.supervisor import ApprovalRequest
+from mala_tui.runtime.run_types import ApprovalRequest
 from mala_tui.ui.controller import Controller
 from mala_tui.ui.source import LiveSource
 

@@ -15,7 +15,7 @@ from mala_tui.core.breakdown import WindowContents
 from mala_tui.core.observations import Command, Decision
 from mala_tui.core.phases import ManageMode
 from mala_tui.core.view import RunState, SessionSnapshot, SessionState
-from mala_tui.runtime.supervisor import ApprovalRequest
+from mala_tui.runtime.run_types import ApprovalRequest
 from mala_tui.ui.source import BudgetSource, LiveSource, Source, WindowSource
 
 

@@ -16,9 +16,9 @@ from mala_tui.core.budget import BudgetCheck, BudgetLimits
 from mala_tui.core.observations import Command, Decision
 from mala_tui.core.phases import ManageMode
 from mala_tui.core.view import RunState, SessionSnapshot
+from mala_tui.runtime.run_types import ApprovalRequest
 from mala_tui.runtime.supervisor import (
     ApprovalListener,
-    ApprovalRequest,
     EventListener,
     SnapshotListener,
 )

@@ -261,7 +261,7 @@ def test_the_final_summary_prints_names_and_reasons_literally() -> None:
 
     from mala_tui.core.actions import EndStatus
     from mala_tui.runtime.launch import exit_status
-    from mala_tui.runtime.supervisor import RunResult
+    from mala_tui.runtime.run_types import RunResult
 
     out = io.StringIO()
     result = RunResult(

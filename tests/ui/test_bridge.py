@@ -9,7 +9,7 @@ from textual.app import App
 from mala_tui.core import events as ev
 from mala_tui.core.observations import Decision
 from mala_tui.core.view import SessionSnapshot
-from mala_tui.runtime.supervisor import ApprovalRequest
+from mala_tui.runtime.run_types import ApprovalRequest
 from mala_tui.ui.bridge import UpdateBridge
 from mala_tui.ui.controller import Controller
 from mala_tui.ui.fake_source import T0, FakeLiveSource

@@ -15,7 +15,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, ContentSwitcher, Footer, Static, TextArea
 
 from mala_tui.core.observations import Decision
-from mala_tui.runtime.supervisor import ApprovalRequest
+from mala_tui.runtime.run_types import ApprovalRequest
 from mala_tui.ui.services import Services
 from mala_tui.ui.text import literal
 from mala_tui.ui.widgets.checkpoint_view import CheckpointView

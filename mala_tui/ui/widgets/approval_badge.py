@@ -6,7 +6,7 @@ from textual import events
 from textual.reactive import reactive
 from textual.widgets import Static
 
-from mala_tui.runtime.supervisor import ApprovalRequest
+from mala_tui.runtime.run_types import ApprovalRequest
 from mala_tui.ui.services import Services
 
 
