@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
 
 from mala_tui.core import events as ev
-from mala_tui.loopback import LoopbackServer, load_scenario, materialize_workspace, offline_cli_env
 from mala_tui.runtime.journal import list_runs, read_events
 from tests.integration.harness import alive
-from tests.integration.test_run_command import run_cli
+from tests.integration.test_run_command import run_scenario_headless
 
 pytestmark = pytest.mark.integration
 
@@ -20,27 +18,9 @@ pytestmark = pytest.mark.integration
 async def test_near_the_turn_limit_the_session_checkpoints_and_stops(tmp_path: Path) -> None:
     # Twelve steps of work; ten turns allowed. At the ninth call (90%) the agent is wound
     # down, writes its checkpoint, and the session stops there instead of going on.
-    scenario = load_scenario("normal-zone")
-    workspace = tmp_path / "project"
-    workspace.mkdir()
-    materialize_workspace(scenario, workspace)
-    async with LoopbackServer(scenario, response_delay_s=0) as server:
-        env = dict(os.environ, **offline_cli_env(server.base_url, tmp_path / "claude-home"))
-        env["MALA_TUI_STORAGE__DATA_DIR"] = str(tmp_path / "data")
-        code, out, err = await run_cli(
-            "--set",
-            "agent.model=claude-sonnet-4-5",
-            "run",
-            scenario.task,
-            "--cwd",
-            str(workspace),
-            "--max-turns",
-            "10",
-            "--approve",
-            "auto",
-            "--headless",
-            env=env,
-        )
+    code, out, err, _ = await run_scenario_headless(
+        tmp_path, "normal-zone", "--max-turns", "10", "--approve", "auto"
+    )
     assert code == 1, out + err  # the task was not finished: the budget stopped it
     assert "task-1: stopped - budget: turns 9 of 10 (90%); checkpoint kept" in out
     (run,) = list_runs(tmp_path / "data")

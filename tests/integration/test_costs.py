@@ -3,39 +3,20 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
 
 from mala_tui.core.pricing import DEFAULT_PRICES
 from mala_tui.core.usage import CallUsage
-from mala_tui.loopback import LoopbackServer, load_scenario, materialize_workspace, offline_cli_env
-from tests.integration.test_run_command import run_cli
+from tests.integration.test_run_command import run_cli, run_scenario_headless
 
 pytestmark = pytest.mark.integration
 
 
 async def test_each_api_call_is_costed_once(tmp_path: Path) -> None:
-    scenario = load_scenario("quickstart")
-    workspace = tmp_path / "project"
-    workspace.mkdir()
-    materialize_workspace(scenario, workspace)
     log = tmp_path / "requests.jsonl"
-    async with LoopbackServer(scenario, response_delay_s=0) as server:
-        env = dict(os.environ, **offline_cli_env(server.base_url, tmp_path / "claude-home"))
-        env["MALA_TUI_STORAGE__DATA_DIR"] = str(tmp_path / "data")
-        code, out, err = await run_cli(
-            "--set",
-            "agent.model=claude-sonnet-4-5",
-            "run",
-            scenario.task,
-            "--cwd",
-            str(workspace),
-            "--headless",
-            env=env,
-        )
-        server.write_log(log)
+    code, out, err, env = await run_scenario_headless(tmp_path, "quickstart", log=log)
     assert code == 0, out + err
     code, shown, err = await run_cli("show", "latest", "--json", env=env)
     assert code == 0, err

@@ -33,8 +33,13 @@ async def run_cli(*args: str, env: dict[str, str]) -> tuple[int, str, str]:
     return process.returncode, out.decode(), err.decode()
 
 
-async def test_run_headless_supervises_a_task_and_journals_it(tmp_path: Path) -> None:
-    scenario = load_scenario("quickstart")
+async def run_scenario_headless(
+    tmp_path: Path, name: str, *options: str, log: Path | None = None
+) -> tuple[int, str, str, dict[str, str]]:
+    """`mala-tui run --headless` on a shipped scenario's task, in its workspace, against the
+    loopback serving it; the run is journaled under tmp_path/data. Returns the exit status,
+    stdout, stderr and the environment (for `show` and `runs` afterwards)."""
+    scenario = load_scenario(name)
     workspace = tmp_path / "project"
     workspace.mkdir()
     materialize_workspace(scenario, workspace)
@@ -48,9 +53,19 @@ async def test_run_headless_supervises_a_task_and_journals_it(tmp_path: Path) ->
             scenario.task,
             "--cwd",
             str(workspace),
+            *options,
             "--headless",
             env=env,
         )
+        if log is not None:
+            server.write_log(log)
+    return code, out, err, env
+
+
+async def test_run_headless_supervises_a_task_and_journals_it(tmp_path: Path) -> None:
+    scenario = load_scenario("quickstart")
+    workspace = tmp_path / "project"  # where run_scenario_headless puts the workspace
+    code, out, err, _ = await run_scenario_headless(tmp_path, "quickstart")
     assert code == 0, out + err
     assert "task-1: done - the agent finished its task" in out
     assert "VERSION = 2" in (workspace / "src" / "app.py").read_text()
