@@ -83,6 +83,11 @@ def summary(event: ev.Event) -> str:
             return f"{event.where}: {event.message}"
         case ev.ManageModeSet():
             return f"management mode {event.mode}"
+        case ev.MessageQueued():
+            return f"message #{event.number} from the operator: {event.text}"
+        case ev.MessageDelivered():
+            numbers = ", ".join(f"#{number}" for number in event.numbers)
+            return f"message {numbers} sent to the agent ({event.how.value.replace('_', ' ')})"
         case ev.WorktreeCreated():
             return f"branch {event.branch} at {event.base_commit[:10]} in {event.path}"
         case ev.WorktreeChanged():

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.observations import Decision
+from mala_tui.core.operator_messages import Delivery
 from mala_tui.core.phases import Cause, ManageMode, Phase, Trigger
 from mala_tui.core.retry import RetryDecision
 from mala_tui.core.usage import UsageSource
@@ -289,6 +290,20 @@ class ManageModeSet(EventBase):
     mode: ManageMode
 
 
+class MessageQueued(EventBase):
+    """The operator said something to the agent; it goes at the session's next clean point."""
+
+    type: Literal["message_queued"] = "message_queued"
+    number: int
+    text: str
+
+
+class MessageDelivered(EventBase):
+    type: Literal["message_delivered"] = "message_delivered"
+    numbers: tuple[int, ...]
+    how: Delivery
+
+
 Event = Annotated[
     RunStarted
     | RunEnded
@@ -316,7 +331,9 @@ Event = Annotated[
     | WorktreeChanged
     | ErrorRecorded
     | WarningRecorded
-    | ManageModeSet,
+    | ManageModeSet
+    | MessageQueued
+    | MessageDelivered,
     Field(discriminator="type"),
 ]
 

@@ -38,6 +38,7 @@ from mala_tui.core.observations import (
     ManageModeChanged,
     MaskConfirmed,
     MaskFailed,
+    MessageForAgent,
     MessageObserved,
     Observation,
     OperatorCommand,
@@ -112,6 +113,9 @@ class ContextManager(OperatorFlow):
         """Take one fact in, decide. Raises IllegalTransition, changing nothing, when refused."""
         if not self._started:
             raise IllegalTransition(f"{self.name}: observe() before start()")
+        return self._stop_for_messages(self._dispatch(observation))
+
+    def _dispatch(self, observation: Observation) -> Outcome:
         match observation:
             case UsageObserved():
                 return self._on_usage(observation)
@@ -155,6 +159,8 @@ class ContextManager(OperatorFlow):
                 return Outcome(events=(_compaction_event(self.name, observation),))
             case OperatorCommand():
                 return self._on_command(observation)
+            case MessageForAgent():
+                return self._on_message_for_agent(observation)
             case ApprovalPolicyChanged():
                 if observation.required == self.require_approval:
                     return Outcome()
@@ -330,6 +336,8 @@ class ContextManager(OperatorFlow):
         if obs.is_error:
             return self._on_turn_error(obs)
         self.counters.idle_retries = 0
+        if self.phase is Phase.RUNNING and self.messages:
+            return self._deliver_now(obs.at)
         if self.phase is Phase.RUNNING:
             return self._end(
                 obs.at, Trigger.TASK_DONE, EndStatus.DONE, "the agent finished its task"
@@ -350,14 +358,19 @@ class ContextManager(OperatorFlow):
         """
         self._turn.stopping = None
         if finished and self.phase in (Phase.RUNNING, Phase.MASKING):
-            # The agent finished its task before the stop landed: nothing left to manage.
+            # The agent finished its task before the stop landed: nothing left to manage,
+            # unless the operator has something to say to it.
             self._pending.mask = None
+            if self.phase is Phase.RUNNING and self.messages:
+                return self._deliver_now(obs.at)
             return self._end(
                 obs.at, Trigger.TASK_DONE, EndStatus.DONE, "the agent finished its task"
             )
         if obs.prompt_too_long and self.phase in STREAMING and self.phase is not Phase.RESTARTING:
             return self._emergency(obs.at, "the prompt is too long for the window")
-        if stopping is StopFor.PROJECTION and self.phase is Phase.RUNNING:
+        if stopping in (StopFor.PROJECTION, StopFor.MESSAGE) and self.phase is Phase.RUNNING:
+            # A clean point: mask or wind down if the window needs it, and the waiting
+            # messages go with whatever sends the agent on (`_back_to_work`).
             return self._decide_at_clean_point(obs.at)
         if self.phase is Phase.MASKING:
             return self._replan_stopped_mask()

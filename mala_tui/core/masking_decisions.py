@@ -24,6 +24,7 @@ from mala_tui.core.actions import ApplyMask, SendPrompt, StopTurn
 from mala_tui.core.mask_economics import pays_for_itself
 from mala_tui.core.masking import MaskPlan, call_key, maskable, placeholder, plan_masking
 from mala_tui.core.observations import MaskConfirmed, MaskFailed, ToolResultSeen
+from mala_tui.core.operator_messages import Delivery
 from mala_tui.core.phases import Cause, IllegalTransition, ManageMode, Phase, Trigger
 from mala_tui.core.prompts import PromptKind
 from mala_tui.core.restart_flow import RestartFlow
@@ -217,9 +218,10 @@ class MaskingDecisions(RestartFlow):
             return decided
         # Nothing to do after all (the figures moved between the hook and here): the
         # turn was stopped, so it must be sent on its way again.
-        text = self.prompts.render(PromptKind.STOPPED_RESUME, session_name=self.name)
-        self._begin_turn(text)
-        return Outcome((SendPrompt(PromptKind.STOPPED_RESUME, text),), decided.events)
+        kind, text, delivered = self._back_to_work(
+            at, PromptKind.STOPPED_RESUME, Delivery.CLEAN_POINT, session_name=self.name
+        )
+        return Outcome((SendPrompt(kind, text),), (*decided.events, *delivered))
 
     def _act_at_clean_point(self, at: float) -> Outcome:
         projected = self.projected_tokens()
@@ -321,16 +323,19 @@ class MaskingDecisions(RestartFlow):
         self._pending.mask = None
         self.counters.mask_failures += 1
         resume: tuple[SendPrompt, ...] = ()
+        delivered: tuple[ev.Event, ...] = ()
         if pending is not None and pending.resume:
             # The turn was stopped for a mask that did not happen: let the agent carry on.
             self._turn.stopping = None
-            text = self.prompts.render(PromptKind.IDLE_RESUME, session_name=self.name)
-            self._begin_turn(text)
-            resume = (SendPrompt(PromptKind.IDLE_RESUME, text),)
+            kind, text, delivered = self._back_to_work(
+                obs.at, PromptKind.IDLE_RESUME, Delivery.RESUME, session_name=self.name
+            )
+            resume = (SendPrompt(kind, text),)
         return Outcome(
             resume,
             events=(
                 moved,
                 ev.ErrorRecorded(at=obs.at, session=self.name, where="masking", message=obs.reason),
+                *delivered,
             ),
         )

@@ -165,6 +165,8 @@ class Command(StrEnum):
     MASK_NOW = "mask_now"
     RESTART_NOW = "restart_now"
     """Checkpoint and restart now; on a stopped or failed session, restart from its checkpoint."""
+    CANCEL = "cancel"
+    """Take the session out of the run: wind down, write its checkpoint, then stop."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,6 +203,14 @@ class ManageModeChanged:
     mode: ManageMode
 
 
+@dataclass(frozen=True, slots=True)
+class MessageForAgent:
+    """Something the operator says to the agent (core.operator_messages)."""
+
+    at: float
+    text: str
+
+
 Observation = (
     UsageObserved
     | MessageObserved
@@ -219,4 +229,5 @@ Observation = (
     | ApprovalPolicyChanged
     | ManageModeChanged
     | BudgetReached
+    | MessageForAgent
 )

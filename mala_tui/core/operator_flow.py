@@ -1,15 +1,18 @@
-"""What the operator and the budgets ask of a session: commands, and stopping at a limit.
+"""What the operator and the budgets ask of a session: commands, messages, stopping at a limit.
 
 The operator pauses, resumes, stops, masks now or restarts now (by hand, from a
-stopped session's checkpoint). A budget near its limit winds the session down
-as the hard threshold would, but stops at the checkpoint instead of restarting;
-at the limit it stops at once, with a checkpoint kept.
+stopped session's checkpoint), cancels (a checkpoint first, then a stop), and
+says things to the agent (core.operator_messages). A budget near its limit
+winds the session down as the hard threshold would, but stops at the checkpoint
+instead of restarting; at the limit it stops at once, with a checkpoint kept.
 """
 
 from __future__ import annotations
 
-from mala_tui.core.actions import EndStatus, Interrupt, SendPrompt
-from mala_tui.core.observations import BudgetReached, Command, OperatorCommand
+from mala_tui.core import events as ev
+from mala_tui.core.actions import EndStatus, Interrupt, SendPrompt, StopTurn
+from mala_tui.core.observations import BudgetReached, Command, MessageForAgent, OperatorCommand
+from mala_tui.core.operator_messages import Delivery, MessageError
 from mala_tui.core.phases import Cause, IllegalTransition, ManageMode, Phase, Trigger
 from mala_tui.core.prompts import PromptKind
 from mala_tui.core.recovery import Recovery
@@ -20,7 +23,8 @@ class OperatorFlow(Recovery):
     """The manager's handlers for operator commands and budget limits."""
 
     _budget_stop: str | None = None
-    """Why the session stops at its next checkpoint instead of restarting (a budget)."""
+    """Why the session stops at its next checkpoint instead of restarting (a budget, a
+    cancel)."""
 
     # -- budgets ---------------------------------------------------------------------
 
@@ -81,12 +85,15 @@ class OperatorFlow(Recovery):
                 return Outcome((Interrupt(),) if stop else (), (moved,))
             case Command.RESUME:
                 moved = self._move(at, Trigger.RESUME)
-                text = self.prompts.render(PromptKind.OPERATOR_RESUME, session_name=self.name)
-                self._begin_turn(text)
-                return Outcome((SendPrompt(PromptKind.OPERATOR_RESUME, text),), (moved,))
+                kind, text, delivered = self._back_to_work(
+                    at, PromptKind.OPERATOR_RESUME, Delivery.RESUME, session_name=self.name
+                )
+                return Outcome((SendPrompt(kind, text),), (moved, *delivered))
             case Command.MASK_NOW:
                 self._check(Trigger.OPERATOR_MASK)
                 return self._mask(at, self.usage.tokens, Trigger.OPERATOR_MASK, Cause.OPERATOR)
+            case Command.CANCEL:
+                return self._cancel(at)
             case Command.RESTART_NOW:
                 if self.phase in (Phase.STOPPED, Phase.FAILED):
                     self._budget_stop = None  # the operator goes on: judged against the budget anew
@@ -96,3 +103,69 @@ class OperatorFlow(Recovery):
                 self._pending.restart_cause = Cause.OPERATOR
                 return self._request_checkpoint(at, Trigger.OPERATOR_CHECKPOINT)
         raise IllegalTransition(f"{self.name}: unknown command {obs.command!r}")
+
+    def _cancel(self, at: float) -> Outcome:
+        """Out of the run, its work kept: a checkpoint first (unless one is already on its
+        way or waiting for approval), then stopped."""
+        reason = "cancelled by the operator"
+        if self.phase in (Phase.AWAITING_APPROVAL, Phase.RESTARTING) or (
+            self.manage is not ManageMode.FULL and not self.phase.terminal
+        ):
+            # The checkpoint is written already (or, unmanaged, never will be).
+            self._check(Trigger.STOP)
+            kept = "; checkpoint kept" if self.checkpoint is not None else ""
+            return self._end(at, Trigger.STOP, EndStatus.STOPPED, reason + kept)
+        if self.phase is Phase.PAUSED:
+            self._check(Trigger.OPERATOR_CHECKPOINT)
+            self._budget_stop = reason
+            return self._request_checkpoint(at, Trigger.OPERATOR_CHECKPOINT)
+        if self.phase in (Phase.WINDING_DOWN, Phase.CHECKPOINTING):
+            self._budget_stop = reason  # its checkpoint is on its way: stop there
+            return Outcome()
+        self._check(Trigger.HARD_PRESSURE)
+        self._budget_stop = reason
+        self._pending.mask = None
+        return self._wind_down(at, self.usage.tokens, Cause.OPERATOR)
+
+    # -- messages --------------------------------------------------------------------
+
+    def _on_message_for_agent(self, obs: MessageForAgent) -> Outcome:
+        if self.phase.terminal:
+            raise IllegalTransition(
+                f"{self.name} has ended ({self.phase.value}): a message cannot reach its agent"
+            )
+        try:
+            queued = self.messages.add(obs.at, obs.text)
+        except MessageError as exc:
+            raise IllegalTransition(f"{self.name}: {exc}") from None
+        said = ev.MessageQueued(
+            at=obs.at, session=self.name, number=queued.number, text=queued.text
+        )
+        if self.phase is Phase.PAUSED and not self._turn.streaming:
+            # Paused is idle: the message is what the agent goes on with.
+            moved = self._move(obs.at, Trigger.RESUME)
+            kind, text, delivered = self._back_to_work(
+                obs.at, PromptKind.OPERATOR_RESUME, Delivery.IDLE, session_name=self.name
+            )
+            return Outcome((SendPrompt(kind, text),), (said, moved, *delivered))
+        return Outcome(events=(said,))
+
+    def _deliver_now(self, at: float) -> Outcome:
+        """The agent's turn is over and messages wait: they are its next prompt."""
+        kind, text, delivered = self._back_to_work(
+            at, PromptKind.OPERATOR_RESUME, Delivery.IDLE, session_name=self.name
+        )
+        return Outcome((SendPrompt(kind, text),), delivered)
+
+    def _stop_for_messages(self, outcome: Outcome) -> Outcome:
+        """Messages wait and the agent is at work: stop its turn at the next clean point,
+        after its running tools, so that they go next (see `_after_stop`)."""
+        if (
+            not self.messages
+            or self.phase is not Phase.RUNNING
+            or not self._turn.streaming
+            or self._turn.stopping is not None
+        ):
+            return outcome
+        self._turn.stopping = StopFor.MESSAGE
+        return Outcome((*outcome.actions, StopTurn("a message from the operator")), outcome.events)

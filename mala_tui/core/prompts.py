@@ -25,6 +25,8 @@ class PromptKind(StrEnum):
     OPERATOR_RESUME = "operator_resume"
     STOPPED_RESUME = "stopped_resume"
     """After mala-tui stopped a turn at a tool result and then found nothing to do there."""
+    OPERATOR_MESSAGE = "operator_message"
+    """What the operator said to the agent, delivered at a clean point or with a restart."""
 
 
 #: Placeholders each template must use; a template may use no others.
@@ -36,6 +38,7 @@ REQUIRED_FIELDS: Final[Mapping[PromptKind, frozenset[str]]] = {
     PromptKind.MASK_RESUME: frozenset(),
     PromptKind.OPERATOR_RESUME: frozenset(),
     PromptKind.STOPPED_RESUME: frozenset(),
+    PromptKind.OPERATOR_MESSAGE: frozenset({"messages"}),
 }
 
 #: Placeholders each template may use.
@@ -47,6 +50,7 @@ ALLOWED_FIELDS: Final[Mapping[PromptKind, frozenset[str]]] = {
     PromptKind.MASK_RESUME: frozenset({"masked_count"}),
     PromptKind.OPERATOR_RESUME: frozenset({"session_name"}),
     PromptKind.STOPPED_RESUME: frozenset({"session_name"}),
+    PromptKind.OPERATOR_MESSAGE: frozenset({"messages", "session_name"}),
 }
 
 
@@ -91,6 +95,7 @@ class PromptSet:
     mask_resume: str
     operator_resume: str
     stopped_resume: str
+    operator_message: str
 
     @classmethod
     def checked(cls, templates: Mapping[PromptKind, tuple[str, str]]) -> PromptSet:

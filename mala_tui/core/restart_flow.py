@@ -29,6 +29,7 @@ from mala_tui.core.checkpoint import (
     harness_checkpoint,
 )
 from mala_tui.core.observations import ApprovalGiven, Decision, RestartCompleted
+from mala_tui.core.operator_messages import Delivery
 from mala_tui.core.phases import Cause, IllegalTransition, ManageMode, Trigger
 from mala_tui.core.prompts import PromptKind
 from mala_tui.core.session_state import (
@@ -222,6 +223,10 @@ class RestartFlow(SessionState):
         assert self.checkpoint is not None
         number = self.counters.continuation + 1
         prompt = self.continuation_prompt(number)
+        said, delivered = self._messages_prompt(at, Delivery.RESTART)
+        if said:
+            # Said while the old session was winding down: the fresh one hears it.
+            prompt = f"{prompt}\n\n{said}"
         self._turn = TurnState(prompt=prompt)
         cause = self._pending.restart_cause or Cause.OPERATOR
         return Outcome(
@@ -237,6 +242,7 @@ class RestartFlow(SessionState):
                     approved_by=approved_by,
                     trigger=cause.value,
                 ),
+                *delivered,
             ),
         )
 

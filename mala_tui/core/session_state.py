@@ -20,8 +20,9 @@ from mala_tui.core.checkpoint import Checkpoint
 from mala_tui.core.limits import Limits
 from mala_tui.core.mask_economics import GrowthRate
 from mala_tui.core.masking import MaskPlan
+from mala_tui.core.operator_messages import Delivery, MessageQueue, messages_block
 from mala_tui.core.phases import TRANSITIONS, Cause, IllegalTransition, Phase, Trigger
-from mala_tui.core.prompts import PromptSet
+from mala_tui.core.prompts import PromptKind, PromptSet
 from mala_tui.core.text import flatten, shorten
 from mala_tui.core.transcript import Message, Transcript
 from mala_tui.core.usage import ContextUsage, UsageSource, UsageTracker, Zone, estimate_tokens
@@ -50,6 +51,8 @@ class StopFor(StrEnum):
     """Stopped because the window is gone; a restart follows."""
     PROJECTION = "projection"
     """The post-tool hook was told to stop: decide at that clean point."""
+    MESSAGE = "message"
+    """Stopped at its next clean point so that the operator's message goes next."""
 
 
 @dataclass
@@ -128,6 +131,8 @@ class SessionState:
         self.calibration = Calibration()
         self.growth = GrowthRate()
         self.counters = Counters()
+        self.messages = MessageQueue()
+        """What the operator said that has not reached the agent yet."""
         self._turn = TurnState()
         self._pending = Pending()
         self._chars_at_call: int | None = None
@@ -200,6 +205,30 @@ class SessionState:
         self._turn = TurnState(prompt=prompt, streaming=True)
         self.transcript.append(Message.harness_prompt(prompt))
         self.tracker.observe_transcript_size(self.transcript.characters)
+
+    def _messages_prompt(self, at: float, how: Delivery) -> tuple[str, tuple[ev.Event, ...]]:
+        """The waiting messages as a prompt, taken off the queue; ("", ()) when none wait."""
+        if not self.messages:
+            return "", ()
+        taken = self.messages.take()
+        text = self.prompts.render(
+            PromptKind.OPERATOR_MESSAGE, messages=messages_block(taken), session_name=self.name
+        )
+        numbers = tuple(message.number for message in taken)
+        return text, (ev.MessageDelivered(at=at, session=self.name, numbers=numbers, how=how),)
+
+    def _back_to_work(
+        self, at: float, kind: PromptKind, how: Delivery, **fields: object
+    ) -> tuple[PromptKind, str, tuple[ev.Event, ...]]:
+        """The prompt that sends the agent back to its task (its turn begun): the waiting
+        messages when there are any, since they say to carry on too, else `kind`'s."""
+        text, delivered = self._messages_prompt(at, how)
+        if text:
+            kind = PromptKind.OPERATOR_MESSAGE
+        else:
+            text = self.prompts.render(kind, **fields)
+        self._begin_turn(text)
+        return kind, text, delivered
 
     def _send_after_stop(self, text: str, stop: bool) -> None:
         if stop:

@@ -129,6 +129,8 @@ class SessionSnapshot:
     spend: Spend = field(default_factory=Spend)
     """API calls, tokens by kind and their cost at list prices (an estimate)."""
     model: str | None = None
+    messages_waiting: int = 0
+    """Messages from the operator that have not reached the agent yet."""
 
     @property
     def pressure(self) -> float:
@@ -179,6 +181,7 @@ class SessionState:
     manage: ManageMode = ManageMode.FULL
     model: str | None = None
     started_at: float | None = None
+    messages_waiting: set[int] = field(default_factory=set)
     prices: PriceTable = field(default_factory=PriceTable, repr=False)
     """List prices the spend is costed at (the `[pricing]` settings)."""
     meter: SpendMeter = field(default_factory=lambda: SpendMeter(None), repr=False)
@@ -254,6 +257,10 @@ class SessionState:
                 self.require_approval = event.required
             case ev.ManageModeSet():
                 self.manage = event.mode
+            case ev.MessageQueued():
+                self.messages_waiting.add(event.number)
+            case ev.MessageDelivered():
+                self.messages_waiting.difference_update(event.numbers)
             case ev.Restarted():
                 self.restarts.append(
                     RestartRecord(
@@ -334,6 +341,7 @@ class SessionState:
             manage=self.manage,
             spend=self.meter.spend,
             model=self.model,
+            messages_waiting=len(self.messages_waiting),
         )
 
 

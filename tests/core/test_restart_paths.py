@@ -27,6 +27,7 @@ from mala_tui.core.observations import (
     ManageModeChanged,
     MaskConfirmed,
     MaskFailed,
+    MessageForAgent,
     MessageObserved,
     Observation,
     OperatorCommand,
@@ -337,6 +338,8 @@ OBSERVATIONS: list[Observation] = [
     *(OperatorCommand(4.0, command) for command in Command),
     ApprovalPolicyChanged(4.0, True),
     ManageModeChanged(4.0, ManageMode.MASK),
+    MessageForAgent(4.0, "Use the new parser API."),
+    MessageForAgent(4.0, "   "),
 ]
 
 
