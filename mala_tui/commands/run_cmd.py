@@ -21,9 +21,12 @@ from mala_tui.config import LoadedSettings
 from mala_tui.core.pricing import Spend, format_cost
 
 if TYPE_CHECKING:
+    from mala_tui.runtime.backends.base import SessionSpec
+    from mala_tui.runtime.journal import RunJournal
     from mala_tui.runtime.run_types import RunResult
     from mala_tui.runtime.signals import Shutdown
     from mala_tui.runtime.supervisor import Supervisor
+    from mala_tui.runtime.worktree import Worktree
     from mala_tui.ui.app import MalaApp
 
 # The runtime (and with it the SDK) is imported inside the commands: `--help` stays fast.
@@ -180,7 +183,6 @@ def run(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.stdo
         plan_tasks,
     )
     from mala_tui.runtime.worktree import (
-        Worktree,
         WorktreeError,
         WorktreeTracker,
         create_all,
@@ -235,6 +237,7 @@ def run(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.stdo
         )
         if worktrees:
             supervisor.listeners.events.append(WorktreeTracker(worktrees, supervisor.record))
+            supervisor.spec_for_new = _in_worktree(specs[0], worktrees, journal)
         out.write(f"run {journal.run_id}: journal in {journal.directory}\n")
         for name, worktree in worktrees.items():
             out.write(f"{name}: worktree {worktree.path} on branch {worktree.branch}\n")
@@ -245,6 +248,23 @@ def run(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.stdo
         return _finish(_until_done(main), supervisor, out)
     finally:
         journal.close()
+
+
+def _in_worktree(
+    template: SessionSpec, worktrees: dict[str, Worktree], journal: RunJournal
+) -> Callable[[str, str, Path], SessionSpec]:
+    """A session added to a worktree run gets a worktree of its own, like the others."""
+    from mala_tui.runtime.worktree import WorktreeError, create
+
+    def spec(name: str, task: str, cwd: Path) -> SessionSpec:
+        try:
+            worktree = create(cwd, journal.run_id, name, journal.directory / "worktrees")
+        except WorktreeError as exc:
+            raise ValueError(str(exc)) from None
+        worktrees[name] = worktree  # the tracker journals it when the session starts
+        return replace(template, name=name, task=task, cwd=worktree.cwd)
+
+    return spec
 
 
 def demo(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.stdout) -> int:

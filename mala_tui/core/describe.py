@@ -83,6 +83,8 @@ def summary(event: ev.Event) -> str:
             return f"{event.where}: {event.message}"
         case ev.ManageModeSet():
             return f"management mode {event.mode}"
+        case ev.SessionAdded():
+            return f"added to the run: {event.task} (in {event.cwd})"
         case ev.MessageQueued():
             return f"message #{event.number} from the operator: {event.text}"
         case ev.MessageDelivered():

@@ -298,6 +298,14 @@ class MessageQueued(EventBase):
     text: str
 
 
+class SessionAdded(EventBase):
+    """A session added to a run while it runs (its task, as the operator gave it)."""
+
+    type: Literal["session_added"] = "session_added"
+    task: str
+    cwd: str
+
+
 class MessageDelivered(EventBase):
     type: Literal["message_delivered"] = "message_delivered"
     numbers: tuple[int, ...]
@@ -333,7 +341,8 @@ Event = Annotated[
     | WarningRecorded
     | ManageModeSet
     | MessageQueued
-    | MessageDelivered,
+    | MessageDelivered
+    | SessionAdded,
     Field(discriminator="type"),
 ]
 

@@ -257,6 +257,8 @@ class SessionState:
                 self.require_approval = event.required
             case ev.ManageModeSet():
                 self.manage = event.mode
+            case ev.SessionAdded():
+                self.task, self.cwd = event.task, event.cwd
             case ev.MessageQueued():
                 self.messages_waiting.add(event.number)
             case ev.MessageDelivered():

@@ -2,7 +2,7 @@
 
 Three kinds of thing arrive: the agent's stream items (tagged with the client
 they came from, so a stale process cannot confuse a new one), the operator's
-commands and policy changes, and approval answers. One queue keeps them in
+commands, messages and policy changes, and approval answers. One queue keeps them in
 order; the runner is the only reader.
 """
 
@@ -17,6 +17,7 @@ from mala_tui.core.observations import (
     CompactionObserved,
     Decision,
     ManageModeChanged,
+    MessageForAgent,
     MessageObserved,
     Observation,
     OperatorCommand,
@@ -55,7 +56,14 @@ class Answer:
     decided_by: str
 
 
-OperatorInput = OperatorCommand | ApprovalPolicyChanged | ManageModeChanged | BudgetReached | Answer
+OperatorInput = (
+    OperatorCommand
+    | ApprovalPolicyChanged
+    | ManageModeChanged
+    | BudgetReached
+    | MessageForAgent
+    | Answer
+)
 """What does not come from the agent: held back while a turn is being stopped."""
 
 InboxItem = FromAgent | OperatorInput

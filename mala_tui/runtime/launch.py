@@ -12,8 +12,8 @@ import contextlib
 import json
 import sys
 import tomllib
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -172,7 +172,19 @@ def build_supervisor(
     )
     for spec in specs:
         supervisor.add_session(spec)
+    if specs:
+        supervisor.spec_for_new = like(specs[0])
     return supervisor
+
+
+def like(template: SessionSpec) -> Callable[[str, str, Path], SessionSpec]:
+    """Sessions added while the run runs get what the run's first one got (model, tools,
+    environment), with their own name, task and folder."""
+
+    def spec(name: str, task: str, cwd: Path) -> SessionSpec:
+        return replace(template, name=name, task=task, cwd=cwd)
+
+    return spec
 
 
 class HeadlessApprovalError(ValueError):

@@ -25,6 +25,7 @@ from mala_tui.core.observations import (
     BudgetReached,
     IdleTimedOut,
     ManageModeChanged,
+    MessageForAgent,
     Observation,
     OperatorCommand,
     ToolResultSeen,
@@ -75,7 +76,12 @@ class ManagerFeed:
     def _handle(self, item: InboxItem) -> Outcome | None:
         """Observe one inbox item; None when it was not for the manager (or it refused)."""
         if isinstance(
-            item, OperatorCommand | ApprovalPolicyChanged | ManageModeChanged | BudgetReached
+            item,
+            OperatorCommand
+            | ApprovalPolicyChanged
+            | ManageModeChanged
+            | BudgetReached
+            | MessageForAgent,
         ):
             return self._observe_quietly(item)
         if isinstance(item, Answer):

@@ -43,6 +43,7 @@ from mala_tui.core.observations import (
     ManageModeChanged,
     MaskConfirmed,
     MaskFailed,
+    MessageForAgent,
     OperatorCommand,
     RestartCompleted,
     SessionTimedOut,
@@ -118,6 +119,10 @@ class SessionRunner(ManagerFeed):
 
     def set_manage_mode(self, mode: ManageMode) -> None:
         self._inbox.put_nowait(ManageModeChanged(self._clock(), mode))
+
+    def say(self, text: str) -> None:
+        """A message for the agent, delivered at its next clean point (core.operator_messages)."""
+        self._inbox.put_nowait(MessageForAgent(self._clock(), text))
 
     def budget_reached(self, over: bool, reason: str) -> None:
         """Near a budget limit (wind down, checkpoint, stop) or at it (stop now)."""

@@ -31,6 +31,7 @@ from mala_tui.core.breakdown import WindowContents
 from mala_tui.core.budget import BudgetCheck, BudgetLimits
 from mala_tui.core.manager import ContextManager, Limits
 from mala_tui.core.observations import Command, Decision
+from mala_tui.core.operator_messages import checked_text
 from mala_tui.core.phases import ManageMode
 from mala_tui.core.prompts import PromptSet
 from mala_tui.core.view import RunState, SessionSnapshot
@@ -50,6 +51,8 @@ ApprovalListener = Callable[[list["ApprovalRequest"]], None]
 
 #: Where the warning that journals a queued session comes from.
 QUEUE = "queue"
+#: The longest session name a new task may have (a card's title).
+MAX_NAME = 60
 
 
 @dataclass
@@ -88,6 +91,11 @@ class Supervisor:
         self.approvals: list[ApprovalRequest] = []
         self.listeners = _Listeners()
         self._tasks: dict[str, asyncio.Task[EndStatus]] = {}
+        self._group: asyncio.TaskGroup | None = None
+        self._slots: asyncio.Semaphore | None = None
+        self.spec_for_new: Callable[[str, str, Path], SessionSpec] | None = None
+        """How a session added while the run runs is made (name, task, cwd); set by the
+        launcher, which knows the run's model, environment and worktrees."""
         self.max_concurrent = settings.agent.max_concurrent
         self.queued: list[str] = []
         """Sessions waiting for a slot, in the order they will start."""
@@ -132,7 +140,7 @@ class Supervisor:
             )
         )
         ok, reason = False, "cancelled"
-        slots = asyncio.Semaphore(self.max_concurrent)
+        slots = self._slots = asyncio.Semaphore(self.max_concurrent)
         self.queued = list(self.runners)[self.max_concurrent :]
         for position, name in enumerate(self.queued, start=1):
             self.record(
@@ -146,6 +154,7 @@ class Supervisor:
             )
         try:
             async with asyncio.TaskGroup() as group:
+                self._group = group
                 for name, runner in self.runners.items():
                     self._tasks[name] = group.create_task(
                         self._run_in_slot(name, runner, slots), name=f"session {name}"
@@ -157,6 +166,7 @@ class Supervisor:
             self.stop_cause = self.stop_cause or "cancelled"
             raise
         finally:
+            self._group = None  # the run is over: nothing can join it now
             self._end_queued(EndStatus.STOPPED, self.stop_cause or "cancelled")
             reason = self.stop_cause or reason
             self.record(ev.RunEnded(at=self.clock(), run_id=run_id, ok=ok, reason=reason))
@@ -171,6 +181,58 @@ class Supervisor:
             if name in self.queued:
                 self.queued.remove(name)  # its session_started says it left the queue
             return await runner.run()
+
+    def add_task(self, name: str, task: str, cwd: Path) -> None:
+        """A new task for the running run, made into a session like the run's others.
+
+        Raises:
+            ValueError: a bad name, task or folder, a name taken, or the run not running.
+        """
+        if self.spec_for_new is None:
+            raise ValueError("this run cannot take new sessions")
+        name, task = name.strip(), task.strip()
+        if not name or len(name) > MAX_NAME or not name.isprintable():
+            raise ValueError(f"a session name is 1 to {MAX_NAME} printable characters")
+        if not task:
+            raise ValueError("the task is empty")
+        try:
+            folder = cwd.expanduser().resolve()
+        except (OSError, RuntimeError, ValueError) as exc:
+            raise ValueError(f"{str(cwd)!r} is not a folder: {exc}") from None
+        if not folder.is_dir():
+            raise ValueError(f"{str(cwd)!r} is not a folder")
+        if name in self.runners:
+            raise ValueError(f"a session is already named {name!r}")
+        self.add_live(self.spec_for_new(name, task, folder))
+
+    def add_live(self, spec: SessionSpec) -> SessionRunner:
+        """A session joining the run while it runs; it waits for a slot like the others.
+
+        Raises:
+            ValueError: the run is not running (over, or not started), or the name is taken.
+        """
+        group, slots = self._group, self._slots
+        if group is None or slots is None or self.stop_cause:
+            raise ValueError("the run is not running: a session cannot join it now")
+        runner = self.add_session(spec)
+        self.record(
+            ev.SessionAdded(at=self.clock(), session=spec.name, task=spec.task, cwd=str(spec.cwd))
+        )
+        if slots.locked():
+            self.queued.append(spec.name)
+            self.record(
+                ev.WarningRecorded(
+                    at=self.clock(),
+                    session=spec.name,
+                    where=QUEUE,
+                    message=f"queued ({len(self.queued)} waiting): at most "
+                    f"{self.max_concurrent} sessions run at once (agent.max_concurrent)",
+                )
+            )
+        self._tasks[spec.name] = group.create_task(
+            self._run_in_slot(spec.name, runner, slots), name=f"session {spec.name}"
+        )
+        return runner
 
     def _end_queued(self, status: EndStatus, reason: str) -> None:
         """End every session still waiting for a slot: it never started, and never will."""
@@ -216,10 +278,18 @@ class Supervisor:
     # -- commands from the operator -------------------------------------------------------------
 
     def command(self, session: str, command: Command) -> None:
-        if command is Command.STOP and session in self.queued:
+        if command in (Command.STOP, Command.CANCEL) and session in self.queued:
             self._end_unstarted(session, EndStatus.STOPPED, "stopped by the operator")
             return
         self.runners[session].command(command)
+
+    def say(self, session: str, text: str) -> None:
+        """A message for the session's agent, at its next clean point.
+
+        Raises:
+            KeyError: no such session. MessageError: nothing to send, or too much.
+        """
+        self.runners[session].say(checked_text(text))
 
     def stop_for(self, cause: str) -> None:
         """Stop every session because of `cause` (a signal, a full disk): the results say so."""

@@ -33,6 +33,7 @@ from mala_tui.ui.screens.checkpoints import CheckpointScreen
 from mala_tui.ui.screens.dashboard import DashboardScreen
 from mala_tui.ui.screens.detail import DetailScreen
 from mala_tui.ui.screens.help import HelpScreen
+from mala_tui.ui.screens.new_task import NewTask, NewTaskScreen
 from mala_tui.ui.services import Services
 from mala_tui.ui.session_actions import SessionActions
 from mala_tui.ui.source import LiveSource, Source
@@ -61,6 +62,7 @@ class MalaApp(App[int]):
     """The dashboard's class (the UI benchmark swaps in variants to compare)."""
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("a", "review_approvals", "Approvals"),
+        Binding("n", "new_task", "New session"),
         Binding("question_mark,f1", "help", "Help", key_display="?"),
         Binding("T", "change_theme", "Theme", show=False),
         Binding("q", "quit", "Quit"),
@@ -198,9 +200,33 @@ class MalaApp(App[int]):
             self.bell()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "review_approvals":
+        if action in ("review_approvals", "new_task"):
             return self.controller.live
         return True
+
+    def action_new_task(self) -> None:
+        """A dialog for a new session: task, name, folder (the first session's by default)."""
+        if isinstance(self.screen, NewTaskScreen) or not self.controller.live:
+            return
+        sessions = self.controller.state.sessions
+        number = len(sessions) + 1
+        while f"task-{number}" in sessions:
+            number += 1
+        folders = [Path(state.cwd) for state in sessions.values() if state.cwd]
+        controller = self.controller
+
+        def added(task: NewTask | None) -> None:
+            if task is not None:
+                self.notify(f"{task.name} added to the run", markup=False)
+
+        self.push_screen(
+            NewTaskScreen(
+                f"task-{number}",
+                folders[0] if folders else Path.cwd(),
+                lambda task: controller.add_task(task.name, task.task, task.cwd),
+            ),
+            added,
+        )
 
     def action_review_approvals(self) -> None:
         """Open the oldest pending approval; answering it opens the next."""
@@ -269,6 +295,9 @@ class MalaApp(App[int]):
                 "Approvals",
                 "Review the restarts waiting for approval",
                 self.action_review_approvals,
+            )
+            yield SystemCommand(
+                "New session", "Add a task to the running run", self.action_new_task
             )
             yield SystemCommand(
                 "Require approval for all sessions (on/off)",

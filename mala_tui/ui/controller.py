@@ -87,6 +87,14 @@ class Controller:
         """How much of one session's window mala-tui manages: full, mask or off."""
         self._live().set_manage_mode(name, mode)
 
+    def say(self, name: str, text: str) -> None:
+        """A message for the session's agent, at its next clean point."""
+        self._live().say(name, text)
+
+    def add_task(self, name: str, task: str, cwd: Path) -> None:
+        """A new session in the running run."""
+        self._live().add_task(name, task, cwd)
+
     def requires_approval_everywhere(self) -> bool:
         snapshots = self.snapshots()
         return bool(snapshots) and all(snap.require_approval for snap in snapshots.values())

@@ -19,6 +19,7 @@ from pathlib import Path
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.observations import Command, Decision
+from mala_tui.core.operator_messages import checked_text
 from mala_tui.core.phases import ManageMode, Phase, Trigger
 from mala_tui.core.usage import UsageSource
 from mala_tui.core.view import RunState, SessionSnapshot
@@ -385,6 +386,7 @@ class FakeLiveSource:
         self.calls: list[tuple[str, ...]] = []
         """Every command, answer and setting the app sent, in order."""
         self._stopped = asyncio.Event()
+        self._said: dict[str, int] = {}
         for event in sample_events() if events is None else events:
             self.record(event)
 
@@ -439,3 +441,23 @@ class FakeLiveSource:
 
     def transcript_path(self, session: str) -> Path | None:
         return Path(f"/home/dev/.claude/projects/-work-{session}/{session}-0001.jsonl")
+
+    def say(self, session: str, text: str) -> None:
+        """Recorded, and queued in the view as the real run would journal it."""
+        cleaned = checked_text(text)
+        state = self.state.sessions[session]
+        number = self._said[session] = self._said.get(session, 0) + 1
+        self.calls.append(("say", session, cleaned))
+        self.record(
+            ev.MessageQueued(at=state.updated_at, session=session, number=number, text=cleaned)
+        )
+
+    def add_task(self, name: str, task: str, cwd: Path) -> None:
+        """Recorded, and shown as a session that has just started; a taken name is refused."""
+        if name in self.state.sessions:
+            raise ValueError(f"a session is already named {name!r}")
+        if not task.strip():
+            raise ValueError("the task is empty")
+        self.calls.append(("add_task", name, task, str(cwd)))
+        at = max((state.updated_at for state in self.state.sessions.values()), default=0.0)
+        self.record(ev.SessionAdded(at=at, session=name, task=task, cwd=str(cwd)))

@@ -100,6 +100,20 @@ SESSION_ACTIONS: Final = (
         "copy the agent's transcript path",
         when_ended=True,
     ),
+    SessionAction(
+        "say",
+        "t",
+        "Message",
+        "Message to the agent",
+        "say something to the agent: it goes at its next clean point",
+    ),
+    SessionAction(
+        "cancel",
+        "X",
+        "Cancel",
+        "Cancel (checkpoint, then stop)",
+        "take the session out of the run: it writes its checkpoint, then stops",
+    ),
 )
 ACTIONS_BY_ID: Final = {action.id: action for action in SESSION_ACTIONS}
 
@@ -225,6 +239,44 @@ class SessionActions:
         state = "on" if required else "off"
         self.app.notify(f"Approval before restarts is {state} for every session")
         self.app.refresh_snapshots(list(controller.state.sessions))
+
+    def _say(self, snapshot: SessionSnapshot) -> None:
+        from mala_tui.ui.screens.message import MessageScreen
+
+        name = snapshot.name
+
+        def sent(text: str | None) -> None:
+            if text:
+                self.app.notify(f"{name}: message queued for its next clean point", markup=False)
+                self.app.refresh_snapshots([name])
+
+        self.app.push_screen(
+            MessageScreen(
+                name,
+                phase_label(snapshot.phase),
+                snapshot.messages_waiting,
+                lambda text: self.app.controller.say(name, text),
+            ),
+            sent,
+        )
+
+    def _cancel(self, snapshot: SessionSnapshot) -> None:
+        from mala_tui.ui.screens.confirm import ConfirmScreen
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self._send(snapshot.name, Command.CANCEL)
+
+        self.app.push_screen(
+            ConfirmScreen(
+                f"Cancel {snapshot.name}?",
+                f"It is {phase_label(snapshot.phase)}. It is asked to write its checkpoint "
+                "first (unless one is written already), then it stops and does not restart. "
+                "The checkpoint is kept.",
+                confirm="Cancel session",
+            ),
+            answered,
+        )
 
     def _send(self, name: str, command: Command) -> None:
         self.app.controller.command(name, command)

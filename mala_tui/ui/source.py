@@ -73,6 +73,12 @@ class LiveSource(Protocol):
 
     def transcript_path(self, session: str) -> Path | None: ...
 
+    def say(self, session: str, text: str) -> None:
+        """A message for the session's agent (raises MessageError for an empty one)."""
+
+    def add_task(self, name: str, task: str, cwd: Path) -> None:
+        """A new session in the running run (raises ValueError, saying why, when it cannot)."""
+
 
 @runtime_checkable
 class WindowSource(Protocol):

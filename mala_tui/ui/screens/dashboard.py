@@ -99,9 +99,9 @@ class DashboardScreen(Screen[None]):
     # filter until "/" is pressed: cards of a live run arrive after the screen mounts.
     AUTO_FOCUS = ""
     BINDINGS: ClassVar[list[BindingType]] = [
-        *session_bindings("open", "pause", "stop", "mask", "restart", "approval"),
+        *session_bindings("open", "say", "pause", "stop", "mask", "restart", "approval"),
         Binding("V", "approval_all", "Approval for all", show=False),
-        *session_bindings("checkpoints", "manage", "transcript", show=False),
+        *session_bindings("checkpoints", "manage", "transcript", "cancel", show=False),
         Binding("slash", "filter", "Filter"),
         Binding("s", "cycle_sort", "Sort"),
         Binding("z", "cycle_zone", "Zone", show=False),

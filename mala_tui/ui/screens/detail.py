@@ -46,8 +46,8 @@ class DetailScreen(Screen[None]):
     CSS_PATH = str(Path(__file__).with_name("detail.tcss"))
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "app.pop_screen", "Back"),
-        *session_bindings("checkpoints", "pause", "stop", "mask", "restart"),
-        *session_bindings("approval", "manage", "transcript", show=False),
+        *session_bindings("checkpoints", "say", "pause", "stop", "mask", "restart"),
+        *session_bindings("approval", "manage", "transcript", "cancel", show=False),
         Binding("l", "show_tab('events')", "Event log", show=False),
         Binding("d", "diff", "Worktree diff"),
         Binding("w", "window", "What fills the window"),
