@@ -159,9 +159,10 @@ def test_a_message_at_the_end_of_a_continuation_prompt() -> None:
     continuation = prompt(
         "continuation", continuation_number=1, checkpoint=checkpoint, carryover="(none)"
     )
-    asked = message("- Bash: echo hi\nSkip: s003")
+    # The checkpoint above the message lists src/mod_2.py as read: asked now, read again.
+    asked = message("- Bash: echo hi\n- Read: src/mod_2.py\nSkip: s003")
     fresh = Conversation(f"{continuation}\n\n{asked}")
-    assert played(fresh, 2) == ["operator-1", "s004"]
+    assert played(fresh, 3) == ["operator-1", "operator-2", "s004"]
 
 
 def test_a_message_carried_over_with_the_step_that_followed_is_not_played_again() -> None:
