@@ -9,22 +9,17 @@ import pytest
 from loopback_bodies import WORKSPACE, Conversation, read_input
 from test_agent import COMPACTION_REQUEST, SCENARIO, checkpoint_request, decide, do_steps, prompt
 
+from mala_tui.core.operator_messages import MessageQueue, messages_block
 from mala_tui.loopback import LoopbackServer
-
-# mala-tui's operator-message prompt, as it renders it (the marker line and closing are fixed).
-OPERATOR_MESSAGE = (
-    "A message from the person supervising you (sent through mala-tui):\n\n"
-    "{messages}\n\n"
-    "Take it into account, then carry on with your task."
-)
+from mala_tui.loopback.operator_requests import CLOSING, MARKER
 
 
 def message(*texts: str) -> str:
-    """The prompt for one message, or several numbered as mala-tui numbers them."""
-    if len(texts) == 1:
-        return OPERATOR_MESSAGE.format(messages=texts[0])
-    numbered = "\n\n".join(f"Message {n}:\n{text}" for n, text in enumerate(texts, 1))
-    return OPERATOR_MESSAGE.format(messages=numbered)
+    """The prompt mala-tui sends for these messages, queued and taken as it does."""
+    queue = MessageQueue()
+    for text in texts:
+        queue.add(0.0, text)
+    return prompt("operator_message", messages=messages_block(queue.take()))
 
 
 def play(conversation: Conversation, result: str = "ok\n") -> Any:
@@ -236,3 +231,9 @@ async def test_the_request_log_says_which_step_was_the_operators() -> None:
         ("s002", "read src/mod_2.py", False, False),
         ("operator-1", "Read src/mod_1.py (asked by the operator)", True, False),
     ]
+
+
+def test_the_shipped_prompt_opens_with_the_marker_and_closes_as_expected() -> None:
+    lines = message("Bash: echo hi").splitlines()
+    assert lines[0].startswith(MARKER)
+    assert lines[-1].startswith(CLOSING)
