@@ -9,6 +9,9 @@ It reads the latest user text to know what is being asked:
 - a wind-down (``wrap up``): optionally save progress notes, then a short answer;
 - anything else (the task, "Continue ..." resume prompts, tool results): play the first
   step not visible as done (see progress.py), or give the final answer when none is left.
+An operator's message (operator_requests.py) comes first: each extra step it asks for is
+played before the scripted steps that remain, once, and marked as the operator's in the
+reply; a step it skips is left out, and the checkpoint, summary and final answer list it.
 Before an Edit (or a retried Write) it re-reads the file unless a good Read of it is
 visible after the last failed attempt: the CLI refuses to change a file it has not read in
 the current session, and a model would read it again too.
@@ -81,6 +84,8 @@ class Reply:
     done_count: int = 0
     reread: str | None = None
     """The fact this call fetches again, when it is a re-read."""
+    operator: bool = False
+    """The step played is an extra one an operator's message asked for."""
 
 
 def _text(text: str) -> dict[str, Any]:
@@ -120,7 +125,9 @@ class ScriptedAgent:
         workspace = self.workspace_of(view)
         if is_compaction_request(view.final_user_text):
             kept = replies.facts_a_summary_keeps(self.scenario, view, done)
-            text = replies.compaction_summary_text(self.scenario, done, remaining, kept)
+            text = replies.compaction_summary_text(
+                self.scenario, done, remaining, kept, skipped=progress.skipped_steps()
+            )
             return Reply("compaction_summary", (_text(text),), "end_turn", done_count=len(done))
         latest = view.latest_user_text
         asked = latest.own_text if latest is not None else ""
@@ -133,6 +140,7 @@ class ScriptedAgent:
                     workspace,
                     self.scenario.checkpoint_style,
                     facts=replies.facts_a_summary_keeps(self.scenario, view, done),
+                    skipped=progress.skipped_steps(),
                 )
                 return Reply("checkpoint", (_text(text),), "end_turn", done_count=len(done))
             if is_wind_down(asked):
@@ -143,9 +151,15 @@ class ScriptedAgent:
     def _next_step(
         self, progress: Progress, view: RequestView, workspace: Path | None, done_count: int
     ) -> Reply:
+        for asked in progress.operator_steps():
+            status = progress.status_since(asked.step, asked.asked_at)
+            if status.done or len(status.failed_at) >= MAX_ATTEMPTS:
+                continue
+            reply = self._tool_reply("tool_use", asked.step, workspace, done_count)
+            return replace(reply, operator=True)
         for step in self._plan:
             status = progress.status(step)
-            if status.done or len(status.failed_at) >= MAX_ATTEMPTS:
+            if status.done or len(status.failed_at) >= MAX_ATTEMPTS or progress.is_skipped(step):
                 continue
             noted = self._just_seen(step, view)
             missing = self._missing_fact(step, progress, view)
@@ -168,9 +182,8 @@ class ScriptedAgent:
                 note = f"read {step.primary} again before {step.label}"
                 return self._tool_reply("tool_use", read, workspace, done_count, note, noted=noted)
             return self._tool_reply("tool_use", step, workspace, done_count, noted=noted)
-        return Reply(
-            "final", (_text(self.scenario.final_answer),), "end_turn", done_count=done_count
-        )
+        text = self.scenario.final_answer + replies.skipped_note(progress.skipped_steps())
+        return Reply("final", (_text(text),), "end_turn", done_count=done_count)
 
     def _just_seen(self, step: PlannedStep, view: RequestView) -> list[Fact]:
         """Facts ``step`` needs that the latest result shows: the agent says them in its

@@ -10,6 +10,10 @@ A step is done when the request shows it done, and only then:
 - for an Edit, the latest visible Read of its file already shows the new text and not the
   old one (the edit happened, even if the call that made it is gone).
 Work it cannot see as done, the agent does again.
+
+An operator's message (operator_requests.py) is instructions, not a record: its lines never
+count. An extra step it asks for is done once its call succeeds, or a record line names it,
+after the message; a scripted step it skips is neither done nor remaining, but skipped.
 """
 
 from __future__ import annotations
@@ -19,6 +23,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from mala_tui.loopback.operator_requests import (
+    START,
+    OperatorStep,
+    Position,
+    read_requests,
+    text_pieces,
+)
 from mala_tui.loopback.request_view import RequestView, ToolCall
 from mala_tui.loopback.scenario import TOOL_NAMES, PlannedStep
 
@@ -111,7 +122,14 @@ class Progress:
         self._calls: dict[tuple[str, str], list[ToolCall]] = {}
         for call in view.calls:
             self._calls.setdefault(self.call_key(call), []).append(call)
-        self._lines = record_lines(entry.text for entry in view.user_texts)
+        pieces = text_pieces(view)
+        self._lines: list[tuple[Position, str]] = [
+            (piece.position, line)
+            for piece in pieces
+            if not piece.from_operator
+            for line in record_lines([piece.text])
+        ]
+        self._requests = read_requests(pieces, self._plan, view)
         self._statuses = {step.key: self._status(step) for step in self._plan}
 
     def call_key(self, call: ToolCall) -> tuple[str, str]:
@@ -128,7 +146,27 @@ class Progress:
         return [step for step in self._plan if self._statuses[step.key].done]
 
     def remaining_steps(self) -> list[PlannedStep]:
-        return [step for step in self._plan if not self._statuses[step.key].done]
+        """Steps not visible as done, except those the operator asked to skip."""
+        return [
+            step
+            for step in self._plan
+            if not self._statuses[step.key].done and not self.is_skipped(step)
+        ]
+
+    def is_skipped(self, step: PlannedStep) -> bool:
+        """The operator asked not to do this step (a step already done stays done)."""
+        return step.id in self._requests.skipped and not self._statuses[step.key].done
+
+    def skipped_steps(self) -> list[PlannedStep]:
+        return [step for step in self._plan if self.is_skipped(step)]
+
+    def operator_steps(self) -> tuple[OperatorStep, ...]:
+        """The extra steps the operator's messages ask for, in order (done or not)."""
+        return self._requests.steps
+
+    def status_since(self, step: PlannedStep, position: Position) -> StepStatus:
+        """What the request shows about ``step`` after ``position`` (an operator's ask)."""
+        return self._status(step, after=position)
 
     def read_succeeded_after(self, path: str, message_index: int) -> bool:
         """A Read of ``path`` after ``message_index`` shows its content, or shows it is absent."""
@@ -137,14 +175,17 @@ class Progress:
             for call in self._calls.get(("Read", path), ())
         )
 
-    def _status(self, step: PlannedStep) -> StepStatus:
-        calls = self._calls.get(step.key, [])
+    def _status(self, step: PlannedStep, *, after: Position = START) -> StepStatus:
+        calls = [call for call in self._calls.get(step.key, []) if call.message_index > after[0]]
         workspace = self._view.workspace
+        lines = [line for position, line in self._lines if position > after]
         return StepStatus(
             step=step,
             done_by_call=any(call.succeeded for call in calls),
-            done_by_text=any(line_records_step(line, step, workspace) for line in self._lines),
-            done_by_content=step.tool == "Edit" and self._edit_visible_in_file(step),
+            done_by_text=any(line_records_step(line, step, workspace) for line in lines),
+            done_by_content=step.tool == "Edit"
+            and after == START
+            and self._edit_visible_in_file(step),
             failed_at=tuple(call.message_index for call in calls if call.failed),
         )
 

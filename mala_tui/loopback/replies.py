@@ -4,6 +4,8 @@ All of them are built only from what the request shows (the Progress of one requ
 they list done steps one a line in the form the done rule recognises (``- Read src/a.py``,
 ``- Bash: pytest -q``), so a fresh session seeded with them skips exactly that work. Plans
 go under headings the rule ignores ("Remaining Tasks", "Pending Tasks", "Next Step").
+Steps an operator asked to skip are listed under "Skipped at the Operator's Request", in
+the form operator_requests.py reads back, so the skip holds in a fresh session too.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from mala_tui.loopback.operator_requests import SKIPPED_HEADING
 from mala_tui.loopback.request_view import RequestView
 from mala_tui.loopback.scenario import CheckpointStyle, Fact, PlannedStep, Scenario
 
@@ -68,6 +71,17 @@ def _todo_list(remaining: Sequence[PlannedStep]) -> str:
     )
 
 
+def _skipped_list(skipped: Sequence[PlannedStep]) -> str:
+    return "\n".join(f"- Skip: {step.id} ({step.label})" for step in skipped)
+
+
+def skipped_note(skipped: Sequence[PlannedStep]) -> str:
+    """What a final answer adds when the operator had steps skipped: nothing otherwise."""
+    if not skipped:
+        return ""
+    return f"\n\n## {SKIPPED_HEADING}\n{_skipped_list(skipped)}"
+
+
 def checkpoint_text(
     scenario: Scenario,
     done: Sequence[PlannedStep],
@@ -76,6 +90,7 @@ def checkpoint_text(
     style: CheckpointStyle,
     *,
     facts: Sequence[Fact] = (),
+    skipped: Sequence[PlannedStep] = (),
 ) -> str:
     """The answer to a checkpoint request, in the requested (mis)behaviour style."""
     total = len(done) + len(remaining)
@@ -90,7 +105,7 @@ def checkpoint_text(
             f"- Steps are done strictly in order; {len(done)} of {total} are complete."
             + (f"\n{_facts_list(facts)}" if facts else ""),
         )
-    )
+    ) + skipped_note(skipped)
     if style == "untagged":
         return body
     tagged = f"<checkpoint>\n{body}\n</checkpoint>"
@@ -104,6 +119,8 @@ def compaction_summary_text(
     done: Sequence[PlannedStep],
     remaining: Sequence[PlannedStep],
     facts: Sequence[Fact] = (),
+    *,
+    skipped: Sequence[PlannedStep] = (),
 ) -> str:
     """The answer to the CLI's own compaction request: <analysis> then <summary>."""
     current = f"- {done[-1].done_line}" if done else "- Nothing yet."
@@ -120,7 +137,8 @@ def compaction_summary_text(
         f"4. Pending Tasks:\n{_todo_list(remaining)}\n\n"
         f"5. Current Work:\n{current}\n\n"
         f"6. Optional Next Step:\n{following}\n"
-        "</summary>"
+        + (f"\n7. {SKIPPED_HEADING}:\n{_skipped_list(skipped)}\n" if skipped else "")
+        + "</summary>"
     )
 
 

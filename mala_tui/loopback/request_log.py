@@ -1,8 +1,9 @@
 """The server's request log: one frozen record per ``/v1/messages`` call, and its totals.
 
 Tests and benchmarks read it: what each request held (tokens and their cache split, masked
-placeholders), what the scripted agent played (step, whether it was a redo), and what went
-wrong on purpose (faults) or for real (too long). It can be written as JSONL.
+placeholders), what the scripted agent played (step, whether it was a redo or an operator's
+request), and what went wrong on purpose (faults) or for real (too long). It can be written
+as JSONL.
 """
 
 from __future__ import annotations
@@ -63,6 +64,9 @@ class RequestRecord:
     """The token density this request was counted at."""
     body: Mapping[str, Any] | None = None
     """The request body, kept only when the server was asked to keep bodies."""
+    operator_step: bool = False
+    """The step played is an extra one an operator's message asked for (step_id
+    ``operator-N``, its label ending "(asked by the operator)")."""
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -412,9 +412,13 @@ class LoopbackServer:
         split = self._cache.bill(blocks, self._clock(), invalid_from=invalid_from)
         answer = _Answer(reply, split, output_tokens(reply.content, ratio), fault)
         step_key = reply.step.key if reply.step is not None else None
-        # A re-read fetches a fact on purpose: counted as a re-read, not as redone work.
+        # A re-read fetches a fact on purpose, and an operator's step is asked for: neither
+        # is redone work.
         redone = (
-            reply.kind == "tool_use" and reply.reread is None and step_key in route.results_seen
+            reply.kind == "tool_use"
+            and reply.reread is None
+            and not reply.operator
+            and step_key in route.results_seen
         )
         if reply.reread is not None:
             for block in reply.content:
@@ -494,6 +498,7 @@ class LoopbackServer:
             cleared_results=exchange.cleared_results,
             token_ratio=exchange.route.token_ratio,
             body=exchange.body if self._keep_bodies else None,
+            operator_step=reply.operator if reply else False,
         )
         self._records.append(record)
         self._notify()
