@@ -1,0 +1,108 @@
+"""The operator's console in the app: a message to an agent, a new session, a cancel."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual.widgets import Input, Static, TextArea
+
+from mala_tui.ui.fake_source import FakeLiveSource
+from mala_tui.ui.screens.confirm import ConfirmScreen
+from mala_tui.ui.screens.dashboard import DashboardScreen
+from mala_tui.ui.screens.detail import DetailScreen
+from mala_tui.ui.screens.message import MessageScreen
+from mala_tui.ui.screens.new_task import NewTaskScreen
+
+from .helpers import make_app, notifications, open_session, read_only_sample, screen_text
+from .test_actions import focus
+
+
+async def test_a_message_from_the_dashboard_reaches_the_session_and_its_log() -> None:
+    supervisor = FakeLiveSource()
+    app = make_app(supervisor)
+    async with app.run_test(size=(140, 44)) as pilot:
+        await focus(pilot, "parser-fix")
+        await pilot.press("t")
+        assert isinstance(app.screen, MessageScreen)
+        assert "Message to parser-fix" in screen_text(app)
+        app.screen.query_one("#text", TextArea).text = "Use the [bold]new[/bold] parser API."
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        assert isinstance(app.screen, DashboardScreen)
+        assert supervisor.calls[-1] == ("say", "parser-fix", "Use the [bold]new[/bold] parser API.")
+        assert any("message queued" in line for line in notifications(app))
+        snapshot = app.controller.snapshot("parser-fix")
+        assert snapshot is not None and snapshot.messages_waiting == 1
+        await pilot.press("enter")  # the detail screen's event log shows it, literally
+        await pilot.pause()
+        assert isinstance(app.screen, DetailScreen)
+        await pilot.press("l")
+        await pilot.pause()
+        assert "[bold]new[/bold]" in screen_text(app)
+
+
+async def test_an_empty_message_is_refused_in_the_box_and_nothing_is_sent() -> None:
+    supervisor = FakeLiveSource()
+    app = make_app(supervisor)
+    async with app.run_test(size=(140, 44)) as pilot:
+        await open_session(pilot, "parser-fix", "t")
+        await pilot.pause()
+        assert isinstance(app.screen, MessageScreen)
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        assert isinstance(app.screen, MessageScreen)
+        assert "the message is empty" in str(app.screen.query_one("#error", Static).render())
+        await pilot.press("escape")
+        assert not [call for call in supervisor.calls if call[0] == "say"]
+
+
+async def test_a_new_session_from_the_app_joins_the_run(tmp_path: Path) -> None:
+    supervisor = FakeLiveSource()
+    app = make_app(supervisor)
+    async with app.run_test(size=(140, 44)) as pilot:
+        await pilot.press("n")
+        await pilot.pause()
+        assert isinstance(app.screen, NewTaskScreen)
+        screen = app.screen
+        name = screen.query_one("#name", Input)
+        assert name.value.startswith("task-")
+        # A taken name is refused in the dialog, which stays open.
+        name.value = "parser-fix"
+        screen.query_one("#task", TextArea).text = "Write the migration guide."
+        screen.query_one("#cwd", Input).value = str(tmp_path)
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        assert isinstance(app.screen, NewTaskScreen)
+        assert "already named" in str(screen.query_one("#error", Static).render())
+        name.value = "guide"
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        assert isinstance(app.screen, DashboardScreen)
+        assert supervisor.calls[-1] == (
+            "add_task",
+            "guide",
+            "Write the migration guide.",
+            str(tmp_path),
+        )
+        assert app.screen.card("guide") is not None
+
+
+async def test_cancel_asks_first_then_cancels() -> None:
+    supervisor = FakeLiveSource()
+    app = make_app(supervisor)
+    async with app.run_test(size=(140, 44)) as pilot:
+        await focus(pilot, "parser-fix")
+        await pilot.press("X")
+        assert isinstance(app.screen, ConfirmScreen)
+        assert "write its checkpoint" in screen_text(app)
+        await pilot.press("y")
+        assert supervisor.calls[-1] == ("command", "parser-fix", "cancel")
+
+
+async def test_a_finished_run_offers_no_message_and_no_new_session() -> None:
+    app = make_app(read_only_sample())
+    async with app.run_test(size=(140, 44)) as pilot:
+        await focus(pilot, "parser-fix")
+        await pilot.press("t", "n", "X")
+        await pilot.pause()
+        assert isinstance(app.screen, DashboardScreen)
