@@ -191,6 +191,12 @@ class UiSettings(BaseModel):
 
     theme: str = "mala-dark"
     """Theme used at start; shipped themes and files in the config dir's themes/ folder."""
+    bell: bool = True
+    """Ring the terminal's bell when a restart approval waits or a session fails."""
+    desktop_notifications: Literal["auto", "osc9", "osc777", "off"] = "auto"
+    """A desktop notification then too: auto guesses the terminal's escape (OSC 9 or 777)."""
+    notify_headless: bool = False
+    """Bell and notifications in headless runs too (`--notify`); off, headless output is a log."""
 
 
 class ModelPriceSetting(BaseModel):

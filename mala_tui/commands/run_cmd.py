@@ -73,19 +73,24 @@ def cost_line(spend: Spend) -> str:
 
 
 def with_budget_flags(args: argparse.Namespace, loaded: LoadedSettings) -> LoadedSettings:
-    """The settings with the budget flags given on the command line applied over them."""
+    """The settings with the budget flags (and --notify) given on the command line applied."""
     given = {
         flag: value
         for flag, _, _ in BUDGET_FLAGS
         if (value := getattr(args, f"budget_{flag}", None)) is not None
     }
-    if not given:
+    notify = bool(getattr(args, "notify", False))
+    if not given and not notify:
         return loaded
     budget = loaded.settings.budget.model_copy(update=given)
     sources = dict(loaded.sources)
     for flag in given:
         sources[f"budget.{flag}"] = f"command line --{flag.replace('_', '-')}"
-    settings = loaded.settings.model_copy(update={"budget": budget})
+    update: dict[str, object] = {"budget": budget}
+    if notify:
+        update["ui"] = loaded.settings.ui.model_copy(update={"notify_headless": True})
+        sources["ui.notify_headless"] = "command line --notify"
+    settings = loaded.settings.model_copy(update=update)
     return LoadedSettings(settings, sources, loaded.config_file, loaded.config_file_exists)
 
 
@@ -132,6 +137,12 @@ def _common(parser: argparse.ArgumentParser) -> None:
         "--headless",
         action="store_true",
         help="no app: one line per event (needed without a terminal)",
+    )
+    parser.add_argument(
+        "--notify",
+        action="store_true",
+        help="headless too: ring the bell and raise a desktop notification when an approval "
+        "waits or a session fails (default: the ui.notify_headless setting)",
     )
     budget = parser.add_argument_group(
         "budgets", "near a limit (90%) a session winds down and checkpoints; at it, it stops"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import sys
 import tomllib
 from collections.abc import Callable, Sequence
@@ -21,6 +22,7 @@ from mala_tui.config import LoadedSettings, Settings, user_config_dir
 from mala_tui.core.phases import ManageMode
 from mala_tui.core.prompts import PromptSet
 from mala_tui.prompt_files import load_prompts
+from mala_tui.runtime.attention import Attention, Desktop, desktop_protocol
 from mala_tui.runtime.backends.base import Backend, SessionSpec
 from mala_tui.runtime.headless import LineReader, answer_from_terminal, one_line, printer
 from mala_tui.runtime.journal import RunJournal, new_run_id
@@ -219,6 +221,21 @@ async def run_headless(
     With `read_line` (a terminal), pending approvals are asked for there.
     """
     supervisor.listeners.events.append(printer(out))
+    ui = supervisor.settings.ui
+    if ui.notify_headless:
+
+        def write(text: str) -> None:
+            out.write(text)
+            out.flush()
+
+        supervisor.listeners.events.append(
+            Attention(
+                write,
+                bell=ui.bell,
+                desktop=desktop_protocol(Desktop(ui.desktop_notifications), os.environ),
+                in_tmux=bool(os.environ.get("TMUX")),
+            )
+        )
     asker = None
     if read_line is not None and supervisor.approval_mode == "ask":
         asker = asyncio.create_task(answer_from_terminal(supervisor, out, read_line))

@@ -24,6 +24,7 @@ from textual.worker import Worker, WorkerState
 
 from mala_tui.config import Settings
 from mala_tui.core.observations import Decision
+from mala_tui.runtime.attention import Attention, Desktop, desktop_protocol
 from mala_tui.runtime.run_types import ApprovalRequest
 from mala_tui.ui.bridge import UpdateBridge
 from mala_tui.ui.commands import SessionCommands
@@ -90,6 +91,14 @@ class MalaApp(App[int]):
         # push_screen get their CSS_PATH loaded.
         self.add_mode("dashboard", lambda: self.DASHBOARD(self.services))
         self._announced: set[tuple[str, int]] = set()
+        ui = settings.ui
+        self.attention = Attention(
+            self._to_terminal,
+            bell=ui.bell,
+            desktop=desktop_protocol(Desktop(ui.desktop_notifications), os.environ),
+            in_tmux=bool(os.environ.get("TMUX")),
+        )
+        """Rings and notifies when an approval waits or a session fails (runtime.attention)."""
         self._supervisor_worker: Worker[object] | None = None
         self._stopping = False
         loaded = load_themes(theme_folders())
@@ -123,6 +132,7 @@ class MalaApp(App[int]):
         if supervisor is None:
             return
         self.bridge.attach(supervisor)
+        supervisor.listeners.events.append(self.attention)
         self.bridge.approvals.subscribe(self, self._on_approvals)
         self._on_approvals(self.controller.pending())
         self._supervisor_worker = self.run_worker(
@@ -131,6 +141,14 @@ class MalaApp(App[int]):
 
     def on_unmount(self) -> None:
         self.bridge.detach()
+        supervisor = self.controller.supervisor
+        if supervisor is not None and self.attention in supervisor.listeners.events:
+            supervisor.listeners.events.remove(self.attention)
+
+    def _to_terminal(self, text: str) -> None:
+        # As App.bell writes its BEL: straight to the driver, which owns the terminal.
+        if not self.is_headless and self._driver is not None:
+            self._driver.write(text)
 
     async def _run(self, supervisor: LiveSource) -> object:
         result = await supervisor.run()
@@ -196,8 +214,6 @@ class MalaApp(App[int]):
                 timeout=8,
                 markup=False,
             )
-        if fresh:
-            self.bell()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in ("review_approvals", "new_task"):

@@ -54,3 +54,10 @@ def test_bad_limits_exit_2_naming_the_flag(argv: tuple[str, ...], message: str) 
     )
     assert done.returncode == 2
     assert message in done.stderr
+
+
+def test_notify_turns_on_the_bell_and_notifications_headless() -> None:
+    loaded = run_cmd.with_budget_flags(parse("--headless", "--notify"), load_settings())
+    assert loaded.settings.ui.notify_headless is True
+    assert loaded.sources["ui.notify_headless"] == "command line --notify"
+    assert load_settings().settings.ui.notify_headless is False

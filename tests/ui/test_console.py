@@ -106,3 +106,29 @@ async def test_a_finished_run_offers_no_message_and_no_new_session() -> None:
         await pilot.press("t", "n", "X")
         await pilot.pause()
         assert isinstance(app.screen, DashboardScreen)
+
+
+async def test_an_approval_that_comes_in_and_a_failure_call_for_the_operator() -> None:
+    from mala_tui.core import events as ev
+    from mala_tui.core.actions import EndStatus
+    from mala_tui.ui.fake_source import T0
+
+    supervisor = FakeLiveSource()
+    app = make_app(supervisor)
+    async with app.run_test(size=(140, 44)) as pilot:
+        before = len(app.attention.raised)  # the sample's own waiting approval came before
+        supervisor.record(
+            ev.ApprovalRequested(
+                at=T0 + 700, session="migrate-db", checkpoint_number=1, reason="hard threshold"
+            )
+        )
+        supervisor.record(
+            ev.SessionEnded(
+                at=T0 + 701, session="api-docs", status=EndStatus.FAILED, reason="crashed"
+            )
+        )
+        await pilot.pause()
+        assert app.attention.raised[before:] == [
+            ("mala-tui: approval", "migrate-db waits for approval of checkpoint #1"),
+            ("mala-tui: session failed", "api-docs: crashed"),
+        ]
