@@ -33,6 +33,8 @@ async def test_a_message_from_the_dashboard_reaches_the_session_and_its_log() ->
         assert any("message queued" in line for line in notifications(app))
         snapshot = app.controller.snapshot("parser-fix")
         assert snapshot is not None and snapshot.messages_waiting == 1
+        await pilot.pause()
+        assert "1 message to send" in screen_text(app)
         await pilot.press("enter")  # the detail screen's event log shows it, literally
         await pilot.pause()
         assert isinstance(app.screen, DetailScreen)

@@ -36,6 +36,9 @@ def state_text(snapshot: SessionSnapshot) -> str:
         text += f" \u00b7 checkpoint #{snapshot.pending_approval}"
     elif state in SAYS_WHY and snapshot.end_reason:
         text += f" \u00b7 {snapshot.end_reason}"
+    if snapshot.messages_waiting and snapshot.status is None:
+        count = snapshot.messages_waiting
+        text += f" \u00b7 {count} message{'s' if count != 1 else ''} to send"
     return text
 
 
