@@ -48,11 +48,20 @@ async def _checkpoints(pilot: Pilot[int]) -> None:
     await pilot.pause()
 
 
+async def _message(pilot: Pilot[int]) -> None:
+    # The message box on the session in the soft zone, a message typed.
+    await pilot.press("slash", *"parser", "enter", "t")
+    await pilot.pause()
+    await pilot.press(*"Use the tokenizer's new Span type; run pytest -q tests/tokenizer after.")
+    await pilot.pause()
+
+
 SHOTS: dict[str, tuple[bool, Steps]] = {
     "dashboard": (True, _dashboard),
     "approval": (True, _approval),
     "detail": (False, _detail),
     "checkpoints": (False, _checkpoints),
+    "message": (True, _message),
 }
 """Screenshot name -> (live sample run or read-only, the keys that reach the screen)."""
 
