@@ -26,8 +26,9 @@ from mala_tui.runtime.attention import Attention, Desktop, desktop_protocol
 from mala_tui.runtime.backends.base import Backend, SessionSpec
 from mala_tui.runtime.headless import LineReader, answer_from_terminal, one_line, printer
 from mala_tui.runtime.journal import RunJournal, new_run_id
+from mala_tui.runtime.run_sink import ApprovalMode
 from mala_tui.runtime.run_types import RunResult
-from mala_tui.runtime.supervisor import ApprovalMode, Supervisor
+from mala_tui.runtime.supervisor import Supervisor
 
 EXIT_OK = 0
 EXIT_NOT_ALL_DONE = 1

@@ -23,12 +23,12 @@ from mala_tui.core.operator_messages import checked_text
 from mala_tui.core.phases import ManageMode, Phase, Trigger
 from mala_tui.core.usage import UsageSource
 from mala_tui.core.view import RunState, SessionSnapshot
-from mala_tui.runtime.run_types import ApprovalRequest
-from mala_tui.runtime.supervisor import (
+from mala_tui.runtime.run_sink import (
     ApprovalListener,
     EventListener,
     SnapshotListener,
 )
+from mala_tui.runtime.run_types import ApprovalRequest
 
 T0 = 1_750_000_000.0
 """The sample run's start, seconds since the epoch."""

@@ -16,12 +16,12 @@ from mala_tui.core.budget import BudgetCheck, BudgetLimits
 from mala_tui.core.observations import Command, Decision
 from mala_tui.core.phases import ManageMode
 from mala_tui.core.view import RunState, SessionSnapshot
-from mala_tui.runtime.run_types import ApprovalRequest
-from mala_tui.runtime.supervisor import (
+from mala_tui.runtime.run_sink import (
     ApprovalListener,
     EventListener,
     SnapshotListener,
 )
+from mala_tui.runtime.run_types import ApprovalRequest
 
 
 class Listeners(Protocol):
