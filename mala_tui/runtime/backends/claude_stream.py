@@ -1,0 +1,205 @@
+"""Reading the SDK's messages into the backend's stream items.
+
+What is kept, and why: the raw `message_start` stream event carries each API
+call's input and cache fields and `message_delta` its final output count (the
+per-call figure is the context); messages with a `parent_tool_use_id` belong to
+subagents and are left out; a refused call's zero usage says nothing about the
+window. No CLI is started here: `ClaudeClient` feeds it what its process sends.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from claude_agent_sdk import (
+    AssistantMessage,
+    ResultMessage,
+    StreamEvent,
+    SystemMessage,
+    UserMessage,
+)
+from claude_agent_sdk import TextBlock as SdkTextBlock
+from claude_agent_sdk import ToolResultBlock as SdkToolResultBlock
+from claude_agent_sdk import ToolUseBlock as SdkToolUseBlock
+
+from mala_tui.core.transcript import Block, Message, Role, TextBlock, ToolCall, ToolResult
+from mala_tui.core.usage import CallUsage, UsageFieldError
+from mala_tui.runtime.backends.base import (
+    CompactionItem,
+    MessageItem,
+    ProblemItem,
+    ResultItem,
+    SessionIdItem,
+    StreamItem,
+    UsageItem,
+)
+
+
+class StreamConverter:
+    """One agent process's messages in, stream items out; remembers each call's usage."""
+
+    def __init__(self) -> None:
+        self._usage: dict[str, CallUsage] = {}
+        self._last_message_id: str | None = None
+
+    def convert(self, message: object) -> list[StreamItem]:
+        """The stream items one SDK message stands for (none for what is not used)."""
+        match message:
+            case StreamEvent() if message.parent_tool_use_id is None:
+                return self._from_stream_event(message.event)
+            case AssistantMessage() if message.parent_tool_use_id is None:
+                return self._from_assistant(message)
+            case UserMessage() if message.parent_tool_use_id is None:
+                return self._from_user(message)
+            case SystemMessage():
+                return self._from_system(message)
+            case ResultMessage():
+                return [self._from_result(message)]
+        return []
+
+    def _from_stream_event(self, event: Mapping[str, Any]) -> list[StreamItem]:
+        kind = event.get("type")
+        if kind == "message_start":
+            body = event.get("message") or {}
+            message_id = str(body.get("id") or "")
+            try:
+                call, notes = CallUsage.parse(body.get("usage"))
+            except UsageFieldError as exc:
+                return [ProblemItem("usage", str(exc))]
+            call = call.with_output(0)  # message_start's output count is a placeholder
+            self._usage[message_id] = call
+            self._last_message_id = message_id
+            return [UsageItem(call, final=False, notes=notes)]
+        if kind == "message_delta" and self._last_message_id is not None:
+            start = self._usage.get(self._last_message_id)
+            usage = event.get("usage") or {}
+            try:
+                delta, notes = CallUsage.parse({"output_tokens": usage.get("output_tokens")})
+            except UsageFieldError as exc:
+                return [ProblemItem("usage", str(exc))]
+            if start is None:
+                return []
+            return [UsageItem(start.with_output(delta.output_tokens), final=True, notes=notes)]
+        return []
+
+    def _from_assistant(self, message: AssistantMessage) -> list[StreamItem]:
+        items: list[StreamItem] = []
+        message_id = message.message_id or ""
+        # A refused call (prompt too long, say) comes back as an error message with zero
+        # usage: it says nothing about the window, and must not read as an empty one.
+        if (
+            message_id
+            and message_id not in self._usage
+            and message.usage is not None
+            and message.error is None
+        ):
+            # No stream event for this call (partial messages unavailable): its usage
+            # is right but for a stale output count, and shared by every block: take it once.
+            try:
+                call, notes = CallUsage.parse(message.usage)
+                self._usage[message_id] = call
+                items.append(UsageItem(call, final=False, notes=notes))
+            except UsageFieldError as exc:
+                items.append(ProblemItem("usage", str(exc)))
+        blocks: list[Block] = []
+        for block in message.content:
+            if isinstance(block, SdkTextBlock):
+                blocks.append(TextBlock(block.text))
+            elif isinstance(block, SdkToolUseBlock):
+                blocks.append(ToolCall(block.id, block.name, dict(block.input)))
+        if blocks:
+            items.append(MessageItem(Message(Role.ASSISTANT, tuple(blocks))))
+        return items
+
+    def _from_user(self, message: UserMessage) -> list[StreamItem]:
+        if isinstance(message.content, str):
+            return [MessageItem(Message.user_text(message.content))]
+        blocks: list[Block] = []
+        for block in message.content:
+            if isinstance(block, SdkToolResultBlock):
+                blocks.append(
+                    ToolResult(
+                        block.tool_use_id, flatten_content(block.content), bool(block.is_error)
+                    )
+                )
+            elif isinstance(block, SdkTextBlock):
+                blocks.append(TextBlock(block.text))
+        return [MessageItem(Message(Role.USER, tuple(blocks)))] if blocks else []
+
+    def _from_system(self, message: SystemMessage) -> list[StreamItem]:
+        data = message.data or {}
+        if message.subtype == "init" and data.get("session_id"):
+            return [SessionIdItem(str(data["session_id"]))]
+        if message.subtype == "api_retry":
+            # The CLI is retrying a failed API call (529, 500, a dropped connection) after
+            # a backoff: the agent is alive, and the retry is worth a line in the log.
+            status = data.get("error_status") or data.get("error") or "error"
+            attempt, most = data.get("attempt"), data.get("max_retries")
+            of = f" (attempt {attempt} of {most})" if attempt and most else ""
+            return [ProblemItem("api", f"API call failed with {status}; the CLI retries{of}")]
+        if message.subtype == "compact_boundary":
+            meta = data.get("compact_metadata") or {}
+            return [
+                CompactionItem(
+                    trigger=str(meta.get("trigger", "auto")),
+                    blocked=False,
+                    pre_tokens=_int_or_none(meta.get("pre_tokens")),
+                    post_tokens=_int_or_none(meta.get("post_tokens")),
+                )
+            ]
+        return []
+
+    def _from_result(self, message: ResultMessage) -> ResultItem:
+        summed: CallUsage | None = None
+        if message.usage is not None:
+            with contextlib.suppress(UsageFieldError):
+                summed, _ = CallUsage.parse(message.usage)
+        window = None
+        for model_usage in (message.model_usage or {}).values():
+            value = _int_or_none(model_usage.get("contextWindow"))
+            if value:
+                window = max(window or 0, value)
+        return ResultItem(
+            subtype=message.subtype,
+            is_error=message.is_error,
+            terminal_reason=message.terminal_reason,
+            result_text=message.result or "",
+            summed_usage=summed,
+            context_window=window,
+            session_id=message.session_id,
+            api_error_status=message.api_error_status,
+        )
+
+
+def result_size(response: object) -> int:
+    """Characters of a tool's response as the hook got it, serialised as JSON.
+
+    An upper bound on what the model will read (the CLI may trim it); anything that
+    does not serialise is counted by its str().
+    """
+    try:
+        return len(json.dumps(response, default=str, ensure_ascii=False))
+    except (TypeError, ValueError, RecursionError):
+        return len(str(response))
+
+
+def flatten_content(content: str | list[dict[str, Any]] | None) -> str:
+    """A tool result's content as text: text parts joined, other parts named."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    parts = []
+    for part in content:
+        if part.get("type") == "text":
+            parts.append(str(part.get("text", "")))
+        else:
+            parts.append(f"[{part.get('type', 'part')}]")
+    return "\n".join(parts)
+
+
+def _int_or_none(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
