@@ -90,6 +90,11 @@ def summary(event: ev.Event) -> str:
         case ev.MessageDelivered():
             numbers = ", ".join(f"#{number}" for number in event.numbers)
             return f"message {numbers} sent to the agent ({event.how.value.replace('_', ' ')})"
+        case ev.PermissionRequested():
+            return f"#{event.request_id} {event.tool}: {event.summary}"
+        case ev.PermissionDecided():
+            said = f": {event.reason}" if event.reason else ""
+            return f"#{event.request_id} {event.tool}: {event.answer} by {event.decided_by}{said}"
         case ev.WorktreeCreated():
             return f"branch {event.branch} at {event.base_commit[:10]} in {event.path}"
         case ev.WorktreeChanged():

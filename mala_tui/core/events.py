@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.observations import Decision
 from mala_tui.core.operator_messages import Delivery
+from mala_tui.core.permissions import AnsweredBy, PermissionAnswer
 from mala_tui.core.phases import Cause, ManageMode, Phase, Trigger
 from mala_tui.core.retry import RetryDecision
 from mala_tui.core.usage import UsageSource
@@ -312,6 +313,27 @@ class MessageDelivered(EventBase):
     how: Delivery
 
 
+class PermissionRequested(EventBase):
+    """The agent asked to use a tool outside its allowed tools."""
+
+    type: Literal["permission_requested"] = "permission_requested"
+    request_id: str
+    tool: str
+    summary: str
+    """The input in one line (the whole of it is in `input_text`)."""
+    input_text: str = ""
+
+
+class PermissionDecided(EventBase):
+    type: Literal["permission_decided"] = "permission_decided"
+    request_id: str
+    tool: str
+    answer: PermissionAnswer
+    decided_by: AnsweredBy
+    reason: str = ""
+    """Why; for a deny, what the agent is told."""
+
+
 Event = Annotated[
     RunStarted
     | RunEnded
@@ -342,7 +364,9 @@ Event = Annotated[
     | ManageModeSet
     | MessageQueued
     | MessageDelivered
-    | SessionAdded,
+    | SessionAdded
+    | PermissionRequested
+    | PermissionDecided,
     Field(discriminator="type"),
 ]
 

@@ -131,6 +131,8 @@ class SessionSnapshot:
     model: str | None = None
     messages_waiting: int = 0
     """Messages from the operator that have not reached the agent yet."""
+    pending_permissions: int = 0
+    """Tool uses waiting for the operator's permission: the session waits, it is not stalled."""
 
     @property
     def pressure(self) -> float:
@@ -192,6 +194,8 @@ class SessionState:
     restarts: list[RestartRecord] = field(default_factory=list)
     checkpoints: list[CheckpointRecord] = field(default_factory=list)
     log: deque[ev.Event] = field(default_factory=lambda: deque(maxlen=LOG_LINES))
+    permissions_waiting: dict[str, str] = field(default_factory=dict)
+    """Permission requests not yet answered: request id -> tool."""
     pids: dict[int, bool] = field(default_factory=dict)
     """CLI processes started for this session, and whether each has ended."""
     _trend: deque[float] = field(default_factory=lambda: deque(maxlen=TREND_POINTS))
@@ -283,6 +287,7 @@ class SessionState:
                 self.idle_retries = event.retry
             case ev.SessionEnded():
                 self.status, self.end_reason = event.status, event.reason
+                self.permissions_waiting.clear()  # nobody is left to ask
             case ev.ErrorRecorded():
                 self.last_error = event.message
             case ev.WorktreeCreated():
@@ -295,6 +300,10 @@ class SessionState:
                 self.pids[event.pid] = False
             case ev.ProcessEnded() if event.pid is not None:
                 self.pids[event.pid] = True
+            case ev.PermissionRequested():
+                self.permissions_waiting[event.request_id] = event.tool
+            case ev.PermissionDecided():
+                self.permissions_waiting.pop(event.request_id, None)
             case _:
                 pass
 
@@ -344,6 +353,7 @@ class SessionState:
             spend=self.meter.spend,
             model=self.model,
             messages_waiting=len(self.messages_waiting),
+            pending_permissions=len(self.permissions_waiting),
         )
 
 

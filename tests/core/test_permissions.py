@@ -1,0 +1,149 @@
+"""The permission book, the policy's answer, and the events as the view and the log show them."""
+
+from __future__ import annotations
+
+import pytest
+
+from mala_tui.core import events as ev
+from mala_tui.core.describe import summary
+from mala_tui.core.permissions import (
+    SUMMARY_CHARS,
+    AnsweredBy,
+    PermissionAnswer,
+    PermissionBook,
+    PermissionPolicy,
+    policy_verdict,
+    summarize_input,
+)
+from mala_tui.core.view import RunState
+
+NONE: frozenset[str] = frozenset()
+
+
+@pytest.mark.parametrize(
+    ("policy", "tool", "session_tools", "expected"),
+    [
+        (PermissionPolicy.ASK, "Bash", NONE, None),
+        (PermissionPolicy.ALLOW, "Bash", NONE, (PermissionAnswer.ALLOW_ONCE, AnsweredBy.POLICY)),
+        (PermissionPolicy.DENY, "Bash", NONE, (PermissionAnswer.DENY, AnsweredBy.POLICY)),
+        (
+            PermissionPolicy.ASK,
+            "Bash",
+            frozenset({"Bash"}),
+            (PermissionAnswer.ALLOW_ONCE, AnsweredBy.SESSION_RULE),
+        ),
+        # A session rule is the operator's own word: it holds even under deny.
+        (
+            PermissionPolicy.DENY,
+            "Bash",
+            frozenset({"Bash"}),
+            (PermissionAnswer.ALLOW_ONCE, AnsweredBy.SESSION_RULE),
+        ),
+        (PermissionPolicy.ASK, "Write", frozenset({"Bash"}), None),
+    ],
+)
+def test_the_policy_answers_or_leaves_it_to_the_operator(
+    policy: PermissionPolicy,
+    tool: str,
+    session_tools: frozenset[str],
+    expected: tuple[PermissionAnswer, AnsweredBy] | None,
+) -> None:
+    verdict = policy_verdict(policy, tool, session_tools)
+    assert (None if verdict is None else (verdict.answer, verdict.by)) == expected
+
+
+def test_a_deny_by_policy_tells_the_agent_why() -> None:
+    verdict = policy_verdict(PermissionPolicy.DENY, "WebFetch", NONE)
+    assert verdict is not None
+    assert "WebFetch is not among this agent's allowed tools" in verdict.reason
+
+
+def test_requests_wait_in_order_and_leave_the_queue_when_settled() -> None:
+    book = PermissionBook("s1")
+    first = book.open("Bash", {"command": "ls"}, at=1.0)
+    second = book.open("Write", {"file_path": "a.txt", "content": "x"}, at=2.0)
+    book.wait(first)
+    book.wait(second)
+    assert [r.request_id for r in book.pending] == ["1", "2"]
+    assert book.settle("2", PermissionAnswer.DENY) == second
+    assert book.pending == [first]
+    with pytest.raises(KeyError, match="no permission request '2' is waiting in 's1'"):
+        book.settle("2", PermissionAnswer.ALLOW_ONCE)
+
+
+def test_allow_for_this_session_remembers_the_tool_and_allow_once_does_not() -> None:
+    book = PermissionBook("s1")
+    once = book.open("Write", {"file_path": "a"}, at=1.0)
+    book.wait(once)
+    book.settle(once.request_id, PermissionAnswer.ALLOW_ONCE)
+    assert book.session_tools == NONE
+    always = book.open("Bash", {"command": "make"}, at=2.0)
+    book.wait(always)
+    book.settle(always.request_id, PermissionAnswer.ALLOW_SESSION)
+    assert book.session_tools == {"Bash"}
+    later = policy_verdict(PermissionPolicy.ASK, "Bash", book.session_tools)
+    assert later is not None and later.by is AnsweredBy.SESSION_RULE
+
+
+def test_ids_keep_counting_so_they_stay_unique_in_the_session() -> None:
+    book = PermissionBook("s1")
+    ids = [book.open("Bash", {"command": str(i)}, at=float(i)).request_id for i in range(3)]
+    assert ids == ["1", "2", "3"]
+
+
+def test_the_summary_is_the_main_field_in_one_safe_line_and_the_input_is_kept_whole() -> None:
+    assert summarize_input("Bash", {"command": "rm -rf build\necho \x1b[2Jdone"}) == (
+        "rm -rf build \u23ce echo \u241b[2Jdone"
+    )
+    assert summarize_input("Write", {"file_path": "out/a.txt", "content": "hi"}) == "out/a.txt"
+    assert summarize_input("mcp__x__y", {"q": 1}) == '{"q": 1}'
+    long = summarize_input("Bash", {"command": "x" * 1000})
+    assert len(long) <= SUMMARY_CHARS
+    request = PermissionBook("s").open("Write", {"file_path": "a", "content": "[b]x[/b]"}, 1.0)
+    assert '"content": "[b]x[/b]"' in request.input_text
+
+
+def test_the_view_counts_waiting_requests_until_answered_or_the_session_ends() -> None:
+    state = RunState()
+    for rid in ("1", "2"):
+        state.apply(
+            ev.PermissionRequested(at=1.0, session="s", request_id=rid, tool="Bash", summary="ls")
+        )
+    assert state.sessions["s"].snapshot().pending_permissions == 2
+    state.apply(
+        ev.PermissionDecided(
+            at=2.0,
+            session="s",
+            request_id="1",
+            tool="Bash",
+            answer=PermissionAnswer.ALLOW_ONCE,
+            decided_by=AnsweredBy.OPERATOR,
+        )
+    )
+    assert state.sessions["s"].snapshot().pending_permissions == 1
+    state.apply(ev.SessionEnded(at=3.0, session="s", status=ev.EndStatus.STOPPED))
+    assert state.sessions["s"].snapshot().pending_permissions == 0
+
+
+def test_the_events_read_back_from_a_journal_line_and_describe_themselves() -> None:
+    decided = ev.parse_event(
+        {
+            "type": "permission_decided",
+            "at": 1.0,
+            "session": "s",
+            "request_id": "3",
+            "tool": "Bash",
+            "answer": "deny",
+            "decided_by": "timeout",
+            "reason": "nobody answered in 300 s",
+        }
+    )
+    assert isinstance(decided, ev.PermissionDecided)
+    assert decided.answer is PermissionAnswer.DENY and decided.decided_by is AnsweredBy.TIMEOUT
+    assert summary(decided) == "#3 Bash: deny by timeout: nobody answered in 300 s"
+    with pytest.raises(ev.BadEventError, match="answer"):
+        ev.parse_event({**decided.model_dump(), "answer": "maybe"})
+    requested = ev.PermissionRequested(
+        at=1.0, session="s", request_id="3", tool="Bash", summary="make test"
+    )
+    assert summary(requested) == "#3 Bash: make test"
