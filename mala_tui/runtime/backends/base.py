@@ -7,10 +7,10 @@ the CLI; resuming a session (after a mask, an idle timeout) is a new client.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from mala_tui.core.transcript import Message, ToolResult
 from mala_tui.core.usage import CallUsage
@@ -99,6 +99,27 @@ ToolGate = Callable[[str, str, int], bool]
 into: (tool_use_id, tool name, characters of the result). True ends the turn there."""
 
 
+@dataclass(frozen=True)
+class PermissionAsk:
+    """A tool use the agent asks permission for: one outside its allowed tools."""
+
+    tool_use_id: str
+    tool: str
+    tool_input: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class PermissionVerdict:
+    allow: bool
+    message: str = ""
+    """For a deny: what the agent reads as the tool's result."""
+
+
+PermissionGate = Callable[[PermissionAsk], Awaitable[PermissionVerdict]]
+"""Asked when the agent wants a tool outside its allowed tools; the tool waits for the answer.
+Cancelled when the agent gives up asking (its process ends, its turn is interrupted)."""
+
+
 class AgentClient(Protocol):
     """One agent process."""
 
@@ -126,6 +147,10 @@ class AgentClient(Protocol):
         When it answers True the turn ends there, as after `stop_after_tools()`. A gate
         that raises counts as False: the agent's hook must not break.
         """
+
+    def set_permission_gate(self, gate: PermissionGate | None) -> None:
+        """Ask `gate` before a tool use outside the allowed tools (None: the agent's own
+        rule applies, which refuses them). Given before `connect()`."""
 
     async def disconnect(self) -> None: ...
 

@@ -15,6 +15,9 @@ CLI is written up in docs/ARCHITECTURE.md):
   session is resumed by id in a new process, which reads the rewritten file.
 - The PostToolUse hook is the clean point inside a turn: the CLI waits for its
   answer before the next model request, so a stop there throws nothing away.
+- With a permission gate, a tool use outside the allowed tools goes to `can_use_tool`
+  (the SDK then asks over the control protocol, which needs streaming input): the
+  CLI waits for the answer before running the tool, so the stream is silent meanwhile.
 - Reading the SDK's messages into stream items is `claude_stream`'s.
 """
 
@@ -22,24 +25,33 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import warnings
 from collections.abc import AsyncIterator, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from claude_agent_sdk import (
+    CanUseToolShadowedWarning,
     ClaudeAgentOptions,
     ClaudeSDKClient,
     HookContext,
     HookInput,
     HookJSONOutput,
     HookMatcher,
+    PermissionResult,
+    PermissionResultAllow,
+    PermissionResultDeny,
     ResultMessage,
+    ToolPermissionContext,
 )
 
 from mala_tui.runtime.backends import cli_launcher
 from mala_tui.runtime.backends.base import (
     CompactionItem,
     MaskError,
+    PermissionAsk,
+    PermissionGate,
     ProblemItem,
     SessionSpec,
     StreamItem,
@@ -101,6 +113,7 @@ class ClaudeClient:
             hooks["PreCompact"] = [HookMatcher(hooks=[self._block_compaction])]
         self._stop_requested = False
         self._gate: ToolGate | None = None
+        self._permission_gate: PermissionGate | None = None
         self._client = ClaudeSDKClient(build_options(spec, resume=resume, hooks=hooks))
         self._converter = StreamConverter()
 
@@ -116,7 +129,15 @@ class ClaudeClient:
         return pid if isinstance(pid, int) else None
 
     async def connect(self) -> None:
-        await self._client.connect()
+        if self._permission_gate is not None:
+            # Only with a gate: without one, a tool outside the allowed set is refused
+            # by the CLI itself. The gate is given after the options were made.
+            self._client.options = replace(self._client.options, can_use_tool=self._can_use_tool)
+        with warnings.catch_warnings():
+            # The SDK warns that the allowed tools never reach the callback: that is the
+            # point, only the tools outside them are to be asked about.
+            warnings.simplefilter("ignore", CanUseToolShadowedWarning)
+            await self._client.connect()
 
     async def query(self, prompt: str) -> None:
         # A stop asked for as the previous turn was ending belongs to that turn.
@@ -149,6 +170,29 @@ class ClaudeClient:
 
     def set_tool_gate(self, gate: ToolGate | None) -> None:
         self._gate = gate
+
+    def set_permission_gate(self, gate: PermissionGate | None) -> None:
+        self._permission_gate = gate
+
+    async def _can_use_tool(
+        self, tool: str, tool_input: dict[str, Any], context: ToolPermissionContext
+    ) -> PermissionResult:
+        # The CLI waits for this answer before running the tool. A cancellation (the
+        # CLI withdrew the request, the process is closing) passes through to the gate.
+        gate = self._permission_gate
+        if gate is None:
+            return PermissionResultDeny(message="no one is there to allow this tool")
+        ask = PermissionAsk(context.tool_use_id or "", tool, dict(tool_input))
+        try:
+            verdict = await gate(ask)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # the CLI must get an answer, whatever the gate does
+            self._side.put_nowait(ProblemItem("permission", f"the permission gate failed: {exc!r}"))
+            return PermissionResultDeny(message="mala-tui could not ask for this permission")
+        if verdict.allow:
+            return PermissionResultAllow()
+        return PermissionResultDeny(message=verdict.message)
 
     async def _after_tool(
         self, hook_input: HookInput, tool_use_id: str | None, context: HookContext

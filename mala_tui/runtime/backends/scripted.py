@@ -3,7 +3,9 @@
 Each client plays one script: a list of turns, one per query, each a list of
 stream items. `HANG` makes the stream go silent until the client is
 disconnected or interrupted, as a stuck CLI does. A tool result is shown to the
-tool gate before it is sent, as the Claude client's post-tool hook does. The
+tool gate before it is sent, as the Claude client's post-tool hook does. An `AskPermission`
+waits for the permission gate's answer, as the CLI does before a tool outside its
+allowed set, and the stream stays silent meanwhile. The
 backend hands out clients in order and records what it was asked.
 """
 
@@ -19,6 +21,9 @@ from mala_tui.core.transcript import ToolCall, ToolResult
 from mala_tui.runtime.backends.base import (
     MaskError,
     MessageItem,
+    PermissionAsk,
+    PermissionGate,
+    PermissionVerdict,
     ProblemItem,
     ResultItem,
     SessionSpec,
@@ -34,7 +39,16 @@ class _Hang:
 
 
 HANG: Final = _Hang()
-Turn = Sequence[StreamItem | _Hang]
+
+
+@dataclass(frozen=True)
+class AskPermission:
+    """A point in a turn where the agent asks the permission gate and waits for its answer."""
+
+    ask: PermissionAsk
+
+
+Turn = Sequence[StreamItem | _Hang | AskPermission]
 
 
 def _turn_end(
@@ -80,6 +94,9 @@ class ScriptedClient:
     """Turns this client ended after a tool result (asked by stop_after_tools or the gate)."""
     _stop_requested: bool = False
     _gate: ToolGate | None = None
+    _permission_gate: PermissionGate | None = None
+    verdicts: list[PermissionVerdict] = field(default_factory=list)
+    """The permission gate's answers, in order (a refusal when there is no gate)."""
     _tool_names: dict[str, str] = field(default_factory=dict)
     _queue: asyncio.Queue[StreamItem | None] = field(default_factory=asyncio.Queue)
     _released: asyncio.Event = field(default_factory=asyncio.Event)
@@ -104,6 +121,11 @@ class ScriptedClient:
             if isinstance(item, _Hang):
                 await self._released.wait()
                 return
+            if isinstance(item, AskPermission):
+                gate = self._permission_gate
+                no_gate = PermissionVerdict(False, "not allowed (nobody to ask)")
+                self.verdicts.append(await gate(item.ask) if gate is not None else no_gate)
+                continue
             gate_says_stop = await self._ask_gate(item)
             await self._queue.put(item)
             stop = self._stop_requested or gate_says_stop
@@ -137,6 +159,9 @@ class ScriptedClient:
 
     def set_tool_gate(self, gate: ToolGate | None) -> None:
         self._gate = gate
+
+    def set_permission_gate(self, gate: PermissionGate | None) -> None:
+        self._permission_gate = gate
 
     async def stream(self) -> AsyncIterator[StreamItem]:
         while True:
