@@ -174,6 +174,16 @@ class AgentSettings(BaseModel):
     """Give each agent of `mala-tui run` its own git worktree and branch of the repository
     its folder is in, kept after the run (as --worktree)."""
 
+    permissions: Literal["ask", "allow", "deny"] = "ask"
+    """A tool use outside allowed_tools: ask the operator (in the app, or on the terminal
+    headless), allow it, or deny it (as --permissions)."""
+
+    permission_timeout: float = Field(default=300.0, gt=0)
+    """Seconds a permission request waits for the operator before the timeout's answer."""
+
+    permission_timeout_answer: Literal["allow", "deny"] = "deny"
+    """The answer when nobody answers in time, or nobody can be asked (headless, no terminal)."""
+
 
 class StorageSettings(BaseModel):
     """Where runs are kept."""

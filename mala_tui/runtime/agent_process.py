@@ -18,7 +18,13 @@ from collections.abc import Callable, Coroutine
 from typing import Any, Final
 
 from mala_tui.core import events as ev
-from mala_tui.runtime.backends.base import AgentClient, Backend, SessionSpec, ToolGate
+from mala_tui.runtime.backends.base import (
+    AgentClient,
+    Backend,
+    PermissionGate,
+    SessionSpec,
+    ToolGate,
+)
 from mala_tui.runtime.inbox import FromAgent, Inbox
 
 EventSink = Callable[[ev.Event], ev.Event]
@@ -40,6 +46,7 @@ class AgentProcess:
         sink: EventSink,
         clock: Callable[[], float],
         gate: ToolGate | None = None,
+        permission_gate: PermissionGate | None = None,
     ) -> None:
         self.spec = spec
         self.backend = backend
@@ -47,6 +54,7 @@ class AgentProcess:
         self._sink = sink
         self._clock = clock
         self._gate = gate
+        self._permission_gate = permission_gate
         self.client: AgentClient | None = None
         self.generation = 0
         """Bumped by every open and close: items of another generation are leftovers."""
@@ -75,6 +83,7 @@ class AgentProcess:
         client = self.backend.create(self.spec, resume=resume)
         # Before connecting: the first tool result may come before anything else is read.
         client.set_tool_gate(self._gate)
+        client.set_permission_gate(self._permission_gate)
         started = time.monotonic()
         await client.connect()
         self.client = client

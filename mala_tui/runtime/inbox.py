@@ -1,8 +1,9 @@
 """The runner's inbox: everything a session hears, in the order it heard it.
 
-Three kinds of thing arrive: the agent's stream items (tagged with the client
+Four kinds of thing arrive: the agent's stream items (tagged with the client
 they came from, so a stale process cannot confuse a new one), the operator's
-commands, messages and policy changes, and approval answers. One queue keeps them in
+commands, messages and policy changes, approval answers, and word that a permission
+request began or ended waiting (the idle timeout is off meanwhile). One queue keeps them in
 order; the runner is the only reader.
 """
 
@@ -56,6 +57,11 @@ class Answer:
     decided_by: str
 
 
+@dataclass(frozen=True)
+class PermissionWait:
+    """A permission request began or ended: the idle timeout is off while one waits."""
+
+
 OperatorInput = (
     OperatorCommand
     | ApprovalPolicyChanged
@@ -63,6 +69,7 @@ OperatorInput = (
     | BudgetReached
     | MessageForAgent
     | Answer
+    | PermissionWait
 )
 """What does not come from the agent: held back while a turn is being stopped."""
 

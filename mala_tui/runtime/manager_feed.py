@@ -3,7 +3,9 @@
 The runner's lower half. Each inbox item becomes at most one observation; the
 events of every outcome go to the sink (journal, live view) before anything is
 done about its actions, and an `EndSession` among them is noted as the session's
-end. The agent's post-tool hook asks here too (`_tool_gate`).
+end. The agent's post-tool hook asks here too (`_tool_gate`), and its permission
+requests pass through here on their way to the run's desk (`_permission_gate`): while
+one waits the agent is silent by design, so the runner's idle timeout is off.
 
 What is read of the manager is its public surface only: `observe`, `streaming`,
 `transcript` (the tool calls still open); the runner adds `start`, `phase`,
@@ -32,8 +34,16 @@ from mala_tui.core.observations import (
 )
 from mala_tui.core.phases import IllegalTransition
 from mala_tui.runtime.agent_process import AgentProcess, EventSink
-from mala_tui.runtime.backends.base import Backend, ProblemItem, SessionSpec, UsageItem
-from mala_tui.runtime.inbox import Answer, Inbox, InboxItem, observation_of
+from mala_tui.runtime.backends.base import (
+    Backend,
+    PermissionAsk,
+    PermissionGate,
+    PermissionVerdict,
+    ProblemItem,
+    SessionSpec,
+    UsageItem,
+)
+from mala_tui.runtime.inbox import Answer, Inbox, InboxItem, PermissionWait, observation_of
 
 Clock = Callable[[], float]
 
@@ -50,6 +60,7 @@ class ManagerFeed:
         inbox: Inbox,
         sink: EventSink,
         clock: Clock,
+        permissions: PermissionGate | None = None,
     ) -> None:
         self.spec = spec
         self.backend = backend
@@ -57,8 +68,17 @@ class ManagerFeed:
         self._inbox = inbox
         self._sink = sink
         self._clock = clock
+        self._permissions = permissions
+        self._permission_waits = 0
+        """Permission requests waiting now: the agent is waiting for a person, not stalled."""
         self._process = AgentProcess(
-            spec=spec, backend=backend, inbox=inbox, sink=sink, clock=clock, gate=self._tool_gate
+            spec=spec,
+            backend=backend,
+            inbox=inbox,
+            sink=sink,
+            clock=clock,
+            gate=self._tool_gate,
+            permission_gate=self._permission_gate if permissions is not None else None,
         )
         self._last_item_at = time.monotonic()
         self._call_open = False
@@ -84,6 +104,9 @@ class ManagerFeed:
             | MessageForAgent,
         ):
             return self._observe_quietly(item)
+        if isinstance(item, PermissionWait):
+            self._last_item_at = time.monotonic()
+            return None  # the loop takes up its wait again, with the idle timeout as it now is
         if isinstance(item, Answer):
             if self.approval_pending is None:
                 return None
@@ -126,6 +149,17 @@ class ManagerFeed:
             self._error("runtime", str(exc))
             return False
         return any(isinstance(action, StopTurn) for action in outcome.actions)
+
+    async def _permission_gate(self, ask: PermissionAsk) -> PermissionVerdict:
+        """Asked by the agent before a tool outside its allowed set; it waits for the answer."""
+        assert self._permissions is not None
+        self._permission_waits += 1
+        self._inbox.put_nowait(PermissionWait())  # wakes the loop: the idle timeout goes off
+        try:
+            return await self._permissions(ask)
+        finally:
+            self._permission_waits -= 1
+            self._inbox.put_nowait(PermissionWait())  # and back on, counted from now
 
     def _observe(self, observation: Observation) -> Outcome:
         outcome = self._record(self.manager.observe(observation))

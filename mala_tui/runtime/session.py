@@ -53,6 +53,7 @@ from mala_tui.runtime.agent_process import EventSink, uncancellable
 from mala_tui.runtime.backends.base import (
     Backend,
     MaskError,
+    PermissionGate,
     ResultItem,
     SessionSpec,
     UsageItem,
@@ -93,6 +94,7 @@ class SessionRunner(ManagerFeed):
         sink: EventSink,
         clock: Clock = time.time,
         sleep: Callable[[float], object] | None = None,
+        permissions: PermissionGate | None = None,
     ) -> None:
         super().__init__(
             spec=spec,
@@ -101,6 +103,7 @@ class SessionRunner(ManagerFeed):
             inbox=asyncio.Queue(),
             sink=sink,
             clock=clock,
+            permissions=permissions,
         )
         self.limits = limits
         self._sleep = sleep or asyncio.sleep
@@ -205,7 +208,9 @@ class SessionRunner(ManagerFeed):
     async def _next_outcome(self) -> Outcome:
         """Wait for the next thing that makes the manager decide something."""
         while True:
-            timeout = self.limits.idle_timeout if self.manager.streaming else None
+            # A permission request waiting for a person is a sign of life, not a stall.
+            silent = self.manager.streaming and not self._permission_waits
+            timeout = self.limits.idle_timeout if silent else None
             try:
                 async with asyncio.timeout(timeout):
                     item = await self._inbox.get()

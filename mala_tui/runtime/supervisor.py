@@ -28,12 +28,14 @@ from mala_tui.core.budget import BudgetCheck, BudgetLimits
 from mala_tui.core.manager import ContextManager, Limits
 from mala_tui.core.observations import Command, Decision
 from mala_tui.core.operator_messages import checked_text
+from mala_tui.core.permissions import PermissionAnswer
 from mala_tui.core.phases import ManageMode
 from mala_tui.core.prompts import PromptSet
 from mala_tui.core.view import RunState
 from mala_tui.runtime.backends.base import Backend, SessionSpec
 from mala_tui.runtime.budget_watch import BudgetWatch
 from mala_tui.runtime.journal import RunJournal
+from mala_tui.runtime.permission_desk import PermissionDesk
 from mala_tui.runtime.processes import pid_alive
 from mala_tui.runtime.run_sink import (
     ApprovalMode,
@@ -92,6 +94,8 @@ class Supervisor(RunSink):
         """Set when the run is stopped from outside its sessions: a signal, a full disk."""
         self.storage_failure: OSError | None = None
         self._redacted_copies: set[Path] = set()
+        self.permissions = PermissionDesk.from_settings(settings, record=self.record, clock=clock)
+        self.listeners.events.append(self.permissions.observe)
 
     # -- building the run -----------------------------------------------------------------------
 
@@ -113,6 +117,7 @@ class Supervisor(RunSink):
             limits=runner_limits_from(self.settings),
             sink=self.record,
             clock=self.clock,
+            permissions=self.permissions.gate_for(spec.name),
         )
         self.runners[spec.name] = runner
         return runner
@@ -325,6 +330,12 @@ class Supervisor(RunSink):
         if not pending:
             raise KeyError(f"no approval is pending for {session!r}")
         self.runners[session].answer_approval(decision, edited_text, by)
+
+    def answer_permission(
+        self, session: str, request_id: str, answer: PermissionAnswer | str, reason: str = ""
+    ) -> None:
+        """Raises KeyError (nothing such waits) or ValueError (not a `PermissionAnswer`)."""
+        self.permissions.answer(session, request_id, PermissionAnswer(answer), reason)
 
     def budget_limits(self, session: str) -> tuple[BudgetLimits, BudgetLimits]:
         """The session's limits and the run's."""

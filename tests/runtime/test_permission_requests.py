@@ -1,0 +1,217 @@
+"""Permission requests through the supervisor, with scripted agents that ask and wait.
+
+The scripted client waits on the permission gate at an `AskPermission` point, as the
+CLI holds a tool outside its allowed set until `can_use_tool` answers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from mala_tui.config import AgentSettings, IdleSettings, Settings
+from mala_tui.core import events as ev
+from mala_tui.core.actions import EndStatus
+from mala_tui.core.observations import Command
+from mala_tui.core.permissions import AnsweredBy, PermissionAnswer, PermissionRequest
+from mala_tui.core.transcript import Message, Role, ToolCall
+from mala_tui.prompt_files import load_prompts
+from mala_tui.runtime.backends.base import (
+    MessageItem,
+    PermissionAsk,
+    PermissionVerdict,
+    SessionIdItem,
+    SessionSpec,
+)
+from mala_tui.runtime.backends.scripted import (
+    HANG,
+    AskPermission,
+    ScriptedBackend,
+    ScriptedClient,
+    finished,
+)
+from mala_tui.runtime.journal import RunJournal, read_events
+from mala_tui.runtime.supervisor import Supervisor
+
+IDLE = 0.2
+OPEN: list[RunJournal] = []
+
+
+@pytest.fixture(autouse=True)
+def close_journals() -> Iterator[None]:
+    yield
+    while OPEN:
+        OPEN.pop().close()
+
+
+def bash(command: str, tool_id: str) -> list[object]:
+    """A Bash call the agent asks permission for before it runs."""
+    call = MessageItem(Message(Role.ASSISTANT, (ToolCall(tool_id, "Bash", {"command": command}),)))
+    return [call, AskPermission(PermissionAsk(tool_id, "Bash", {"command": command}))]
+
+
+def supervisor(
+    tmp_path: Path, client: ScriptedClient, *, idle: float = 60.0, **agent: object
+) -> Supervisor:
+    journal = RunJournal.create(tmp_path, "run-1", {"mode": "test"})
+    OPEN.append(journal)
+    sup = Supervisor(
+        settings=Settings(
+            agent=AgentSettings(**agent),  # type: ignore[arg-type]
+            idle=IdleSettings(idle_timeout_seconds=idle),
+        ),
+        backend=ScriptedBackend([client]),
+        prompts=load_prompts(),
+        journal=journal,
+    )
+    sup.add_session(SessionSpec(name="a", task="task a", cwd=tmp_path))
+    return sup
+
+
+def requests_reach(sup: Supervisor, count: int) -> asyncio.Event:
+    """Set once `count` requests wait for the operator."""
+    reached = asyncio.Event()
+
+    def seen(pending: list[PermissionRequest]) -> None:
+        if len(pending) >= count:
+            reached.set()
+
+    sup.permissions.listeners.append(seen)
+    return reached
+
+
+def decided(sup: Supervisor) -> list[ev.PermissionDecided]:
+    assert sup.journal is not None
+    events = read_events(sup.journal.events_path).events
+    return [e for e in events if isinstance(e, ev.PermissionDecided)]
+
+
+async def test_allow_for_the_session_answers_the_next_request_without_asking(
+    tmp_path: Path,
+) -> None:
+    client = ScriptedClient(
+        [[SessionIdItem("s"), *bash("make", "t1"), *bash("make test", "t2"), finished()]]  # type: ignore[list-item]
+    )
+    sup = supervisor(tmp_path, client)
+    waiting = requests_reach(sup, 1)
+    run = asyncio.create_task(sup.run())
+    await asyncio.wait_for(waiting.wait(), 10)
+    (request,) = sup.permissions.pending()
+    assert (request.session, request.tool, request.summary) == ("a", "Bash", "make")
+    assert sup.snapshots()["a"].pending_permissions == 1
+    sup.answer_permission("a", request.request_id, PermissionAnswer.ALLOW_SESSION)
+    result = await asyncio.wait_for(run, 10)
+    assert result.statuses == {"a": EndStatus.DONE}
+    assert client.verdicts == [PermissionVerdict(True), PermissionVerdict(True)]
+    assert [(d.request_id, d.answer, d.decided_by) for d in decided(sup)] == [
+        ("1", PermissionAnswer.ALLOW_SESSION, AnsweredBy.OPERATOR),
+        ("2", PermissionAnswer.ALLOW_ONCE, AnsweredBy.SESSION_RULE),
+    ]
+    assert sup.snapshots()["a"].pending_permissions == 0
+
+
+async def test_a_deny_carries_the_operators_reason_to_the_agent(tmp_path: Path) -> None:
+    client = ScriptedClient([[SessionIdItem("s"), *bash("rm -rf /", "t1"), finished()]])  # type: ignore[list-item]
+    sup = supervisor(tmp_path, client)
+    waiting = requests_reach(sup, 1)
+    run = asyncio.create_task(sup.run())
+    await asyncio.wait_for(waiting.wait(), 10)
+    sup.answer_permission("a", "1", "deny", "never delete the root")
+    await asyncio.wait_for(run, 10)
+    (verdict,) = client.verdicts
+    assert not verdict.allow
+    assert verdict.message == (
+        "Permission to use this tool was denied by the operator: never delete the root"
+    )
+    assert decided(sup)[0].reason == "never delete the root"
+
+
+async def test_a_waiting_request_is_not_a_stall_and_times_out_to_the_default_answer(
+    tmp_path: Path,
+) -> None:
+    # The idle timeout is a fifth of the permission timeout: had it run while the
+    # request waited, the session would have been recovered as hung four times over.
+    client = ScriptedClient([[SessionIdItem("s"), *bash("make", "t1"), finished()]])  # type: ignore[list-item]
+    sup = supervisor(tmp_path, client, idle=IDLE, permission_timeout=5 * IDLE)
+    result = await asyncio.wait_for(sup.run(), 10)
+    assert result.statuses == {"a": EndStatus.DONE}
+    assert sup.state.sessions["a"].idle_retries == 0
+    (answer,) = decided(sup)
+    assert (answer.answer, answer.decided_by) == (PermissionAnswer.DENY, AnsweredBy.TIMEOUT)
+    assert answer.reason == "no answer within 1 s: denied (agent.permission_timeout_answer)"
+    assert client.verdicts[0].message.startswith("Permission to use this tool was denied by")
+
+
+async def test_the_idle_timeout_still_fires_once_the_request_is_answered(tmp_path: Path) -> None:
+    hanging = ScriptedClient([[SessionIdItem("s"), *bash("make", "t1"), HANG]])  # type: ignore[list-item]
+    sup = supervisor(tmp_path, hanging, idle=IDLE, permission_timeout_answer="allow")
+    sup.permissions.operator_present = False  # answered at once
+    run = asyncio.create_task(sup.run())
+    stalled = asyncio.Event()
+    sup.listeners.events.append(lambda e: stalled.set() if isinstance(e, ev.IdleTimedOut) else None)
+    await asyncio.wait_for(stalled.wait(), 10)
+    sup.stop_all()
+    await asyncio.wait_for(run, 10)
+    assert hanging.verdicts == [PermissionVerdict(True)]
+
+
+async def test_stopping_the_session_denies_what_waits_with_the_reason(tmp_path: Path) -> None:
+    client = ScriptedClient([[SessionIdItem("s"), *bash("make", "t1"), finished()]])  # type: ignore[list-item]
+    sup = supervisor(tmp_path, client)
+    waiting = requests_reach(sup, 1)
+    run = asyncio.create_task(sup.run())
+    await asyncio.wait_for(waiting.wait(), 10)
+    sup.command("a", Command.STOP)
+    result = await asyncio.wait_for(run, 10)
+    assert result.statuses == {"a": EndStatus.STOPPED}
+    (answer,) = decided(sup)
+    assert (answer.answer, answer.decided_by) == (PermissionAnswer.DENY, AnsweredBy.POLICY)
+    assert answer.reason == "the session ended (stopped)"
+    assert sup.permissions.pending() == []
+
+
+@pytest.mark.parametrize(
+    ("policy", "allowed", "by"),
+    [("allow", True, AnsweredBy.POLICY), ("deny", False, AnsweredBy.POLICY)],
+)
+async def test_allow_and_deny_policies_answer_without_asking(
+    tmp_path: Path, policy: str, allowed: bool, by: AnsweredBy
+) -> None:
+    client = ScriptedClient([[SessionIdItem("s"), *bash("make", "t1"), finished()]])  # type: ignore[list-item]
+    sup = supervisor(tmp_path, client, permissions=policy)
+    asked: list[list[PermissionRequest]] = []
+    sup.permissions.listeners.append(asked.append)
+    await asyncio.wait_for(sup.run(), 10)
+    assert asked == []
+    assert client.verdicts[0].allow is allowed
+    assert decided(sup)[0].decided_by is by
+
+
+async def test_without_anyone_to_ask_the_timeout_answer_is_given_at_once(tmp_path: Path) -> None:
+    client = ScriptedClient([[SessionIdItem("s"), *bash("make", "t1"), finished()]])  # type: ignore[list-item]
+    sup = supervisor(tmp_path, client)
+    sup.permissions.operator_present = False
+    await asyncio.wait_for(sup.run(), 10)
+    (answer,) = decided(sup)
+    assert (answer.answer, answer.decided_by) == (PermissionAnswer.DENY, AnsweredBy.TIMEOUT)
+    assert "headless run without a terminal" in answer.reason
+
+
+async def test_answers_to_nothing_waiting_or_not_an_answer_are_refused(tmp_path: Path) -> None:
+    client = ScriptedClient([[SessionIdItem("s"), *bash("make", "t1"), finished()]])  # type: ignore[list-item]
+    sup = supervisor(tmp_path, client)
+    waiting = requests_reach(sup, 1)
+    run = asyncio.create_task(sup.run())
+    await asyncio.wait_for(waiting.wait(), 10)
+    with pytest.raises(KeyError, match="no permission request '9' is waiting in 'a'"):
+        sup.answer_permission("a", "9", PermissionAnswer.ALLOW_ONCE)
+    with pytest.raises(ValueError, match="'sometimes' is not a valid PermissionAnswer"):
+        sup.answer_permission("a", "1", "sometimes")
+    with pytest.raises(KeyError, match="no permission request is waiting in 'nobody'"):
+        sup.answer_permission("nobody", "1", PermissionAnswer.ALLOW_ONCE)
+    assert len(sup.permissions.pending()) == 1
+    sup.answer_permission("a", "1", PermissionAnswer.ALLOW_ONCE)
+    await asyncio.wait_for(run, 10)
