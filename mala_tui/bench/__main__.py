@@ -12,6 +12,7 @@ BENCHMARKS = {
     "faults": "mala_tui.bench.faults",
     "latency": "mala_tui.bench.latency_bench",
     "ui": "mala_tui.bench.ui_bench",
+    "permissions": "mala_tui.bench.permission_bench",
 }
 
 
