@@ -194,8 +194,8 @@ class SessionState:
     restarts: list[RestartRecord] = field(default_factory=list)
     checkpoints: list[CheckpointRecord] = field(default_factory=list)
     log: deque[ev.Event] = field(default_factory=lambda: deque(maxlen=LOG_LINES))
-    permissions_waiting: dict[str, str] = field(default_factory=dict)
-    """Permission requests not yet answered: request id -> tool."""
+    permissions_waiting: dict[str, ev.PermissionRequested] = field(default_factory=dict)
+    """Permission requests not yet answered, by request id, oldest first."""
     pids: dict[int, bool] = field(default_factory=dict)
     """CLI processes started for this session, and whether each has ended."""
     _trend: deque[float] = field(default_factory=lambda: deque(maxlen=TREND_POINTS))
@@ -301,7 +301,7 @@ class SessionState:
             case ev.ProcessEnded() if event.pid is not None:
                 self.pids[event.pid] = True
             case ev.PermissionRequested():
-                self.permissions_waiting[event.request_id] = event.tool
+                self.permissions_waiting[event.request_id] = event
             case ev.PermissionDecided():
                 self.permissions_waiting.pop(event.request_id, None)
             case _:

@@ -29,6 +29,7 @@ from mala_tui.runtime.run_types import ApprovalRequest
 from mala_tui.ui.bridge import UpdateBridge
 from mala_tui.ui.commands import SessionCommands
 from mala_tui.ui.controller import Controller
+from mala_tui.ui.permission_prompts import PermissionPrompts
 from mala_tui.ui.screens.approval import ApprovalAnswer, ApprovalScreen
 from mala_tui.ui.screens.checkpoints import CheckpointScreen
 from mala_tui.ui.screens.dashboard import DashboardScreen
@@ -64,6 +65,7 @@ class MalaApp(App[int]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("a", "review_approvals", "Approvals"),
         Binding("n", "new_task", "New session"),
+        Binding("P", "review_permissions", "Permissions", show=False),
         Binding("question_mark,f1", "help", "Help", key_display="?"),
         Binding("T", "change_theme", "Theme", show=False),
         Binding("q", "quit", "Quit"),
@@ -84,6 +86,7 @@ class MalaApp(App[int]):
         self.controller = Controller(source)
         self.bridge = UpdateBridge(self, self.controller)
         self.session_actions = SessionActions(self)
+        self.permission_prompts = PermissionPrompts(self)
         self.services = Services(
             self.controller, self.bridge, self.session_actions, lambda: clock() - self.started_at
         )
@@ -135,6 +138,7 @@ class MalaApp(App[int]):
         supervisor.listeners.events.append(self.attention)
         self.bridge.approvals.subscribe(self, self._on_approvals)
         self._on_approvals(self.controller.pending())
+        self.bridge.events.subscribe(self, self.permission_prompts.on_events)
         self._supervisor_worker = self.run_worker(
             self._run(supervisor), name="supervisor", group="supervisor", exit_on_error=False
         )
@@ -216,7 +220,7 @@ class MalaApp(App[int]):
             )
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in ("review_approvals", "new_task"):
+        if action in {"review_approvals", "new_task", "review_permissions"}:
             return self.controller.live
         return True
 
@@ -267,6 +271,10 @@ class MalaApp(App[int]):
             self._answered,
         )
 
+    def action_review_permissions(self) -> None:
+        """Open the oldest tool use waiting for permission; answering it opens the next."""
+        self.permission_prompts.review()
+
     def _answered(self, answer: ApprovalAnswer | None) -> None:
         if answer is None:
             return
@@ -314,6 +322,11 @@ class MalaApp(App[int]):
             )
             yield SystemCommand(
                 "New session", "Add a task to the running run", self.action_new_task
+            )
+            yield SystemCommand(
+                "Permission requests",
+                "Allow or deny the tool uses waiting for permission",
+                self.action_review_permissions,
             )
             yield SystemCommand(
                 "Require approval for all sessions (on/off)",

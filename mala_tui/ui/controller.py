@@ -11,8 +11,10 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+from mala_tui.core import events as ev
 from mala_tui.core.breakdown import WindowContents
 from mala_tui.core.observations import Command, Decision
+from mala_tui.core.permissions import PermissionAnswer
 from mala_tui.core.phases import ManageMode
 from mala_tui.core.view import RunState, SessionSnapshot, SessionState
 from mala_tui.runtime.run_types import ApprovalRequest
@@ -31,6 +33,7 @@ class Controller:
         self.state: RunState = source if isinstance(source, RunState) else source.state
         self._answered: set[tuple[str, int]] = set()
         self._approval_overrides: dict[str, bool] = {}
+        self._answered_permissions: set[tuple[str, str]] = set()
 
     @property
     def live(self) -> bool:
@@ -138,3 +141,30 @@ class Controller:
         """Answer one approval; it leaves the queue at once, before the session acts on it."""
         self._live().decide(request.session, decision, edited_text)
         self._answered.add((request.session, request.checkpoint_number))
+
+    # -- permission requests -----------------------------------------------------------------------
+
+    def pending_permissions(self) -> list[ev.PermissionRequested]:
+        """Tool uses waiting for this app's answer, oldest first (none in a finished run)."""
+        if self.supervisor is None:
+            return []
+        waiting = [
+            request
+            for state in self.state.sessions.values()
+            for request in state.permissions_waiting.values()
+            if (request.session, request.request_id) not in self._answered_permissions
+        ]
+        return sorted(waiting, key=lambda request: request.at)
+
+    def answer_permission(
+        self, request: ev.PermissionRequested, answer: PermissionAnswer, reason: str = ""
+    ) -> bool:
+        """Answer one request; False when it no longer waits (answered by a timeout, say)."""
+        key = (request.session, request.request_id)
+        try:
+            self._live().answer_permission(request.session, request.request_id, answer, reason)
+        except KeyError:
+            return False
+        finally:
+            self._answered_permissions.add(key)
+        return True

@@ -20,6 +20,7 @@ from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.observations import Command, Decision
 from mala_tui.core.operator_messages import checked_text
+from mala_tui.core.permissions import PermissionAnswer
 from mala_tui.core.phases import ManageMode, Phase, Trigger
 from mala_tui.core.usage import UsageSource
 from mala_tui.core.view import RunState, SessionSnapshot
@@ -461,3 +462,11 @@ class FakeLiveSource:
         self.calls.append(("add_task", name, task, str(cwd)))
         at = max((state.updated_at for state in self.state.sessions.values()), default=0.0)
         self.record(ev.SessionAdded(at=at, session=name, task=task, cwd=str(cwd)))
+
+    def answer_permission(
+        self, session: str, request_id: str, answer: PermissionAnswer | str, reason: str = ""
+    ) -> None:
+        waiting = self.state.sessions.get(session)
+        if waiting is None or request_id not in waiting.permissions_waiting:
+            raise KeyError(f"no permission request {request_id!r} is waiting in {session!r}")
+        self.calls.append(("permission", session, request_id, PermissionAnswer(answer), reason))

@@ -14,6 +14,7 @@ from typing import Protocol, runtime_checkable
 from mala_tui.core.breakdown import WindowContents
 from mala_tui.core.budget import BudgetCheck, BudgetLimits
 from mala_tui.core.observations import Command, Decision
+from mala_tui.core.permissions import PermissionAnswer
 from mala_tui.core.phases import ManageMode
 from mala_tui.core.view import RunState, SessionSnapshot
 from mala_tui.runtime.run_sink import (
@@ -78,6 +79,15 @@ class LiveSource(Protocol):
 
     def add_task(self, name: str, task: str, cwd: Path) -> None:
         """A new session in the running run (raises ValueError, saying why, when it cannot)."""
+
+    def answer_permission(
+        self, session: str, request_id: str, answer: PermissionAnswer | str, reason: str = ""
+    ) -> None:
+        """Answer a tool use waiting for permission (the waiting ones are in `state`).
+
+        Raises:
+            KeyError: no such request waits (answered meanwhile, timed out, session ended).
+        """
 
 
 @runtime_checkable

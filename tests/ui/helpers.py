@@ -83,3 +83,28 @@ def second_approval_events() -> list[ev.Event]:
 
 def read_only_sample() -> RunState:
     return RunState().apply_all(sample_events())
+
+
+BASH_INPUT = (
+    '{\n  "command": "rm -rf build/ && make [bold]release[/bold]\x1b[2J",\n'
+    '  "description": "clean and build"\n}'
+)
+"""A tool input with markup and an escape in it: shown literally, never interpreted."""
+
+
+def permission_events(*tools: str) -> list[ev.Event]:
+    """The sample run with parser-fix asking for these tools, one request each, in order."""
+    return [
+        *sample_events(),
+        *(
+            ev.PermissionRequested(
+                at=T0 + 700 + number,
+                session="parser-fix",
+                request_id=str(number),
+                tool=tool,
+                summary="rm -rf build/ && make [bold]release[/bold]",
+                input_text=BASH_INPUT,
+            )
+            for number, tool in enumerate(tools, start=1)
+        ),
+    ]

@@ -14,7 +14,7 @@ from textual.pilot import Pilot
 from mala_tui.ui.fake_source import FakeLiveSource
 from mala_tui.ui.screens.dashboard import DashboardScreen
 
-from .helpers import SIZE, make_app, read_only_sample
+from .helpers import SIZE, make_app, permission_events, read_only_sample
 
 THEMES = ("mala-dark", "mala-light")
 SnapCompare = Callable[..., bool]
@@ -64,3 +64,9 @@ def test_checkpoint_viewer(snap_compare: SnapCompare, theme: str) -> None:
     app = make_app(read_only_sample(), theme=theme)
     run_before = steps("c", session="settings-form")
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+@pytest.mark.parametrize("theme", THEMES)
+def test_permission_request(snap_compare: SnapCompare, theme: str) -> None:
+    app = make_app(FakeLiveSource(permission_events("Bash")), theme=theme)
+    assert snap_compare(app, terminal_size=SIZE, run_before=steps("P"))

@@ -88,6 +88,7 @@ def _state_changed(before: SessionSnapshot | None, after: SessionSnapshot) -> bo
         or before.pending_approval != after.pending_approval
         or before.require_approval != after.require_approval
         or before.messages_waiting != after.messages_waiting
+        or before.pending_permissions != after.pending_permissions
     )
 
 

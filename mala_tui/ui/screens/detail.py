@@ -106,6 +106,8 @@ class DetailScreen(Screen[None]):
     def _show(self, snapshot: SessionSnapshot) -> None:
         state = phase_label(snapshot.state)
         extra = f" \u00b7 {snapshot.end_reason}" if snapshot.end_reason else ""
+        if snapshot.pending_permissions:
+            extra += f" \u00b7 waiting for permission ({snapshot.pending_permissions}, P)"
         approval = " \u00b7 approval on" if snapshot.require_approval else ""
         counters = (
             f" \u00b7 restarts {snapshot.restarts}/{snapshot.max_restarts}"

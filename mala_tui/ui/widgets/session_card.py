@@ -32,7 +32,11 @@ SAYS_WHY: Final = frozenset({EndStatus.FAILED, EndStatus.STOPPED, EndStatus.DENI
 def state_text(snapshot: SessionSnapshot) -> str:
     state = snapshot.state
     text = f"\u25cf {state_label(snapshot)}"
-    if snapshot.pending_approval is not None:
+    if snapshot.pending_permissions:
+        # The agent is held until someone answers: say so before anything else.
+        many = f" ({snapshot.pending_permissions})" if snapshot.pending_permissions > 1 else ""
+        text += f" \u00b7 waiting for permission{many}"
+    elif snapshot.pending_approval is not None:
         text += f" \u00b7 checkpoint #{snapshot.pending_approval}"
     elif state in SAYS_WHY and snapshot.end_reason:
         text += f" \u00b7 {snapshot.end_reason}"

@@ -1,0 +1,149 @@
+"""A permission request: an agent asks to use a tool outside its allowed set; allow or deny."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Button, Footer, Input, Static
+
+from mala_tui.core import events as ev
+from mala_tui.core.permissions import PermissionAnswer
+from mala_tui.ui.format import elapsed
+from mala_tui.ui.services import Services
+from mala_tui.ui.text import literal
+
+
+@dataclass(frozen=True, slots=True)
+class PermissionReply:
+    """The operator's answer; `reason` goes to the agent with a deny."""
+
+    request: ev.PermissionRequested
+    answer: PermissionAnswer
+    reason: str = ""
+
+
+class PermissionScreen(ModalScreen[PermissionReply | None]):
+    """One waiting request; dismissed with the answer, or None to answer later.
+
+    The tool's input is shown literally, whole. Deny takes the reason typed in the
+    input (Enter there denies too): the agent reads it as the tool's result. If the
+    request stops waiting meanwhile (a timeout, the session ended), the screen
+    closes itself and says so.
+    """
+
+    CSS_PATH = str(Path(__file__).with_name("permission.tcss"))
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("o", "allow_once", "Allow once"),
+        Binding("s", "allow_session", "Allow for session"),
+        Binding("d", "deny", "Deny"),
+        Binding("escape", "later", "Later"),
+    ]
+
+    def __init__(
+        self,
+        services: Services,
+        request: ev.PermissionRequested,
+        *,
+        waiting: int = 1,
+    ) -> None:
+        super().__init__()
+        self.services = services
+        self.request = request
+        self.waiting = waiting
+        self._finished = False
+
+    def compose(self) -> ComposeResult:
+        request = self.request
+        state = self.services.controller.session(request.session)
+        started = state.started_at if state is not None else None
+        when = f" \u00b7 asked at +{elapsed(request.at - started)}" if started else ""
+        queue = f" \u00b7 {self.waiting - 1} more waiting" if self.waiting > 1 else ""
+        with Vertical(id="dialog"):
+            yield Static(
+                literal(f"{request.session} asks to use {request.tool}", one_line=True),
+                id="title",
+            )
+            yield Static(
+                literal(f"request #{request.request_id}{when}{queue}", one_line=True),
+                id="meta",
+            )
+            with VerticalScroll(id="input-view"):
+                yield Static(literal(request.input_text or request.summary), id="tool-input")
+            yield Input(placeholder="Reason for a deny (the agent reads it)", id="reason")
+            with Horizontal(id="buttons"):
+                yield Button("Allow once", variant="success", id="allow-once")
+                yield Button("Allow for this session", variant="primary", id="allow-session")
+                yield Button("Deny", variant="error", id="deny")
+                yield Button("Later", id="later")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#input-view").focus()
+        self.services.bridge.events.subscribe(self, self._events)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # Typing a reason must not answer: letters go to the input while it has focus.
+        if action in {"allow_once", "allow_session", "deny"}:
+            return not isinstance(self.focused, Input)
+        return True
+
+    def _events(self, events: list[ev.Event]) -> None:
+        if self._finished or self.app.screen is not self:
+            return
+        request = self.request
+        for event in events:
+            gone = isinstance(event, ev.PermissionDecided) and (
+                (event.session, event.request_id) == (request.session, request.request_id)
+            )
+            ended = isinstance(event, ev.SessionEnded) and event.session == request.session
+            if gone or ended:
+                self.app.notify(
+                    f"{request.session}: request #{request.request_id} no longer waits",
+                    markup=False,
+                )
+                self._finish(None)
+                return
+
+    def _finish(self, reply: PermissionReply | None) -> None:
+        if not self._finished:
+            self._finished = True
+            self.dismiss(reply)
+
+    # -- answers -----------------------------------------------------------------------------------
+
+    def action_allow_once(self) -> None:
+        self._finish(PermissionReply(self.request, PermissionAnswer.ALLOW_ONCE))
+
+    def action_allow_session(self) -> None:
+        self._finish(PermissionReply(self.request, PermissionAnswer.ALLOW_SESSION))
+
+    def action_deny(self) -> None:
+        reason = self.query_one("#reason", Input).value.strip()
+        self._finish(PermissionReply(self.request, PermissionAnswer.DENY, reason))
+
+    def action_later(self) -> None:
+        if isinstance(self.focused, Input):
+            self.query_one("#input-view").focus()
+            return
+        self._finish(None)
+
+    @on(Input.Submitted, "#reason")
+    def _reason_given(self) -> None:
+        self.action_deny()
+
+    @on(Button.Pressed)
+    def _pressed(self, event: Button.Pressed) -> None:
+        actions = {
+            "allow-once": self.action_allow_once,
+            "allow-session": self.action_allow_session,
+            "deny": self.action_deny,
+            "later": self.action_later,
+        }
+        actions[event.button.id or ""]()

@@ -1,0 +1,117 @@
+"""Permission requests in the app: allow once, allow for the session, deny with a reason,
+the queue, the input shown literally, and the screen closing when the request goes away."""
+
+from __future__ import annotations
+
+from textual.widgets import Input
+
+from mala_tui.core import events as ev
+from mala_tui.core.permissions import AnsweredBy, PermissionAnswer
+from mala_tui.ui.fake_source import T0, FakeLiveSource
+from mala_tui.ui.screens.dashboard import DashboardScreen
+from mala_tui.ui.screens.permission import PermissionScreen
+
+from .helpers import SIZE, make_app, notifications, permission_events, screen_text
+
+
+def answers(source: FakeLiveSource) -> list[tuple[object, ...]]:
+    return [call[1:] for call in source.calls if call[0] == "permission"]
+
+
+async def test_allow_once_answers_the_request_and_closes() -> None:
+    source = FakeLiveSource(permission_events("Bash"))
+    app = make_app(source)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("P")
+        assert isinstance(app.screen, PermissionScreen)
+        await pilot.press("o")
+        await pilot.pause()
+        assert answers(source) == [("parser-fix", "1", PermissionAnswer.ALLOW_ONCE, "")]
+        assert isinstance(app.screen, DashboardScreen)
+        assert app.controller.pending_permissions() == []
+
+
+async def test_allow_for_the_session_by_its_button() -> None:
+    source = FakeLiveSource(permission_events("Bash"))
+    app = make_app(source)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("P")
+        await pilot.click("#allow-session")
+        await pilot.pause()
+        assert answers(source) == [("parser-fix", "1", PermissionAnswer.ALLOW_SESSION, "")]
+
+
+async def test_deny_sends_the_reason_typed_and_letters_typed_do_not_answer() -> None:
+    source = FakeLiveSource(permission_events("Bash"))
+    app = make_app(source)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("P")
+        app.screen.query_one("#reason", Input).focus()
+        await pilot.press(*"do not delete build/")
+        assert answers(source) == []  # "d" and "o" went into the reason
+        await pilot.press("enter")
+        await pilot.pause()
+        assert answers(source) == [
+            ("parser-fix", "1", PermissionAnswer.DENY, "do not delete build/")
+        ]
+        assert "parser-fix: Bash denied" in " ".join(notifications(app))
+
+
+async def test_the_input_is_shown_literally_with_the_queue() -> None:
+    source = FakeLiveSource(permission_events("Bash", "WebFetch"))
+    app = make_app(source)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("P")
+        text = screen_text(app)
+        assert "parser-fix asks to use Bash" in text
+        assert "request #1 \u00b7 asked at +11:41 \u00b7 1 more waiting" in text
+        assert "make [bold]release[/bold]\u241b[2J" in text  # markup and escape kept as text
+        await pilot.press("d")
+        await pilot.pause()
+        await pilot.pause()
+        # Answering one opens the next.
+        assert isinstance(app.screen, PermissionScreen)
+        assert app.screen.request.tool == "WebFetch"
+
+
+async def test_a_request_answered_elsewhere_closes_its_screen() -> None:
+    source = FakeLiveSource(permission_events("Bash"))
+    app = make_app(source)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("P")
+        assert isinstance(app.screen, PermissionScreen)
+        source.record(
+            ev.PermissionDecided(
+                at=T0 + 1000,
+                session="parser-fix",
+                request_id="1",
+                tool="Bash",
+                answer=PermissionAnswer.DENY,
+                decided_by=AnsweredBy.TIMEOUT,
+            )
+        )
+        await pilot.pause(0.2)  # the bridge publishes once a frame
+        assert isinstance(app.screen, DashboardScreen)
+        assert "parser-fix: request #1 no longer waits" in " ".join(notifications(app))
+        assert answers(source) == []
+
+
+async def test_a_new_request_is_announced_and_the_card_says_it_waits() -> None:
+    source = FakeLiveSource()
+    app = make_app(source)
+    async with app.run_test(size=SIZE) as pilot:
+        assert "waiting for permission" not in screen_text(app)
+        source.record(permission_events("Bash")[-1])
+        await pilot.pause(0.2)
+        assert any("parser-fix asks to use Bash" in n for n in notifications(app))
+        app.clear_notifications()
+        await pilot.pause()
+        assert "waiting for permission" in screen_text(app)
+
+
+async def test_nothing_waiting_says_so_and_a_finished_run_offers_nothing() -> None:
+    app = make_app(FakeLiveSource())
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("P")
+        assert not isinstance(app.screen, PermissionScreen)
+        assert "No tool use is waiting for permission." in " ".join(notifications(app))
