@@ -94,6 +94,17 @@ def with_budget_flags(args: argparse.Namespace, loaded: LoadedSettings) -> Loade
     return LoadedSettings(settings, sources, loaded.config_file, loaded.config_file_exists)
 
 
+def with_permissions_flag(args: argparse.Namespace, loaded: LoadedSettings) -> LoadedSettings:
+    """The settings with `--permissions` applied over agent.permissions, when given."""
+    policy = getattr(args, "permissions", None)
+    if policy is None:
+        return loaded
+    agent = loaded.settings.agent.model_copy(update={"permissions": policy})
+    sources = {**loaded.sources, "agent.permissions": "command line --permissions"}
+    settings = loaded.settings.model_copy(update={"agent": agent})
+    return LoadedSettings(settings, sources, loaded.config_file, loaded.config_file_exists)
+
+
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     run = commands.add_parser("run", help="supervise real Claude Code agents on your tasks")
     run.add_argument("tasks", nargs="*", metavar="TASK", help="a task for one agent (repeatable)")
@@ -112,6 +123,12 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         default=None,
         help="each agent works in its own git worktree and branch of --cwd's repository, "
         "kept after the run (default: the agent.worktree setting)",
+    )
+    run.add_argument(
+        "--permissions",
+        choices=("ask", "allow", "deny"),
+        help="a tool use outside agent.allowed_tools: ask a person (in the app, or on the "
+        "terminal when headless), allow it, or deny it (default: the agent.permissions setting)",
     )
     _common(run)
     demo = commands.add_parser(
@@ -183,7 +200,7 @@ def refusal(args: argparse.Namespace, loaded: LoadedSettings) -> str | None:
 
 
 def run(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.stdout) -> int:
-    loaded = with_budget_flags(args, loaded)
+    loaded = with_permissions_flag(args, with_budget_flags(args, loaded))
     from mala_tui.runtime.backends.claude import ClaudeBackend
     from mala_tui.runtime.journal import StorageError
     from mala_tui.runtime.launch import (

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Final, TextIO
 from mala_tui.core import events as ev
 from mala_tui.core.describe import summary
 from mala_tui.core.observations import Decision
+from mala_tui.core.permissions import PermissionAnswer, PermissionRequest
 from mala_tui.core.text import clean, shorten
 from mala_tui.runtime.redaction import redact
 
@@ -62,34 +63,81 @@ def printer(
 
 
 async def answer_from_terminal(supervisor: Supervisor, out: TextIO, read_line: LineReader) -> None:
-    """Ask on the terminal for each pending approval, one at a time, until cancelled.
+    """Ask on the terminal for each pending approval and permission request, one at a time,
+    until cancelled (approvals first: a session waiting for one holds nothing else up).
 
-    The checkpoint is printed literally (control characters made visible); the
-    answer is approve or deny. Editing needs the app.
+    The checkpoint and the tool's input are printed literally (control characters made
+    visible). A checkpoint is approved or denied (editing needs the app); a tool use is
+    allowed once, allowed for the session, or denied with a reason.
     """
     changed = asyncio.Event()
     supervisor.listeners.approvals.append(lambda _pending: changed.set())
+    supervisor.permissions.listeners.append(lambda _pending: changed.set())
     while True:
-        if not supervisor.approvals:
+        if supervisor.approvals:
+            await _ask_approval(supervisor, out, read_line)
+        elif requests := supervisor.permissions.pending():
+            await ask_permission(supervisor, requests[0], out, read_line)
+        else:
             changed.clear()
             await changed.wait()
             continue
-        request = supervisor.approvals[0]
-        out.write(
-            f"\n--- checkpoint {request.checkpoint_number} of {one_line(request.session, 60)} "
-            f"({one_line(request.reason)}) ---\n"
-        )
-        for line in request.checkpoint_text.splitlines():
-            out.write(redact(shorten(clean(line), 400)) + "\n")
-        out.write("--- restart from this checkpoint? [a]pprove / [d]eny: ")
-        out.flush()
-        answer = (await read_line()).strip().lower()
-        if request not in supervisor.approvals:
-            continue  # answered meanwhile (a timeout, say)
-        if answer in ("a", "approve", "y", "yes"):
-            supervisor.decide(request.session, Decision.APPROVE, by="operator")
-        elif answer in ("d", "deny", "n", "no"):
-            supervisor.decide(request.session, Decision.DENY, by="operator")
-        else:
-            out.write(f"not an answer: {one_line(answer, 40)!r}\n")
         await asyncio.sleep(0)
+
+
+async def _ask_approval(supervisor: Supervisor, out: TextIO, read_line: LineReader) -> None:
+    request = supervisor.approvals[0]
+    out.write(
+        f"\n--- checkpoint {request.checkpoint_number} of {one_line(request.session, 60)} "
+        f"({one_line(request.reason)}) ---\n"
+    )
+    for line in request.checkpoint_text.splitlines():
+        out.write(redact(shorten(clean(line), 400)) + "\n")
+    out.write("--- restart from this checkpoint? [a]pprove / [d]eny: ")
+    out.flush()
+    answer = (await read_line()).strip().lower()
+    if request not in supervisor.approvals:
+        return  # answered meanwhile (a timeout, say)
+    if answer in ("a", "approve", "y", "yes"):
+        supervisor.decide(request.session, Decision.APPROVE, by="operator")
+    elif answer in ("d", "deny", "n", "no"):
+        supervisor.decide(request.session, Decision.DENY, by="operator")
+    else:
+        out.write(f"not an answer: {one_line(answer, 40)!r}\n")
+
+
+PERMISSION_WORDS: Final = {
+    "o": PermissionAnswer.ALLOW_ONCE,
+    "once": PermissionAnswer.ALLOW_ONCE,
+    "s": PermissionAnswer.ALLOW_SESSION,
+    "session": PermissionAnswer.ALLOW_SESSION,
+    "d": PermissionAnswer.DENY,
+    "deny": PermissionAnswer.DENY,
+}
+
+
+async def ask_permission(
+    supervisor: Supervisor, request: PermissionRequest, out: TextIO, read_line: LineReader
+) -> None:
+    """One tool use: its input, then o / s / d (a deny's reason after it, or on the next line)."""
+    out.write(
+        f"\n--- {one_line(request.session, 60)} asks to use {one_line(request.tool, 60)} "
+        f"(request #{request.request_id}) ---\n"
+    )
+    for line in request.input_text.splitlines():
+        out.write(redact(shorten(clean(line), 400)) + "\n")
+    out.write("--- [o] allow once / [s] allow for this session / [d] deny, then a reason: ")
+    out.flush()
+    word, _, reason = (await read_line()).strip().partition(" ")
+    answer = PERMISSION_WORDS.get(word.lower())
+    if answer is None:
+        out.write(f"not an answer: {one_line(word, 40)!r}\n")
+        return
+    if answer is PermissionAnswer.DENY and not reason.strip():
+        out.write("reason for the agent (Enter for none): ")
+        out.flush()
+        reason = await read_line()
+    try:
+        supervisor.answer_permission(request.session, request.request_id, answer, reason.strip())
+    except KeyError:
+        out.write("answered meanwhile (a timeout, or the session ended)\n")

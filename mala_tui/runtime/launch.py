@@ -219,7 +219,9 @@ async def run_headless(
 ) -> RunResult:
     """Run to the end printing one line per notable event; Ctrl-C stops every session first.
 
-    With `read_line` (a terminal), pending approvals are asked for there.
+    With `read_line` (a terminal), pending approvals and permission requests are asked
+    for there; without one, a permission request under `ask` gets the timeout's answer
+    at once (an approval under `ask` was refused before the run: `check_approval_mode`).
     """
     supervisor.listeners.events.append(printer(out))
     ui = supervisor.settings.ui
@@ -238,7 +240,9 @@ async def run_headless(
             )
         )
     asker = None
-    if read_line is not None and supervisor.approval_mode == "ask":
+    if read_line is None:
+        supervisor.permissions.operator_present = False
+    elif supervisor.approval_mode == "ask" or supervisor.permissions.policy == "ask":
         asker = asyncio.create_task(answer_from_terminal(supervisor, out, read_line))
     try:
         return await supervisor.run()

@@ -7,6 +7,7 @@ CLI holds a tool outside its allowed set until `can_use_tool` answers.
 from __future__ import annotations
 
 import asyncio
+import io
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -34,6 +35,7 @@ from mala_tui.runtime.backends.scripted import (
     finished,
 )
 from mala_tui.runtime.journal import RunJournal, read_events
+from mala_tui.runtime.launch import run_headless
 from mala_tui.runtime.supervisor import Supervisor
 
 IDLE = 0.2
@@ -215,3 +217,53 @@ async def test_answers_to_nothing_waiting_or_not_an_answer_are_refused(tmp_path:
     assert len(sup.permissions.pending()) == 1
     sup.answer_permission("a", "1", PermissionAnswer.ALLOW_ONCE)
     await asyncio.wait_for(run, 10)
+
+
+async def test_headless_asks_on_the_terminal_and_a_deny_takes_its_reason_inline(
+    tmp_path: Path,
+) -> None:
+    client = ScriptedClient(
+        [[SessionIdItem("s"), *bash("make \x1b[2J", "t1"), *bash("ls", "t2"), finished()]]  # type: ignore[list-item]
+    )
+    sup = supervisor(tmp_path, client)
+    answers = iter(["maybe\n", "d not on this machine\n", "o\n"])
+
+    async def read_line() -> str:
+        await asyncio.sleep(0)
+        return next(answers)
+
+    out = io.StringIO()
+    result = await asyncio.wait_for(run_headless(sup, out, read_line=read_line), 10)
+    assert result.statuses == {"a": EndStatus.DONE}
+    text = out.getvalue()
+    assert "--- a asks to use Bash (request #1) ---\n{\n" in text
+    assert '"command": "make \\u001b[2J"' in text  # the JSON keeps the escape as text
+    assert "not an answer: 'maybe'" in text
+    assert [v.allow for v in client.verdicts] == [False, True]
+    assert client.verdicts[0].message.endswith("by the operator: not on this machine")
+
+
+async def test_headless_a_deny_alone_asks_for_the_reason_on_the_next_line(
+    tmp_path: Path,
+) -> None:
+    client = ScriptedClient([[SessionIdItem("s"), *bash("make", "t1"), finished()]])  # type: ignore[list-item]
+    sup = supervisor(tmp_path, client)
+    answers = iter(["d\n", "use the Makefile target instead\n"])
+
+    async def read_line() -> str:
+        await asyncio.sleep(0)
+        return next(answers)
+
+    out = io.StringIO()
+    await asyncio.wait_for(run_headless(sup, out, read_line=read_line), 10)
+    assert "reason for the agent (Enter for none): " in out.getvalue()
+    assert decided(sup)[0].reason == "use the Makefile target instead"
+
+
+async def test_headless_without_a_terminal_answers_at_once_and_says_why(tmp_path: Path) -> None:
+    client = ScriptedClient([[SessionIdItem("s"), *bash("make", "t1"), finished()]])  # type: ignore[list-item]
+    sup = supervisor(tmp_path, client)
+    out = io.StringIO()
+    await asyncio.wait_for(run_headless(sup, out), 10)
+    (line,) = [line for line in out.getvalue().splitlines() if "permission_decided" in line]
+    assert "#1 Bash: deny by timeout: no one to ask: a headless run without a terminal" in line
