@@ -11,7 +11,14 @@ from mala_tui.ui.fake_source import T0, FakeLiveSource
 from mala_tui.ui.screens.dashboard import DashboardScreen
 from mala_tui.ui.screens.permission import PermissionScreen
 
-from .helpers import SIZE, make_app, notifications, permission_events, screen_text
+from .helpers import (
+    SIZE,
+    make_app,
+    notifications,
+    open_session,
+    permission_events,
+    screen_text,
+)
 
 
 def answers(source: FakeLiveSource) -> list[tuple[object, ...]]:
@@ -115,3 +122,14 @@ async def test_nothing_waiting_says_so_and_a_finished_run_offers_nothing() -> No
         await pilot.press("P")
         assert not isinstance(app.screen, PermissionScreen)
         assert "No tool use is waiting for permission." in " ".join(notifications(app))
+
+
+async def test_p_opens_the_request_from_a_sessions_detail_too() -> None:
+    source = FakeLiveSource(permission_events("Bash"))
+    app = make_app(source)
+    async with app.run_test(size=SIZE) as pilot:
+        await open_session(pilot, "parser-fix")
+        await pilot.pause()
+        assert "waiting for permission (1, P)" in screen_text(app)
+        await pilot.press("P")
+        assert isinstance(app.screen, PermissionScreen)
