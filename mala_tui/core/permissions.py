@@ -19,7 +19,9 @@ from typing import Any, Final
 from mala_tui.core.text import clean, shorten
 
 SUMMARY_CHARS: Final = 160
-"""A request's one-line summary is cut here; the whole input is kept beside it."""
+"""A request's one-line summary is cut here; the input is kept beside it."""
+INPUT_CHARS: Final = 20_000
+"""The input is kept whole up to here (a Write of a large file is cut, and says so)."""
 
 
 class PermissionPolicy(StrEnum):
@@ -59,7 +61,7 @@ class PermissionRequest:
     summary: str
     """The input in one line, control characters made visible, cut to SUMMARY_CHARS."""
     input_text: str
-    """The whole input as indented JSON, as the agent sent it (shown literally)."""
+    """The input as indented JSON, as the agent sent it (shown literally; see INPUT_CHARS)."""
     asked_at: float
 
 
@@ -73,11 +75,15 @@ class Verdict:
 
 
 def input_text(tool_input: Mapping[str, Any]) -> str:
-    """A tool's input as indented JSON; what does not serialise is shown by its str()."""
+    """A tool's input as indented JSON (what does not serialise is shown by its str()),
+    cut at INPUT_CHARS with a note of how much more there was."""
     try:
-        return json.dumps(dict(tool_input), indent=2, ensure_ascii=False, default=str)
+        text = json.dumps(dict(tool_input), indent=2, ensure_ascii=False, default=str)
     except (TypeError, ValueError, RecursionError):
-        return str(dict(tool_input))
+        text = str(dict(tool_input))
+    if len(text) <= INPUT_CHARS:
+        return text
+    return f"{text[:INPUT_CHARS]}\n[... {len(text) - INPUT_CHARS:,} more characters]"
 
 
 #: The input field that says most about a call of each well-known tool.

@@ -7,11 +7,13 @@ import pytest
 from mala_tui.core import events as ev
 from mala_tui.core.describe import summary
 from mala_tui.core.permissions import (
+    INPUT_CHARS,
     SUMMARY_CHARS,
     AnsweredBy,
     PermissionAnswer,
     PermissionBook,
     PermissionPolicy,
+    input_text,
     policy_verdict,
     summarize_input,
 )
@@ -101,6 +103,13 @@ def test_the_summary_is_the_main_field_in_one_safe_line_and_the_input_is_kept_wh
     assert len(long) <= SUMMARY_CHARS
     request = PermissionBook("s").open("Write", {"file_path": "a", "content": "[b]x[/b]"}, 1.0)
     assert '"content": "[b]x[/b]"' in request.input_text
+
+
+def test_a_huge_input_is_cut_and_says_how_much_was_left_out() -> None:
+    text = input_text({"content": "x" * (INPUT_CHARS + 5000)})
+    assert len(text) < INPUT_CHARS + 100
+    # The JSON around the content adds 19 characters: {\n  "content": "...."\n}
+    assert text.endswith("[... 5,019 more characters]")
 
 
 def test_the_view_counts_waiting_requests_until_answered_or_the_session_ends() -> None:
