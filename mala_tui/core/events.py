@@ -322,6 +322,8 @@ class PermissionRequested(EventBase):
     summary: str
     """The input in one line (the whole of it is in `input_text`)."""
     input_text: str = ""
+    waiting: bool = True
+    """It waits for the operator (False: a policy or a session rule answers it at once)."""
 
 
 class PermissionDecided(EventBase):

@@ -87,6 +87,8 @@ def needs_attention(event: ev.Event) -> tuple[str, str] | None:
                 "mala-tui: approval",
                 f"{event.session} waits for approval of checkpoint #{event.checkpoint_number}",
             )
+        case ev.PermissionRequested() if event.waiting:
+            return "mala-tui: permission", f"{event.session} asks to use {event.tool}"
         case ev.SessionEnded() if event.status is EndStatus.FAILED:
             return "mala-tui: session failed", f"{event.session}: {event.reason}"
     return None

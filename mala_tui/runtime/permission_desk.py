@@ -99,6 +99,13 @@ class PermissionDesk:
         """Journal the request and answer it: at once, or once someone (or the timeout) does."""
         book = self.book(session)
         request = book.open(ask.tool, ask.tool_input, self._clock())
+        verdict = policy_verdict(self.policy, ask.tool, book.session_tools)
+        if verdict is None and not self.operator_present:
+            verdict = Verdict(
+                self.timeout_answer,
+                AnsweredBy.TIMEOUT,
+                "no one to ask: a headless run without a terminal gets the timeout's answer",
+            )
         self._record(
             ev.PermissionRequested(
                 at=request.asked_at,
@@ -107,15 +114,9 @@ class PermissionDesk:
                 tool=request.tool,
                 summary=request.summary,
                 input_text=request.input_text,
+                waiting=verdict is None,
             )
         )
-        verdict = policy_verdict(self.policy, ask.tool, book.session_tools)
-        if verdict is None and not self.operator_present:
-            verdict = Verdict(
-                self.timeout_answer,
-                AnsweredBy.TIMEOUT,
-                "no one to ask: a headless run without a terminal gets the timeout's answer",
-            )
         if verdict is not None:
             self._journal(request, verdict)
             return _for_agent(verdict)

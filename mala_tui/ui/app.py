@@ -101,7 +101,8 @@ class MalaApp(App[int]):
             desktop=desktop_protocol(Desktop(ui.desktop_notifications), os.environ),
             in_tmux=bool(os.environ.get("TMUX")),
         )
-        """Rings and notifies when an approval waits or a session fails (runtime.attention)."""
+        """Rings and notifies when an approval or a permission waits, or a session fails
+        (runtime.attention)."""
         self._supervisor_worker: Worker[object] | None = None
         self._stopping = False
         loaded = load_themes(theme_folders())

@@ -1,7 +1,7 @@
 """The app's side of permission requests: announce each one, open them in order, send answers.
 
 Requests come to the app as events (the run's view keeps the waiting ones), so the
-same path serves every screen: a notice and a bell when one arrives, `P` (or the
+same path serves every screen: a notice when one arrives, `P` (or the
 palette) opens the oldest, and answering it opens the next.
 """
 
@@ -30,7 +30,8 @@ class PermissionPrompts:
         self._announced: set[tuple[str, str]] = set()
 
     def on_events(self, events: list[ev.Event]) -> None:
-        """A notice and a bell for each request that still waits when its frame arrives."""
+        """A notice for each request that still waits when its frame arrives (the bell and
+        the desktop notification are the app's `Attention`'s)."""
         waiting = {(r.session, r.request_id) for r in self.app.controller.pending_permissions()}
         fresh = [
             event
@@ -48,8 +49,6 @@ class PermissionPrompts:
                 timeout=8,
                 markup=False,
             )
-        if fresh:
-            self.app.bell()
 
     def review(self) -> None:
         """Open the oldest waiting request."""

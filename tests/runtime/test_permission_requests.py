@@ -20,6 +20,7 @@ from mala_tui.core.observations import Command
 from mala_tui.core.permissions import AnsweredBy, PermissionAnswer, PermissionRequest
 from mala_tui.core.transcript import Message, Role, ToolCall
 from mala_tui.prompt_files import load_prompts
+from mala_tui.runtime.attention import BEL, Attention, Desktop
 from mala_tui.runtime.backends.base import (
     MessageItem,
     PermissionAsk,
@@ -267,3 +268,29 @@ async def test_headless_without_a_terminal_answers_at_once_and_says_why(tmp_path
     await asyncio.wait_for(run_headless(sup, out), 10)
     (line,) = [line for line in out.getvalue().splitlines() if "permission_decided" in line]
     assert "#1 Bash: deny by timeout: no one to ask: a headless run without a terminal" in line
+
+
+async def test_only_a_request_that_waits_calls_for_the_operators_attention(
+    tmp_path: Path,
+) -> None:
+    client = ScriptedClient(
+        [[SessionIdItem("s"), *bash("make", "t1"), *bash("ls", "t2"), finished()]]  # type: ignore[list-item]
+    )
+    sup = supervisor(tmp_path, client)
+    rung: list[str] = []
+    sup.listeners.events.append(Attention(rung.append, bell=True, desktop=Desktop.OFF))
+    waiting = requests_reach(sup, 1)
+    run = asyncio.create_task(sup.run())
+    await asyncio.wait_for(waiting.wait(), 10)
+    assert rung == [BEL]
+    # Allowed for the session: the second request is answered by that rule, nobody called.
+    sup.answer_permission("a", "1", PermissionAnswer.ALLOW_SESSION)
+    await asyncio.wait_for(run, 10)
+    assert rung == [BEL]
+    assert sup.journal is not None
+    requested = [
+        e
+        for e in read_events(sup.journal.events_path).events
+        if isinstance(e, ev.PermissionRequested)
+    ]
+    assert [r.waiting for r in requested] == [True, False]
