@@ -360,6 +360,25 @@ def sample_events() -> list[ev.Event]:
     return events + merged
 
 
+def sample_permission_request() -> ev.PermissionRequested:
+    """parser-fix asking to run a command outside its allowed tools (not in the sample run:
+    the screenshot and the tests of the permission screen add it)."""
+    command = "uv run pytest -q tests/tokenizer --snapshot-update && git diff --stat"
+    return ev.PermissionRequested(
+        at=T0 + 700,
+        session="parser-fix",
+        request_id="1",
+        tool="Bash",
+        summary=command,
+        input_text=(
+            "{\n"
+            f'  "command": "{command}",\n'
+            '  "description": "Regenerate the tokenizer snapshots and show what changed"\n'
+            "}"
+        ),
+    )
+
+
 def sample_state() -> RunState:
     """The sample run as `mala-tui show` would read it back."""
     return RunState().apply_all(sample_events())

@@ -18,7 +18,7 @@ from textual.pilot import Pilot
 
 from mala_tui.config import Settings, UiSettings
 from mala_tui.ui.app import MalaApp
-from mala_tui.ui.fake_source import FakeLiveSource, sample_state
+from mala_tui.ui.fake_source import FakeLiveSource, sample_permission_request, sample_state
 
 SIZE = (140, 44)
 THEMES = ("mala-dark", "mala-light")
@@ -56,12 +56,27 @@ async def _message(pilot: Pilot[int]) -> None:
     await pilot.pause()
 
 
+async def _permission(pilot: Pilot[int]) -> None:
+    # A tool use waiting for permission, as the run would record it, then its screen.
+    app = pilot.app
+    assert isinstance(app, MalaApp)
+    source = app.controller.supervisor
+    assert isinstance(source, FakeLiveSource)
+    source.record(sample_permission_request())
+    await pilot.pause()
+    await pilot.press("P")
+    await pilot.pause()
+    pilot.app.clear_notifications()
+    await pilot.pause()
+
+
 SHOTS: dict[str, tuple[bool, Steps]] = {
     "dashboard": (True, _dashboard),
     "approval": (True, _approval),
     "detail": (False, _detail),
     "checkpoints": (False, _checkpoints),
     "message": (True, _message),
+    "permission": (True, _permission),
 }
 """Screenshot name -> (live sample run or read-only, the keys that reach the screen)."""
 

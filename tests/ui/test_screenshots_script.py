@@ -13,3 +13,9 @@ async def test_a_screenshot_is_an_svg_of_the_screen(tmp_path: Path) -> None:
     svg = path.read_text(encoding="utf-8")
     assert svg.startswith("<svg")
     assert "Restart&#160;settings-form&#160;from&#160;checkpoint&#160;#2?" in svg
+
+
+async def test_the_permission_screenshot_shows_the_request(tmp_path: Path) -> None:
+    svg = (await render("permission", "mala-dark", tmp_path)).read_text(encoding="utf-8")
+    assert "parser-fix&#160;asks&#160;to&#160;use&#160;Bash" in svg
+    assert "Allow&#160;for&#160;this&#160;session" in svg
