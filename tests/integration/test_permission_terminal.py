@@ -1,0 +1,95 @@
+"""`mala-tui run` in a real terminal (tmux) on the loopback: a tool outside the allowed set
+waits for permission, the operator allows it from the app, and the tool runs."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mala_tui.core import events as ev
+from mala_tui.core.permissions import AnsweredBy, PermissionAnswer
+from mala_tui.loopback import MODEL, load_scenario
+from mala_tui.runtime.journal import list_runs, read_events
+from tests.integration.harness import alive
+from tests.integration.test_terminal import screen, tmux, wait_for
+
+pytestmark = pytest.mark.integration
+
+WITHOUT_BASH = '["Read", "Write", "Edit", "Grep", "Glob"]'
+
+
+def serve(workspace: Path, home: Path) -> tuple[subprocess.Popen[str], list[str]]:
+    """The loopback server in its own process, and the shell lines that point a CLI at it."""
+    server = subprocess.Popen(
+        [
+            *(sys.executable, "-m", "mala_tui", "loopback", "serve"),
+            *("--scenario", "permission-request", "--delay", "0"),
+            *("--workspace", str(workspace), "--home", str(home)),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert server.stdout is not None
+    lines: list[str] = []
+    for line in server.stdout:  # the banner ends with the claude command line
+        if line.startswith(("export ", "unset ")):
+            lines.append(line.strip())
+        if "claude -p" in line:
+            break
+    return server, lines
+
+
+def test_a_permission_request_allowed_in_a_real_terminal(tmp_path: Path) -> None:
+    assert shutil.which("tmux"), "tmux is needed for this test (.ci/run installs it)"
+    workspace, data = tmp_path / "workspace", tmp_path / "data"
+    server, env_lines = serve(workspace, tmp_path / "home")
+    name = f"mala-tui-permission-{os.getpid()}"
+    status_file = tmp_path / "status"
+    task = load_scenario("permission-request").task
+    run = (
+        f"exec {shlex.quote(sys.executable)} -m mala_tui "
+        f"--set {shlex.quote('agent.allowed_tools=' + WITHOUT_BASH)} "
+        f"--set agent.model={MODEL} run {shlex.quote(task)} --cwd {shlex.quote(str(workspace))} "
+        "--permissions ask"
+    )
+    inner = "; ".join([*env_lines, run])
+    command = (
+        f"cd {shlex.quote(os.getcwd())} && unset COLUMNS LINES && "
+        f"MALA_TUI_STORAGE__DATA_DIR={shlex.quote(str(data))} "
+        f"sh -c {shlex.quote(inner)}; echo $? > {shlex.quote(str(status_file))}"
+    )
+    try:
+        tmux("new-session", "-d", "-s", name, "-x", "160", "-y", "48", command)
+        wait_for(lambda: "waiting for permission" in screen(name), 90, "the request", name)
+        tmux("send-keys", "-t", name, "P")
+        # The notice says "asks to use Bash" too: the screen is the one with its buttons.
+        wait_for(lambda: "Allow for this session" in screen(name), 30, "the request's screen", name)
+        assert "asks to use Bash" in screen(name)
+        assert "wc -l logs/service.log > logs/summary.txt" in screen(name)
+        tmux("send-keys", "-t", name, "o")
+        summary = workspace / "logs" / "summary.txt"
+        wait_for(summary.exists, 60, "the command to run", name)
+        wait_for(lambda: "done" in screen(name), 60, "the session to finish", name)
+        tmux("send-keys", "-t", name, "q")
+        wait_for(status_file.exists, 60, "the app to exit", name)
+        assert status_file.read_text().strip() == "0"
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True, check=False)
+        server.terminate()
+        server.communicate(timeout=30)
+    assert summary.read_text().strip().endswith("logs/service.log")
+    (found,) = list_runs(data)
+    events = read_events(found.directory / "events.jsonl").events
+    (decided,) = [e for e in events if isinstance(e, ev.PermissionDecided)]
+    assert (decided.answer, decided.decided_by) == (
+        PermissionAnswer.ALLOW_ONCE,
+        AnsweredBy.OPERATOR,
+    )
+    pids = [e.pid for e in events if isinstance(e, ev.ProcessStarted) and e.pid is not None]
+    assert pids and [pid for pid in pids if alive(pid)] == []
