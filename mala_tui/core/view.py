@@ -300,7 +300,7 @@ class SessionState:
                 self.pids[event.pid] = False
             case ev.ProcessEnded() if event.pid is not None:
                 self.pids[event.pid] = True
-            case ev.PermissionRequested():
+            case ev.PermissionRequested() if event.waiting:
                 self.permissions_waiting[event.request_id] = event
             case ev.PermissionDecided():
                 self.permissions_waiting.pop(event.request_id, None)

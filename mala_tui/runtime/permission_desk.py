@@ -131,9 +131,7 @@ class PermissionDesk:
             return _for_agent(await future)
         except asyncio.CancelledError:
             if book.find(request.request_id) is not None:
-                self._settle(
-                    session, request.request_id, PermissionAnswer.DENY, AnsweredBy.POLICY, WITHDRAWN
-                )
+                self._deny(session, request.request_id, WITHDRAWN)
             raise
         finally:
             timer.cancel()
@@ -155,9 +153,7 @@ class PermissionDesk:
         """Deny every request still waiting in the session (it is ending: nobody will answer)."""
         book = self._books.get(session)
         for request in list(book.pending if book else ()):
-            self._settle(
-                session, request.request_id, PermissionAnswer.DENY, AnsweredBy.POLICY, reason
-            )
+            self._deny(session, request.request_id, reason)
 
     def observe(self, event: ev.Event) -> None:
         """An event listener: a session that ended has no one waiting for its answers."""

@@ -156,3 +156,13 @@ def test_the_events_read_back_from_a_journal_line_and_describe_themselves() -> N
         at=1.0, session="s", request_id="3", tool="Bash", summary="make test"
     )
     assert summary(requested) == "#3 Bash: make test"
+
+
+def test_a_request_answered_at_once_never_counts_as_waiting() -> None:
+    state = RunState()
+    state.apply(
+        ev.PermissionRequested(
+            at=1.0, session="s", request_id="1", tool="Bash", summary="ls", waiting=False
+        )
+    )
+    assert state.sessions["s"].snapshot().pending_permissions == 0
