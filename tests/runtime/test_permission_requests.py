@@ -13,12 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from mala_tui.config import AgentSettings, IdleSettings, Settings
+from mala_tui.config import AgentSettings, ContextSettings, IdleSettings, Settings
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.observations import Command
 from mala_tui.core.permissions import AnsweredBy, PermissionAnswer, PermissionRequest
-from mala_tui.core.transcript import Message, Role, ToolCall
+from mala_tui.core.transcript import Message, Role, ToolCall, ToolResult
+from mala_tui.core.usage import CallUsage
 from mala_tui.prompt_files import load_prompts
 from mala_tui.runtime.attention import BEL, Attention, Desktop
 from mala_tui.runtime.backends.base import (
@@ -27,6 +28,7 @@ from mala_tui.runtime.backends.base import (
     PermissionVerdict,
     SessionIdItem,
     SessionSpec,
+    UsageItem,
 )
 from mala_tui.runtime.backends.scripted import (
     HANG,
@@ -51,22 +53,31 @@ def close_journals() -> Iterator[None]:
 
 
 def bash(command: str, tool_id: str) -> list[object]:
-    """A Bash call the agent asks permission for before it runs."""
+    """A Bash call the agent asks permission for before it runs, then the call's result
+    (the scripted result is the same whatever the answer)."""
     call = MessageItem(Message(Role.ASSISTANT, (ToolCall(tool_id, "Bash", {"command": command}),)))
-    return [call, AskPermission(PermissionAsk(tool_id, "Bash", {"command": command}))]
+    result = MessageItem(Message(Role.USER, (ToolResult(tool_id, "done"),)))
+    return [call, AskPermission(PermissionAsk(tool_id, "Bash", {"command": command})), result]
 
 
 def supervisor(
-    tmp_path: Path, client: ScriptedClient, *, idle: float = 60.0, **agent: object
+    tmp_path: Path,
+    client: ScriptedClient,
+    *,
+    idle: float = 60.0,
+    later: list[ScriptedClient] | None = None,
+    **agent: object,
 ) -> Supervisor:
+    """One session, "a"; `later`: the clients of its restarts (a 100,000-token window)."""
     journal = RunJournal.create(tmp_path, "run-1", {"mode": "test"})
     OPEN.append(journal)
     sup = Supervisor(
         settings=Settings(
             agent=AgentSettings(**agent),  # type: ignore[arg-type]
             idle=IdleSettings(idle_timeout_seconds=idle),
+            context=ContextSettings(context_limit=100_000),
         ),
-        backend=ScriptedBackend([client]),
+        backend=ScriptedBackend([client, *(later or [])]),
         prompts=load_prompts(),
         journal=journal,
     )
@@ -294,3 +305,29 @@ async def test_only_a_request_that_waits_calls_for_the_operators_attention(
         if isinstance(e, ev.PermissionRequested)
     ]
     assert [r.waiting for r in requested] == [True, False]
+
+
+async def test_allow_for_the_session_holds_across_the_sessions_restart(tmp_path: Path) -> None:
+    checkpoint = "<checkpoint>\n## Goal\nG\n## Completed Work\n- ran make\n</checkpoint>"
+    hard = UsageItem(CallUsage(cache_read_input_tokens=85_000), final=True)
+    first = ScriptedClient(
+        [
+            [SessionIdItem("s1"), *bash("make", "t1"), hard, HANG],  # type: ignore[list-item]
+            [finished("saved", "s1")],
+            [finished(checkpoint, "s1")],
+        ]
+    )
+    fresh = ScriptedClient([[SessionIdItem("s2"), *bash("make test", "t2"), finished("ok", "s2")]])  # type: ignore[list-item]
+    sup = supervisor(tmp_path, first, later=[fresh])
+    waiting = requests_reach(sup, 1)
+    run = asyncio.create_task(sup.run())
+    await asyncio.wait_for(waiting.wait(), 10)
+    sup.answer_permission("a", "1", PermissionAnswer.ALLOW_SESSION)
+    result = await asyncio.wait_for(run, 10)
+    assert result.statuses == {"a": EndStatus.DONE}
+    assert sup.state.sessions["a"].restarts, "the session should have restarted"
+    assert fresh.verdicts == [PermissionVerdict(True)]
+    assert [(d.request_id, d.decided_by) for d in decided(sup)] == [
+        ("1", AnsweredBy.OPERATOR),
+        ("2", AnsweredBy.SESSION_RULE),
+    ]
