@@ -3,9 +3,11 @@ waits for permission, the operator allows it from the app, and the tool runs."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -50,7 +52,7 @@ def test_a_permission_request_allowed_in_a_real_terminal(tmp_path: Path) -> None
     workspace, data = tmp_path / "workspace", tmp_path / "data"
     server, env_lines = serve(workspace, tmp_path / "home")
     name = f"mala-tui-permission-{os.getpid()}"
-    status_file = tmp_path / "status"
+    status_file, pid_file = tmp_path / "status", tmp_path / "pid"
     task = load_scenario("permission-request").task
     run = (
         f"exec {shlex.quote(sys.executable)} -m mala_tui "
@@ -58,7 +60,7 @@ def test_a_permission_request_allowed_in_a_real_terminal(tmp_path: Path) -> None
         f"--set agent.model={MODEL} run {shlex.quote(task)} --cwd {shlex.quote(str(workspace))} "
         "--permissions ask"
     )
-    inner = "; ".join([*env_lines, run])
+    inner = "; ".join([*env_lines, f"echo $$ > {shlex.quote(str(pid_file))}", run])
     command = (
         f"cd {shlex.quote(os.getcwd())} && unset COLUMNS LINES && "
         f"MALA_TUI_STORAGE__DATA_DIR={shlex.quote(str(data))} "
@@ -81,6 +83,11 @@ def test_a_permission_request_allowed_in_a_real_terminal(tmp_path: Path) -> None
         assert status_file.read_text().strip() == "0"
     finally:
         subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True, check=False)
+        # After a failure: the app does not exit when its terminal goes away (SIGHUP stops
+        # the run, but the process stays), so it is ended here, by its own pid.
+        if pid_file.exists() and not status_file.exists():
+            with contextlib.suppress(ProcessLookupError, ValueError):
+                os.kill(int(pid_file.read_text()), signal.SIGKILL)
         server.terminate()
         server.communicate(timeout=30)
     assert summary.read_text().strip().endswith("logs/service.log")
