@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from mala_tui import __version__
-from mala_tui.commands import loopback_cmd, run_cmd, runs_cmd
+from mala_tui.commands import loopback_cmd, resume_cmd, run_cmd, runs_cmd
 from mala_tui.commands.internal_error import report_internal_error
 from mala_tui.config import ConfigError, LoadedSettings, load_settings, parse_override
 from mala_tui.runtime.journal import forget_opened_runs
@@ -52,6 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
     run_cmd.register(commands)
     runs_cmd.register(commands)
     loopback_cmd.register(commands)
+    resume_cmd.register(commands)
     return parser
 
 
@@ -118,6 +119,8 @@ def _dispatch(
         parser.parse_args(["config", "--help"])
     if args.command == "loopback":
         return loopback_cmd.run(args)
+    if args.command == "resume":
+        return resume_cmd.resume(args, loaded)
     parser.print_help()
     return EXIT_USAGE
 

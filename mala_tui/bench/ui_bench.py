@@ -81,6 +81,9 @@ class _IdleSupervisor(Supervisor):
     def stop_all(self) -> None:
         self._stopped.set()
 
+    def stop_for(self, cause: str) -> None:
+        self.stop_all()
+
 
 @dataclass
 class _SimulatedSession:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 import time
 from dataclasses import asdict
@@ -128,8 +129,11 @@ def show(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.std
         return EXIT_USAGE
     for note in notes:
         print(f"mala-tui show: skipped {note}", file=sys.stderr)
+    resume = resume_hint(folder, args)
     if args.json:
-        out.write(json.dumps(run_as_json(folder, state, notes), indent=2) + "\n")
+        data = run_as_json(folder, state, notes)
+        data["resume"] = resume
+        out.write(json.dumps(data, indent=2) + "\n")
         return 0
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         print(
@@ -139,7 +143,38 @@ def show(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.std
         return EXIT_USAGE
     from mala_tui.ui.app import run_app
 
-    return run_app(state, loaded.settings)
+    status = run_app(state, loaded.settings)
+    if resume is not None:  # said after the app, on the terminal it leaves behind
+        out.write(f"this run can be resumed: {resume['command']}\n")
+    return status
+
+
+def resume_hint(folder: Path, args: argparse.Namespace) -> dict[str, Any] | None:
+    """How to resume the run, and how each session would go on; None when it cannot be.
+
+    Whether each transcript is still there is checked by `resume` itself: here every
+    unfinished session that has an agent session counts as resuming by its id.
+    """
+    from mala_tui.commands.resume_cmd import resume_command
+    from mala_tui.runtime.resume import ResumeError, plan_for, read_source, still_live
+
+    try:
+        source = read_source(folder)
+    except ResumeError:
+        return None
+    if source.meta.get("mode") == "demo" or still_live(source) is not None:
+        return None
+    plan = plan_for(source)
+    if not plan.resuming:
+        return None
+    command = resume_command(folder.name)
+    if getattr(args, "data_dir", None) is not None:
+        command += f" --data-dir {shlex.quote(str(args.data_dir))}"
+    return {
+        "command": command,
+        "sessions": {s.name: s.how.value for s in plan.resuming if s.how is not None},
+        "reasons": {s.name: s.reason for s in plan.sessions},
+    }
 
 
 def run_as_json(folder: Path, state: RunState, skipped: list[str]) -> dict[str, Any]:

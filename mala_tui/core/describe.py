@@ -103,6 +103,23 @@ def summary(event: ev.Event) -> str:
             return f"run {event.run_id} ({event.mode})"
         case ev.RunEnded():
             return f"run {event.run_id} {'ok' if event.ok else 'not ok'} {event.reason}"
+        case ev.AgentSessionNamed():
+            return f"agent session {event.session_id}"
+        case ev.RunResumed():
+            how = ", ".join(f"{name} from its {way}" for name, way in event.resumed.items())
+            return f"run {event.run_id} resumed after {gap(event.gap_seconds)}: {how or 'nothing'}"
+
+
+def gap(seconds: float) -> str:
+    """A pause in a run, as a person says it: "42 s", "7 min 5 s", "3 h 12 min"."""
+    whole = max(0, round(seconds))
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours} h {minutes} min"
+    if minutes:
+        return f"{minutes} min {secs} s"
+    return f"{secs} s"
 
 
 def changes_summary(files: tuple[ev.ChangedFile, ...]) -> str:

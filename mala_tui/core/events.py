@@ -336,6 +336,26 @@ class PermissionDecided(EventBase):
     """Why; for a deny, what the agent is told."""
 
 
+class AgentSessionNamed(EventBase):
+    """The agent named its session (Claude Code's session id): what a resume picks up."""
+
+    type: Literal["agent_session"] = "agent_session"
+    session_id: str
+
+
+class RunResumed(EventBase):
+    """`mala-tui resume` picked the run up again, in the same journal."""
+
+    type: Literal["run_resumed"] = "run_resumed"
+    run_id: str
+    gap_seconds: float
+    """From the journal's last event before the resume to the resume."""
+    resumed: dict[str, str]
+    """Each session that continues, and how: session_id, checkpoint or task."""
+    pid: int | None = None
+    """The mala-tui process that writes the journal from here on."""
+
+
 Event = Annotated[
     RunStarted
     | RunEnded
@@ -368,7 +388,9 @@ Event = Annotated[
     | MessageDelivered
     | SessionAdded
     | PermissionRequested
-    | PermissionDecided,
+    | PermissionDecided
+    | AgentSessionNamed
+    | RunResumed,
     Field(discriminator="type"),
 ]
 

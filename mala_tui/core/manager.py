@@ -52,6 +52,7 @@ from mala_tui.core.observations import (
 from mala_tui.core.operator_flow import OperatorFlow
 from mala_tui.core.phases import STREAMING, Cause, IllegalTransition, ManageMode, Phase, Trigger
 from mala_tui.core.prompts import PromptKind, PromptSet
+from mala_tui.core.resume_plan import SessionResume
 from mala_tui.core.session_state import Outcome, StopFor
 from mala_tui.core.transcript import Role
 from mala_tui.core.usage import ContextUsage, Zone, estimate_tokens
@@ -75,6 +76,8 @@ class ContextManager(OperatorFlow):
         """An answer came without per-call usage: decide on the estimate."""
         self._budget_stop: str | None = None
         """Why the session stops at its next checkpoint instead of restarting (a budget)."""
+        self._resume: tuple[SessionResume, float] | None = None
+        """Where `start` picks the session up instead of its task (`mala-tui resume`)."""
 
     # -- what the UI and runtime read ------------------------------------------------
 
@@ -101,11 +104,19 @@ class ContextManager(OperatorFlow):
 
     # -- entry points ----------------------------------------------------------------
 
+    def resume_from(self, plan: SessionResume, gap_seconds: float) -> None:
+        """Have `start` continue where an interrupted run left this session (see resume_plan)."""
+        if self._started:
+            raise IllegalTransition(f"{self.name}: already started")
+        self._resume = (plan, gap_seconds)
+
     def start(self, at: float) -> Outcome:
-        """The first prompt: the task itself."""
+        """The first prompt: the task itself, or where a resumed run left the session."""
         if self._started:
             raise IllegalTransition(f"{self.name}: already started")
         self._started = True
+        if self._resume is not None:
+            return self._resumed_start(at, *self._resume)
         self._begin_turn(self.task)
         return Outcome((SendPrompt(PromptKind.TASK, self.task),))
 

@@ -27,6 +27,8 @@ class PromptKind(StrEnum):
     """After mala-tui stopped a turn at a tool result and then found nothing to do there."""
     OPERATOR_MESSAGE = "operator_message"
     """What the operator said to the agent, delivered at a clean point or with a restart."""
+    RUN_RESUME = "run_resume"
+    """The agent's own session, resumed by `mala-tui resume` after the run was interrupted."""
 
 
 #: Placeholders each template must use; a template may use no others.
@@ -39,6 +41,7 @@ REQUIRED_FIELDS: Final[Mapping[PromptKind, frozenset[str]]] = {
     PromptKind.OPERATOR_RESUME: frozenset(),
     PromptKind.STOPPED_RESUME: frozenset(),
     PromptKind.OPERATOR_MESSAGE: frozenset({"messages"}),
+    PromptKind.RUN_RESUME: frozenset(),
 }
 
 #: Placeholders each template may use.
@@ -51,6 +54,7 @@ ALLOWED_FIELDS: Final[Mapping[PromptKind, frozenset[str]]] = {
     PromptKind.OPERATOR_RESUME: frozenset({"session_name"}),
     PromptKind.STOPPED_RESUME: frozenset({"session_name"}),
     PromptKind.OPERATOR_MESSAGE: frozenset({"messages", "session_name"}),
+    PromptKind.RUN_RESUME: frozenset({"session_name", "gap"}),
 }
 
 
@@ -96,6 +100,7 @@ class PromptSet:
     operator_resume: str
     stopped_resume: str
     operator_message: str
+    run_resume: str
 
     @classmethod
     def checked(cls, templates: Mapping[PromptKind, tuple[str, str]]) -> PromptSet:

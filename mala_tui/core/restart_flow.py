@@ -21,6 +21,7 @@ from mala_tui.core.actions import (
     SendPrompt,
     StartFreshSession,
 )
+from mala_tui.core.calibration import Calibration
 from mala_tui.core.checkpoint import (
     Checkpoint,
     CheckpointOrigin,
@@ -28,10 +29,12 @@ from mala_tui.core.checkpoint import (
     checkpoint_for_prompt,
     harness_checkpoint,
 )
+from mala_tui.core.describe import gap
 from mala_tui.core.observations import ApprovalGiven, Decision, RestartCompleted
 from mala_tui.core.operator_messages import Delivery
 from mala_tui.core.phases import Cause, IllegalTransition, ManageMode, Trigger
 from mala_tui.core.prompts import PromptKind
+from mala_tui.core.resume_plan import ResumeFrom, SessionResume
 from mala_tui.core.session_state import (
     Outcome,
     Pending,
@@ -311,3 +314,39 @@ class RestartFlow(SessionState):
         events.append(self._move(at, Trigger.RESTART_BY_HAND))
         restart = self._restart(at, approved_by="operator")
         return Outcome(restart.actions, (*events, *restart.events))
+
+    def _resumed_start(self, at: float, plan: SessionResume, gap_seconds: float) -> Outcome:
+        """The first prompt after `mala-tui resume`: the session's counts go on from the journal."""
+        carried = plan.carried
+        self.counters.continuation = carried.restarts
+        self.counters.checkpoints = carried.checkpoints
+        self.counters.masked_total = carried.masked_total
+        if carried.density is not None:
+            self.calibration = Calibration(prior=carried.density)
+        if plan.how is ResumeFrom.SESSION_ID and plan.session_id:
+            self.session_id = plan.session_id
+            text = self.prompts.render(
+                PromptKind.RUN_RESUME, session_name=self.name, gap=gap(gap_seconds)
+            )
+            self._begin_turn(text)
+            return Outcome((SendPrompt(PromptKind.RUN_RESUME, text),))
+        if plan.how is ResumeFrom.CHECKPOINT and plan.checkpoint is not None:
+            # A fresh session seeded with the checkpoint: a restart, numbered after the last.
+            self.checkpoint = plan.checkpoint
+            number = carried.restarts + 1
+            self.counters.continuation = number
+            prompt = self.continuation_prompt(number)
+            self._begin_turn(prompt)
+            restarted = ev.Restarted(
+                at=at,
+                session=self.name,
+                continuation=number,
+                reason=f"resumed after the run was interrupted ({gap(gap_seconds)} earlier)",
+                tokens_before=0,
+                checkpoint_number=plan.checkpoint_number,
+                approved_by="resume",
+                trigger="resume",
+            )
+            return Outcome((SendPrompt(PromptKind.CONTINUATION, prompt),), (restarted,))
+        self._begin_turn(self.task)
+        return Outcome((SendPrompt(PromptKind.TASK, self.task),))

@@ -208,8 +208,9 @@ class SessionState:
             case ev.SessionStarted():
                 self.task, self.cwd, self.window = event.task, event.cwd, event.window
                 self.model = event.model
+                if self.started_at is None:  # a resumed session keeps what it spent
+                    self.meter = SpendMeter(self.prices.lookup(event.model))
                 self.started_at = event.at
-                self.meter = SpendMeter(self.prices.lookup(event.model))
                 self.soft_threshold, self.hard_threshold = (
                     event.soft_threshold,
                     event.hard_threshold,
@@ -307,6 +308,14 @@ class SessionState:
             case _:
                 pass
 
+    def resume(self, event: ev.RunResumed) -> None:
+        """The run was picked up again and this session goes on: it has not ended after all."""
+        self.updated_at = max(self.updated_at, event.at)
+        self.log.append(event)
+        self.status, self.end_reason = None, ""
+        self.phase, self.pending_approval = Phase.RUNNING, None
+        self.tokens, self.source = 0, UsageSource.DISABLED
+
     def _observe_spend(self, event: ev.UsageRecorded) -> None:
         call = CallUsage(
             event.input_tokens,
@@ -368,6 +377,8 @@ class RunState:
     ok: bool | None = None
     prices: PriceTable = field(default_factory=PriceTable, repr=False)
     """List prices every session's spend is costed at."""
+    resumed: list[ev.RunResumed] = field(default_factory=list)
+    """Each time the run was picked up again (`mala-tui resume`), with the gap before it."""
 
     def apply(self, event: ev.Event) -> SessionState | None:
         match event:
@@ -378,6 +389,14 @@ class RunState:
                 return None
             case ev.RunEnded():
                 self.ended_at, self.ok = event.at, event.ok
+                return None
+            case ev.RunResumed():
+                self.ended_at, self.ok = None, None
+                self.resumed.append(event)
+                for name in event.resumed:
+                    self.sessions.setdefault(name, SessionState(name, prices=self.prices)).resume(
+                        event
+                    )
                 return None
         if not event.session:
             return None

@@ -148,6 +148,7 @@ def open_journal(loaded: LoadedSettings, mode: str, tasks: Sequence[TaskPlan]) -
     settings = loaded.settings
     meta = {
         "mode": mode,
+        "pid": os.getpid(),  # `mala-tui resume` refuses a run this process still writes
         "tasks": [{"name": t.name, "task": t.task, "cwd": str(t.cwd)} for t in tasks],
         "settings": settings.model_dump(mode="json"),
         "settings_sources": dict(loaded.sources),

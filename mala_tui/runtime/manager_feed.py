@@ -87,6 +87,8 @@ class ManagerFeed:
         self.end_reason = ""
         self.approval_pending: int | None = None
         """The checkpoint number an approval is awaited for; answers to nothing else count."""
+        self._named: str | None = None
+        """The agent session id last journaled (what `mala-tui resume` picks up)."""
 
     @property
     def pids(self) -> list[int]:
@@ -177,6 +179,14 @@ class ManagerFeed:
     def _record(self, outcome: Outcome) -> Outcome:
         for event in outcome.events:
             self._emit(event)
+        session_id = self.manager.session_id
+        if session_id is not None and session_id != self._named:
+            self._named = session_id
+            self._emit(
+                ev.AgentSessionNamed(
+                    at=self._clock(), session=self.spec.name, session_id=session_id
+                )
+            )
         return outcome
 
     def _emit(self, event: ev.Event) -> ev.Event:

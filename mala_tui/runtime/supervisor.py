@@ -96,6 +96,7 @@ class Supervisor(RunSink):
         self._redacted_copies: set[Path] = set()
         self.permissions = PermissionDesk.from_settings(settings, record=self.record, clock=clock)
         self.listeners.events.append(self.permissions.observe)
+        self.resumed: ev.RunResumed | None = None  # set by runtime.resume: the run goes on
 
     # -- building the run -----------------------------------------------------------------------
 
@@ -128,7 +129,8 @@ class Supervisor(RunSink):
         """Run every session to its end; on cancellation every session is stopped first."""
         run_id = self.journal.run_id if self.journal else ""
         self.record(
-            ev.RunStarted(
+            self.resumed
+            or ev.RunStarted(
                 at=self.clock(), run_id=run_id, sessions=tuple(self.runners), mode=self.mode
             )
         )

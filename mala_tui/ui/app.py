@@ -50,6 +50,8 @@ DECIDED: Final = {
 """How the notice after an answer names it."""
 STOP_WAIT_SECONDS: Final = 30.0
 """How long quitting waits for the sessions to stop (each disconnect is bounded at 10 s)."""
+QUIT_CAUSE: Final = "the app was quit"
+"""Why every session stopped when the app is quit: the run's stop, which a resume carries on."""
 
 
 class MalaApp(App[int]):
@@ -188,7 +190,8 @@ class MalaApp(App[int]):
         self._stopping = True
         supervisor = self.controller.supervisor
         assert supervisor is not None
-        supervisor.stop_all()
+        # Stopped with the run, not one by one: `mala-tui resume` can carry them on.
+        supervisor.stop_for(QUIT_CAUSE)
         self.notify("Stopping every session...", title="Quitting", timeout=STOP_WAIT_SECONDS)
         self.run_worker(self._exit_when_stopped(worker), group="quit", exclusive=True)
 

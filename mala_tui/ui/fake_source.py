@@ -456,6 +456,10 @@ class FakeLiveSource:
         self.calls.append(("stop_all",))
         self._stopped.set()
 
+    def stop_for(self, cause: str) -> None:
+        self.calls.append(("stop_for", cause))
+        self.stop_all()
+
     def alive_pids(self) -> list[int]:
         return []
 

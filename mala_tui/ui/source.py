@@ -69,6 +69,9 @@ class LiveSource(Protocol):
 
     def stop_all(self) -> None: ...
 
+    def stop_for(self, cause: str) -> None:
+        """Stop every session because of `cause` (a quit): each one's ending says so."""
+
     def alive_pids(self) -> list[int]:
         """Agent processes still running: none may be left when the app ends."""
 

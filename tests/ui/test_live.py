@@ -9,15 +9,17 @@ from pathlib import Path
 from textual.widgets import TextArea
 
 from mala_tui.config import ContextSettings, Settings, UiSettings
+from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.phases import Phase
+from mala_tui.core.resume_plan import ResumeFrom, plan_resume
 from mala_tui.core.transcript import Message, Role, TextBlock, ToolCall, ToolResult
 from mala_tui.core.usage import CallUsage
 from mala_tui.prompt_files import load_prompts
 from mala_tui.runtime.backends.base import MessageItem, SessionIdItem, SessionSpec, UsageItem
 from mala_tui.runtime.backends.scripted import HANG, ScriptedBackend, ScriptedClient, finished
 from mala_tui.runtime.supervisor import Supervisor
-from mala_tui.ui.app import MalaApp
+from mala_tui.ui.app import QUIT_CAUSE, MalaApp
 from mala_tui.ui.screens.approval import ApprovalScreen
 from mala_tui.ui.screens.dashboard import DashboardScreen
 from mala_tui.ui.widgets.approval_badge import ApprovalBadge
@@ -104,6 +106,8 @@ async def test_an_edited_checkpoint_is_what_the_restarted_agent_gets() -> None:
 async def test_quitting_stops_every_session_and_waits_for_the_run() -> None:
     client = ScriptedClient([[SessionIdItem("sess-1"), usage_at(30_000), HANG]])
     supervisor = supervisor_with(client, approval=False)
+    recorded: list[ev.Event] = []
+    supervisor.listeners.events.append(recorded.append)
     app = app_on(supervisor)
     async with app.run_test() as pilot:
         await wait_for(lambda: "s1" in app.controller.state.sessions and client.queries)
@@ -118,6 +122,10 @@ async def test_quitting_stops_every_session_and_waits_for_the_run() -> None:
     assert client.disconnected
     assert supervisor.runners["s1"].status is not None
     assert supervisor.state.ended_at is not None  # the run recorded its end
+    # A quit stops the run, not each session by itself: `mala-tui resume` carries it on.
+    assert supervisor.runners["s1"].end_reason == QUIT_CAUSE
+    (s1,) = plan_resume(recorded, (), lambda _name, _id: True).sessions
+    assert s1.how is ResumeFrom.SESSION_ID and s1.session_id == "sess-1"
 
 
 class _BrokenSupervisor(Supervisor):

@@ -1,0 +1,241 @@
+"""Planning a resume: from a run's journal, how each of its sessions continues, if at all.
+
+A run can end without its sessions ending: mala-tui was killed (`kill -9`, a crash),
+or the whole run was stopped (a quit, a signal) while they worked. Each session is
+then picked up where its journal leaves it:
+
+- it had ended on its own (done, denied, failed, or stopped by itself): left alone;
+- its agent named a session after its latest checkpoint and restart, and that
+  session's transcript is still on disk: resumed by that id, told it was interrupted;
+- else it has a checkpoint: a fresh session seeded with the latest one, as a restart;
+- else: its task, from the start.
+
+What the session had counted (restarts, checkpoints, masked results, its measured
+token density) carries over, so its history continues instead of starting at 1.
+Whether a transcript is still there is the caller's question to answer (a file):
+this module only reads events.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+
+from mala_tui.core import events as ev
+from mala_tui.core.actions import EndStatus
+from mala_tui.core.checkpoint import Checkpoint, CheckpointOrigin
+
+#: Answers "is the transcript of this agent session still there?" for (session, agent id).
+TranscriptCheck = Callable[[str, str], bool]
+
+
+class ResumeFrom(StrEnum):
+    SESSION_ID = "session_id"
+    """The agent's own session, by its id: its transcript is intact."""
+    CHECKPOINT = "checkpoint"
+    """A fresh agent session seeded with the latest checkpoint."""
+    TASK = "task"
+    """A fresh agent session on the task: nothing else is left to start from."""
+
+
+@dataclass(frozen=True, slots=True)
+class TaskRecord:
+    """One task as the run was started with it (run.json's `tasks`)."""
+
+    name: str
+    task: str
+    cwd: str
+
+
+@dataclass(frozen=True, slots=True)
+class Carried:
+    """What a session had counted, for its history to go on from."""
+
+    restarts: int = 0
+    checkpoints: int = 0
+    """The highest checkpoint number saved: the next one is numbered after it."""
+    masked_total: int = 0
+    density: float | None = None
+    """Tokens per chars/4 token, when the session had measured it."""
+
+
+@dataclass(frozen=True, slots=True)
+class SessionResume:
+    """How one session continues, or why it does not."""
+
+    name: str
+    task: str
+    cwd: str
+    how: ResumeFrom | None
+    """None: the session had ended and is left alone."""
+    reason: str
+    """Why this way, in words (for `resume` and `show`)."""
+    session_id: str | None = None
+    checkpoint: Checkpoint | None = None
+    checkpoint_number: int = 0
+    carried: Carried = field(default_factory=Carried)
+    ended: EndStatus | None = None
+
+    @property
+    def resumes(self) -> bool:
+        return self.how is not None
+
+
+@dataclass(frozen=True, slots=True)
+class ResumePlan:
+    run_id: str
+    sessions: tuple[SessionResume, ...]
+    last_event_at: float | None
+    """When the journal's last event happened: the gap runs from here."""
+    ended: bool
+    """The run's journal ends with its `run_ended` (a clean stop, not a kill)."""
+
+    @property
+    def resuming(self) -> tuple[SessionResume, ...]:
+        return tuple(s for s in self.sessions if s.resumes)
+
+    def gap(self, now: float) -> float:
+        return max(0.0, now - self.last_event_at) if self.last_event_at is not None else 0.0
+
+
+@dataclass
+class _Seen:
+    """One session as its events leave it (positions are event indexes, -1 for never)."""
+
+    task: str = ""
+    cwd: str = ""
+    status: EndStatus | None = None
+    end_reason: str = ""
+    stopped_with_run: bool = False
+    session_id: str | None = None
+    named_at: int = -1
+    restarted_at: int = -1
+    checkpoint: ev.CheckpointSaved | None = None
+    checkpoint_at: int = -1
+    restarts: int = 0
+    checkpoints: int = 0
+    masked_total: int = 0
+    density: float | None = None
+
+    def carried(self) -> Carried:
+        return Carried(self.restarts, self.checkpoints, self.masked_total, self.density)
+
+
+def plan_resume(
+    events: Sequence[ev.Event],
+    tasks: Iterable[TaskRecord],
+    transcript_exists: TranscriptCheck,
+    run_id: str = "",
+) -> ResumePlan:
+    """How each session of the run continues; sessions in the order the run named them."""
+    seen: dict[str, _Seen] = {}
+    for task in tasks:
+        seen[task.name] = _Seen(task=task.task, cwd=task.cwd)
+    ended = False
+    for index, event in enumerate(events):
+        ended = _take(seen, index, event, ended)
+        if isinstance(event, ev.RunStarted | ev.RunResumed) and not run_id:
+            run_id = event.run_id
+    sessions = tuple(_decide(name, state, transcript_exists) for name, state in seen.items())
+    last = events[-1].at if events else None
+    return ResumePlan(run_id, sessions, last, ended)
+
+
+def _take(seen: dict[str, _Seen], index: int, event: ev.Event, ended: bool) -> bool:
+    """Fold one event in; returns whether the run now counts as ended."""
+    match event:
+        case ev.RunStarted():
+            for name in event.sessions:
+                seen.setdefault(name, _Seen())
+            return False
+        case ev.RunResumed():
+            for name in event.resumed:
+                state = seen.setdefault(name, _Seen())
+                state.status, state.end_reason, state.stopped_with_run = None, "", False
+            return False
+        case ev.RunEnded():
+            for state in seen.values():
+                state.stopped_with_run = state.stopped_with_run or _stopped_by(state, event.reason)
+            return True
+    if not event.session:
+        return ended
+    state = seen.setdefault(event.session, _Seen())
+    match event:
+        case ev.SessionStarted():
+            state.task, state.cwd = event.task, event.cwd
+        case ev.AgentSessionNamed():
+            state.session_id, state.named_at = event.session_id, index
+        case ev.Restarted():
+            state.restarts, state.restarted_at = max(state.restarts, event.continuation), index
+        case ev.CheckpointSaved():
+            state.checkpoint, state.checkpoint_at = event, index
+            state.checkpoints = max(state.checkpoints, event.number)
+        case ev.MaskApplied():
+            state.masked_total = max(state.masked_total, event.total_masked)
+        case ev.UsageRecorded() if event.density_measured:
+            state.density = event.density
+        case ev.SessionEnded():
+            state.status, state.end_reason = event.status, event.reason
+            state.masked_total = max(state.masked_total, event.masked_total)
+        case _:
+            pass
+    return ended
+
+
+def _stopped_by(state: _Seen, run_reason: str) -> bool:
+    """Stopped because the whole run stopped (its cause is the session's reason), not itself."""
+    if state.status is not EndStatus.STOPPED or not run_reason:
+        return False
+    return state.end_reason == run_reason or state.end_reason.startswith(f"{run_reason} (")
+
+
+def _decide(name: str, state: _Seen, transcript_exists: TranscriptCheck) -> SessionResume:
+    carried = state.carried()
+    base = SessionResume(name, state.task, state.cwd, None, "", carried=carried)
+    if state.status is not None and not state.stopped_with_run:
+        reason = f"ended {state.status.value}" + (
+            f": {state.end_reason}" if state.end_reason else ""
+        )
+        return _with(base, how=None, reason=reason, ended=state.status)
+    if not state.task:
+        return _with(base, how=None, reason="its task is not in the journal or run.json")
+    why = "stopped with the run" if state.status is not None else "had not ended"
+    checkpoint = _checkpoint_of(state)
+    fresh_id = state.named_at > max(state.restarted_at, state.checkpoint_at)
+    if state.session_id is not None and fresh_id:
+        if transcript_exists(name, state.session_id):
+            return _with(
+                base,
+                how=ResumeFrom.SESSION_ID,
+                reason=f"{why}; resumes agent session {state.session_id}",
+                session_id=state.session_id,
+            )
+        why += f"; the transcript of agent session {state.session_id} is gone"
+    elif state.session_id is not None and checkpoint is not None:
+        why += "; its latest checkpoint is newer than its agent session"
+    if checkpoint is not None and state.checkpoint is not None:
+        number = state.checkpoint.number
+        return _with(
+            base,
+            how=ResumeFrom.CHECKPOINT,
+            reason=f"{why}; a fresh session from checkpoint #{number}",
+            checkpoint=checkpoint,
+            checkpoint_number=number,
+        )
+    return _with(base, how=ResumeFrom.TASK, reason=f"{why}; no checkpoint: from its task")
+
+
+def _checkpoint_of(state: _Seen) -> Checkpoint | None:
+    saved = state.checkpoint
+    if saved is None or not saved.text.strip():
+        return None
+    try:
+        origin = CheckpointOrigin(saved.origin)
+    except ValueError:
+        origin = CheckpointOrigin.EDITED
+    return Checkpoint(saved.text, origin)
+
+
+def _with(base: SessionResume, **changes: object) -> SessionResume:
+    return replace(base, **changes)  # type: ignore[arg-type]

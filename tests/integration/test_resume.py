@@ -1,0 +1,141 @@
+"""`mala-tui resume` after a `kill -9` of mala-tui mid-run, with real Claude Code sessions."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from mala_tui.core import events as ev
+from mala_tui.loopback import LoopbackServer, load_scenario, materialize_workspace, offline_cli_env
+from mala_tui.runtime.journal import list_runs, read_events
+from tests.integration.harness import alive
+from tests.integration.test_run_command import run_cli
+
+pytestmark = pytest.mark.integration
+
+MODEL = ("--set", "agent.model=claude-sonnet-4-5")
+
+
+async def wait_until(predicate: object, timeout: float, what: str) -> None:
+    """Wait for a condition of the files on disk (the run is another process)."""
+    assert callable(predicate)
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.05)
+
+
+def journal_events(data: Path) -> list[ev.Event]:
+    runs = list_runs(data)
+    return read_events(runs[0].directory / "events.jsonl").events if runs else []
+
+
+def both_under_way(data: Path) -> bool:
+    """Each session has named its agent session and seen a tool result; neither has ended."""
+    events = journal_events(data)
+    named = {e.session for e in events if isinstance(e, ev.AgentSessionNamed)}
+    results: dict[str, int] = {}
+    for e in events:
+        if isinstance(e, ev.MessageRecorded) and e.kind == "tool_result":
+            results[e.session] = results.get(e.session, 0) + 1
+    ended = {e.session for e in events if isinstance(e, ev.SessionEnded)}
+    under_way = all(results.get(name, 0) >= 2 for name in ("a", "b"))
+    return named >= {"a", "b"} and under_way and not ended
+
+
+async def test_a_run_killed_mid_way_resumes_every_session_in_the_same_journal(
+    tmp_path: Path,
+) -> None:
+    scenario = load_scenario("quickstart")
+    tasks = tmp_path / "tasks.toml"
+    entries = []
+    for name in ("a", "b"):
+        materialize_workspace(scenario, tmp_path / name)
+        entries.append(f'[[task]]\nname = "{name}"\ntask = "{scenario.task}"\ncwd = "{name}"\n')
+    tasks.write_text("\n".join(entries))
+    data, home = tmp_path / "data", tmp_path / "claude-home"
+    async with LoopbackServer(scenario, response_delay_s=0.3) as server:
+        env = dict(os.environ, **offline_cli_env(server.base_url, home))
+        env["MALA_TUI_STORAGE__DATA_DIR"] = str(data)
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "mala_tui",
+            *MODEL,
+            "run",
+            "--tasks",
+            str(tasks),
+            "--headless",
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.DEVNULL,
+            env=env,
+        )
+        try:
+            await wait_until(lambda: both_under_way(data), 120, "both sessions under way")
+        finally:
+            os.kill(process.pid, signal.SIGKILL)
+            await process.wait()
+        before = journal_events(data)
+        agents = [e.pid for e in before if isinstance(e, ev.ProcessStarted) and e.pid]
+        await wait_until(lambda: not any(alive(pid) for pid in agents), 30, "agents to end")
+        (run,) = list_runs(data)
+        journal = run.directory / "events.jsonl"
+        raw_before = journal.read_bytes()
+        assert not any(isinstance(e, ev.RunEnded) for e in before)
+
+        # `show` says the run can be resumed, and how.
+        code, out, err = await run_cli("show", run.run_id, "--json", env=env)
+        assert code == 0, err
+        hint = json.loads(out)["resume"]
+        assert hint["command"] == f"mala-tui resume {run.run_id}"
+        assert hint["sessions"] == {"a": "session_id", "b": "session_id"}
+
+        # b's agent transcript is lost: b starts again from its task; a goes on by its id.
+        b_id = [e for e in before if isinstance(e, ev.AgentSessionNamed) and e.session == "b"]
+        (b_transcript,) = home.rglob(f"{b_id[-1].session_id}.jsonl")
+        b_transcript.unlink()
+        a_id = [e for e in before if isinstance(e, ev.AgentSessionNamed) and e.session == "a"]
+
+        code, out, err = await run_cli(*MODEL, "resume", "latest", "--headless", env=env)
+        assert code == 0, out + err
+    assert f"run {run.run_id} resumed after " in out
+    assert f"a: had not ended; resumes agent session {a_id[-1].session_id}" in out
+    assert "b: had not ended; the transcript of agent session" in out
+    assert "no checkpoint: from its task" in out
+    assert "a: done - the agent finished its task" in out
+    assert "b: done - the agent finished its task" in out
+
+    # The same journal, nothing earlier lost: the old bytes are its beginning.
+    raw_after = journal.read_bytes()
+    assert raw_after.startswith(raw_before)
+    contents = read_events(journal)
+    events = contents.events
+    assert events[: len(before)] == before
+    resumed = [e for e in events if isinstance(e, ev.RunResumed)]
+    assert len(resumed) == 1 and len([e for e in events if isinstance(e, ev.RunStarted)]) == 1
+    assert resumed[0].resumed == {"a": "session_id", "b": "task"}
+    assert resumed[0].gap_seconds > 0 and resumed[0].pid not in (None, process.pid)
+    after = events[events.index(resumed[0]) :]
+    assert {e.session: e.status.value for e in after if isinstance(e, ev.SessionEnded)} == {
+        "a": "done",
+        "b": "done",
+    }
+    assert isinstance(events[-1], ev.RunEnded) and events[-1].ok
+    a_again = [e for e in after if isinstance(e, ev.AgentSessionNamed) and e.session == "a"]
+    assert a_again and a_again[0].session_id == a_id[-1].session_id
+    for name in ("a", "b"):
+        assert "VERSION = 2" in (tmp_path / name / "src" / "app.py").read_text()
+
+    # Finished: nothing left to resume, and `resume` says so.
+    code, out, err = await run_cli("show", run.run_id, "--json", env=env)
+    assert json.loads(out)["resume"] is None
+    code, out, err = await run_cli("resume", run.run_id, "--headless", env=env)
+    assert code == 2 and "has nothing to resume" in err and "ended done" in err

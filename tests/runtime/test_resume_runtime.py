@@ -1,0 +1,152 @@
+"""Resuming a run on disk: the journal reopened, live runs refused, the supervisor built."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mala_tui.config import LoadedSettings, Settings
+from mala_tui.core import events as ev
+from mala_tui.core.actions import EndStatus
+from mala_tui.core.resume_plan import ResumeFrom
+from mala_tui.runtime.backends.claude import ClaudeBackend
+from mala_tui.runtime.journal import RunJournal, read_events
+from mala_tui.runtime.resume import ResumeError, prepare, read_source, still_live
+
+
+def loaded(data: Path) -> LoadedSettings:
+    settings = Settings().model_copy(
+        update={"storage": Settings().storage.model_copy(update={"data_dir": data})}
+    )
+    return LoadedSettings(settings, {}, data / "none.toml", False)
+
+
+def make_run(
+    data: Path, events: list[ev.Event], *, pid: int | None = None, mode: str = "run"
+) -> RunJournal:
+    """A run as mala-tui leaves it: run.json with its tasks, and these events journaled."""
+    tasks = []
+    for event in events:
+        if isinstance(event, ev.RunStarted):
+            for name in event.sessions:
+                folder = data.parent / "work" / name
+                folder.mkdir(parents=True, exist_ok=True)
+                tasks.append({"name": name, "task": f"task {name}", "cwd": str(folder)})
+    meta = {"mode": mode, "pid": pid, "tasks": tasks}
+    journal = RunJournal.create(data, "20260101-000000-abcd", meta)
+    for event in events:
+        journal.write(event)
+    journal.close()
+    return journal
+
+
+def run_started(*names: str) -> ev.RunStarted:
+    return ev.RunStarted(at=1000, run_id="20260101-000000-abcd", sessions=names, mode="run")
+
+
+def test_a_journal_torn_by_a_kill_goes_on_after_the_torn_line(tmp_path: Path) -> None:
+    journal = make_run(tmp_path, [run_started("a")])
+    with journal.events_path.open("ab") as torn:
+        torn.write(b'{"type": "usage", "at": 10')  # kill -9 mid-write
+    reopened = RunJournal.reopen(journal.directory)
+    reopened.write(ev.RunResumed(at=2000, run_id="r", gap_seconds=5, resumed={"a": "task"}))
+    reopened.close()
+    contents = read_events(journal.events_path)
+    assert [type(e) for e in contents.events] == [ev.RunStarted, ev.RunResumed]
+    (skipped,) = contents.skipped
+    assert skipped.line == 2 and "not JSON" in skipped.reason
+
+
+def test_a_checkpoint_file_never_overwrites_an_earlier_one(tmp_path: Path) -> None:
+    journal = make_run(tmp_path, [run_started("a")])
+    first = journal.save_checkpoint("a", 1, "first")
+    again = RunJournal.reopen(journal.directory)
+    second = again.save_checkpoint("a", 1, "second")
+    again.close()
+    assert first != second
+    assert first.read_text() == "first\n" and second.read_text() == "second\n"
+
+
+def test_a_missing_folder_and_a_journal_without_a_start_are_refused_by_name(
+    tmp_path: Path,
+) -> None:
+    with pytest.raises(ResumeError, match="no such run folder"):
+        read_source(tmp_path / "nothing")
+    folder = tmp_path / "broken"
+    folder.mkdir()
+    (folder / "events.jsonl").write_bytes(b"garbage\n")
+    with pytest.raises(ResumeError, match=r"no run_started event.*line 1: not JSON"):
+        read_source(folder)
+    (folder / "events.jsonl").unlink()
+    with pytest.raises(ResumeError, match="cannot be read"):
+        read_source(folder)
+
+
+def test_a_run_another_live_mala_tui_writes_is_refused(tmp_path: Path) -> None:
+    writer = subprocess.Popen(
+        [sys.executable, "-c", "import sys; sys.stdin.read()", "mala-tui-run"],
+        stdin=subprocess.PIPE,
+    )
+    stranger = subprocess.Popen(
+        [sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE
+    )
+    try:
+        journal = make_run(tmp_path, [run_started("a")], pid=writer.pid)
+        source = read_source(journal.directory)
+        assert still_live(source) == writer.pid
+        with pytest.raises(ResumeError, match=f"still running: process {writer.pid}"):
+            prepare(source, loaded(tmp_path), ClaudeBackend(), "auto")
+        # A pid reused by some other program does not hold the run.
+        meta = json.loads((journal.directory / "run.json").read_text())
+        (journal.directory / "run.json").write_text(json.dumps(meta | {"pid": stranger.pid}))
+        assert still_live(read_source(journal.directory)) is None
+    finally:
+        for child in (writer, stranger):
+            assert child.stdin is not None
+            child.stdin.close()
+            child.wait(10)
+    assert still_live(read_source(journal.directory)) is None
+
+
+def test_nothing_to_resume_and_demo_runs_are_refused_saying_why(tmp_path: Path) -> None:
+    done = [
+        run_started("a"),
+        ev.SessionEnded(at=1001, session="a", status=EndStatus.DONE, reason="finished"),
+        ev.RunEnded(at=1002, run_id="r", ok=True),
+    ]
+    journal = make_run(tmp_path / "one", done, pid=os.getpid())
+    with pytest.raises(ResumeError, match=r"nothing to resume \(a: ended done: finished\)"):
+        prepare(read_source(journal.directory), loaded(tmp_path), ClaudeBackend(), "auto")
+    demo = make_run(tmp_path / "two", [run_started("a")], mode="demo")
+    with pytest.raises(ResumeError, match="a demo run cannot be resumed"):
+        prepare(read_source(demo.directory), loaded(tmp_path), ClaudeBackend(), "auto")
+
+
+def test_the_supervisor_carries_on_only_the_unfinished_sessions_with_the_history(
+    tmp_path: Path,
+) -> None:
+    events: list[ev.Event] = [
+        run_started("a", "b"),
+        ev.AgentSessionNamed(at=1001, session="a", session_id="gone-id"),
+        ev.SessionEnded(at=1002, session="b", status=EndStatus.FAILED, reason="broke"),
+    ]
+    journal = make_run(tmp_path, events)
+    resumed = prepare(read_source(journal.directory), loaded(tmp_path), ClaudeBackend(), "auto")
+    try:
+        supervisor = resumed.supervisor
+        assert list(supervisor.runners) == ["a"]
+        (a,) = resumed.plan.resuming
+        assert a.how is ResumeFrom.TASK  # the agent's transcript is not on this machine
+        assert supervisor.resumed is not None
+        assert supervisor.resumed.resumed == {"a": "task"}
+        assert supervisor.resumed.pid == os.getpid() and supervisor.resumed.gap_seconds > 0
+        # The live view starts from the journal: b's failure is still there to see.
+        assert supervisor.state.sessions["b"].status is EndStatus.FAILED
+        assert resumed.journal.directory == journal.directory
+    finally:
+        resumed.journal.close()
