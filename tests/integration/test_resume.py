@@ -139,3 +139,83 @@ async def test_a_run_killed_mid_way_resumes_every_session_in_the_same_journal(
     assert json.loads(out)["resume"] is None
     code, out, err = await run_cli("resume", run.run_id, "--headless", env=env)
     assert code == 2 and "has nothing to resume" in err and "ended done" in err
+
+
+def restarted_and_going_on(data: Path) -> bool:
+    """The session restarted from a checkpoint and its fresh agent session is at work."""
+    events = journal_events(data)
+    restarts = [i for i, e in enumerate(events) if isinstance(e, ev.Restarted)]
+    if not restarts or any(isinstance(e, ev.SessionEnded) for e in events):
+        return False
+    after = events[restarts[0] :]
+    named = any(isinstance(e, ev.AgentSessionNamed) for e in after)
+    results = [e for e in after if isinstance(e, ev.MessageRecorded) and e.kind == "tool_result"]
+    return named and len(results) >= 1
+
+
+async def test_a_session_whose_transcript_is_gone_resumes_from_its_checkpoint(
+    tmp_path: Path,
+) -> None:
+    scenario = load_scenario("hard-zone-long-task")
+    workspace = tmp_path / "project"
+    materialize_workspace(scenario, workspace)
+    data, home = tmp_path / "data", tmp_path / "claude-home"
+    window = ("--set", "context.context_limit=100000")
+    async with LoopbackServer(scenario, response_delay_s=0.2) as server:
+        env = dict(os.environ, **offline_cli_env(server.base_url, home))
+        env["MALA_TUI_STORAGE__DATA_DIR"] = str(data)
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "mala_tui",
+            *MODEL,
+            *window,
+            "run",
+            scenario.task,
+            "--cwd",
+            str(workspace),
+            "--headless",
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.DEVNULL,
+            env=env,
+        )
+        try:
+            await wait_until(lambda: restarted_and_going_on(data), 240, "a restart under way")
+        finally:
+            os.kill(process.pid, signal.SIGKILL)
+            await process.wait()
+        before = journal_events(data)
+        agents = [e.pid for e in before if isinstance(e, ev.ProcessStarted) and e.pid]
+        await wait_until(lambda: not any(alive(pid) for pid in agents), 30, "agents to end")
+        (run,) = list_runs(data)
+        raw_before = (run.directory / "events.jsonl").read_bytes()
+        (checkpoint,) = [e for e in before if isinstance(e, ev.CheckpointSaved)]
+        first_file = Path(checkpoint.path).read_text()
+        current = [e for e in before if isinstance(e, ev.AgentSessionNamed)][-1].session_id
+        for transcript in home.rglob(f"{current}.jsonl"):
+            transcript.unlink()
+
+        code, out, err = await run_cli(*MODEL, *window, "resume", run.run_id, "--headless", env=env)
+        assert code == 0, out + err
+    assert f"the transcript of agent session {current} is gone" in out
+    assert "a fresh session from checkpoint #1" in out
+    assert "task-1: done - the agent finished its task" in out
+    contents = read_events(run.directory / "events.jsonl")
+    assert (run.directory / "events.jsonl").read_bytes().startswith(raw_before)
+    events = contents.events
+    (resumed,) = [e for e in events if isinstance(e, ev.RunResumed)]
+    assert resumed.resumed == {"task-1": "checkpoint"}
+    after = events[events.index(resumed) :]
+    # The fresh session is the next restart, from checkpoint #1; the counts go on from there.
+    restarts = [e for e in events if isinstance(e, ev.Restarted)]
+    assert [r.continuation for r in restarts] == list(range(1, len(restarts) + 1))
+    resumed_restart = next(e for e in after if isinstance(e, ev.Restarted))
+    assert (resumed_restart.continuation, resumed_restart.checkpoint_number) == (2, 1)
+    assert resumed_restart.trigger == "resume"
+    numbers = [e.number for e in events if isinstance(e, ev.CheckpointSaved)]
+    assert numbers == list(range(1, len(numbers) + 1))
+    paths = [e.path for e in events if isinstance(e, ev.CheckpointSaved)]
+    assert len(set(paths)) == len(paths) and Path(paths[0]).read_text() == first_file
+    assert isinstance(events[-1], ev.RunEnded) and events[-1].ok
+    reports = sorted((workspace / "reports").glob("region_*.md"))
+    assert len(reports) == 30
