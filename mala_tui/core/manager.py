@@ -22,6 +22,8 @@ Where each part lives
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus, SendPrompt
 from mala_tui.core.checkpoint import CheckpointError, extract_checkpoint
@@ -54,7 +56,7 @@ from mala_tui.core.phases import STREAMING, Cause, IllegalTransition, ManageMode
 from mala_tui.core.prompts import PromptKind, PromptSet
 from mala_tui.core.resume_plan import SessionResume
 from mala_tui.core.session_state import Outcome, StopFor
-from mala_tui.core.transcript import Role
+from mala_tui.core.transcript import Message, Role
 from mala_tui.core.usage import ContextUsage, Zone, estimate_tokens
 from mala_tui.core.window import WindowSource
 
@@ -76,7 +78,7 @@ class ContextManager(OperatorFlow):
         """An answer came without per-call usage: decide on the estimate."""
         self._budget_stop: str | None = None
         """Why the session stops at its next checkpoint instead of restarting (a budget)."""
-        self._resume: tuple[SessionResume, float] | None = None
+        self._resume: tuple[SessionResume, float, tuple[Message, ...]] | None = None
         """Where `start` picks the session up instead of its task (`mala-tui resume`)."""
 
     # -- what the UI and runtime read ------------------------------------------------
@@ -104,11 +106,17 @@ class ContextManager(OperatorFlow):
 
     # -- entry points ----------------------------------------------------------------
 
-    def resume_from(self, plan: SessionResume, gap_seconds: float) -> None:
-        """Have `start` continue where an interrupted run left this session (see resume_plan)."""
+    def resume_from(
+        self, plan: SessionResume, gap_seconds: float, history: Sequence[Message] = ()
+    ) -> None:
+        """Have `start` continue where an interrupted run left this session (see resume_plan).
+
+        `history`: the agent session's conversation so far, when it is resumed by its id
+        (what masking decides on; the agent's window holds it all).
+        """
         if self._started:
             raise IllegalTransition(f"{self.name}: already started")
-        self._resume = (plan, gap_seconds)
+        self._resume = (plan, gap_seconds, tuple(history))
 
     def start(self, at: float) -> Outcome:
         """The first prompt: the task itself, or where a resumed run left the session."""

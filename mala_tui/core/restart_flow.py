@@ -43,7 +43,7 @@ from mala_tui.core.session_state import (
     TurnState,
     news_key,
 )
-from mala_tui.core.transcript import Transcript
+from mala_tui.core.transcript import Message, Transcript
 from mala_tui.core.usage import CHARS_PER_TOKEN
 
 
@@ -315,7 +315,9 @@ class RestartFlow(SessionState):
         restart = self._restart(at, approved_by="operator")
         return Outcome(restart.actions, (*events, *restart.events))
 
-    def _resumed_start(self, at: float, plan: SessionResume, gap_seconds: float) -> Outcome:
+    def _resumed_start(
+        self, at: float, plan: SessionResume, gap_seconds: float, history: tuple[Message, ...]
+    ) -> Outcome:
         """The first prompt after `mala-tui resume`: the session's counts go on from the journal."""
         carried = plan.carried
         self.counters.continuation = carried.restarts
@@ -325,6 +327,8 @@ class RestartFlow(SessionState):
             self.calibration = Calibration(prior=carried.density)
         if plan.how is ResumeFrom.SESSION_ID and plan.session_id:
             self.session_id = plan.session_id
+            for message in history:
+                self.transcript.append(message)
             text = self.prompts.render(
                 PromptKind.RUN_RESUME, session_name=self.name, gap=gap(gap_seconds)
             )

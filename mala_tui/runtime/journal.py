@@ -150,33 +150,26 @@ class RunJournal:
     def reopen(cls, directory: Path) -> RunJournal:
         """Append to an existing run's journal (`mala-tui resume`): same folder, same file.
 
-        A torn last line (a `kill -9` mid-write) is ended first, so the next event
-        starts a line of its own and the reader skips only the torn piece.
+        A torn last line (a `kill -9` mid-write) is ended first: the reader skips only it.
 
         Raises:
             StorageError: the folder or its journal cannot be written.
         """
-        path = directory / EVENTS_FILE
+        path, journal = directory / EVENTS_FILE, None
         try:
             _private_dir(directory / CHECKPOINTS_DIR)
             with path.open("rb") as existing:
                 size = existing.seek(0, os.SEEK_END)
                 torn = size > 0 and existing.seek(size - 1) >= 0 and existing.read(1) != b"\n"
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND)
-        except OSError as exc:
-            raise StorageError(
-                f"cannot continue the run in {directory}: {describe_os_error(exc)}"
-            ) from None
-        journal = cls(directory, directory.name, fd)
-        try:
+            journal = cls(directory, directory.name, os.open(path, os.O_WRONLY | os.O_APPEND))
             if torn:
                 journal._append(b"\n")
             _reserve(directory / RESERVE_FILE)
         except OSError as exc:
-            journal.close()
-            raise StorageError(
-                f"cannot continue the run in {directory}: {describe_os_error(exc)}"
-            ) from None
+            if journal is not None:
+                journal.close()
+            reason = describe_os_error(exc)
+            raise StorageError(f"cannot continue the run in {directory}: {reason}") from None
         _opened_runs.append(directory)
         return journal
 
@@ -229,11 +222,10 @@ class RunJournal:
         return os.write(fd, data)
 
     def save_checkpoint(self, session: str, number: int, text: str) -> Path:
-        folder, stem = self.directory / CHECKPOINTS_DIR, f"{safe_file_name(session)}-{number}"
-        path, copy = folder / f"{stem}.md", 1
+        stem = self.directory / CHECKPOINTS_DIR / f"{safe_file_name(session)}-{number}"
+        path, copy = stem.with_name(f"{stem.name}.md"), 1
         while path.exists():  # never over an earlier checkpoint (a resumed run's numbers go on)
-            copy += 1
-            path = folder / f"{stem}.{copy}.md"
+            copy, path = copy + 1, stem.with_name(f"{stem.name}.{copy + 1}.md")
         _write_private(path, redact(text) + "\n")
         return path
 

@@ -18,8 +18,9 @@ from typing import Any
 
 from mala_tui.config import LoadedSettings
 from mala_tui.core import events as ev
-from mala_tui.core.resume_plan import ResumePlan, TaskRecord, plan_resume
+from mala_tui.core.resume_plan import ResumeFrom, ResumePlan, TaskRecord, plan_resume
 from mala_tui.runtime.backends.base import Backend, SessionSpec
+from mala_tui.runtime.backends.claude_history import read_conversation
 from mala_tui.runtime.journal import (
     EVENTS_FILE,
     RUN_FILE,
@@ -196,7 +197,11 @@ def prepare(
     supervisor.state.apply_all(source.events)  # the history so far, in the app too
     gap = plan.gap(now)
     for session in plan.resuming:
-        supervisor.runners[session.name].manager.resume_from(session, gap)
+        history = []
+        if session.session_id is not None and session.how is ResumeFrom.SESSION_ID:
+            path = backend.transcript_path(specs[session.name], session.session_id)
+            history = read_conversation(path) if path is not None else []
+        supervisor.runners[session.name].manager.resume_from(session, gap, history)
     supervisor.resumed = ev.RunResumed(
         at=now,
         run_id=plan.run_id,

@@ -13,10 +13,15 @@ import pytest
 from mala_tui.config import LoadedSettings, Settings
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
-from mala_tui.core.resume_plan import ResumeFrom
+from mala_tui.core.manager import ContextManager
+from mala_tui.core.resume_plan import ResumeFrom, TaskRecord, plan_resume
+from mala_tui.core.transcript import Role, ToolCall, ToolResult
+from mala_tui.prompt_files import load_prompts
 from mala_tui.runtime.backends.claude import ClaudeBackend
+from mala_tui.runtime.backends.claude_history import read_conversation
 from mala_tui.runtime.journal import RunJournal, read_events
 from mala_tui.runtime.resume import ResumeError, prepare, read_source, still_live
+from tests.core.factories import default_limits
 
 
 def loaded(data: Path) -> LoadedSettings:
@@ -150,3 +155,76 @@ def test_the_supervisor_carries_on_only_the_unfinished_sessions_with_the_history
         assert resumed.journal.directory == journal.directory
     finally:
         resumed.journal.close()
+
+
+def transcript_lines() -> list[object]:
+    def entry(kind: str, content: object, **extra: object) -> dict[str, object]:
+        return {"type": kind, "message": {"role": kind, "content": content}, **extra}
+
+    return [
+        {"type": "queue-operation"},
+        entry("user", "Fix the bug."),
+        {"type": "api-request-blob", "message": {"role": "user", "content": "not a message"}},
+        entry(
+            "assistant", [{"type": "thinking", "thinking": "hmm"}, {"type": "text", "text": "ok"}]
+        ),
+        entry("assistant", [{"type": "tool_use", "id": "t1", "name": "Read", "input": {"p": 1}}]),
+        entry("user", [{"type": "tool_result", "tool_use_id": "t1", "content": "x" * 900}]),
+        entry("assistant", [{"type": "tool_use", "id": "sub", "name": "Read"}], isSidechain=True),
+        entry("user", "<system-reminder>", isMeta=True),
+        entry("assistant", [{"type": "tool_use", "id": "t2", "name": "Bash", "input": {}}]),
+        entry(
+            "user",
+            [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "t2",
+                    "is_error": True,
+                    "content": [{"type": "text", "text": "boom"}, {"type": "image"}],
+                }
+            ],
+        ),
+        entry("assistant", [{"type": "tool_use", "id": "t3", "name": "Bash", "input": {}}]),
+    ]
+
+
+def test_an_agent_transcript_reads_back_as_the_conversation_the_manager_saw(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "abc.jsonl"
+    lines = [json.dumps(line) for line in transcript_lines()]
+    path.write_text("\n".join([*lines[:3], "{torn", *lines[3:]]) + "\n")
+    messages = read_conversation(path)
+    assert [(m.role, m.from_harness) for m in messages] == [
+        (Role.USER, True),
+        (Role.ASSISTANT, False),
+        (Role.ASSISTANT, False),
+        (Role.USER, False),
+        (Role.ASSISTANT, False),
+        (Role.USER, False),
+    ]
+    assert messages[0].text == "Fix the bug." and messages[1].text == "ok"
+    assert messages[2].blocks == (ToolCall("t1", "Read", {"p": 1}),)
+    assert messages[3].blocks == (ToolResult("t1", "x" * 900),)
+    assert messages[5].blocks == (ToolResult("t2", "boom\n[image]", is_error=True),)
+    # t3 never got its result (killed mid-tool): left out, so nothing waits on it.
+    assert all(b != ToolCall("t3", "Bash", {}) for m in messages for b in m.blocks)
+    assert read_conversation(tmp_path / "missing.jsonl") == []
+
+
+def test_a_session_resumed_by_id_knows_its_results_and_can_mask_them(tmp_path: Path) -> None:
+    path = tmp_path / "abc.jsonl"
+    path.write_text("\n".join(json.dumps(line) for line in transcript_lines()) + "\n")
+    plan = plan_resume(
+        [run_started("a"), ev.AgentSessionNamed(at=1001, session="a", session_id="abc")],
+        [TaskRecord("a", "task a", str(tmp_path))],
+        lambda _name, _id: True,
+    )
+    manager = ContextManager(
+        name="a", task="task a", limits=default_limits(), prompts=load_prompts()
+    )
+    manager.resume_from(plan.sessions[0], 60, read_conversation(path))
+    manager.start(2000)
+    assert manager.transcript.has_result("t1") and manager.transcript.has_result("t2")
+    assert not manager.transcript.open_calls
+    assert manager.transcript.messages[-1].text.startswith("You were interrupted")
