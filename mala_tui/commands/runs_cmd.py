@@ -143,9 +143,19 @@ def show(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.std
         return EXIT_USAGE
     from mala_tui.ui.app import run_app
 
-    status = run_app(state, loaded.settings)
-    if resume is not None:  # said after the app, on the terminal it leaves behind
-        out.write(f"this run can be resumed: {resume['command']}\n")
+    resumed: list[int] = []
+
+    def resume_now() -> int:
+        from mala_tui.commands.resume_cmd import resume as resume_run
+
+        again = argparse.Namespace(run=folder.name, headless=False, approve=None)
+        resumed.append(resume_run(again, loaded, out))
+        return resumed[-1]
+
+    command = resume["command"] if resume is not None else None
+    status = run_app(state, loaded.settings, resume_command=command, resume=resume_now)
+    if command is not None and not resumed:  # said on the terminal the app leaves behind
+        out.write(f"this run can be resumed: {command}\n")
     return status
 
 

@@ -70,6 +70,7 @@ class MalaApp(App[int]):
         Binding("P", "review_permissions", "Permissions", show=False),
         Binding("question_mark,f1", "help", "Help", key_display="?"),
         Binding("T", "change_theme", "Theme", show=False),
+        Binding("R", "resume_run", "Resume run"),
         Binding("q", "quit", "Quit"),
     ]
 
@@ -79,8 +80,13 @@ class MalaApp(App[int]):
         *,
         settings: Settings,
         clock: Callable[[], float] = time.monotonic,
+        resume_command: str | None = None,
     ) -> None:
         super().__init__()
+        self.resume_command = resume_command
+        """For a finished run whose sessions had not all ended: how to carry it on."""
+        self.resume_requested = False
+        """The person asked (R, or the palette) to resume the run once the app has ended."""
         self.settings = settings
         self.clock = clock
         """Time for what the app measures itself (how long the run has been watched)."""
@@ -132,6 +138,13 @@ class MalaApp(App[int]):
             self.notify(
                 f"No theme is named {self._theme_missing!r}; using {DEFAULT_THEME}",
                 severity="warning",
+                markup=False,
+            )
+        if self.resume_command is not None:
+            self.notify(
+                f"Sessions of this run had not ended: R resumes it ({self.resume_command})",
+                title="Resumable",
+                timeout=15,
                 markup=False,
             )
         supervisor = self.controller.supervisor
@@ -226,6 +239,8 @@ class MalaApp(App[int]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in {"review_approvals", "new_task", "review_permissions"}:
             return self.controller.live
+        if action == "resume_run":
+            return self.resume_command is not None and not self.controller.live
         return True
 
     def action_new_task(self) -> None:
@@ -251,6 +266,13 @@ class MalaApp(App[int]):
             ),
             added,
         )
+
+    def action_resume_run(self) -> None:
+        """Leave this read-only view; the command that opened it then resumes the run."""
+        if self.resume_command is None or self.controller.live:
+            return
+        self.resume_requested = True
+        self.exit(0)
 
     def action_review_approvals(self) -> None:
         """Open the oldest pending approval; answering it opens the next."""
@@ -318,6 +340,12 @@ class MalaApp(App[int]):
     def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
         yield SystemCommand("Help", "Every key of this screen", self.action_help)
+        if self.resume_command is not None and not self.controller.live:
+            yield SystemCommand(
+                "Resume this run",
+                f"Carry on the sessions that had not ended ({self.resume_command})",
+                self.action_resume_run,
+            )
         if self.controller.live:
             yield SystemCommand(
                 "Approvals",
@@ -339,16 +367,26 @@ class MalaApp(App[int]):
             )
 
 
-def run_app(source: Source, settings: Settings) -> int:
+def run_app(
+    source: Source,
+    settings: Settings,
+    *,
+    resume_command: str | None = None,
+    resume: Callable[[], int] | None = None,
+) -> int:
     """Run the app in the terminal until quit; returns the exit status.
 
     0 when the app ended normally with no agent process left; 1 when it
     crashed, or when an agent process outlived the run (it is then killed, and
-    its pid reported on stderr).
+    its pid reported on stderr). A read-only run with `resume_command` offers to
+    resume it: chosen, `resume()` runs once this app has ended, and its status is returned.
     """
-    app = MalaApp(source, settings=settings)
+    app = MalaApp(source, settings=settings, resume_command=resume_command)
     app.run()
-    return _finish(app)
+    status = _finish(app)
+    if app.resume_requested and resume is not None:
+        return resume()
+    return status
 
 
 async def run_app_async(
