@@ -369,6 +369,8 @@ def _summarize(directory: Path) -> RunSummary:
             started, mode, sessions = event.at, event.mode, event.sessions
         elif isinstance(event, ev.RunEnded):
             ended, ok = True, event.ok
+        elif isinstance(event, ev.RunResumed):  # going on again, until its next end
+            ended, ok = False, None
     return RunSummary(directory.name, directory, started, mode, sessions, ended, ok)
 
 

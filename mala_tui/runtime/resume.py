@@ -33,6 +33,7 @@ from mala_tui.runtime.launch import TaskPlan, agent_spec, build_supervisor
 from mala_tui.runtime.processes import pid_alive
 from mala_tui.runtime.run_sink import ApprovalMode
 from mala_tui.runtime.supervisor import Supervisor
+from mala_tui.runtime.worktree import Worktree, WorktreeTracker
 
 #: run.json's key for the process that writes the journal (a resume journals its own).
 PID_KEY = "pid"
@@ -195,6 +196,20 @@ def prepare(
         mode=str(mode),
     )
     supervisor.state.apply_all(source.events)  # the history so far, in the app too
+    worktrees = {
+        e.session: Worktree(
+            e.session,
+            Path(e.repository),
+            Path(e.path),
+            specs[e.session].cwd,
+            e.branch,
+            e.base_commit,
+        )
+        for e in source.events
+        if isinstance(e, ev.WorktreeCreated) and e.session in specs
+    }
+    if worktrees:  # what each session changed is measured again when it ends
+        supervisor.listeners.events.append(WorktreeTracker(worktrees, supervisor.record))
     gap = plan.gap(now)
     for session in plan.resuming:
         history = []

@@ -19,8 +19,9 @@ from mala_tui.core.transcript import Role, ToolCall, ToolResult
 from mala_tui.prompt_files import load_prompts
 from mala_tui.runtime.backends.claude import ClaudeBackend
 from mala_tui.runtime.backends.claude_history import read_conversation
-from mala_tui.runtime.journal import RunJournal, read_events
+from mala_tui.runtime.journal import RunJournal, list_runs, read_events
 from mala_tui.runtime.resume import ResumeError, prepare, read_source, still_live
+from mala_tui.runtime.worktree import WorktreeTracker
 from tests.core.factories import default_limits
 
 
@@ -228,3 +229,45 @@ def test_a_session_resumed_by_id_knows_its_results_and_can_mask_them(tmp_path: P
     assert manager.transcript.has_result("t1") and manager.transcript.has_result("t2")
     assert not manager.transcript.open_calls
     assert manager.transcript.messages[-1].text.startswith("You were interrupted")
+
+
+def test_runs_lists_a_resumed_run_as_going_on_until_it_ends_again(tmp_path: Path) -> None:
+    journal = make_run(
+        tmp_path,
+        [
+            run_started("a"),
+            ev.RunEnded(at=1001, run_id="r", ok=False, reason="SIGTERM"),
+            ev.RunResumed(at=1500, run_id="r", gap_seconds=499, resumed={"a": "task"}),
+        ],
+    )
+    (listed,) = list_runs(tmp_path)
+    assert (listed.ended, listed.ok) == (False, None)
+    again = RunJournal.reopen(journal.directory)
+    again.write(ev.RunEnded(at=1600, run_id="r", ok=True))
+    again.close()
+    (listed,) = list_runs(tmp_path)
+    assert (listed.ended, listed.ok) == (True, True)
+
+
+def test_a_session_in_its_own_worktree_has_its_changes_measured_again(tmp_path: Path) -> None:
+    folder = tmp_path / "work" / "a"
+    folder.mkdir(parents=True)
+    events: list[ev.Event] = [
+        run_started("a"),
+        ev.WorktreeCreated(
+            at=1001,
+            session="a",
+            path=str(folder),
+            branch="mala/r/a",
+            base_commit="0" * 40,
+            repository=str(tmp_path / "repo"),
+        ),
+    ]
+    journal = make_run(tmp_path / "data", events)
+    resumed = prepare(
+        read_source(journal.directory), loaded(tmp_path / "data"), ClaudeBackend(), "auto"
+    )
+    resumed.journal.close()
+    (tracker,) = [t for t in resumed.supervisor.listeners.events if isinstance(t, WorktreeTracker)]
+    worktree = tracker.worktrees["a"]
+    assert (worktree.branch, worktree.path, worktree.cwd) == ("mala/r/a", folder, folder)
