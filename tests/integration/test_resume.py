@@ -82,6 +82,7 @@ async def test_a_run_killed_mid_way_resumes_every_session_in_the_same_journal(
             await wait_until(lambda: both_under_way(data), 120, "both sessions under way")
         finally:
             os.kill(process.pid, signal.SIGKILL)
+            killed_at = time.time()
             await process.wait()
         before = journal_events(data)
         agents = [e.pid for e in before if isinstance(e, ev.ProcessStarted) and e.pid]
@@ -106,6 +107,19 @@ async def test_a_run_killed_mid_way_resumes_every_session_in_the_same_journal(
 
         code, out, err = await run_cli(*MODEL, "resume", "latest", "--headless", env=env)
         assert code == 0, out + err
+        requests = server.request_log
+    # a went on in its own agent session: its earlier steps stayed done. Only the latest
+    # ones may be played again: Claude Code writes its transcript behind the conversation,
+    # and what it had not written when it was killed is gone from the agent's memory.
+    a_calls = [
+        r for r in requests if r.session_id == a_id[-1].session_id and r.response_kind == "tool_use"
+    ]
+    before_kill = [r.step_id for r in a_calls if r.time < killed_at]
+    after_resume = [r.step_id for r in a_calls if r.time >= killed_at]
+    again = [step for step in after_resume if step in before_kill]
+    assert again == before_kill[len(before_kill) - len(again) :], (before_kill, after_resume)
+    assert len(again) < len(before_kill)
+    assert len(set(before_kill + after_resume)) == len(load_scenario("quickstart").steps)
     assert f"run {run.run_id} resumed after " in out
     assert f"a: had not ended; resumes agent session {a_id[-1].session_id}" in out
     assert "b: had not ended; the transcript of agent session" in out
