@@ -81,6 +81,11 @@ class MessageQueue:
     def __bool__(self) -> bool:
         return bool(self._waiting)
 
+    def restore(self, waiting: Sequence[QueuedMessage], count: int) -> None:
+        """A resumed run's queue: what had not reached the agent, its numbers going on."""
+        self._waiting = list(waiting)
+        self._count = max([count, *(message.number for message in waiting)])
+
     def take(self) -> tuple[QueuedMessage, ...]:
         """Every waiting message, oldest first; the queue is empty afterwards."""
         taken, self._waiting = tuple(self._waiting), []

@@ -318,39 +318,49 @@ class RestartFlow(SessionState):
     def _resumed_start(
         self, at: float, plan: SessionResume, gap_seconds: float, history: tuple[Message, ...]
     ) -> Outcome:
-        """The first prompt after `mala-tui resume`: the session's counts go on from the journal."""
+        """The first prompt after `mala-tui resume`: the session's counts go on from the journal,
+        and what the operator said that had not reached the agent goes with it."""
         carried = plan.carried
         self.counters.continuation = carried.restarts
         self.counters.checkpoints = carried.checkpoints
         self.counters.masked_total = carried.masked_total
         if carried.density is not None:
             self.calibration = Calibration(prior=carried.density)
+        self.messages.restore(carried.messages, carried.messages_said)
+        events: tuple[ev.Event, ...] = ()
         if plan.how is ResumeFrom.SESSION_ID and plan.session_id:
             self.session_id = plan.session_id
             for message in history:
                 self.transcript.append(message)
-            text = self.prompts.render(
-                PromptKind.RUN_RESUME, session_name=self.name, gap=gap(gap_seconds)
-            )
-            self._begin_turn(text)
-            return Outcome((SendPrompt(PromptKind.RUN_RESUME, text),))
-        if plan.how is ResumeFrom.CHECKPOINT and plan.checkpoint is not None:
+            kind = PromptKind.RUN_RESUME
+            prompt = self.prompts.render(kind, session_name=self.name, gap=gap(gap_seconds))
+            how = Delivery.RESUME
+        elif plan.how is ResumeFrom.CHECKPOINT and plan.checkpoint is not None:
             # A fresh session seeded with the checkpoint: a restart, numbered after the last.
             self.checkpoint = plan.checkpoint
             number = carried.restarts + 1
             self.counters.continuation = number
-            prompt = self.continuation_prompt(number)
-            self._begin_turn(prompt)
-            restarted = ev.Restarted(
-                at=at,
-                session=self.name,
-                continuation=number,
-                reason=f"resumed after the run was interrupted ({gap(gap_seconds)} earlier)",
-                tokens_before=0,
-                checkpoint_number=plan.checkpoint_number,
-                approved_by="resume",
-                trigger="resume",
+            kind, prompt, how = (
+                PromptKind.CONTINUATION,
+                self.continuation_prompt(number),
+                Delivery.RESTART,
             )
-            return Outcome((SendPrompt(PromptKind.CONTINUATION, prompt),), (restarted,))
-        self._begin_turn(self.task)
-        return Outcome((SendPrompt(PromptKind.TASK, self.task),))
+            events = (
+                ev.Restarted(
+                    at=at,
+                    session=self.name,
+                    continuation=number,
+                    reason=f"resumed after the run was interrupted ({gap(gap_seconds)} earlier)",
+                    tokens_before=0,
+                    checkpoint_number=plan.checkpoint_number,
+                    approved_by="resume",
+                    trigger="resume",
+                ),
+            )
+        else:
+            kind, prompt, how = PromptKind.TASK, self.task, Delivery.RESTART
+        said, delivered = self._messages_prompt(at, how)
+        if said:
+            prompt = f"{prompt}\n\n{said}"
+        self._begin_turn(prompt)
+        return Outcome((SendPrompt(kind, prompt),), (*events, *delivered))

@@ -25,6 +25,7 @@ from enum import StrEnum
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.checkpoint import Checkpoint, CheckpointOrigin
+from mala_tui.core.operator_messages import QueuedMessage
 
 #: Answers "is the transcript of this agent session still there?" for (session, agent id).
 TranscriptCheck = Callable[[str, str], bool]
@@ -58,6 +59,10 @@ class Carried:
     masked_total: int = 0
     density: float | None = None
     """Tokens per chars/4 token, when the session had measured it."""
+    messages: tuple[QueuedMessage, ...] = ()
+    """What the operator said that had not reached the agent: it goes with the resume."""
+    messages_said: int = 0
+    """The highest message number so far: the next message is numbered after it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,9 +122,18 @@ class _Seen:
     checkpoints: int = 0
     masked_total: int = 0
     density: float | None = None
+    waiting: dict[int, QueuedMessage] = field(default_factory=dict)
+    said: int = 0
 
     def carried(self) -> Carried:
-        return Carried(self.restarts, self.checkpoints, self.masked_total, self.density)
+        return Carried(
+            self.restarts,
+            self.checkpoints,
+            self.masked_total,
+            self.density,
+            tuple(self.waiting[number] for number in sorted(self.waiting)),
+            self.said,
+        )
 
 
 def plan_resume(
@@ -162,8 +176,14 @@ def _take(seen: dict[str, _Seen], index: int, event: ev.Event, ended: bool) -> b
         return ended
     state = seen.setdefault(event.session, _Seen())
     match event:
-        case ev.SessionStarted():
+        case ev.SessionStarted() | ev.SessionAdded():
             state.task, state.cwd = event.task, event.cwd
+        case ev.MessageQueued():
+            state.waiting[event.number] = QueuedMessage(event.number, event.text, event.at)
+            state.said = max(state.said, event.number)
+        case ev.MessageDelivered():
+            for number in event.numbers:
+                state.waiting.pop(number, None)
         case ev.AgentSessionNamed():
             state.session_id, state.named_at = event.session_id, index
         case ev.Restarted():

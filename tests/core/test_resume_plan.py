@@ -9,6 +9,8 @@ from mala_tui.core.actions import EndStatus, SendPrompt
 from mala_tui.core.checkpoint import CheckpointOrigin
 from mala_tui.core.describe import gap, summary
 from mala_tui.core.manager import ContextManager
+from mala_tui.core.observations import MessageForAgent
+from mala_tui.core.operator_messages import Delivery
 from mala_tui.core.phases import Phase
 from mala_tui.core.prompts import PromptKind
 from mala_tui.core.resume_plan import ResumeFrom, ResumePlan, TaskRecord, plan_resume
@@ -272,3 +274,28 @@ def test_gaps_read_as_a_person_says_them() -> None:
         "7 min 5 s",
         "3 h 12 min",
     ]
+
+
+def test_what_the_operator_said_that_never_reached_the_agent_goes_with_the_resume() -> None:
+    events = [*started("a", "b"), named("a", "id-a")]
+    events.append(ev.SessionAdded(at=105, session="c", task="task c", cwd="/w/c"))
+    for number, text in ((1, "use tabs"), (2, "also run the linter"), (3, "and the tests")):
+        events.append(ev.MessageQueued(at=110 + number, session="a", number=number, text=text))
+    events.append(ev.MessageDelivered(at=114, session="a", numbers=(1,), how=Delivery.CLEAN_POINT))
+    result = plan(events)
+    a, _, c = result.sessions
+    assert (c.name, c.task, c.cwd, c.how) == ("c", "task c", "/w/c", ResumeFrom.TASK)
+    assert [m.number for m in a.carried.messages] == [2, 3] and a.carried.messages_said == 3
+    manager = ContextManager(name="a", task="task a", limits=default_limits(), prompts=PROMPTS)
+    manager.resume_from(a, 60)
+    outcome = manager.start(1000)
+    (action,) = outcome.actions
+    assert isinstance(action, SendPrompt) and action.kind is PromptKind.RUN_RESUME
+    assert "interrupted" in action.text
+    assert "also run the linter" in action.text and "and the tests" in action.text
+    (delivered,) = outcome.events
+    assert isinstance(delivered, ev.MessageDelivered)
+    assert (delivered.numbers, delivered.how) == ((2, 3), Delivery.RESUME)
+    # The next message is number 4: the journal never has two messages numbered alike.
+    said = manager.observe(MessageForAgent(1001, "one more"))
+    assert [e.number for e in said.events if isinstance(e, ev.MessageQueued)] == [4]
