@@ -18,7 +18,13 @@ from typing import Any
 
 from mala_tui.config import LoadedSettings
 from mala_tui.core import events as ev
-from mala_tui.core.resume_plan import ResumeFrom, ResumePlan, TaskRecord, plan_resume
+from mala_tui.core.resume_plan import (
+    ResumeFrom,
+    ResumePlan,
+    TaskRecord,
+    TranscriptCheck,
+    plan_resume,
+)
 from mala_tui.runtime.backends.base import Backend, SessionSpec
 from mala_tui.runtime.backends.claude_history import read_conversation
 from mala_tui.runtime.journal import (
@@ -116,7 +122,7 @@ def still_live(source: ResumeSource) -> int | None:
     return pid if b"mala" in command else None
 
 
-def plan_for(source: ResumeSource, check: Any = None) -> ResumePlan:
+def plan_for(source: ResumeSource, check: TranscriptCheck | None = None) -> ResumePlan:
     """The plan; `check(name, session_id)` says whether a transcript is there (default: yes)."""
     return plan_resume(
         source.events,
@@ -186,14 +192,35 @@ def prepare(
 
     plan = plan_for(source, transcript_there)
     journal = RunJournal.reopen(source.folder)
+    try:
+        supervisor = _carry_on(
+            source, plan, specs, loaded=loaded, backend=backend, journal=journal, mode=approval_mode
+        )
+    except BaseException:
+        journal.close()
+        raise
+    return Resumed(plan, journal, supervisor)
+
+
+def _carry_on(
+    source: ResumeSource,
+    plan: ResumePlan,
+    specs: dict[str, SessionSpec],
+    *,
+    loaded: LoadedSettings,
+    backend: Backend,
+    journal: RunJournal,
+    mode: ApprovalMode | None,
+) -> Supervisor:
+    """The supervisor of the resumed sessions, its view holding the run's history so far."""
     now = time.time()
     supervisor = build_supervisor(
         loaded=loaded,
         backend=backend,
         journal=journal,
         specs=[specs[s.name] for s in plan.resuming],
-        approval_mode=approval_mode,
-        mode=str(mode),
+        approval_mode=mode,
+        mode=str(source.meta.get("mode", "run")),
     )
     supervisor.state.apply_all(source.events)  # the history so far, in the app too
     worktrees = {
@@ -224,4 +251,4 @@ def prepare(
         resumed={s.name: s.how.value for s in plan.resuming if s.how is not None},
         pid=os.getpid(),
     )
-    return Resumed(plan, journal, supervisor)
+    return supervisor
