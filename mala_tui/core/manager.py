@@ -117,6 +117,8 @@ class ContextManager(OperatorFlow):
         if self._started:
             raise IllegalTransition(f"{self.name}: already started")
         self._resume = (plan, gap_seconds, tuple(history))
+        if plan.carried.manage is not None:  # set now: the session's first event says it
+            self.manage = plan.carried.manage
 
     def start(self, at: float) -> Outcome:
         """The first prompt: the task itself, or where a resumed run left the session."""

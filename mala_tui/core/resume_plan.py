@@ -26,6 +26,7 @@ from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.checkpoint import Checkpoint, CheckpointOrigin
 from mala_tui.core.operator_messages import QueuedMessage
+from mala_tui.core.phases import ManageMode
 
 #: Answers "is the transcript of this agent session still there?" for (session, agent id).
 TranscriptCheck = Callable[[str, str], bool]
@@ -63,6 +64,8 @@ class Carried:
     """What the operator said that had not reached the agent: it goes with the resume."""
     messages_said: int = 0
     """The highest message number so far: the next message is numbered after it."""
+    manage: ManageMode | None = None
+    """The management mode the session last ran under (the operator may have switched it)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +127,7 @@ class _Seen:
     density: float | None = None
     waiting: dict[int, QueuedMessage] = field(default_factory=dict)
     said: int = 0
+    manage: ManageMode | None = None
 
     def carried(self) -> Carried:
         return Carried(
@@ -133,6 +137,7 @@ class _Seen:
             self.density,
             tuple(self.waiting[number] for number in sorted(self.waiting)),
             self.said,
+            self.manage,
         )
 
 
@@ -178,6 +183,10 @@ def _take(seen: dict[str, _Seen], index: int, event: ev.Event, ended: bool) -> b
     match event:
         case ev.SessionStarted() | ev.SessionAdded():
             state.task, state.cwd = event.task, event.cwd
+            if isinstance(event, ev.SessionStarted):
+                state.manage = event.manage
+        case ev.ManageModeSet():
+            state.manage = event.mode
         case ev.MessageQueued():
             state.waiting[event.number] = QueuedMessage(event.number, event.text, event.at)
             state.said = max(state.said, event.number)

@@ -11,7 +11,7 @@ from mala_tui.core.describe import gap, summary
 from mala_tui.core.manager import ContextManager
 from mala_tui.core.observations import MessageForAgent
 from mala_tui.core.operator_messages import Delivery
-from mala_tui.core.phases import Phase
+from mala_tui.core.phases import ManageMode, Phase
 from mala_tui.core.prompts import PromptKind
 from mala_tui.core.resume_plan import ResumeFrom, ResumePlan, TaskRecord, plan_resume
 from mala_tui.core.usage import UsageSource
@@ -299,3 +299,14 @@ def test_what_the_operator_said_that_never_reached_the_agent_goes_with_the_resum
     # The next message is number 4: the journal never has two messages numbered alike.
     said = manager.observe(MessageForAgent(1001, "one more"))
     assert [e.number for e in said.events if isinstance(e, ev.MessageQueued)] == [4]
+
+
+def test_a_management_mode_switched_by_the_operator_stays_switched() -> None:
+    events = [*started("a"), named("a", "id-a")]
+    events.append(ev.ManageModeSet(at=111, session="a", mode=ManageMode.OFF))
+    (a,) = plan(events).sessions
+    assert a.carried.manage is ManageMode.OFF
+    manager = ContextManager(name="a", task="task a", limits=default_limits(), prompts=PROMPTS)
+    assert manager.manage is ManageMode.FULL
+    manager.resume_from(a, 1)
+    assert manager.manage is ManageMode.OFF
