@@ -336,8 +336,10 @@ class RestartFlow(SessionState):
             prompt = self.prompts.render(kind, session_name=self.name, gap=gap(gap_seconds))
             how = Delivery.RESUME
         elif plan.how is ResumeFrom.CHECKPOINT and plan.checkpoint is not None:
-            # A fresh session seeded with the checkpoint: a restart, numbered after the last.
             self.checkpoint = plan.checkpoint
+            if plan.awaiting_approval is not None and self.require_approval:
+                return self._ask_again(at, plan.checkpoint_number, plan.awaiting_approval)
+            # A fresh session seeded with the checkpoint: a restart, numbered after the last.
             number = carried.restarts + 1
             self.counters.continuation = number
             kind, prompt, how = (
@@ -364,3 +366,15 @@ class RestartFlow(SessionState):
             prompt = f"{prompt}\n\n{said}"
         self._begin_turn(prompt)
         return Outcome((SendPrompt(kind, prompt),), (*events, *delivered))
+
+    def _ask_again(self, at: float, number: int, reason: str) -> Outcome:
+        """The restart was waiting for a person when the run was interrupted: ask again,
+        and on the answer restart (or end) as the approval would have done."""
+        self._pending.restart_reason = reason
+        self._pending.restart_cause = Cause.OPERATOR
+        moved = self._move(at, Trigger.CHECKPOINT_FOR_APPROVAL)
+        assert self.checkpoint is not None
+        asked = ev.ApprovalRequested(
+            at=at, session=self.name, checkpoint_number=number, reason=reason
+        )
+        return Outcome((RequestApproval(self.checkpoint, number, reason),), (moved, asked))

@@ -84,6 +84,8 @@ class SessionResume:
     checkpoint_number: int = 0
     carried: Carried = field(default_factory=Carried)
     ended: EndStatus | None = None
+    awaiting_approval: str | None = None
+    """The restart from `checkpoint` was waiting for a person's approval: why it was asked."""
 
     @property
     def resumes(self) -> bool:
@@ -128,6 +130,9 @@ class _Seen:
     waiting: dict[int, QueuedMessage] = field(default_factory=dict)
     said: int = 0
     manage: ManageMode | None = None
+    asked: ev.ApprovalRequested | None = None
+    asked_at: int = -1
+    answered_at: int = -1
 
     def carried(self) -> Carried:
         return Carried(
@@ -187,6 +192,10 @@ def _take(seen: dict[str, _Seen], index: int, event: ev.Event, ended: bool) -> b
                 state.manage = event.manage
         case ev.ManageModeSet():
             state.manage = event.mode
+        case ev.ApprovalRequested():
+            state.asked, state.asked_at = event, index
+        case ev.ApprovalDecided():
+            state.answered_at = index
         case ev.MessageQueued():
             state.waiting[event.number] = QueuedMessage(event.number, event.text, event.at)
             state.said = max(state.said, event.number)
@@ -245,12 +254,17 @@ def _decide(name: str, state: _Seen, transcript_exists: TranscriptCheck) -> Sess
         why += "; its latest checkpoint is newer than its agent session"
     if checkpoint is not None and state.checkpoint is not None:
         number = state.checkpoint.number
+        waiting = state.asked is not None and state.asked_at > max(
+            state.answered_at, state.restarted_at, state.checkpoint_at
+        )
         return _with(
             base,
             how=ResumeFrom.CHECKPOINT,
-            reason=f"{why}; a fresh session from checkpoint #{number}",
+            reason=f"{why}; a fresh session from checkpoint #{number}"
+            + (", once its restart is approved" if waiting else ""),
             checkpoint=checkpoint,
             checkpoint_number=number,
+            awaiting_approval=state.asked.reason if waiting and state.asked else None,
         )
     return _with(base, how=ResumeFrom.TASK, reason=f"{why}; no checkpoint: from its task")
 

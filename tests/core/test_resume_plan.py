@@ -5,11 +5,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from mala_tui.core import events as ev
-from mala_tui.core.actions import EndStatus, SendPrompt
+from mala_tui.core.actions import (
+    EndSession,
+    EndStatus,
+    RequestApproval,
+    SendPrompt,
+    StartFreshSession,
+)
 from mala_tui.core.checkpoint import CheckpointOrigin
 from mala_tui.core.describe import gap, summary
 from mala_tui.core.manager import ContextManager
-from mala_tui.core.observations import MessageForAgent
+from mala_tui.core.observations import ApprovalGiven, Decision, MessageForAgent
 from mala_tui.core.operator_messages import Delivery
 from mala_tui.core.phases import ManageMode, Phase
 from mala_tui.core.prompts import PromptKind
@@ -310,3 +316,48 @@ def test_a_management_mode_switched_by_the_operator_stays_switched() -> None:
     assert manager.manage is ManageMode.FULL
     manager.resume_from(a, 1)
     assert manager.manage is ManageMode.OFF
+
+
+def awaiting_events() -> list[ev.Event]:
+    events = [*started("a"), named("a", "id-a"), checkpoint("a", 1), restarted("a", 1)]
+    events += [named("a", "id-b", at=131), checkpoint("a", 2, at=140)]
+    events.append(
+        ev.ApprovalRequested(at=141, session="a", checkpoint_number=2, reason="hard threshold")
+    )
+    return events
+
+
+def test_a_restart_that_waited_for_approval_is_asked_again_and_restarts_on_the_answer() -> None:
+    (a,) = plan(awaiting_events()).sessions
+    assert a.awaiting_approval == "hard threshold" and a.how is ResumeFrom.CHECKPOINT
+    assert a.reason.endswith("a fresh session from checkpoint #2, once its restart is approved")
+    limits = default_limits(require_approval=True)
+    manager = ContextManager(name="a", task="task a", limits=limits, prompts=PROMPTS)
+    manager.resume_from(a, 60)
+    asked = manager.start(1000)
+    (request,) = asked.actions
+    assert isinstance(request, RequestApproval) and request.checkpoint_number == 2
+    assert request.checkpoint.text == "cp 2 of a"
+    assert [type(e) for e in asked.events] == [ev.PhaseChanged, ev.ApprovalRequested]
+    assert manager.phase is Phase.AWAITING_APPROVAL and not manager.streaming
+    approved = manager.observe(ApprovalGiven(1010, Decision.APPROVE, None, "operator"))
+    (fresh,) = approved.actions
+    assert isinstance(fresh, StartFreshSession) and fresh.continuation_number == 2
+    assert "cp 2 of a" in fresh.prompt
+    (restart,) = [e for e in approved.events if isinstance(e, ev.Restarted)]
+    assert (restart.continuation, restart.checkpoint_number) == (2, 2)
+    assert restart.approved_by == "operator"
+
+
+def test_a_denied_answer_ends_it_and_without_approval_required_it_just_restarts() -> None:
+    (a,) = plan(awaiting_events()).sessions
+    limits = default_limits(require_approval=True)
+    manager = ContextManager(name="a", task="task a", limits=limits, prompts=PROMPTS)
+    manager.resume_from(a, 60)
+    manager.start(1000)
+    denied = manager.observe(ApprovalGiven(1010, Decision.DENY, None, "operator"))
+    assert denied.actions == (EndSession(EndStatus.DENIED, "restart denied by operator"),)
+    auto = ContextManager(name="a", task="task a", limits=default_limits(), prompts=PROMPTS)
+    auto.resume_from(a, 60)
+    (action,) = auto.start(1000).actions
+    assert isinstance(action, SendPrompt) and action.kind is PromptKind.CONTINUATION

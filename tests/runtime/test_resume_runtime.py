@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -14,13 +15,17 @@ from mala_tui.config import LoadedSettings, Settings
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.manager import ContextManager
+from mala_tui.core.observations import Decision
 from mala_tui.core.resume_plan import ResumeFrom, TaskRecord, plan_resume
 from mala_tui.core.transcript import Role, ToolCall, ToolResult
 from mala_tui.prompt_files import load_prompts
+from mala_tui.runtime.backends.base import SessionIdItem, SessionSpec
 from mala_tui.runtime.backends.claude import ClaudeBackend
 from mala_tui.runtime.backends.claude_history import read_conversation
+from mala_tui.runtime.backends.scripted import ScriptedBackend, ScriptedClient, finished
 from mala_tui.runtime.journal import RunJournal, list_runs, read_events
 from mala_tui.runtime.resume import ResumeError, prepare, read_source, still_live
+from mala_tui.runtime.supervisor import Supervisor
 from mala_tui.runtime.worktree import WorktreeTracker
 from tests.core.factories import default_limits
 
@@ -271,3 +276,36 @@ def test_a_session_in_its_own_worktree_has_its_changes_measured_again(tmp_path: 
     (tracker,) = [t for t in resumed.supervisor.listeners.events if isinstance(t, WorktreeTracker)]
     worktree = tracker.worktrees["a"]
     assert (worktree.branch, worktree.path, worktree.cwd) == ("mala/r/a", folder, folder)
+
+
+async def test_a_restart_waiting_for_approval_at_the_kill_is_asked_again_then_runs() -> None:
+    events: list[ev.Event] = [
+        run_started("a"),
+        ev.AgentSessionNamed(at=1001, session="a", session_id="old"),
+        ev.CheckpointSaved(at=1002, session="a", number=1, origin="tagged", text="## Goal\nG"),
+        ev.ApprovalRequested(at=1003, session="a", checkpoint_number=1, reason="hard threshold"),
+    ]
+    (session,) = plan_resume(events, [TaskRecord("a", "task a", "/ws")], lambda *_: True).sessions
+    fresh = ScriptedClient([[SessionIdItem("new"), finished(session_id="new")]])
+    supervisor = Supervisor(
+        settings=Settings(),
+        backend=ScriptedBackend([fresh]),
+        prompts=load_prompts(),
+        journal=None,
+        approval_mode="ask",
+    )
+    supervisor.add_session(SessionSpec(name="a", task="task a", cwd=Path("/ws")))
+    supervisor.state.apply_all(events)
+    supervisor.runners["a"].manager.resume_from(session, 30)
+    asked = asyncio.Event()
+    supervisor.listeners.approvals.append(lambda pending: asked.set() if pending else None)
+    run = asyncio.create_task(supervisor.run())
+    await asyncio.wait_for(asked.wait(), 10)
+    (request,) = supervisor.approvals
+    assert (request.checkpoint_number, request.checkpoint_text) == (1, "## Goal\nG")
+    assert fresh.queries == []  # nothing runs before the answer
+    supervisor.decide("a", Decision.APPROVE)
+    result = await asyncio.wait_for(run, 10)
+    assert result.statuses == {"a": EndStatus.DONE}
+    (prompt,) = fresh.queries
+    assert "CONTINUING FROM A PREVIOUS SESSION (continuation 1)" in prompt and "## Goal" in prompt
