@@ -96,7 +96,9 @@ class Supervisor(RunSink):
         self._redacted_copies: set[Path] = set()
         self.permissions = PermissionDesk.from_settings(settings, record=self.record, clock=clock)
         self.listeners.events.append(self.permissions.observe)
-        self.resumed: ev.RunResumed | None = None  # set by runtime.resume: the run goes on
+        self.resumed: ev.RunResumed | None = None
+        """Set by `runtime.resume`: the run goes on in its journal, opened by this event
+        instead of a `run_started`."""
 
     # -- building the run -----------------------------------------------------------------------
 
