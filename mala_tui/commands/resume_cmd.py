@@ -48,11 +48,12 @@ def resume_command(run_id: str) -> str:
 
 
 def resume(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.stdout) -> int:
-    from mala_tui.commands.run_cmd import _finish, _supervise, _until_done, refusal
+    from mala_tui.commands.run_cmd import _finish, _in_worktree, _supervise, _until_done, refusal
     from mala_tui.runtime.backends.claude import ClaudeBackend
     from mala_tui.runtime.headless import one_line
     from mala_tui.runtime.journal import JournalError, StorageError, find_run
     from mala_tui.runtime.resume import ResumeError, prepare, read_source
+    from mala_tui.runtime.worktree import WorktreeTracker
 
     problem = refusal(args, loaded)
     if problem is not None:
@@ -76,6 +77,11 @@ def resume(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.s
         print(f"mala-tui resume: {exc}", file=sys.stderr)
         return EXIT_STORAGE
     journal, supervisor = resumed.journal, resumed.supervisor
+    trackers = [t for t in supervisor.listeners.events if isinstance(t, WorktreeTracker)]
+    if trackers and supervisor.runners:
+        # A session added to the resumed run gets a worktree of its own, as in `run`.
+        first = next(iter(supervisor.runners.values())).spec
+        supervisor.spec_for_new = _in_worktree(first, trackers[0].worktrees, journal)
     try:
         event = supervisor.resumed
         pause = gap(event.gap_seconds) if event is not None else "?"

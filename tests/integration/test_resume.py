@@ -17,6 +17,7 @@ from mala_tui.loopback import LoopbackServer, load_scenario, materialize_workspa
 from mala_tui.runtime.journal import list_runs, read_events
 from tests.integration.harness import alive
 from tests.integration.test_run_command import run_cli
+from tests.integration.test_worktrees import git
 
 pytestmark = pytest.mark.integration
 
@@ -233,3 +234,61 @@ async def test_a_session_whose_transcript_is_gone_resumes_from_its_checkpoint(
     assert isinstance(events[-1], ev.RunEnded) and events[-1].ok
     reports = sorted((workspace / "reports").glob("region_*.md"))
     assert len(reports) == 30
+
+
+async def test_a_worktree_run_resumes_in_its_worktrees_and_measures_their_changes(
+    tmp_path: Path,
+) -> None:
+    scenario = load_scenario("quickstart")
+    repo = tmp_path / "project"
+    repo.mkdir()
+    materialize_workspace(scenario, repo)
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "start")
+    data = tmp_path / "data"
+    async with LoopbackServer(scenario, response_delay_s=0.3) as server:
+        env = dict(os.environ, **offline_cli_env(server.base_url, tmp_path / "claude-home"))
+        env["MALA_TUI_STORAGE__DATA_DIR"] = str(data)
+        names = ("--tasks", str(tmp_path / "tasks.toml"))
+        (tmp_path / "tasks.toml").write_text(
+            "\n".join(
+                f'[[task]]\nname = "{n}"\ntask = "{scenario.task}"\ncwd = "project"\n'
+                for n in ("a", "b")
+            )
+        )
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "mala_tui",
+            *MODEL,
+            "run",
+            *names,
+            "--worktree",
+            "--headless",
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.DEVNULL,
+            env=env,
+        )
+        try:
+            await wait_until(lambda: both_under_way(data), 120, "both sessions under way")
+        finally:
+            os.kill(process.pid, signal.SIGKILL)
+            await process.wait()
+        before = journal_events(data)
+        agents = [e.pid for e in before if isinstance(e, ev.ProcessStarted) and e.pid]
+        await wait_until(lambda: not any(alive(pid) for pid in agents), 30, "agents to end")
+        code, out, err = await run_cli(*MODEL, "resume", "latest", "--headless", env=env)
+        assert code == 0, out + err
+    events = journal_events(data)
+    made = {e.session: e.path for e in events if isinstance(e, ev.WorktreeCreated)}
+    (resumed,) = [e for e in events if isinstance(e, ev.RunResumed)]
+    after = events[events.index(resumed) :]
+    started = {e.session: e.cwd for e in after if isinstance(e, ev.SessionStarted)}
+    assert started == {name: made[name] for name in ("a", "b")}  # each in its own worktree
+    changed = {e.session: e.files for e in after if isinstance(e, ev.WorktreeChanged)}
+    assert set(changed) == {"a", "b"}
+    for name in ("a", "b"):
+        assert {f.path for f in changed[name]} == {"src/app.py", "REPORT.md"}
+        assert "VERSION = 2" in (Path(made[name]) / "src" / "app.py").read_text()
+    assert "VERSION = 1" in (repo / "src" / "app.py").read_text()  # the checkout untouched
