@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import hashlib
 import json
 import os
@@ -88,6 +89,10 @@ class StorageError(Exception):
     """The data dir cannot hold a run: missing permission, not a folder, a full disk."""
 
 
+class JournalInUse(Exception):
+    """Another process holds the journal (a live run): it cannot be continued from here."""
+
+
 def describe_os_error(exc: OSError) -> str:
     """`No space left on device (/data/runs/x/events.jsonl)`: the reason, then the file."""
     reason = exc.strerror or str(exc) or type(exc).__name__
@@ -140,6 +145,7 @@ class RunJournal:
             )
             _reserve(directory / RESERVE_FILE)
             fd = os.open(directory / EVENTS_FILE, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # held while this process writes
         except OSError as exc:
             raise StorageError(
                 f"cannot keep a run under {data_dir}: {describe_os_error(exc)}"
@@ -153,15 +159,22 @@ class RunJournal:
         A torn last line (a `kill -9` mid-write) is ended first: the reader skips only it.
 
         Raises:
+            JournalInUse: another process holds the journal (it writes the run).
             StorageError: the folder or its journal cannot be written.
         """
         path, journal = directory / EVENTS_FILE, None
         try:
             _private_dir(directory / CHECKPOINTS_DIR)
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                raise JournalInUse(f"{path} is being written by another mala-tui process") from None
+            journal = cls(directory, directory.name, fd)
             with path.open("rb") as existing:
                 size = existing.seek(0, os.SEEK_END)
                 torn = size > 0 and existing.seek(size - 1) >= 0 and existing.read(1) != b"\n"
-            journal = cls(directory, directory.name, os.open(path, os.O_WRONLY | os.O_APPEND))
             if torn:
                 journal._append(b"\n")
             _reserve(directory / RESERVE_FILE)

@@ -32,6 +32,7 @@ from mala_tui.runtime.journal import (
     RUN_FILE,
     JournalContents,
     JournalError,
+    JournalInUse,
     RunJournal,
     read_events,
 )
@@ -165,7 +166,8 @@ def prepare(
     """Plan, open the journal again, and build the supervisor that carries the run on.
 
     Raises:
-        ResumeError: still live, nothing to resume, or a session's folder is gone.
+        ResumeError: still live (its pid alive, or its journal locked), nothing to resume,
+            or a session's folder is gone.
         StorageError: the journal cannot be written.
     """
     mode = source.meta.get("mode", "run")
@@ -191,7 +193,10 @@ def prepare(
         return path is not None and path.is_file()
 
     plan = plan_for(source, transcript_there)
-    journal = RunJournal.reopen(source.folder)
+    try:
+        journal = RunJournal.reopen(source.folder)
+    except JournalInUse as exc:  # a live run whose pid was not recorded, or a resume racing
+        raise ResumeError(f"run {source.folder.name} is still running: {exc}") from None
     try:
         supervisor = _carry_on(
             source, plan, specs, loaded=loaded, backend=backend, journal=journal, mode=approval_mode

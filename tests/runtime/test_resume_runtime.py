@@ -23,7 +23,7 @@ from mala_tui.runtime.backends.base import SessionIdItem, SessionSpec
 from mala_tui.runtime.backends.claude import ClaudeBackend
 from mala_tui.runtime.backends.claude_history import read_conversation
 from mala_tui.runtime.backends.scripted import ScriptedBackend, ScriptedClient, finished
-from mala_tui.runtime.journal import RunJournal, list_runs, read_events
+from mala_tui.runtime.journal import JournalInUse, RunJournal, list_runs, read_events
 from mala_tui.runtime.resume import ResumeError, prepare, read_source, still_live
 from mala_tui.runtime.supervisor import Supervisor
 from mala_tui.runtime.worktree import WorktreeTracker
@@ -309,3 +309,17 @@ async def test_a_restart_waiting_for_approval_at_the_kill_is_asked_again_then_ru
     assert result.statuses == {"a": EndStatus.DONE}
     (prompt,) = fresh.queries
     assert "CONTINUING FROM A PREVIOUS SESSION (continuation 1)" in prompt and "## Goal" in prompt
+
+
+def test_a_journal_another_process_holds_is_not_continued(tmp_path: Path) -> None:
+    # No pid recorded (a run from before run.json had one): the journal's lock still tells.
+    journal = make_run(tmp_path, [run_started("a")])
+    holder = RunJournal.reopen(journal.directory)
+    try:
+        with pytest.raises(JournalInUse, match="being written by another mala-tui process"):
+            RunJournal.reopen(journal.directory)
+        with pytest.raises(ResumeError, match=r"still running: .*events.jsonl is being written"):
+            prepare(read_source(journal.directory), loaded(tmp_path), ClaudeBackend(), "auto")
+    finally:
+        holder.close()
+    RunJournal.reopen(journal.directory).close()  # let go of, it can be continued
