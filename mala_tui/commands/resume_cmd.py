@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from mala_tui.commands import run_cmd
 from mala_tui.config import LoadedSettings
 from mala_tui.core.describe import gap
 
@@ -29,17 +29,12 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     resume.add_argument("run", help="run id, a unique prefix of it, or 'latest'")
     resume.add_argument(
-        "--approve",
-        choices=("ask", "auto", "deny"),
-        help="restarts: ask a person, approve automatically, or deny (default: the "
-        "context.require_approval setting)",
+        "--permissions",
+        choices=("ask", "allow", "deny"),
+        help="a tool use outside agent.allowed_tools: ask a person, allow it, or deny it "
+        "(default: the agent.permissions setting)",
     )
-    resume.add_argument(
-        "--headless",
-        action="store_true",
-        help="no app: one line per event (needed without a terminal)",
-    )
-    resume.add_argument("--data-dir", type=Path, help="where runs are journaled")
+    run_cmd._common(resume)  # the options `run` has: approvals, headless, budgets, data dir
 
 
 def resume_command(run_id: str) -> str:
@@ -55,6 +50,7 @@ def resume(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.s
     from mala_tui.runtime.resume import ResumeError, prepare, read_source
     from mala_tui.runtime.worktree import WorktreeTracker
 
+    loaded = run_cmd.with_permissions_flag(args, run_cmd.with_budget_flags(args, loaded))
     problem = refusal(args, loaded)
     if problem is not None:
         print(f"mala-tui resume: {problem}", file=sys.stderr)

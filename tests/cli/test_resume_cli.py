@@ -22,7 +22,10 @@ def journaled(data: Path, *events: ev.Event, meta: dict[str, object] | None = No
 
 
 def test_a_missing_run_is_named(tmp_path: Path) -> None:
-    done = run("resume", "nope", "--headless", "--data-dir", str(tmp_path))
+    done = run(
+        *("resume", "nope", "--headless", "--permissions", "deny", "--max-turns", "9"),
+        *("--data-dir", str(tmp_path)),
+    )
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr == (
         f"mala-tui resume: no run 'nope' under {tmp_path / 'runs'}; `mala-tui runs` lists them\n"
