@@ -231,4 +231,8 @@ def run_as_json(folder: Path, state: RunState, skipped: list[str]) -> dict[str, 
         "skipped_lines": skipped,
         "cost": spend_as_json(state.spend),
         "sessions": sessions,
+        "resumed": [
+            {"at": r.at, "gap_seconds": r.gap_seconds, "sessions": dict(r.resumed)}
+            for r in state.resumed
+        ],
     }

@@ -149,9 +149,13 @@ async def test_a_run_killed_mid_way_resumes_every_session_in_the_same_journal(
     for name in ("a", "b"):
         assert "VERSION = 2" in (tmp_path / name / "src" / "app.py").read_text()
 
-    # Finished: nothing left to resume, and `resume` says so.
+    # Finished: nothing left to resume, and `resume` says so; `show` gives the gap.
     code, out, err = await run_cli("show", run.run_id, "--json", env=env)
-    assert json.loads(out)["resume"] is None
+    shown = json.loads(out)
+    assert shown["resume"] is None
+    assert shown["resumed"] == [
+        {"at": resumed[0].at, "gap_seconds": resumed[0].gap_seconds, "sessions": resumed[0].resumed}
+    ]
     code, out, err = await run_cli("resume", run.run_id, "--headless", env=env)
     assert code == 2 and "has nothing to resume" in err and "ended done" in err
 
