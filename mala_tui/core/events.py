@@ -9,6 +9,9 @@ Phases, triggers, usage sources, approval answers and end statuses are typed
 with the core's enums: on disk they are their string values (a StrEnum
 serialises as its value), so journals written before the fields were typed
 read back unchanged, and in memory a misspelt value is a type error.
+
+The events of the operator's console and of resumes (messages, permissions, sessions
+added, resumes) are defined in core.console_events and are part of the one union here.
 """
 
 from __future__ import annotations
@@ -18,22 +21,21 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from mala_tui.core.actions import EndStatus
+from mala_tui.core.console_events import (
+    AgentSessionNamed,
+    MessageDelivered,
+    MessageQueued,
+    PermissionDecided,
+    PermissionRequested,
+    RunResumed,
+    SessionAdded,
+)
+from mala_tui.core.event_base import EventBase
 from mala_tui.core.observations import Decision
-from mala_tui.core.operator_messages import Delivery
-from mala_tui.core.permissions import AnsweredBy, PermissionAnswer
 from mala_tui.core.phases import Cause, ManageMode, Phase, Trigger
 from mala_tui.core.retry import RetryDecision
 from mala_tui.core.usage import UsageSource
 from mala_tui.core.window import WindowSource
-
-
-class EventBase(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    at: float
-    """Wall-clock time, seconds since the epoch."""
-    session: str = ""
-    """The session's name; empty for run-level events."""
 
 
 class RunStarted(EventBase):
@@ -291,71 +293,6 @@ class ManageModeSet(EventBase):
     mode: ManageMode
 
 
-class MessageQueued(EventBase):
-    """The operator said something to the agent; it goes at the session's next clean point."""
-
-    type: Literal["message_queued"] = "message_queued"
-    number: int
-    text: str
-
-
-class SessionAdded(EventBase):
-    """A session added to a run while it runs (its task, as the operator gave it)."""
-
-    type: Literal["session_added"] = "session_added"
-    task: str
-    cwd: str
-
-
-class MessageDelivered(EventBase):
-    type: Literal["message_delivered"] = "message_delivered"
-    numbers: tuple[int, ...]
-    how: Delivery
-
-
-class PermissionRequested(EventBase):
-    """The agent asked to use a tool outside its allowed tools."""
-
-    type: Literal["permission_requested"] = "permission_requested"
-    request_id: str
-    tool: str
-    summary: str
-    """The input in one line (the whole of it is in `input_text`)."""
-    input_text: str = ""
-    waiting: bool = True
-    """It waits for the operator (False: a policy or a session rule answers it at once)."""
-
-
-class PermissionDecided(EventBase):
-    type: Literal["permission_decided"] = "permission_decided"
-    request_id: str
-    tool: str
-    answer: PermissionAnswer
-    decided_by: AnsweredBy
-    reason: str = ""
-    """Why; for a deny, what the agent is told."""
-
-
-class AgentSessionNamed(EventBase):
-    """The agent named its session (Claude Code's session id): what a resume picks up."""
-
-    type: Literal["agent_session"] = "agent_session"
-    session_id: str
-
-
-class RunResumed(EventBase):
-    """`mala-tui resume` picked the run up again, in the same journal."""
-
-    type: Literal["run_resumed"] = "run_resumed"
-    run_id: str
-    gap_seconds: float
-    """From the journal's last event before the resume to the resume."""
-    resumed: dict[str, str]
-    """Each session that continues, and how: session_id, checkpoint or task."""
-    pid: int | None = None
-    """The mala-tui process that writes the journal from here on."""
-
-
 Event = Annotated[
     RunStarted
     | RunEnded
@@ -432,3 +369,15 @@ def parse_event(data: Any) -> Event:
 def event_json(event: Event) -> str:
     """One journal line (no newline)."""
     return event.model_dump_json()
+
+
+__all__ = [
+    "AgentSessionNamed",
+    "EventBase",
+    "MessageDelivered",
+    "MessageQueued",
+    "PermissionDecided",
+    "PermissionRequested",
+    "RunResumed",
+    "SessionAdded",
+]

@@ -29,7 +29,7 @@ from mala_tui.core.actions import EndStatus, SendPrompt
 from mala_tui.core.checkpoint import CheckpointError, extract_checkpoint
 from mala_tui.core.limits import Limits
 from mala_tui.core.masking import call_key
-from mala_tui.core.message_events import message_events
+from mala_tui.core.message_events import compaction_event, message_events
 from mala_tui.core.observations import (
     AgentFailed,
     ApprovalGiven,
@@ -177,7 +177,7 @@ class ContextManager(OperatorFlow):
                     # The CLI rewrote the conversation itself: the pairs fitted so far
                     # describe a transcript it no longer sends.
                     self.calibration.restart()
-                return Outcome(events=(_compaction_event(self.name, observation),))
+                return Outcome(events=(compaction_event(self.name, observation),))
             case OperatorCommand():
                 return self._on_command(observation)
             case MessageForAgent():
@@ -265,27 +265,6 @@ class ContextManager(OperatorFlow):
             return self._mask(at, usage.tokens, Trigger.SOFT_PRESSURE, Cause.SOFT_THRESHOLD)
         self._pending.skip_reason = None
         return Outcome()
-
-    def _usage_event(
-        self, at: float, usage: ContextUsage, notes: tuple[str, ...] = ()
-    ) -> ev.UsageRecorded:
-        call = usage.call
-        density = self.density
-        return ev.UsageRecorded(
-            at=at,
-            session=self.name,
-            tokens=usage.tokens,
-            window=usage.window,
-            source=usage.source.value,
-            input_tokens=call.input_tokens if call else 0,
-            cache_creation_input_tokens=call.cache_creation_input_tokens if call else 0,
-            cache_read_input_tokens=call.cache_read_input_tokens if call else 0,
-            output_tokens=call.output_tokens if call else 0,
-            notes=notes,
-            window_source=self.window_source.value,
-            density=round(density.ratio, 4),
-            density_measured=density.measured,
-        )
 
     # -- turns -----------------------------------------------------------------------
 
@@ -399,14 +378,3 @@ class ContextManager(OperatorFlow):
         if follow_up is not None:
             self._begin_turn(follow_up)
         return Outcome()
-
-
-def _compaction_event(name: str, obs: CompactionObserved) -> ev.CompactionSeen:
-    return ev.CompactionSeen(
-        at=obs.at,
-        session=name,
-        trigger=obs.trigger,
-        blocked=obs.blocked,
-        pre_tokens=obs.pre_tokens,
-        post_tokens=obs.post_tokens,
-    )

@@ -1,8 +1,9 @@
-"""Event-log lines for the messages of a conversation: what was said, called, returned."""
+"""Event-log lines for what the agent sent: messages (said, called, returned), compactions."""
 
 from __future__ import annotations
 
 from mala_tui.core import events as ev
+from mala_tui.core.observations import CompactionObserved
 from mala_tui.core.session_state import excerpt
 from mala_tui.core.transcript import Message, TextBlock, ToolCall, ToolResult
 
@@ -51,3 +52,15 @@ def message_events(at: float, session: str, message: Message) -> tuple[ev.Messag
 
 def _describe_input(call: ToolCall) -> str:
     return ", ".join(f"{key}={value!s}" for key, value in call.input.items())
+
+
+def compaction_event(name: str, obs: CompactionObserved) -> ev.CompactionSeen:
+    """The CLI compacted, or tried to and was blocked."""
+    return ev.CompactionSeen(
+        at=obs.at,
+        session=name,
+        trigger=obs.trigger,
+        blocked=obs.blocked,
+        pre_tokens=obs.pre_tokens,
+        post_tokens=obs.post_tokens,
+    )

@@ -177,6 +177,27 @@ class SessionState:
             now = usage.tokens
         return now + self.calibrated(pending)
 
+    def _usage_event(
+        self, at: float, usage: ContextUsage, notes: tuple[str, ...] = ()
+    ) -> ev.UsageRecorded:
+        call = usage.call
+        density = self.density
+        return ev.UsageRecorded(
+            at=at,
+            session=self.name,
+            tokens=usage.tokens,
+            window=usage.window,
+            source=usage.source.value,
+            input_tokens=call.input_tokens if call else 0,
+            cache_creation_input_tokens=call.cache_creation_input_tokens if call else 0,
+            cache_read_input_tokens=call.cache_read_input_tokens if call else 0,
+            output_tokens=call.output_tokens if call else 0,
+            notes=notes,
+            window_source=self.window_source.value,
+            density=round(density.ratio, 4),
+            density_measured=density.measured,
+        )
+
     def zone_of(self, tokens: int) -> Zone:
         return ContextUsage(tokens, self.window, UsageSource.PER_CALL).zone(
             self.limits.soft_threshold, self.limits.hard_threshold

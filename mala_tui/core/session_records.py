@@ -1,0 +1,140 @@
+"""What the view keeps of a session: the records its histories hold, and its snapshot."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from mala_tui.core import events as ev
+from mala_tui.core.actions import EndStatus
+from mala_tui.core.phases import Cause, ManageMode, Phase
+from mala_tui.core.pricing import Spend
+from mala_tui.core.usage import UsageSource, Zone, zone_of
+from mala_tui.core.window import WindowSource
+
+
+@dataclass(frozen=True, slots=True)
+class UsagePoint:
+    at: float
+    tokens: int
+    window: int
+
+
+@dataclass(frozen=True, slots=True)
+class CostPoint:
+    """The session's spend so far, as of one usage report."""
+
+    at: float
+    cost_usd: float | None
+    cache_hit_rate: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class MaskRecord:
+    at: float
+    count: int
+    tokens_before: int
+    estimated_tokens: int
+    placeholders: tuple[str, ...]
+    reclaimed: int | None = None
+    trigger: Cause = Cause.SOFT_THRESHOLD
+    """operator, soft_threshold or projection."""
+
+
+@dataclass(frozen=True, slots=True)
+class RestartRecord:
+    at: float
+    continuation: int
+    reason: str
+    tokens_before: int
+    approved_by: str
+    checkpoint_number: int
+    tokens_after: int | None = None
+    trigger: str = ""
+    """hard_threshold, projection, emergency or operator."""
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointRecord:
+    at: float
+    number: int
+    origin: str
+    text: str
+    path: str
+
+
+@dataclass(frozen=True, slots=True)
+class WorktreeRecord:
+    """The session's own git worktree, and what it changed there (once measured)."""
+
+    path: str
+    branch: str
+    base_commit: str
+    repository: str
+    files: tuple[ev.ChangedFile, ...] | None = None
+    error: str = ""
+
+    @property
+    def lines_added(self) -> int:
+        return sum(f.added or 0 for f in self.files or ())
+
+    @property
+    def lines_deleted(self) -> int:
+        return sum(f.deleted or 0 for f in self.files or ())
+
+
+@dataclass(frozen=True, slots=True)
+class SessionSnapshot:
+    """One session as a dashboard card shows it."""
+
+    name: str
+    task: str
+    phase: Phase
+    tokens: int
+    window: int
+    source: UsageSource
+    soft_threshold: float
+    hard_threshold: float
+    masked_session: int
+    masked_total: int
+    restarts: int
+    max_restarts: int
+    idle_retries: int
+    require_approval: bool
+    pending_approval: int | None
+    trend: tuple[float, ...]
+    status: EndStatus | None
+    end_reason: str
+    last_error: str
+    updated_at: float
+    window_source: WindowSource = WindowSource.DEFAULT
+    """Where the window figure came from: model name, beta, model table, default, CLI report."""
+    density: float = 1.0
+    """Tokens per chars/4 token: what calibrates the manager's per-block estimates."""
+    density_measured: bool = False
+    manage: ManageMode = ManageMode.FULL
+    spend: Spend = field(default_factory=Spend)
+    """API calls, tokens by kind and their cost at list prices (an estimate)."""
+    model: str | None = None
+    messages_waiting: int = 0
+    """Messages from the operator that have not reached the agent yet."""
+    pending_permissions: int = 0
+    """Tool uses waiting for the operator's permission: the session waits, it is not stalled."""
+
+    @property
+    def pressure(self) -> float:
+        if self.window <= 0 or self.source == UsageSource.DISABLED:
+            return 0.0
+        return self.tokens / self.window
+
+    @property
+    def zone(self) -> Zone:
+        return zone_of(self.pressure, self.soft_threshold, self.hard_threshold)
+
+    @property
+    def exact(self) -> bool:
+        return self.source == UsageSource.PER_CALL
+
+    @property
+    def state(self) -> Phase | EndStatus:
+        """What the session is doing: its end status once it has ended, else its phase."""
+        return self.phase if self.status is None else self.status

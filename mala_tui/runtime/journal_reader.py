@@ -1,0 +1,160 @@
+"""Reading journals back: a run's events, the list of runs, a run found by id or prefix.
+
+A crash (even `kill -9`) leaves every line before it readable; the reader skips a
+torn last line, and lines it cannot use, and says what it skipped. Writing is
+runtime.journal's (which also exports all of this).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mala_tui.core import events as ev
+
+EVENTS_FILE = "events.jsonl"
+
+
+def runs_dir(data_dir: Path) -> Path:
+    return data_dir / "runs"
+
+
+@dataclass(frozen=True)
+class Skipped:
+    line: int
+    reason: str
+
+
+@dataclass
+class JournalContents:
+    events: list[ev.Event] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+
+    def describe_skipped(self) -> str:
+        return "; ".join(f"line {s.line}: {s.reason}" for s in self.skipped)
+
+
+class JournalError(Exception):
+    """A journal that cannot be read at all (missing, not a file, unreadable)."""
+
+
+def read_events(path: Path) -> JournalContents:
+    """Every usable event of a journal, and what was skipped and why.
+
+    Raises:
+        JournalError: the file is missing or cannot be opened.
+    """
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise JournalError(f"{path}: cannot be read: {exc.strerror or exc}") from None
+    contents = JournalContents()
+    lines = raw.split(b"\n")
+    torn_tail = raw and not raw.endswith(b"\n")
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        last = number == len(lines)
+        try:
+            data = json.loads(line)
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
+            if last and torn_tail:
+                reason = f"torn last line ({len(line)} bytes, cut off mid-write)"
+            elif isinstance(exc, RecursionError):
+                reason = "not JSON this reader accepts: nested too deeply"
+            else:
+                reason = f"not JSON: {exc}"
+            contents.skipped.append(Skipped(number, reason))
+            continue
+        if isinstance(data, dict) and not isinstance(data.get("type"), str):
+            # Checked here: a list or an object as `type` cannot even be looked up among
+            # the known types (it is unhashable).
+            shown = json.dumps(data.get("type"))
+            shown = shown if len(shown) <= 40 else shown[:39] + "…"
+            contents.skipped.append(Skipped(number, f"`type` is not a string: {shown}"))
+            continue
+        try:
+            contents.events.append(ev.parse_event(data))
+        except (ev.UnknownEventError, ev.BadEventError) as exc:
+            contents.skipped.append(Skipped(number, str(exc)))
+    return contents
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    run_id: str
+    directory: Path
+    started_at: float | None
+    mode: str
+    sessions: tuple[str, ...]
+    ended: bool
+    ok: bool | None
+
+
+def list_runs(data_dir: Path) -> list[RunSummary]:
+    """Runs under the data dir, newest first; a run whose journal cannot be read is still listed.
+
+    Raises:
+        JournalError: the runs folder exists but cannot be listed.
+    """
+    root = runs_dir(data_dir)
+    if not root.is_dir():
+        return []
+    try:
+        folders = sorted(root.iterdir(), reverse=True)
+    except OSError as exc:
+        raise JournalError(f"{root}: cannot be listed: {exc.strerror or exc}") from None
+    found = []
+    for directory in folders:
+        if not (directory / EVENTS_FILE).is_file():
+            continue
+        found.append(_summarize(directory))
+    return found
+
+
+def _summarize(directory: Path) -> RunSummary:
+    started: float | None = None
+    mode = "?"
+    sessions: tuple[str, ...] = ()
+    ended, ok = False, None
+    for event in _iter_quietly(directory / EVENTS_FILE):
+        if isinstance(event, ev.RunStarted):
+            started, mode, sessions = event.at, event.mode, event.sessions
+        elif isinstance(event, ev.RunEnded):
+            ended, ok = True, event.ok
+        elif isinstance(event, ev.RunResumed):  # going on again, until its next end
+            ended, ok = False, None
+    return RunSummary(directory.name, directory, started, mode, sessions, ended, ok)
+
+
+def _iter_quietly(path: Path) -> Iterator[ev.Event]:
+    try:
+        yield from read_events(path).events
+    except JournalError:
+        return
+
+
+def find_run(data_dir: Path, run: str) -> Path:
+    """A run's directory from its id, a unique prefix of it, or "latest".
+
+    Raises:
+        JournalError: no such run, or the prefix is ambiguous.
+    """
+    runs = list_runs(data_dir)
+    if run == "latest":
+        if not runs:
+            raise JournalError(f"no runs under {runs_dir(data_dir)}")
+        return runs[0].directory
+    exact = [r for r in runs if r.run_id == run]
+    if exact:
+        return exact[0].directory
+    matches = [r for r in runs if r.run_id.startswith(run)]
+    if len(matches) == 1:
+        return matches[0].directory
+    if not matches:
+        raise JournalError(f"no run {run!r} under {runs_dir(data_dir)}; `mala-tui runs` lists them")
+    raise JournalError(
+        f"{run!r} matches {len(matches)} runs: {', '.join(r.run_id for r in matches[:5])}"
+    )
