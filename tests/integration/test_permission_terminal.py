@@ -1,5 +1,7 @@
 """`mala-tui run` in a real terminal (tmux) on the loopback: a tool outside the allowed set
-waits for permission, the operator allows it from the app, and the tool runs."""
+waits for permission; meanwhile the operator tells the agent to skip its last step; then
+allows the tool from the app. The tool runs, and the agent, stopped at the clean point
+after it, reads the message and leaves the skipped step out."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from mala_tui.core import events as ev
+from mala_tui.core.operator_messages import Delivery
 from mala_tui.core.permissions import AnsweredBy, PermissionAnswer
 from mala_tui.loopback import MODEL, load_scenario
 from mala_tui.runtime.journal import list_runs, read_events
@@ -47,7 +50,7 @@ def serve(workspace: Path, home: Path) -> tuple[subprocess.Popen[str], list[str]
     return server, lines
 
 
-def test_a_permission_request_allowed_in_a_real_terminal(tmp_path: Path) -> None:
+def test_a_permission_allowed_and_a_message_sent_in_a_real_terminal(tmp_path: Path) -> None:
     assert shutil.which("tmux"), "tmux is needed for this test (.ci/run installs it)"
     workspace, data = tmp_path / "workspace", tmp_path / "data"
     server, env_lines = serve(workspace, tmp_path / "home")
@@ -69,6 +72,12 @@ def test_a_permission_request_allowed_in_a_real_terminal(tmp_path: Path) -> None
     try:
         tmux("new-session", "-d", "-s", name, "-x", "160", "-y", "48", command)
         wait_for(lambda: "waiting for permission" in screen(name), 90, "the request", name)
+        # A message while the request waits: skip the report (step s003).
+        tmux("send-keys", "-t", name, "t")
+        wait_for(lambda: "Message to" in screen(name), 30, "the message box", name)
+        tmux("send-keys", "-t", name, "-l", "Skip: s003")
+        tmux("send-keys", "-t", name, "C-s")
+        wait_for(lambda: "1 message" in screen(name), 30, "the message queued", name)
         tmux("send-keys", "-t", name, "P")
         # The notice says "asks to use Bash" too: the screen is the one with its buttons.
         wait_for(lambda: "Allow for this session" in screen(name), 30, "the request's screen", name)
@@ -91,6 +100,7 @@ def test_a_permission_request_allowed_in_a_real_terminal(tmp_path: Path) -> None
         server.terminate()
         server.communicate(timeout=30)
     assert summary.read_text().strip().endswith("logs/service.log")
+    assert not (workspace / "REPORT.md").exists()  # the step the message skipped
     (found,) = list_runs(data)
     events = read_events(found.directory / "events.jsonl").events
     (decided,) = [e for e in events if isinstance(e, ev.PermissionDecided)]
@@ -98,5 +108,9 @@ def test_a_permission_request_allowed_in_a_real_terminal(tmp_path: Path) -> None
         PermissionAnswer.ALLOW_ONCE,
         AnsweredBy.OPERATOR,
     )
+    (delivered,) = [e for e in events if isinstance(e, ev.MessageDelivered)]
+    assert delivered.how is Delivery.CLEAN_POINT
+    order = [type(e) for e in events if isinstance(e, ev.PermissionDecided | ev.MessageDelivered)]
+    assert order == [ev.PermissionDecided, ev.MessageDelivered]
     pids = [e.pid for e in events if isinstance(e, ev.ProcessStarted) and e.pid is not None]
     assert pids and [pid for pid in pids if alive(pid)] == []
