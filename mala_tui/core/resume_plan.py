@@ -26,6 +26,7 @@ from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.checkpoint import Checkpoint, CheckpointOrigin
 from mala_tui.core.operator_messages import QueuedMessage
+from mala_tui.core.permissions import PermissionAnswer
 from mala_tui.core.phases import ManageMode
 
 #: Answers "is the transcript of this agent session still there?" for (session, agent id).
@@ -282,3 +283,22 @@ def _checkpoint_of(state: _Seen) -> Checkpoint | None:
 
 def _with(base: SessionResume, **changes: object) -> SessionResume:
     return replace(base, **changes)  # type: ignore[arg-type]
+
+
+def permission_history(events: Iterable[ev.Event], session: str) -> tuple[int, frozenset[str]]:
+    """What a resumed session keeps of its permission requests: how many it made (the ids of
+    new ones go on from there, so the journal never has two of one id) and the tools it was
+    allowed for the session (still allowed after the resume, as after a restart)."""
+    asked = 0
+    tools: set[str] = set()
+    for event in events:
+        if event.session != session:
+            continue
+        if isinstance(event, ev.PermissionRequested) and event.request_id.isdigit():
+            asked = max(asked, int(event.request_id))
+        elif (
+            isinstance(event, ev.PermissionDecided)
+            and event.answer is PermissionAnswer.ALLOW_SESSION
+        ):
+            tools.add(event.tool)
+    return asked, frozenset(tools)

@@ -23,6 +23,7 @@ from mala_tui.core.resume_plan import (
     ResumePlan,
     TaskRecord,
     TranscriptCheck,
+    permission_history,
     plan_resume,
 )
 from mala_tui.runtime.backends.base import Backend, SessionSpec
@@ -249,6 +250,8 @@ def _carry_on(
             path = backend.transcript_path(specs[session.name], session.session_id)
             history = read_conversation(path) if path is not None else []
         supervisor.runners[session.name].manager.resume_from(session, gap, history)
+        book = supervisor.permissions.book(session.name)
+        book.asked, book.session_tools = permission_history(source.events, session.name)
     supervisor.resumed = ev.RunResumed(
         at=now,
         run_id=plan.run_id,

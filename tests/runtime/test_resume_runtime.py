@@ -16,6 +16,7 @@ from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.manager import ContextManager
 from mala_tui.core.observations import Decision
+from mala_tui.core.permissions import AnsweredBy, PermissionAnswer
 from mala_tui.core.resume_plan import ResumeFrom, TaskRecord, plan_resume
 from mala_tui.core.transcript import Role, ToolCall, ToolResult
 from mala_tui.prompt_files import load_prompts
@@ -323,3 +324,37 @@ def test_a_journal_another_process_holds_is_not_continued(tmp_path: Path) -> Non
     finally:
         holder.close()
     RunJournal.reopen(journal.directory).close()  # let go of, it can be continued
+
+
+def test_a_resumed_session_keeps_its_tools_allowed_for_the_session_and_its_request_ids(
+    tmp_path: Path,
+) -> None:
+    events: list[ev.Event] = [
+        run_started("a"),
+        ev.PermissionRequested(at=1001, session="a", request_id="1", tool="Bash", summary="ls"),
+        ev.PermissionDecided(
+            at=1002,
+            session="a",
+            request_id="1",
+            tool="Bash",
+            answer=PermissionAnswer.ALLOW_SESSION,
+            decided_by=AnsweredBy.OPERATOR,
+        ),
+        ev.PermissionRequested(at=1003, session="a", request_id="2", tool="WebFetch", summary="u"),
+        ev.PermissionDecided(
+            at=1004,
+            session="a",
+            request_id="2",
+            tool="WebFetch",
+            answer=PermissionAnswer.ALLOW_ONCE,
+            decided_by=AnsweredBy.OPERATOR,
+        ),
+    ]
+    journal = make_run(tmp_path, events)
+    resumed = prepare(read_source(journal.directory), loaded(tmp_path), ClaudeBackend(), "auto")
+    try:
+        book = resumed.supervisor.permissions.book("a")
+        assert book.session_tools == frozenset({"Bash"})
+        assert book.open("Write", {"file_path": "x"}, 2000.0).request_id == "3"
+    finally:
+        resumed.journal.close()
