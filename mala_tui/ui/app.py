@@ -19,6 +19,7 @@ from typing import ClassVar, Final
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
+from textual.driver import Driver
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
@@ -120,6 +121,15 @@ class MalaApp(App[int]):
         wanted = settings.ui.theme
         self._theme_missing = "" if wanted in self.available_themes else wanted
         self.theme = wanted if not self._theme_missing else DEFAULT_THEME
+
+    def get_driver_class(self) -> type[Driver]:
+        driver = super().get_driver_class()
+        if sys.platform == "win32":
+            return driver
+        from mala_tui.ui.terminal_driver import MalaDriver, textual_driver
+
+        # Textual's own driver, unless the environment chose another (TEXTUAL_DRIVER).
+        return MalaDriver if driver is textual_driver() else driver
 
     # -- themes ------------------------------------------------------------------------------------
 

@@ -9,6 +9,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -58,3 +59,37 @@ def _agents_started(data: Path) -> int:
         return 0
     events = read_events(runs[0].directory / "events.jsonl").events
     return sum(1 for e in events if isinstance(e, ev.ProcessStarted))
+
+
+def test_closing_the_terminal_stops_the_run_and_the_app_exits(tmp_path: Path) -> None:
+    """The window closed under the app (SIGHUP, and every write to it failing from then
+    on): the run is stopped and journaled, and the process exits rather than wait forever
+    to restore a terminal that is gone."""
+    assert shutil.which("tmux"), "tmux is needed for this test (.ci/run installs it)"
+    name = f"mala-tui-hangup-{os.getpid()}"
+    pid_file = tmp_path / "pid"
+    inner = f"echo $$ > {shlex.quote(str(pid_file))}; exec {shlex.quote(sys.executable)} -m mala_tui demo"
+    command = (
+        f"cd {shlex.quote(os.getcwd())} && unset COLUMNS LINES && "
+        f"MALA_TUI_STORAGE__DATA_DIR={shlex.quote(str(tmp_path / 'data'))} "
+        f"sh -c {shlex.quote(inner)}"
+    )
+    tmux("new-session", "-d", "-s", name, "-x", "160", "-y", "48", command)
+    pid = 0
+    try:
+        wait_for(lambda: _agents_started(tmp_path) >= 2, 60, "two agents running", name)
+        pid = int(pid_file.read_text())
+        tmux("kill-session", "-t", name)
+        deadline = time.monotonic() + 90  # generous, for a loaded machine
+        while alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not alive(pid), "the app outlived its terminal"
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True, check=False)
+        if pid and alive(pid):
+            os.kill(pid, signal.SIGKILL)
+    (run,) = list_runs(tmp_path / "data")
+    events = read_events(run.directory / "events.jsonl").events
+    pids = [e.pid for e in events if isinstance(e, ev.ProcessStarted) and e.pid is not None]
+    assert pids and [p for p in pids if alive(p)] == []
+    assert isinstance(events[-1], ev.RunEnded) and events[-1].reason == "stopped by SIGHUP"

@@ -92,8 +92,7 @@ def test_a_permission_allowed_and_a_message_sent_in_a_real_terminal(tmp_path: Pa
         assert status_file.read_text().strip() == "0"
     finally:
         subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True, check=False)
-        # After a failure: the app does not exit when its terminal goes away (SIGHUP stops
-        # the run, but the process stays), so it is ended here, by its own pid.
+        # After a failure the app may still be waiting on the loopback: end it by its pid.
         if pid_file.exists() and not status_file.exists():
             with contextlib.suppress(ProcessLookupError, ValueError):
                 os.kill(int(pid_file.read_text()), signal.SIGKILL)
