@@ -27,7 +27,7 @@ from mala_tui.core.breakdown import WindowContents
 from mala_tui.core.budget import BudgetCheck, BudgetLimits
 from mala_tui.core.manager import ContextManager, Limits
 from mala_tui.core.observations import Command, Decision
-from mala_tui.core.operator_messages import checked_text
+from mala_tui.core.operator_messages import MessageError, checked_text
 from mala_tui.core.permissions import PermissionAnswer
 from mala_tui.core.phases import ManageMode
 from mala_tui.core.prompts import PromptSet
@@ -284,9 +284,14 @@ class Supervisor(RunSink):
         """A message for the session's agent, at its next clean point.
 
         Raises:
-            KeyError: no such session. MessageError: nothing to send, or too much.
+            KeyError: no such session. MessageError: nothing to send, too much, or the
+                session has ended.
         """
-        self.runners[session].say(checked_text(text))
+        runner = self.runners[session]
+        text = checked_text(text)
+        if runner.status is not None or session in self._never_started:
+            raise MessageError(f"{session} has ended: a message cannot reach its agent")
+        runner.say(text)
 
     def stop_for(self, cause: str) -> None:
         """Stop every session because of `cause` (a signal, a full disk): the results say so."""

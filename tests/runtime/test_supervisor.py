@@ -12,6 +12,7 @@ from mala_tui.config import ContextSettings, IdleSettings, Settings
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.observations import Decision
+from mala_tui.core.operator_messages import MessageError
 from mala_tui.core.usage import CallUsage, UsageSource
 from mala_tui.core.view import SessionSnapshot
 from mala_tui.prompt_files import load_prompts
@@ -200,6 +201,9 @@ async def test_stop_all_ends_every_session_and_disconnects(tmp_path: Path) -> No
     assert all(c.disconnected for found in clients.values() for c in found)
     ended = read_events(sup.journal.events_path).events  # type: ignore[union-attr]
     assert isinstance(ended[-1], ev.RunEnded) and not ended[-1].ok
+    # A message to a session that has ended is refused, not lost on the way.
+    with pytest.raises(MessageError, match="has ended"):
+        sup.say("a", "Are you there?")
 
 
 async def test_cancelling_the_run_stops_every_session(tmp_path: Path) -> None:
