@@ -200,7 +200,7 @@ def harness_checkpoint(
     remarks = [
         message.text.strip()
         for message in work
-        if message.role is Role.ASSISTANT and message.text.strip()
+        if message.role is Role.ASSISTANT and not message.from_harness and message.text.strip()
     ][-3:]
     goal = (goal or work.first_prompt()).strip() or "(the first prompt was not seen)"
     parts = [

@@ -53,8 +53,9 @@ class Message:
     role: Role
     blocks: tuple[Block, ...]
     from_harness: bool = False
-    """A prompt mala-tui wrote (the task, a wind-down, a resume note...), not the agent's
-    work: never carried into a fresh session."""
+    """Not the agent's work: a prompt mala-tui wrote (the task, a wind-down, a resume
+    note...) or an error Claude Code put in the agent's place. Never carried into a
+    fresh session, nor quoted in a checkpoint as the agent's words."""
 
     @classmethod
     def user_text(cls, text: str) -> Message:

@@ -111,7 +111,10 @@ class StreamConverter:
             elif isinstance(block, SdkToolUseBlock):
                 blocks.append(ToolCall(block.id, block.name, dict(block.input)))
         if blocks:
-            items.append(MessageItem(Message(Role.ASSISTANT, tuple(blocks))))
+            # An error (prompt too long, say) comes as a message the CLI wrote in the
+            # agent's place: shown in the log, but not the agent's work to carry over.
+            not_the_agents = message.error is not None
+            items.append(MessageItem(Message(Role.ASSISTANT, tuple(blocks), not_the_agents)))
         return items
 
     def _from_user(self, message: UserMessage) -> list[StreamItem]:
