@@ -97,7 +97,8 @@ class ContextSettings(BaseModel):
     mask_min_batch_tokens: int = Field(default=30_000, ge=0)
     """Mask only when at least this many tokens (estimated, calibrated to the session's
     measured density) can go at once: masking breaks the prompt cache from the first
-    masked result on, so small batches cost more than they save."""
+    masked result on, so small batches cost more than they save. At most 15% of the
+    window is asked for, so that a small window can still be masked."""
 
     carryover_turns: int = Field(default=5, ge=0)
     """Complete interaction cycles carried into the fresh session after a restart."""

@@ -212,6 +212,7 @@ class ContextManager(OperatorFlow):
 
     def _on_usage(self, obs: UsageObserved) -> Outcome:
         self.tracker.observe_call(obs.call)
+        noted = self._note_accepted(obs.at, obs.call)
         self.calibration.observe(
             estimate_tokens(self.transcript.characters), obs.call.context_tokens
         )
@@ -221,7 +222,7 @@ class ContextManager(OperatorFlow):
         if self._turn.stopping is StopFor.PROJECTION and obs.starts_call:
             self._turn.stopping = None  # a new request: the CLI did not stop at the hook
         usage = self.usage
-        events: list[ev.Event] = [self._usage_event(obs.at, usage, obs.notes)]
+        events: list[ev.Event] = [self._usage_event(obs.at, usage, obs.notes), *noted]
         if self._pending.measure_from is not None:
             before = self._pending.measure_from
             self._pending.measure_from = None
@@ -251,7 +252,9 @@ class ContextManager(OperatorFlow):
         return Outcome()
 
     def _zone_now(self, usage: ContextUsage) -> Zone:
-        return usage.zone(self.limits.soft_threshold, self.limits.hard_threshold)
+        return self._decision_zone(
+            usage.zone(self.limits.soft_threshold, self.limits.hard_threshold)
+        )
 
     def _pressure_decision(self, at: float, usage: ContextUsage) -> Outcome:
         if usage.pressure >= 1.0:
@@ -319,11 +322,16 @@ class ContextManager(OperatorFlow):
                 ordinary_end or obs.is_error or obs.prompt_too_long
             ):
                 raise IllegalTransition(f"{self.name}: a turn ended while {self.phase.value}")
-        if obs.context_window and obs.context_window != self.window:
-            self.window = obs.context_window
-            self.window_source = WindowSource.CLI
-        elif obs.context_window:
-            self.window_source = WindowSource.CLI
+        # The request the API refused, as projected before this turn's end moves anything.
+        refused = self.projected_tokens() if obs.refused_by_api else None
+        if obs.context_window:
+            self._set_told_window(obs.context_window, WindowSource.CLI)
+        outcome = self._turn_outcome(obs, stopping)
+        # Learnt once the turn's end is known to be legal: a refused one changes nothing.
+        learned = self._learn_from_refusal(obs.at, refused) if refused is not None else ()
+        return Outcome(outcome.actions, (*learned, *outcome.events))
+
+    def _turn_outcome(self, obs: TurnEnded, stopping: StopFor | None) -> Outcome:
         if obs.session_id:
             self.session_id = obs.session_id
         self.tracker.observe_turn(obs.summed_usage)

@@ -58,7 +58,7 @@ class MaskingDecisions(RestartFlow):
             tokens_to_free=goal,
             keep_recent=keep,
             # For a wind-down that must fit, any batch size goes.
-            min_batch_tokens=0 if any_size else self.limits.mask_min_batch_tokens,
+            min_batch_tokens=0 if any_size else self._min_batch_tokens(),
             density=self.density.ratio,
             never_mask=never,
             needed=frozenset(self._needed),

@@ -67,6 +67,12 @@ class TurnEnded:
             self.is_error and "prompt is too long" in self.result_text.lower()
         )
 
+    @property
+    def refused_by_api(self) -> bool:
+        """The API itself refused the prompt (not Claude Code's own local limit): the
+        model's window, whatever the session believed, is smaller than that prompt."""
+        return self.prompt_too_long and self.terminal_reason != "blocking_limit"
+
 
 @dataclass(frozen=True, slots=True)
 class ToolResultSeen:

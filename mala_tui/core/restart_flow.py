@@ -294,6 +294,7 @@ class RestartFlow(SessionState):
         self._needed.clear()
         self.session_id = obs.session_id
         self._pending = Pending()
+        self._awaiting_floor = True
         prompt = self._turn.prompt
         self.transcript = Transcript()
         self._begin_turn(prompt)

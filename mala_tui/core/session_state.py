@@ -25,9 +25,20 @@ from mala_tui.core.phases import TRANSITIONS, Cause, IllegalTransition, Phase, T
 from mala_tui.core.prompts import PromptKind, PromptSet
 from mala_tui.core.text import flatten, shorten
 from mala_tui.core.transcript import Message, Transcript
-from mala_tui.core.usage import ContextUsage, UsageSource, UsageTracker, Zone, estimate_tokens
+from mala_tui.core.usage import (
+    CallUsage,
+    ContextUsage,
+    UsageSource,
+    UsageTracker,
+    Zone,
+    estimate_tokens,
+)
+from mala_tui.core.window import RefusalBounds, WindowSource, learn_from_refusal
 
 _EXCERPT: Final = 300
+#: The batch minimum is at most this share of the window: a fixed count fit for a
+#: 200,000 window would forbid every mask in a small one.
+MIN_BATCH_SHARE: Final = 0.15
 _DIGITS: Final = re.compile(r"[\d,.]+")
 
 
@@ -123,6 +134,16 @@ class SessionState:
         self.phase = Phase.RUNNING
         self.window = limits.context_limit
         self.window_source = limits.window_source
+        self._told_window = (limits.context_limit, limits.window_source)
+        """The window as the session was started with it or the CLI reported it."""
+        self.refusal: RefusalBounds | None = None
+        """What the API's refusals said of a window smaller than the one told."""
+        self._largest_accepted = 0
+        """The largest context the API took in this session's life, restarts included."""
+        self._restart_floor: int | None = None
+        """The first request of the fresh session after the latest restart: where one
+        more restart would start again."""
+        self._awaiting_floor = False
         self.session_id: str | None = None
         self.checkpoint: Checkpoint | None = None
         self.end_status: EndStatus | None = None
@@ -199,8 +220,98 @@ class SessionState:
         )
 
     def zone_of(self, tokens: int) -> Zone:
-        return ContextUsage(tokens, self.window, UsageSource.PER_CALL).zone(
+        """The zone decisions act on (see `_restart_makes_room` for when that is not
+        the gauge's)."""
+        zone = ContextUsage(tokens, self.window, UsageSource.PER_CALL).zone(
             self.limits.soft_threshold, self.limits.hard_threshold
+        )
+        return self._decision_zone(zone)
+
+    def _decision_zone(self, zone: Zone) -> Zone:
+        if zone is Zone.HARD and not self._restart_makes_room():
+            return Zone.SOFT
+        return zone
+
+    def _restart_makes_room(self) -> bool:
+        """A fresh session after a restart starts at its system prompt and checkpoint.
+        When the latest one started past the hard threshold, winding down for another
+        restart frees nothing: the session masks what it can instead, and only a
+        refused window restarts it."""
+        floor = self._restart_floor
+        return floor is None or floor < self.limits.hard_threshold * self.window
+
+    def _min_batch_tokens(self) -> int:
+        return min(self.limits.mask_min_batch_tokens, int(MIN_BATCH_SHARE * self.window))
+
+    # -- what the API accepts and refuses ------------------------------------------------
+
+    def _set_told_window(self, tokens: int, source: WindowSource) -> None:
+        """A window figure from the session's start or the CLI's report: what the CLI
+        believes, which a refusal of the API's may have shown to be too large."""
+        self._told_window = (tokens, source)
+        self._settle_window()
+
+    def _settle_window(self) -> None:
+        told, source = self._told_window
+        if self.refusal is not None and self.refusal.window < told:
+            self.window, self.window_source = self.refusal.window, WindowSource.REFUSAL
+        else:
+            self.window, self.window_source = told, source
+
+    def _note_accepted(self, at: float, call: CallUsage) -> tuple[ev.Event, ...]:
+        """A call the API took: it bounds the window from below, and the first of a fresh
+        session says where a restart starts."""
+        self._largest_accepted = max(self._largest_accepted, call.context_tokens)
+        if self.refusal is not None:
+            self.refusal = self.refusal.accepting(call.context_tokens)
+            self._settle_window()
+        if not self._awaiting_floor:
+            return ()
+        self._awaiting_floor = False
+        if any(message.tool_results for message in self.transcript.messages):
+            return ()  # not its first request: the session has worked since
+        self._restart_floor = call.prompt_tokens
+        if self._restart_makes_room():
+            return ()
+        hard = int(self.limits.hard_threshold * self.window)
+        return (
+            ev.WarningRecorded(
+                at=at,
+                session=self.name,
+                where="window",
+                message=(
+                    f"this fresh session starts at {call.prompt_tokens:,} tokens, past the "
+                    f"hard threshold ({hard:,} of {self.window:,}): another restart would "
+                    "start there too, so it is not wound down at the threshold; it masks "
+                    "what it can, and restarts only if the API refuses the window"
+                ),
+            ),
+        )
+
+    def _learn_from_refusal(self, at: float, refused: int) -> tuple[ev.Event, ...]:
+        """The API refused a prompt of about `refused` tokens (projected before the
+        turn's end changed anything): when that should have fit, the window is smaller
+        than believed."""
+        told, source = self._told_window
+        learned = learn_from_refusal(
+            self.refusal, accepted=self._largest_accepted, refused=refused, believed=told
+        )
+        if learned is None or learned == self.refusal:
+            return ()
+        self.refusal = learned
+        self._settle_window()
+        return (
+            ev.WarningRecorded(
+                at=at,
+                session=self.name,
+                where="window",
+                message=(
+                    f"the API refused a prompt of ~{refused:,} tokens (estimated), less than "
+                    f"the {told:,}-token window believed ({source.value}): the window is "
+                    f"{learned.describe()}; decisions use {self.window:,} from now on, "
+                    "an estimate"
+                ),
+            ),
         )
 
     # -- the table -----------------------------------------------------------------------

@@ -12,7 +12,11 @@ resolved up front from what the session is started with, most specific first:
 4. the configured default.
 
 When the CLI's own report arrives it replaces the figure: it is what the CLI
-enforces. Every figure carries where it came from, and the gauge says so.
+enforces. But the CLI reports what it believes, and a model behind a proxy or a
+gateway may take less: when the API refuses a prompt smaller than the window
+believed, the window is estimated from that refusal (`RefusalBounds`) and no
+report of the CLI's raises it again. Every figure carries where it came from,
+and the gauge says so.
 """
 
 from __future__ import annotations
@@ -49,6 +53,8 @@ class WindowSource(StrEnum):
     TABLE = "model table"
     DEFAULT = "default"
     CLI = "CLI report"
+    REFUSAL = "estimated from a refusal"
+    """Lower than the session was told: the API refused a prompt that should have fit."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,3 +83,54 @@ def resolve_window(
         if matches:
             return Window(table[max(matches, key=len)], WindowSource.TABLE)
     return Window(default, WindowSource.DEFAULT)
+
+
+@dataclass(frozen=True, slots=True)
+class RefusalBounds:
+    """What the API's refusals say of a window smaller than the session was told.
+
+    The API's refusal names its limit (`prompt is too long: N tokens > M maximum`),
+    but Claude Code passes on only "Prompt is too long". What is left are two
+    bounds: the largest prompt the API accepted (measured), and the smallest it
+    refused (an estimate: the last measured request plus what joined it since).
+    The window lies between them; decisions take the midpoint, and every later
+    refusal or acceptance narrows it.
+    """
+
+    accepted: int
+    refused: int
+
+    @property
+    def window(self) -> int:
+        return (self.accepted + self.refused + 1) // 2
+
+    def refusing(self, refused: int) -> RefusalBounds:
+        """Another refusal: the window is at most this (never below what was accepted)."""
+        return RefusalBounds(self.accepted, max(self.accepted + 1, min(self.refused, refused)))
+
+    def accepting(self, accepted: int) -> RefusalBounds:
+        """A prompt the API took: the window is at least this."""
+        if accepted <= self.accepted:
+            return self
+        return RefusalBounds(accepted, max(self.refused, accepted + 1))
+
+    def describe(self) -> str:
+        return (
+            f"between {self.accepted:,} (the largest prompt accepted) and "
+            f"~{self.refused:,} (the smallest refused, estimated)"
+        )
+
+
+def learn_from_refusal(
+    bounds: RefusalBounds | None, *, accepted: int, refused: int, believed: int
+) -> RefusalBounds | None:
+    """The bounds after the API refused a prompt of about `refused` tokens.
+
+    None when the refusal says nothing new: the prompt was not smaller than the
+    window already believed, so the window was right and the session simply ran out.
+    """
+    if bounds is not None:
+        return bounds.accepting(accepted).refusing(refused)
+    if refused >= believed:
+        return None
+    return RefusalBounds(accepted, max(accepted + 1, refused))

@@ -609,6 +609,7 @@ def test_restarts_count_up_to_the_limit() -> None:
         m.observe(done(CHECKPOINT_ANSWER))
         m.observe(RestartCompleted(1.0, f"s{expected}"))
         assert m.continuation_count == expected
+    feed_reads(m, count=1, size=400)  # the fresh session works before it fills up
     m.observe(usage(95_000))
     m.observe(INTERRUPTED)
     m.observe(done("ok"))

@@ -245,7 +245,8 @@ def test_without_per_call_usage_the_estimate_decides_and_one_warning_says_so() -
     m = ContextManager(
         name="s",
         task="Summarise the logs.",
-        limits=default_limits(context_limit=20_000, keep_recent_observations=1),
+        # Every result kept: nothing can be masked, so the estimate must wind it down.
+        limits=default_limits(context_limit=20_000, keep_recent_observations=50),
         prompts=PROMPTS,
     )
     m.start(0.0)

@@ -1,0 +1,265 @@
+"""A model whose window is smaller than the session was told: learnt from the API's refusals.
+
+Claude Code believes the window its model table gives (200,000 for a Claude name),
+and reports that belief at every turn's end. A model behind a gateway may take far
+less, and its refusal reaches mala-tui as a bare "Prompt is too long". The session
+below plays a reader against such a model: it counts what the manager's transcript
+holds (plus a fixed system prompt) and refuses any request past its real window.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pytest
+
+from mala_tui.core import events as ev
+from mala_tui.core.actions import ApplyMask, SendPrompt, StartFreshSession, StopTurn
+from mala_tui.core.manager import ContextManager, Outcome
+from mala_tui.core.observations import (
+    MaskConfirmed,
+    MessageObserved,
+    RestartCompleted,
+    ToolResultSeen,
+    TurnEnded,
+    UsageObserved,
+)
+from mala_tui.core.phases import Phase
+from mala_tui.core.prompts import PromptKind
+from mala_tui.core.transcript import Message, Role, TextBlock
+from mala_tui.core.usage import CallUsage, estimate_tokens
+from mala_tui.core.window import RefusalBounds, WindowSource, learn_from_refusal
+from mala_tui.prompt_files import load_prompts
+from tests.core.factories import call, default_limits, result
+
+PROMPTS = load_prompts()
+BELIEVED = 200_000
+SYSTEM = 14_000
+CHECKPOINT = "<checkpoint>\n## Goal\nRead the modules.\n## Completed Work\n- some\n</checkpoint>"
+
+
+def api_refusal(at: float = 2.0) -> TurnEnded:
+    """How Claude Code ends a turn the API refused: the limit's figures are not passed on."""
+    return TurnEnded(
+        at,
+        subtype="success",
+        is_error=True,
+        terminal_reason="prompt_too_long",
+        result_text="Prompt is too long",
+        context_window=BELIEVED,
+        api_error_status=400,
+    )
+
+
+def hook_stopped(at: float = 2.0) -> TurnEnded:
+    return TurnEnded(at, subtype="success", is_error=False, terminal_reason="hook_stopped")
+
+
+def finished(text: str, at: float = 2.0) -> TurnEnded:
+    return TurnEnded(at, subtype="success", is_error=False, result_text=text)
+
+
+@dataclass
+class Gateway:
+    """The model: a real window, and requests counted from what the manager holds."""
+
+    window: int
+    refused: int = 0
+    peak: int = 0
+
+    def count(self, m: ContextManager) -> int:
+        return SYSTEM + estimate_tokens(m.transcript.characters)
+
+
+@dataclass
+class Played:
+    restarts: int = 0
+    masks: int = 0
+    warnings: list[str] = field(default_factory=list)
+    usage_windows: list[tuple[int, str]] = field(default_factory=list)
+    done: bool = False
+
+
+def reader(**limits: object) -> ContextManager:
+    m = ContextManager(
+        name="reader",
+        task="Read the modules.",
+        limits=default_limits(context_limit=BELIEVED, window_source=WindowSource.TABLE, **limits),  # type: ignore[arg-type]
+        prompts=PROMPTS,
+    )
+    m.start(0.0)
+    return m
+
+
+def play(m: ContextManager, model: Gateway, reads: int, size: int) -> Played:
+    """`reads` results of `size` characters, one per request, against the gateway model.
+
+    The runtime's part is played as it happens: a stop at the hook ends the turn, a
+    mask is confirmed, a wind-down and a checkpoint request are answered, a fresh
+    session is started and begins with its continuation prompt.
+    """
+    played = Played()
+
+    def record(outcome: Outcome) -> list[object]:
+        for event in outcome.events:
+            if isinstance(event, ev.WarningRecorded):
+                played.warnings.append(event.message)
+            elif isinstance(event, ev.UsageRecorded):
+                played.usage_windows.append((event.window, str(event.window_source)))
+            elif isinstance(event, ev.MaskApplied):
+                played.masks += 1
+        return list(outcome.actions)
+
+    def carry_out(outcome: Outcome) -> None:
+        for action in record(outcome):
+            if isinstance(action, ApplyMask):
+                if action.interrupt_first:
+                    record(m.observe(hook_stopped()))
+                carry_out(m.observe(MaskConfirmed(3.0, action.plan.ids)))
+            elif isinstance(action, SendPrompt) and action.kind is PromptKind.WIND_DOWN:
+                request()
+                carry_out(m.observe(finished("Wrapping up.")))
+            elif isinstance(action, SendPrompt) and action.kind is PromptKind.CHECKPOINT_REQUEST:
+                request()
+                carry_out(m.observe(finished(CHECKPOINT)))
+            elif isinstance(action, StartFreshSession):
+                played.restarts += 1
+                carry_out(m.observe(RestartCompleted(4.0, f"fresh-{played.restarts}")))
+
+    def request() -> bool:
+        """One model request: measured if it fits, refused (and handled) if not."""
+        count = model.count(m)
+        if count > model.window:
+            model.refused += 1
+            m.observe(
+                MessageObserved(
+                    1.9, Message(Role.ASSISTANT, (TextBlock("Prompt is too long"),), True)
+                )
+            )
+            carry_out(m.observe(api_refusal()))
+            return False
+        model.peak = max(model.peak, count)
+        carry_out(m.observe(UsageObserved(1.0, CallUsage(input_tokens=count), starts_call=True)))
+        return True
+
+    index = 0
+    while index < reads and m.phase is not Phase.STOPPED:
+        if not request() or m.phase is not Phase.RUNNING:
+            continue
+        tool_id = f"r{index:03d}"
+        index += 1
+        m.observe(MessageObserved(1.0, call(tool_id, "Read", file_path=f"/ws/src/{tool_id}.py")))
+        content = "\n".join(
+            f"{index:04d} def step_{line:05d}(value): ..." for line in range(size // 36)
+        )
+        seen = m.observe(ToolResultSeen(1.5, tool_id, "Read", len(content)))
+        m.observe(MessageObserved(1.6, result(tool_id, content)))
+        if any(isinstance(action, StopTurn) for action in seen.actions):
+            carry_out(m.observe(hook_stopped()))
+    if m.phase is Phase.RUNNING and request():
+        record(m.observe(finished("All modules read.")))
+        played.done = m.phase is Phase.DONE
+    return played
+
+
+def test_bounds_narrow_with_each_refusal_and_acceptance() -> None:
+    assert learn_from_refusal(None, accepted=60_000, refused=210_000, believed=200_000) is None
+    bounds = learn_from_refusal(None, accepted=60_000, refused=80_000, believed=200_000)
+    assert bounds == RefusalBounds(60_000, 80_000) and bounds.window == 70_000
+    assert bounds.refusing(75_000) == RefusalBounds(60_000, 75_000)
+    assert bounds.refusing(90_000) == bounds  # a larger refusal says nothing new
+    assert bounds.accepting(72_000) == RefusalBounds(72_000, 80_000)
+    assert bounds.accepting(50_000) == bounds
+    # Estimates can cross: the window is never taken below what the API accepted.
+    assert bounds.refusing(55_000) == RefusalBounds(60_000, 60_001)
+
+
+def test_a_refused_prompt_smaller_than_the_window_believed_teaches_the_window() -> None:
+    m = reader()
+    model = Gateway(window=60_000)
+    played = play(m, model, reads=12, size=86_000)
+    assert model.refused == 1, "one refusal is enough to learn the window"
+    assert played.restarts == 1 and played.done
+    (learnt,) = [w for w in played.warnings if "refused" in w]
+    # Claude Code's report of 200,000 came with the refusal: what it believes.
+    assert "200,000-token window believed (CLI report)" in learnt
+    assert m.window_source is WindowSource.REFUSAL
+    assert 60_000 - 21_500 < m.window <= 60_000 + 21_500  # between accepted and refused
+    # The CLI's report at the refused turn's end (200,000) did not raise it back.
+    assert all(window < BELIEVED for window, _ in played.usage_windows[-5:])
+    assert played.usage_windows[-1][1] == WindowSource.REFUSAL.value
+    # After the restart it masked inside the real window instead of being refused again.
+    assert played.masks >= 1 and model.peak <= model.window
+
+
+def test_without_the_lesson_the_same_model_is_refused_again_and_again() -> None:
+    # The reference: a window believed at 200,000 and nothing learnt from a refusal is
+    # what the CLI's own report would keep saying. Here the believed window is pinned by
+    # starting every session from scratch.
+    refusals = 0
+    for _ in range(3):
+        m = reader()
+        model = Gateway(window=60_000)
+        play(m, model, reads=3, size=86_000)
+        refusals += model.refused
+    assert refusals == 3
+
+
+def test_claude_codes_own_limit_teaches_nothing() -> None:
+    m = reader()
+    m.observe(UsageObserved(1.0, CallUsage(input_tokens=150_000), starts_call=True))
+    local = TurnEnded(
+        2.0,
+        subtype="success",
+        is_error=True,
+        terminal_reason="blocking_limit",
+        result_text="Prompt is too long",
+        context_window=BELIEVED,
+    )
+    outcome = m.observe(local)
+    assert not [e for e in outcome.events if isinstance(e, ev.WarningRecorded)]
+    assert m.window == BELIEVED and m.window_source is WindowSource.CLI
+
+
+def test_a_larger_prompt_accepted_later_raises_the_estimate() -> None:
+    m = reader()
+    m.observe(UsageObserved(1.0, CallUsage(input_tokens=40_000), starts_call=True))
+    m.observe(MessageObserved(1.1, call("big", "Read")))
+    m.observe(MessageObserved(1.2, result("big", "y" * 160_000)))  # ~40,000 more
+    m.observe(api_refusal())
+    assert m.refusal is not None and m.refusal.accepted == 40_000
+    assert m.refusal.refused == pytest.approx(80_000, rel=0.01)  # estimated from the text
+    assert m.window == m.refusal.window
+    m.observe(RestartCompleted(4.0, "fresh"))
+    m.observe(UsageObserved(5.0, CallUsage(input_tokens=70_000), starts_call=True))
+    assert m.refusal.accepted == 70_000
+    assert m.window == m.refusal.window > 70_000 and m.window_source is WindowSource.REFUSAL
+
+
+@pytest.mark.parametrize("window", [17_000, 18_000])
+def test_a_fresh_session_that_starts_past_hard_masks_instead_of_restarting_again(
+    window: int,
+) -> None:
+    # So small a window that the system prompt and a checkpoint alone pass the hard
+    # threshold: winding down for another restart would start there again, forever.
+    m = reader(max_restarts=5)
+    model = Gateway(window=window)
+    played = play(m, model, reads=10, size=3_000)
+    assert played.restarts <= model.refused, "only a refused window restarted it"
+    assert any("another restart would start there too" in w for w in played.warnings)
+    assert m.phase is not Phase.STOPPED, played.warnings
+
+
+def test_the_batch_minimum_scales_down_with_a_small_window() -> None:
+    # 30,000 tokens fits a 200,000 window; in a 50,000 one it would forbid every mask.
+    m = ContextManager(
+        name="small",
+        task="Read.",
+        limits=default_limits(context_limit=50_000, mask_min_batch_tokens=30_000),
+        prompts=PROMPTS,
+    )
+    m.start(0.0)
+    model = Gateway(window=50_000)
+    played = play(m, model, reads=8, size=24_000)
+    assert played.masks >= 1 and played.restarts == 0 and model.refused == 0
+    assert model.peak < 0.8 * 50_000
