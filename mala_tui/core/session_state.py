@@ -274,18 +274,12 @@ class SessionState:
         if self._restart_makes_room():
             return ()
         hard = int(self.limits.hard_threshold * self.window)
-        return (
-            ev.WarningRecorded(
-                at=at,
-                session=self.name,
-                where="window",
-                message=(
-                    f"this fresh session starts at {call.prompt_tokens:,} tokens, past the "
-                    f"hard threshold ({hard:,} of {self.window:,}): another restart would "
-                    "start there too, so it is not wound down at the threshold; it masks "
-                    "what it can, and restarts only if the API refuses the window"
-                ),
-            ),
+        return self._window_warning(
+            at,
+            f"this fresh session starts at {call.prompt_tokens:,} tokens, past the hard "
+            f"threshold ({hard:,} of {self.window:,}): another restart would start there "
+            "too, so it is not wound down at the threshold; it masks what it can, and "
+            "restarts only if the API refuses the window",
         )
 
     def _learn_from_refusal(self, at: float, refused: int) -> tuple[ev.Event, ...]:
@@ -300,19 +294,15 @@ class SessionState:
             return ()
         self.refusal = learned
         self._settle_window()
-        return (
-            ev.WarningRecorded(
-                at=at,
-                session=self.name,
-                where="window",
-                message=(
-                    f"the API refused a prompt of ~{refused:,} tokens (estimated), less than "
-                    f"the {told:,}-token window believed ({source.value}): the window is "
-                    f"{learned.describe()}; decisions use {self.window:,} from now on, "
-                    "an estimate"
-                ),
-            ),
+        return self._window_warning(
+            at,
+            f"the API refused a prompt of ~{refused:,} tokens (estimated), less than the "
+            f"{told:,}-token window believed ({source.value}): the window is "
+            f"{learned.describe()}; decisions use {self.window:,} from now on, an estimate",
         )
+
+    def _window_warning(self, at: float, message: str) -> tuple[ev.Event, ...]:
+        return (ev.WarningRecorded(at=at, session=self.name, where="window", message=message),)
 
     # -- the table -----------------------------------------------------------------------
 
