@@ -45,6 +45,7 @@ from mala_tui.core.session_state import (
 )
 from mala_tui.core.transcript import Message, Transcript
 from mala_tui.core.usage import CHARS_PER_TOKEN
+from mala_tui.core.window import RefusalBounds
 
 
 class RestartFlow(SessionState):
@@ -327,6 +328,10 @@ class RestartFlow(SessionState):
         self.counters.masked_total = carried.masked_total
         if carried.density is not None:
             self.calibration = Calibration(prior=carried.density)
+        if carried.refused_window is not None:
+            # The journal keeps the estimate, not its bounds: they start either side of it.
+            self.refusal = RefusalBounds(carried.refused_window - 1, carried.refused_window + 1)
+            self._settle_window()
         self.messages.restore(carried.messages, carried.messages_said)
         events: tuple[ev.Event, ...] = ()
         if plan.how is ResumeFrom.SESSION_ID and plan.session_id:

@@ -22,6 +22,7 @@ from mala_tui.core.prompts import PromptKind
 from mala_tui.core.resume_plan import ResumeFrom, ResumePlan, TaskRecord, plan_resume
 from mala_tui.core.usage import UsageSource
 from mala_tui.core.view import RunState
+from mala_tui.core.window import WindowSource
 from mala_tui.prompt_files import load_prompts
 from tests.core.factories import default_limits
 
@@ -361,3 +362,23 @@ def test_a_denied_answer_ends_it_and_without_approval_required_it_just_restarts(
     auto.resume_from(a, 60)
     (action,) = auto.start(1000).actions
     assert isinstance(action, SendPrompt) and action.kind is PromptKind.CONTINUATION
+
+
+def test_a_window_learnt_from_a_refusal_is_kept_by_the_resume() -> None:
+    events = [*started("a"), named("a", "id-a")]
+    usage = ev.UsageRecorded(
+        at=111, session="a", tokens=30_000, window=200_000, source=UsageSource.PER_CALL
+    )
+    learnt = usage.model_copy(
+        update={"at": 130, "window": 70_500, "window_source": WindowSource.REFUSAL}
+    )
+    events += [usage, learnt, usage.model_copy(update={"at": 131, "window": 70_500})]
+    (session,) = plan(events).sessions
+    assert session.carried.refused_window == 70_500
+    manager = ContextManager(name="a", task="task a", limits=default_limits(), prompts=PROMPTS)
+    manager.resume_from(session, 60)
+    manager.start(1000)
+    assert manager.window == 70_500 and manager.window_source is WindowSource.REFUSAL
+    # A session that never met a refusal resumes with the window it was told.
+    (plain,) = plan([*started("a"), named("a", "id-a"), usage]).sessions
+    assert plain.carried.refused_window is None
