@@ -53,7 +53,7 @@ class WindowSource(StrEnum):
     TABLE = "model table"
     DEFAULT = "default"
     CLI = "CLI report"
-    REFUSAL = "estimated from a refusal"
+    REFUSAL = "refusal estimate"
     """Lower than the session was told: the API refused a prompt that should have fit."""
 
 

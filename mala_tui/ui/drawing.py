@@ -19,6 +19,7 @@ from textual.strip import Strip
 from mala_tui.core.text import percent, tokens
 from mala_tui.core.usage import UsageSource, Zone, zone_of
 from mala_tui.core.view import SessionSnapshot
+from mala_tui.core.window import WindowSource
 from mala_tui.ui.format import source_label
 
 FULL: Final = "\u2501"  # "━"
@@ -37,6 +38,8 @@ class Reading:
     hard: float
     source: UsageSource
     zone: Zone
+    window_estimated: bool = False
+    """The window itself is an estimate (learnt from a refusal): shown as "~70k"."""
 
     @classmethod
     def of(cls, snapshot: SessionSnapshot) -> Reading:
@@ -47,6 +50,7 @@ class Reading:
             snapshot.hard_threshold,
             snapshot.source,
             snapshot.zone,
+            snapshot.window_source is WindowSource.REFUSAL,
         )
 
     @property
@@ -96,7 +100,8 @@ def gauge_text(reading: Reading | None) -> tuple[str, str]:
             "no usage yet" if reading is None or reading.tokens == 0 else tokens(reading.tokens)
         )
         return figures, ""
-    figures = f"{percent(reading.pressure)}  {tokens(reading.tokens)} / {tokens(reading.window)}"
+    window = ("~" if reading.window_estimated else "") + tokens(reading.window)
+    figures = f"{percent(reading.pressure)}  {tokens(reading.tokens)} / {window}"
     return figures, source_label(reading.source)
 
 

@@ -72,6 +72,11 @@ def test_figures_say_whether_the_count_is_exact() -> None:
     assert gauge_figures(reading(0.62), 30, STYLES).cell_length == 30
 
 
+def test_a_window_learnt_from_a_refusal_reads_as_an_estimate() -> None:
+    learnt = Reading(35_000, 70_000, 0.3, 0.8, "per_call", "soft", window_estimated=True)
+    assert gauge_figures(learnt, 30, STYLES).text.split() == ["50%", "35k", "/", "~70k", "exact"]
+
+
 def test_trend_is_right_aligned_and_coloured_by_zone() -> None:
     drawn = cells(trend_blocks((0.1, 0.75, 0.95, 0.2), 6, 0.7, 0.9, STYLES))
     assert [c for c, _ in drawn] == [" ", " ", "\u2581", "\u2587", "\u2588", "\u2582"]
