@@ -13,6 +13,7 @@ BENCHMARKS = {
     "latency": "mala_tui.bench.latency_bench",
     "ui": "mala_tui.bench.ui_bench",
     "permissions": "mala_tui.bench.permission_bench",
+    "window": "mala_tui.bench.window_bench",
 }
 
 
