@@ -23,15 +23,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from mala_tui.config import Settings
+from mala_tui.bench.loopback_session import supervised_session
 from mala_tui.core import events as ev
 from mala_tui.core.permissions import PermissionAnswer, PermissionRequest
-from mala_tui.loopback import MODEL, LoopbackServer, load_scenario, materialize_workspace
-from mala_tui.loopback.env import offline_cli_env
-from mala_tui.prompt_files import load_prompts
-from mala_tui.runtime.backends.base import SessionSpec
-from mala_tui.runtime.backends.claude import ClaudeBackend
-from mala_tui.runtime.supervisor import Supervisor
+from mala_tui.loopback import LoopbackServer, load_scenario
 
 SCENARIO = "permission-request"
 ALLOWED = ("Read", "Write", "Edit", "Grep", "Glob")
@@ -52,23 +47,9 @@ async def one_run(root: Path, *, ask: bool) -> Timings:
     scenario = load_scenario(SCENARIO)
     clock = Timings()
     async with LoopbackServer(scenario, response_delay_s=0) as server:
-        workspace, home = root / "workspace", root / "home"
-        workspace.mkdir(parents=True)
-        materialize_workspace(scenario, workspace)
-        spec = SessionSpec(
-            name="p",
-            task=scenario.task,
-            cwd=workspace,
-            model=MODEL,
-            allowed_tools=ALLOWED if ask else (*ALLOWED, "Bash"),
-            permission_mode="acceptEdits",
-            env=offline_cli_env(server.base_url, home),
-            private_home=home,
+        sup = supervised_session(
+            "p", scenario, server, root, ALLOWED if ask else (*ALLOWED, "Bash")
         )
-        sup = Supervisor(
-            settings=Settings(), backend=ClaudeBackend(), prompts=load_prompts(), journal=None
-        )
-        sup.add_session(spec)
         loop = asyncio.get_running_loop()
 
         def on_event(event: ev.Event) -> None:

@@ -16,15 +16,10 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from mala_tui.config import Settings
+from mala_tui.bench.loopback_session import supervised_session
 from mala_tui.core import events as ev
-from mala_tui.loopback import MODEL, LoopbackServer, load_scenario, materialize_workspace
-from mala_tui.loopback.env import offline_cli_env
+from mala_tui.loopback import LoopbackServer, load_scenario
 from mala_tui.loopback.request_log import cost_units
-from mala_tui.prompt_files import load_prompts
-from mala_tui.runtime.backends.base import SessionSpec
-from mala_tui.runtime.backends.claude import ClaudeBackend
-from mala_tui.runtime.supervisor import Supervisor
 
 TOOLS = ("Read", "Grep", "Glob", "Bash", "Edit", "Write")
 
@@ -62,23 +57,7 @@ async def one_run(root: Path, scenario_name: str, window: int, token_ratio: floa
     async with LoopbackServer(
         scenario, response_delay_s=0, window=window, token_ratio=token_ratio
     ) as server:
-        workspace, home = root / "workspace", root / "home"
-        workspace.mkdir(parents=True)
-        materialize_workspace(scenario, workspace)
-        spec = SessionSpec(
-            name="gateway",
-            task=scenario.task,
-            cwd=workspace,
-            model=MODEL,
-            allowed_tools=TOOLS,
-            permission_mode="acceptEdits",
-            env=offline_cli_env(server.base_url, home),
-            private_home=home,
-        )
-        sup = Supervisor(
-            settings=Settings(), backend=ClaudeBackend(), prompts=load_prompts(), journal=None
-        )
-        sup.add_session(spec)
+        sup = supervised_session("gateway", scenario, server, root, TOOLS)
         sup.listeners.events.append(events.append)
         await sup.run()
     log = server.request_log
