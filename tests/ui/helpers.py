@@ -5,6 +5,8 @@ from __future__ import annotations
 import io
 
 from rich.console import Console
+from textual import events as textual_events
+from textual.app import App
 from textual.pilot import Pilot
 
 from mala_tui.config import Settings, UiSettings
@@ -108,3 +110,17 @@ def permission_events(*tools: str) -> list[ev.Event]:
             for number, tool in enumerate(tools, start=1)
         ),
     ]
+
+
+def burst(app: App[object], keys: str, then: str) -> None:
+    """Keys as a terminal delivers a burst of typing or a paste: all queued before any is
+    handled (Pilot's `press` waits for each key, so it cannot show an ordering fault)."""
+    for char in keys:
+        app.post_message(textual_events.Key(char, char))
+    app.post_message(textual_events.Key(then, None))
+
+
+async def settle(pilot: Pilot[object], rounds: int = 20) -> None:
+    """Let queued keys and what they set off run to the end."""
+    for _ in range(rounds):
+        await pilot.pause()

@@ -12,7 +12,7 @@ from mala_tui.ui.screens.detail import DetailScreen
 from mala_tui.ui.widgets.approval_badge import ApprovalBadge
 from mala_tui.ui.widgets.checkpoint_view import CheckpointView
 
-from .helpers import make_app, notifications, screen_text, second_approval_events
+from .helpers import burst, make_app, notifications, screen_text, second_approval_events, settle
 
 
 def decisions(supervisor: FakeLiveSource) -> list[tuple[str, ...]]:
@@ -65,6 +65,21 @@ async def test_edit_then_approve_sends_the_edited_text() -> None:
         await pilot.press(*"- done")
         await pilot.press("ctrl+s")
         await pilot.pause()
+        assert decisions(supervisor) == [
+            ("decide", "settings-form", "edit", "## Goal\nShip the form.\n- done")
+        ]
+
+
+async def test_an_edit_typed_just_before_ctrl_s_is_approved_whole() -> None:
+    supervisor = FakeLiveSource()
+    app = make_app(supervisor)
+    async with app.run_test() as pilot:
+        await pilot.press("a", "e")
+        editor = app.screen.query_one(TextArea)
+        editor.text = "## Goal\nShip the form.\n"
+        editor.move_cursor(editor.document.end)
+        burst(app, "- done", "ctrl+s")
+        await settle(pilot)
         assert decisions(supervisor) == [
             ("decide", "settings-form", "edit", "## Goal\nShip the form.\n- done")
         ]

@@ -13,7 +13,15 @@ from mala_tui.ui.screens.detail import DetailScreen
 from mala_tui.ui.screens.message import MessageScreen
 from mala_tui.ui.screens.new_task import NewTaskScreen
 
-from .helpers import make_app, notifications, open_session, read_only_sample, screen_text
+from .helpers import (
+    burst,
+    make_app,
+    notifications,
+    open_session,
+    read_only_sample,
+    screen_text,
+    settle,
+)
 from .test_actions import focus
 
 
@@ -134,3 +142,17 @@ async def test_an_approval_that_comes_in_and_a_failure_call_for_the_operator() -
             ("mala-tui: approval", "migrate-db waits for approval of checkpoint #1"),
             ("mala-tui: session failed", "api-docs: crashed"),
         ]
+
+
+async def test_text_typed_just_before_ctrl_s_is_all_sent() -> None:
+    # ctrl+s must wait its turn behind the keys typed before it, however fast they come.
+    supervisor = FakeLiveSource()
+    app = make_app(supervisor)
+    async with app.run_test(size=(140, 44)) as pilot:
+        await focus(pilot, "parser-fix")
+        await pilot.press("t")
+        assert isinstance(app.screen, MessageScreen)
+        burst(app, "Skip step three", "ctrl+s")
+        await settle(pilot)
+        assert isinstance(app.screen, DashboardScreen), screen_text(app)
+        assert supervisor.calls[-1] == ("say", "parser-fix", "Skip step three")

@@ -46,7 +46,7 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer | None]):
         Binding("d", "deny", "Deny"),
         Binding("e", "edit", "Edit"),
         Binding("escape", "later", "Later"),
-        Binding("ctrl+s", "approve_edited", "Approve edited", show=False, priority=True),
+        Binding("ctrl+s", "approve_edited", "Approve edited", show=False),
     ]
 
     editing: reactive[bool] = reactive(False, bindings=True)

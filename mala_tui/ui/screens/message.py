@@ -30,7 +30,7 @@ class MessageScreen(ModalScreen[str | None]):
     CSS_PATH = str(Path(__file__).with_name("message.tcss"))
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "cancel", "Cancel"),
-        Binding("ctrl+s", "send", "Send", priority=True),
+        Binding("ctrl+s", "send", "Send"),
     ]
 
     def __init__(self, session: str, doing: str, waiting: int, send: Send) -> None:

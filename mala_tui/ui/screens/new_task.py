@@ -33,7 +33,7 @@ class NewTaskScreen(ModalScreen[NewTask | None]):
     CSS_PATH = str(Path(__file__).with_name("new_task.tcss"))
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "cancel", "Cancel"),
-        Binding("ctrl+s", "add", "Add", priority=True),
+        Binding("ctrl+s", "add", "Add"),
     ]
 
     def __init__(self, name: str, cwd: Path, add: Add) -> None:
