@@ -81,6 +81,13 @@ def summary(event: ev.Event) -> str:
             return f"{event.status}: {event.reason}"
         case ev.ErrorRecorded() | ev.WarningRecorded():
             return f"{event.where}: {event.message}"
+        case ev.WindowLearned():
+            return (
+                f"the API refused ~{tokens(event.refused)}, less than the {tokens(event.believed)} "
+                f"window believed ({event.believed_source}): window ~{tokens(event.window)}, "
+                f"an estimate between {tokens(event.accepted)} accepted and "
+                f"~{tokens(event.refused)} refused"
+            )
         case ev.ManageModeSet():
             return f"management mode {event.mode}"
         case ev.SessionAdded():

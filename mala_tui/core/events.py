@@ -288,6 +288,20 @@ class WarningRecorded(EventBase):
     message: str
 
 
+class WindowLearned(EventBase):
+    """The API refused a prompt smaller than the window believed: the window estimated
+    from that refusal (core.window.RefusalBounds), which decisions use from now on."""
+
+    type: Literal["window_learned"] = "window_learned"
+    window: int
+    accepted: int
+    """The largest context the API accepted (measured)."""
+    refused: int
+    """The prompt it refused (estimated: the last measured call plus what joined since)."""
+    believed: int
+    believed_source: WindowSource
+
+
 class ManageModeSet(EventBase):
     type: Literal["manage_mode"] = "manage_mode"
     mode: ManageMode
@@ -320,6 +334,7 @@ Event = Annotated[
     | WorktreeChanged
     | ErrorRecorded
     | WarningRecorded
+    | WindowLearned
     | ManageModeSet
     | MessageQueued
     | MessageDelivered

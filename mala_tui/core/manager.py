@@ -253,7 +253,7 @@ class ContextManager(OperatorFlow):
 
     def _zone_now(self, usage: ContextUsage) -> Zone:
         return self._decision_zone(
-            usage.zone(self.limits.soft_threshold, self.limits.hard_threshold)
+            usage.zone(self.limits.soft_threshold, self.limits.hard_threshold), usage.tokens
         )
 
     def _pressure_decision(self, at: float, usage: ContextUsage) -> Outcome:
@@ -284,6 +284,7 @@ class ContextManager(OperatorFlow):
         events: list[ev.Event] = list(message_events(obs.at, self.name, obs.message))
         if (
             obs.message.role is Role.ASSISTANT
+            and not obs.message.from_harness  # Claude Code's own error: no call was made
             and self.tracker.latest_call is None
             and not self._usage_missing
         ):
@@ -322,8 +323,16 @@ class ContextManager(OperatorFlow):
                 ordinary_end or obs.is_error or obs.prompt_too_long
             ):
                 raise IllegalTransition(f"{self.name}: a turn ended while {self.phase.value}")
+            if obs.prompt_too_long:  # the emergency's own check, before anything changes
+                self._check(
+                    self._checkpoint_trigger() if self.manage is ManageMode.FULL else Trigger.FAIL
+                )
         # The request the API refused, as projected before this turn's end moves anything.
-        refused = self.projected_tokens() if obs.refused_by_api else None
+        refused = (
+            self.projected_tokens()
+            if obs.refused_by_api and self.tracker.latest_call is not None
+            else None
+        )
         if obs.context_window:
             self._set_told_window(obs.context_window, WindowSource.CLI)
         outcome = self._turn_outcome(obs, stopping)

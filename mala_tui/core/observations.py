@@ -71,7 +71,7 @@ class TurnEnded:
     def refused_by_api(self) -> bool:
         """The API itself refused the prompt (not Claude Code's own local limit): the
         model's window, whatever the session believed, is smaller than that prompt."""
-        return self.prompt_too_long and self.terminal_reason != "blocking_limit"
+        return self.terminal_reason == "prompt_too_long"
 
 
 @dataclass(frozen=True, slots=True)

@@ -328,9 +328,9 @@ class RestartFlow(SessionState):
         self.counters.masked_total = carried.masked_total
         if carried.density is not None:
             self.calibration = Calibration(prior=carried.density)
-        if carried.refused_window is not None:
-            # The journal keeps the estimate, not its bounds: they start either side of it.
-            self.refusal = RefusalBounds(carried.refused_window - 1, carried.refused_window + 1)
+        if carried.refusal is not None:
+            self.refusal = RefusalBounds(*carried.refusal)
+            self._largest_accepted = self.refusal.accepted
             self._settle_window()
         self.messages.restore(carried.messages, carried.messages_said)
         events: tuple[ev.Event, ...] = ()

@@ -28,7 +28,6 @@ from mala_tui.core.checkpoint import Checkpoint, CheckpointOrigin
 from mala_tui.core.operator_messages import QueuedMessage
 from mala_tui.core.permissions import PermissionAnswer
 from mala_tui.core.phases import ManageMode
-from mala_tui.core.window import WindowSource
 
 #: Answers "is the transcript of this agent session still there?" for (session, agent id).
 TranscriptCheck = Callable[[str, str], bool]
@@ -68,9 +67,10 @@ class Carried:
     """The highest message number so far: the next message is numbered after it."""
     manage: ManageMode | None = None
     """The management mode the session last ran under (the operator may have switched it)."""
-    refused_window: int | None = None
-    """The window last estimated from an API refusal (core.window), if one was: a model
-    that took less than Claude Code believed still takes less after the resume."""
+    refusal: tuple[int, int] | None = None
+    """(accepted, refused): the bounds of the latest window learnt from an API refusal
+    (core.window), if one was: a model that took less than Claude Code believed still
+    takes less after the resume."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,7 +135,7 @@ class _Seen:
     waiting: dict[int, QueuedMessage] = field(default_factory=dict)
     said: int = 0
     manage: ManageMode | None = None
-    refused_window: int | None = None
+    refusal: tuple[int, int] | None = None
     asked: ev.ApprovalRequested | None = None
     asked_at: int = -1
     answered_at: int = -1
@@ -149,7 +149,7 @@ class _Seen:
             tuple(self.waiting[number] for number in sorted(self.waiting)),
             self.said,
             self.manage,
-            self.refused_window,
+            self.refusal,
         )
 
 
@@ -218,11 +218,10 @@ def _take(seen: dict[str, _Seen], index: int, event: ev.Event, ended: bool) -> b
             state.checkpoints = max(state.checkpoints, event.number)
         case ev.MaskApplied():
             state.masked_total = max(state.masked_total, event.total_masked)
-        case ev.UsageRecorded():
-            if event.density_measured:
-                state.density = event.density
-            if event.window_source is WindowSource.REFUSAL:
-                state.refused_window = event.window
+        case ev.UsageRecorded() if event.density_measured:
+            state.density = event.density
+        case ev.WindowLearned():
+            state.refusal = (event.accepted, event.refused)
         case ev.SessionEnded():
             state.status, state.end_reason = event.status, event.reason
             state.masked_total = max(state.masked_total, event.masked_total)

@@ -225,10 +225,11 @@ class SessionState:
         zone = ContextUsage(tokens, self.window, UsageSource.PER_CALL).zone(
             self.limits.soft_threshold, self.limits.hard_threshold
         )
-        return self._decision_zone(zone)
+        return self._decision_zone(zone, tokens)
 
-    def _decision_zone(self, zone: Zone) -> Zone:
-        if zone is Zone.HARD and not self._restart_makes_room():
+    def _decision_zone(self, zone: Zone, tokens: int) -> Zone:
+        # Past the whole window nothing can be sent: that stays hard whatever happens.
+        if zone is Zone.HARD and tokens < self.window and not self._restart_makes_room():
             return Zone.SOFT
         return zone
 
@@ -241,6 +242,8 @@ class SessionState:
         return floor is None or floor < self.limits.hard_threshold * self.window
 
     def _min_batch_tokens(self) -> int:
+        if not self._restart_makes_room():
+            return 0  # masking is all that can make room: every token of it counts
         return min(self.limits.mask_min_batch_tokens, int(MIN_BATCH_SHARE * self.window))
 
     # -- what the API accepts and refuses ------------------------------------------------
@@ -263,7 +266,7 @@ class SessionState:
         session says where a restart starts."""
         self._largest_accepted = max(self._largest_accepted, call.context_tokens)
         if self.refusal is not None:
-            self.refusal = self.refusal.accepting(call.context_tokens)
+            self.refusal = self.refusal.accepting(call.context_tokens)  # None: dropped
             self._settle_window()
         if not self._awaiting_floor:
             return ()
@@ -274,35 +277,42 @@ class SessionState:
         if self._restart_makes_room():
             return ()
         hard = int(self.limits.hard_threshold * self.window)
-        return self._window_warning(
-            at,
+        message = (
             f"this fresh session starts at {call.prompt_tokens:,} tokens, past the hard "
             f"threshold ({hard:,} of {self.window:,}): another restart would start there "
             "too, so it is not wound down at the threshold; it masks what it can, and "
-            "restarts only if the API refuses the window",
+            "restarts only if the API refuses the window"
         )
+        return (ev.WarningRecorded(at=at, session=self.name, where="window", message=message),)
 
     def _learn_from_refusal(self, at: float, refused: int) -> tuple[ev.Event, ...]:
         """The API refused a prompt of about `refused` tokens (projected before the
-        turn's end changed anything): when that should have fit, the window is smaller
-        than believed."""
+        turn's end changed anything): when the session's own thresholds let that
+        prompt through, the window is smaller than believed (core.window)."""
         told, source = self._told_window
         learned = learn_from_refusal(
-            self.refusal, accepted=self._largest_accepted, refused=refused, believed=told
+            self.refusal,
+            accepted=self._largest_accepted,
+            refused=refused,
+            news_below=int(self.limits.hard_threshold * told),
         )
-        if learned is None or learned == self.refusal:
+        if learned == self.refusal:
             return ()
         self.refusal = learned
         self._settle_window()
-        return self._window_warning(
-            at,
-            f"the API refused a prompt of ~{refused:,} tokens (estimated), less than the "
-            f"{told:,}-token window believed ({source.value}): the window is "
-            f"{learned.describe()}; decisions use {self.window:,} from now on, an estimate",
+        if learned is None:
+            return ()
+        return (
+            ev.WindowLearned(
+                at=at,
+                session=self.name,
+                window=self.window,
+                accepted=learned.accepted,
+                refused=learned.refused,
+                believed=told,
+                believed_source=source,
+            ),
         )
-
-    def _window_warning(self, at: float, message: str) -> tuple[ev.Event, ...]:
-        return (ev.WarningRecorded(at=at, session=self.name, where="window", message=message),)
 
     # -- the table -----------------------------------------------------------------------
 

@@ -116,6 +116,8 @@ class SessionState:
                 if self._await_after_restart and self.restarts:
                     self.restarts[-1] = replace(self.restarts[-1], tokens_after=event.tokens)
                     self._await_after_restart = False
+            case ev.WindowLearned():
+                self.window, self.window_source = event.window, WindowSource.REFUSAL
             case ev.MaskApplied():
                 self.masked_total = event.total_masked
                 self.masked_session += event.count

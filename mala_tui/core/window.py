@@ -91,10 +91,10 @@ class RefusalBounds:
 
     The API's refusal names its limit (`prompt is too long: N tokens > M maximum`),
     but Claude Code passes on only "Prompt is too long". What is left are two
-    bounds: the largest prompt the API accepted (measured), and the smallest it
-    refused (an estimate: the last measured request plus what joined it since).
-    The window lies between them; decisions take the midpoint, and every later
-    refusal or acceptance narrows it.
+    bounds: the largest context the API accepted (measured), and the prompt it
+    refused (an estimate: the last measured call plus what joined it since). The
+    window lies between them; decisions take the midpoint, and every later refusal
+    or acceptance narrows it.
     """
 
     accepted: int
@@ -105,32 +105,43 @@ class RefusalBounds:
         return (self.accepted + self.refused + 1) // 2
 
     def refusing(self, refused: int) -> RefusalBounds:
-        """Another refusal: the window is at most this (never below what was accepted)."""
-        return RefusalBounds(self.accepted, max(self.accepted + 1, min(self.refused, refused)))
+        """Another refusal: the window is at most this. One estimated at or below what
+        was accepted contradicts a measurement and says nothing."""
+        if refused <= self.accepted:
+            return self
+        return RefusalBounds(self.accepted, min(self.refused, refused))
 
-    def accepting(self, accepted: int) -> RefusalBounds:
-        """A prompt the API took: the window is at least this."""
+    def accepting(self, accepted: int) -> RefusalBounds | None:
+        """A context the API took: the window is at least this. None when it reaches the
+        refused estimate: that estimate was too low, and the bounds are dropped."""
         if accepted <= self.accepted:
             return self
-        return RefusalBounds(accepted, max(self.refused, accepted + 1))
+        if accepted >= self.refused:
+            return None
+        return RefusalBounds(accepted, self.refused)
 
     def describe(self) -> str:
         return (
-            f"between {self.accepted:,} (the largest prompt accepted) and "
-            f"~{self.refused:,} (the smallest refused, estimated)"
+            f"between {self.accepted:,} (the largest context accepted) and "
+            f"~{self.refused:,} (the prompt refused, estimated)"
         )
 
 
 def learn_from_refusal(
-    bounds: RefusalBounds | None, *, accepted: int, refused: int, believed: int
+    bounds: RefusalBounds | None, *, accepted: int, refused: int, news_below: int
 ) -> RefusalBounds | None:
     """The bounds after the API refused a prompt of about `refused` tokens.
 
-    None when the refusal says nothing new: the prompt was not smaller than the
-    window already believed, so the window was right and the session simply ran out.
+    `news_below`: a refusal says the window is smaller than believed only when the
+    prompt was one the session's own thresholds let through (below the hard
+    threshold of the window believed); a refusal above that is a session that ran
+    out, or an estimate a little low, and teaches nothing. Nothing is learnt without
+    a measured context to bound it from below, or from an estimate at or below it.
     """
     if bounds is not None:
-        return bounds.accepting(accepted).refusing(refused)
-    if refused >= believed:
+        raised = bounds.accepting(accepted)
+        if raised is not None:
+            return raised.refusing(refused)
+    if accepted <= 0 or refused <= accepted or refused >= news_below:
         return None
-    return RefusalBounds(accepted, max(accepted + 1, refused))
+    return RefusalBounds(accepted, refused)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pickle
 from collections.abc import Callable
+from dataclasses import replace
 
 import pytest
 
@@ -323,6 +324,9 @@ OBSERVATIONS: list[Observation] = [
     SessionIdentified(4.0, "sess-9"),
     ended("Done."),
     ended("Prompt is too long", "prompt_too_long", error=True),
+    # A refusal with Claude Code's report of a window smaller than believed: both the
+    # report and what the refusal teaches must wait until the turn's end is legal.
+    replace(ended("Prompt is too long", "prompt_too_long", error=True), context_window=150_000),
     ended(reason="api_error", error=True),
     MaskConfirmed(4.0, ("t000",)),
     MaskConfirmed(4.0, ("never-planned",)),

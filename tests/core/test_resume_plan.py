@@ -366,19 +366,25 @@ def test_a_denied_answer_ends_it_and_without_approval_required_it_just_restarts(
 
 def test_a_window_learnt_from_a_refusal_is_kept_by_the_resume() -> None:
     events = [*started("a"), named("a", "id-a")]
-    usage = ev.UsageRecorded(
-        at=111, session="a", tokens=30_000, window=200_000, source=UsageSource.PER_CALL
+    events.append(
+        ev.WindowLearned(
+            at=130,
+            session="a",
+            window=70_500,
+            accepted=60_000,
+            refused=81_000,
+            believed=200_000,
+            believed_source=WindowSource.CLI,
+        )
     )
-    learnt = usage.model_copy(
-        update={"at": 130, "window": 70_500, "window_source": WindowSource.REFUSAL}
-    )
-    events += [usage, learnt, usage.model_copy(update={"at": 131, "window": 70_500})]
     (session,) = plan(events).sessions
-    assert session.carried.refused_window == 70_500
+    assert session.carried.refusal == (60_000, 81_000)
     manager = ContextManager(name="a", task="task a", limits=default_limits(), prompts=PROMPTS)
     manager.resume_from(session, 60)
     manager.start(1000)
     assert manager.window == 70_500 and manager.window_source is WindowSource.REFUSAL
+    # Its bounds came back whole: a later refusal below the estimate still lowers it.
+    assert manager.refusal is not None and manager.refusal.refusing(65_000).window == 62_500
     # A session that never met a refusal resumes with the window it was told.
-    (plain,) = plan([*started("a"), named("a", "id-a"), usage]).sessions
-    assert plain.carried.refused_window is None
+    (plain,) = plan([*started("a"), named("a", "id-a")]).sessions
+    assert plain.carried.refusal is None

@@ -55,8 +55,10 @@ def hook_stopped(at: float = 2.0) -> TurnEnded:
     return TurnEnded(at, subtype="success", is_error=False, terminal_reason="hook_stopped")
 
 
-def finished(text: str, at: float = 2.0) -> TurnEnded:
-    return TurnEnded(at, subtype="success", is_error=False, result_text=text)
+def finished(text: str, at: float = 2.0, context_window: int | None = None) -> TurnEnded:
+    return TurnEnded(
+        at, subtype="success", is_error=False, result_text=text, context_window=context_window
+    )
 
 
 @dataclass
@@ -64,11 +66,13 @@ class Gateway:
     """The model: a real window, and requests counted from what the manager holds."""
 
     window: int
+    system: int = SYSTEM
     refused: int = 0
     peak: int = 0
+    refused_after_learning: int = 0
 
     def count(self, m: ContextManager) -> int:
-        return SYSTEM + estimate_tokens(m.transcript.characters)
+        return self.system + estimate_tokens(m.transcript.characters)
 
 
 @dataclass
@@ -76,6 +80,7 @@ class Played:
     restarts: int = 0
     masks: int = 0
     warnings: list[str] = field(default_factory=list)
+    learnt: list[ev.WindowLearned] = field(default_factory=list)
     usage_windows: list[tuple[int, str]] = field(default_factory=list)
     done: bool = False
 
@@ -104,6 +109,8 @@ def play(m: ContextManager, model: Gateway, reads: int, size: int) -> Played:
         for event in outcome.events:
             if isinstance(event, ev.WarningRecorded):
                 played.warnings.append(event.message)
+            elif isinstance(event, ev.WindowLearned):
+                played.learnt.append(event)
             elif isinstance(event, ev.UsageRecorded):
                 played.usage_windows.append((event.window, str(event.window_source)))
             elif isinstance(event, ev.MaskApplied):
@@ -131,6 +138,7 @@ def play(m: ContextManager, model: Gateway, reads: int, size: int) -> Played:
         count = model.count(m)
         if count > model.window:
             model.refused += 1
+            model.refused_after_learning += bool(played.learnt)
             m.observe(
                 MessageObserved(
                     1.9, Message(Role.ASSISTANT, (TextBlock("Prompt is too long"),), True)
@@ -163,46 +171,57 @@ def play(m: ContextManager, model: Gateway, reads: int, size: int) -> Played:
 
 
 def test_bounds_narrow_with_each_refusal_and_acceptance() -> None:
-    assert learn_from_refusal(None, accepted=60_000, refused=210_000, believed=200_000) is None
-    bounds = learn_from_refusal(None, accepted=60_000, refused=80_000, believed=200_000)
-    assert bounds == RefusalBounds(60_000, 80_000) and bounds.window == 70_000
+    learn = learn_from_refusal
+    assert learn(None, accepted=60_000, refused=80_000, news_below=160_000) == RefusalBounds(
+        60_000, 80_000
+    )
+    assert RefusalBounds(60_000, 80_000).window == 70_000
+    # A refusal the session's own thresholds would not have let through teaches nothing:
+    # the session ran out (or its estimate was a little low) on an honest window.
+    assert learn(None, accepted=120_000, refused=170_000, news_below=160_000) is None
+    # Nor does one with nothing measured to bound it, or an estimate below a measurement.
+    assert learn(None, accepted=0, refused=5, news_below=160_000) is None
+    assert learn(None, accepted=60_000, refused=55_000, news_below=160_000) is None
+    bounds = RefusalBounds(60_000, 80_000)
     assert bounds.refusing(75_000) == RefusalBounds(60_000, 75_000)
     assert bounds.refusing(90_000) == bounds  # a larger refusal says nothing new
+    assert bounds.refusing(55_000) == bounds  # contradicts what was accepted
     assert bounds.accepting(72_000) == RefusalBounds(72_000, 80_000)
     assert bounds.accepting(50_000) == bounds
-    # Estimates can cross: the window is never taken below what the API accepted.
-    assert bounds.refusing(55_000) == RefusalBounds(60_000, 60_001)
+    # Accepted at or past the refused estimate: that estimate was too low, drop it.
+    assert bounds.accepting(81_000) is None
 
 
 def test_a_refused_prompt_smaller_than_the_window_believed_teaches_the_window() -> None:
     m = reader()
     model = Gateway(window=60_000)
     played = play(m, model, reads=12, size=86_000)
-    assert model.refused == 1, "one refusal is enough to learn the window"
+    assert model.refused == 1 and model.refused_after_learning == 0
     assert played.restarts == 1 and played.done
-    (learnt,) = [w for w in played.warnings if "refused" in w]
+    (learnt,) = played.learnt
     # Claude Code's report of 200,000 came with the refusal: what it believes.
-    assert "200,000-token window believed (CLI report)" in learnt
+    assert (learnt.believed, learnt.believed_source) == (BELIEVED, WindowSource.CLI)
+    assert learnt.accepted <= 60_000 < learnt.refused and learnt.window == m.window
     assert m.window_source is WindowSource.REFUSAL
-    assert 60_000 - 21_500 < m.window <= 60_000 + 21_500  # between accepted and refused
     # The CLI's report at the refused turn's end (200,000) did not raise it back.
-    assert all(window < BELIEVED for window, _ in played.usage_windows[-5:])
+    assert all(window == m.window for window, _ in played.usage_windows[-5:])
     assert played.usage_windows[-1][1] == WindowSource.REFUSAL.value
     # After the restart it masked inside the real window instead of being refused again.
     assert played.masks >= 1 and model.peak <= model.window
 
 
-def test_without_the_lesson_the_same_model_is_refused_again_and_again() -> None:
-    # The reference: a window believed at 200,000 and nothing learnt from a refusal is
-    # what the CLI's own report would keep saying. Here the believed window is pinned by
-    # starting every session from scratch.
-    refusals = 0
-    for _ in range(3):
-        m = reader()
-        model = Gateway(window=60_000)
-        play(m, model, reads=3, size=86_000)
-        refusals += model.refused
-    assert refusals == 3
+def test_an_honest_window_the_session_ran_out_of_teaches_nothing() -> None:
+    # Refused at ~170,000, past the hard threshold (160,000) of the window believed: a
+    # prompt the session's own thresholds would not have let through (an estimate a
+    # little low, a result too large), not a sign of a smaller window.
+    m = reader()
+    m.observe(UsageObserved(1.0, CallUsage(input_tokens=150_000), starts_call=True))
+    m.observe(MessageObserved(1.1, call("big", "Read")))
+    m.observe(MessageObserved(1.2, result("big", "y" * 80_000)))  # ~20,000 more
+    outcome = m.observe(api_refusal())
+    assert not [e for e in outcome.events if isinstance(e, ev.WindowLearned)]
+    assert m.refusal is None and (m.window, m.window_source) == (BELIEVED, WindowSource.CLI)
+    assert any(isinstance(a, StartFreshSession) for a in outcome.actions)  # the emergency
 
 
 def test_claude_codes_own_limit_teaches_nothing() -> None:
@@ -221,19 +240,36 @@ def test_claude_codes_own_limit_teaches_nothing() -> None:
     assert m.window == BELIEVED and m.window_source is WindowSource.CLI
 
 
-def test_a_larger_prompt_accepted_later_raises_the_estimate() -> None:
+def test_later_calls_raise_the_estimate_and_a_smaller_report_of_the_clis_wins() -> None:
     m = reader()
     m.observe(UsageObserved(1.0, CallUsage(input_tokens=40_000), starts_call=True))
     m.observe(MessageObserved(1.1, call("big", "Read")))
     m.observe(MessageObserved(1.2, result("big", "y" * 160_000)))  # ~40,000 more
-    m.observe(api_refusal())
+    outcome = m.observe(api_refusal())
+    (learnt,) = [e for e in outcome.events if isinstance(e, ev.WindowLearned)]
     assert m.refusal is not None and m.refusal.accepted == 40_000
     assert m.refusal.refused == pytest.approx(80_000, rel=0.01)  # estimated from the text
-    assert m.window == m.refusal.window
+    assert m.window == m.refusal.window == learnt.window
     m.observe(RestartCompleted(4.0, "fresh"))
     m.observe(UsageObserved(5.0, CallUsage(input_tokens=70_000), starts_call=True))
     assert m.refusal.accepted == 70_000
     assert m.window == m.refusal.window > 70_000 and m.window_source is WindowSource.REFUSAL
+    # Claude Code reporting less than the estimate: the smaller limit binds.
+    m.observe(finished("Done.", context_window=72_000))
+    assert (m.window, m.window_source) == (72_000, WindowSource.CLI)
+
+
+def test_an_estimate_the_api_proves_too_low_is_dropped() -> None:
+    m = reader()
+    m.observe(UsageObserved(1.0, CallUsage(input_tokens=40_000), starts_call=True))
+    m.observe(MessageObserved(1.1, call("big", "Read")))
+    m.observe(MessageObserved(1.2, result("big", "y" * 160_000)))
+    m.observe(api_refusal())
+    assert m.window_source is WindowSource.REFUSAL
+    m.observe(RestartCompleted(4.0, "fresh"))
+    # The API takes more than the refusal was estimated at: the bounds are gone.
+    m.observe(UsageObserved(5.0, CallUsage(input_tokens=90_000), starts_call=True))
+    assert m.refusal is None and (m.window, m.window_source) == (BELIEVED, WindowSource.CLI)
 
 
 @pytest.mark.parametrize("window", [17_000, 18_000])
@@ -244,10 +280,20 @@ def test_a_fresh_session_that_starts_past_hard_masks_instead_of_restarting_again
     # threshold: winding down for another restart would start there again, forever.
     m = reader(max_restarts=5)
     model = Gateway(window=window)
-    played = play(m, model, reads=10, size=3_000)
-    assert played.restarts <= model.refused, "only a refused window restarted it"
+    played = play(m, model, reads=16, size=2_000)
     assert any("another restart would start there too" in w for w in played.warnings)
-    assert m.phase is not Phase.STOPPED, played.warnings
+    assert played.restarts == model.refused == 1, "only the refused window restarted it"
+    assert played.masks >= 3, "it masked, with any batch, to stay inside the window"
+    assert played.done and model.refused_after_learning == 0
+
+
+def test_the_guard_is_off_in_an_ordinary_session() -> None:
+    # Every result kept, so the window fills and the session restarts at hard.
+    m = reader(keep_recent_observations=50)
+    model = Gateway(window=BELIEVED)
+    played = play(m, model, reads=20, size=86_000)
+    assert played.restarts >= 1 and not any("another restart" in w for w in played.warnings)
+    assert m._restart_makes_room() and model.refused == 0
 
 
 def test_the_batch_minimum_scales_down_with_a_small_window() -> None:

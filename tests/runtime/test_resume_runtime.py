@@ -191,6 +191,10 @@ def transcript_lines() -> list[object]:
                 }
             ],
         ),
+        # Claude Code's own error, written in the agent's place.
+        entry(
+            "assistant", [{"type": "text", "text": "Prompt is too long"}], isApiErrorMessage=True
+        ),
         entry("assistant", [{"type": "tool_use", "id": "t3", "name": "Bash", "input": {}}]),
     ]
 
@@ -209,6 +213,7 @@ def test_an_agent_transcript_reads_back_as_the_conversation_the_manager_saw(
         (Role.USER, False),
         (Role.ASSISTANT, False),
         (Role.USER, False),
+        (Role.ASSISTANT, True),
     ]
     assert messages[0].text == "Fix the bug." and messages[1].text == "ok"
     assert messages[2].blocks == (ToolCall("t1", "Read", {"p": 1}),)

@@ -74,7 +74,8 @@ def _message(entry: Any) -> Message | None:
     if not blocks:
         return None
     if kind == "assistant":
-        return Message(Role.ASSISTANT, tuple(blocks))
+        # An error Claude Code wrote in the agent's place (Prompt is too long): not its words.
+        return Message(Role.ASSISTANT, tuple(blocks), bool(entry.get("isApiErrorMessage")))
     prompt = all(isinstance(block, TextBlock) for block in blocks)
     return Message(Role.USER, tuple(blocks), from_harness=prompt)
 
