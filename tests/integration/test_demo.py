@@ -129,10 +129,19 @@ def test_the_demo_shows_every_behaviour_and_leaves_nothing_behind(tmp_path: Path
     )
 
 
+#: `python -m mala_tui ARGS` with Ctrl-C live, as a terminal's foreground job has it: a
+#: test runner started in the background has SIGINT ignored, and Python keeps an ignored
+#: SIGINT ignored in the children it starts.
+FOREGROUND = (
+    "import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+    "sys.argv[0] = 'mala-tui'; runpy.run_module('mala_tui', run_name='__main__')"
+)
+
+
 def test_ctrl_c_stops_every_session_and_no_process_is_left(tmp_path: Path) -> None:
     env = dict(os.environ, MALA_TUI_STORAGE__DATA_DIR=str(tmp_path))
     process = subprocess.Popen(
-        [sys.executable, "-m", "mala_tui", "demo", "--headless"],
+        [sys.executable, "-c", FOREGROUND, "demo", "--headless"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
