@@ -51,6 +51,14 @@ def api_refusal(at: float = 2.0) -> TurnEnded:
     )
 
 
+def refused_after(m: ContextManager, *, accepted: int, result_chars: int) -> Outcome:
+    """One measured call of `accepted` tokens, a Read of `result_chars`, then the API's refusal."""
+    m.observe(UsageObserved(1.0, CallUsage(input_tokens=accepted), starts_call=True))
+    m.observe(MessageObserved(1.1, call("big", "Read")))
+    m.observe(MessageObserved(1.2, result("big", "y" * result_chars)))
+    return m.observe(api_refusal())
+
+
 def hook_stopped(at: float = 2.0) -> TurnEnded:
     return TurnEnded(at, subtype="success", is_error=False, terminal_reason="hook_stopped")
 
@@ -215,10 +223,7 @@ def test_an_honest_window_the_session_ran_out_of_teaches_nothing() -> None:
     # prompt the session's own thresholds would not have let through (an estimate a
     # little low, a result too large), not a sign of a smaller window.
     m = reader()
-    m.observe(UsageObserved(1.0, CallUsage(input_tokens=150_000), starts_call=True))
-    m.observe(MessageObserved(1.1, call("big", "Read")))
-    m.observe(MessageObserved(1.2, result("big", "y" * 80_000)))  # ~20,000 more
-    outcome = m.observe(api_refusal())
+    outcome = refused_after(m, accepted=150_000, result_chars=80_000)  # ~20,000 more
     assert not [e for e in outcome.events if isinstance(e, ev.WindowLearned)]
     assert m.refusal is None and (m.window, m.window_source) == (BELIEVED, WindowSource.CLI)
     assert any(isinstance(a, StartFreshSession) for a in outcome.actions)  # the emergency
@@ -236,16 +241,13 @@ def test_claude_codes_own_limit_teaches_nothing() -> None:
         context_window=BELIEVED,
     )
     outcome = m.observe(local)
-    assert not [e for e in outcome.events if isinstance(e, ev.WarningRecorded)]
+    assert not [e for e in outcome.events if isinstance(e, ev.WindowLearned)]
     assert m.window == BELIEVED and m.window_source is WindowSource.CLI
 
 
 def test_later_calls_raise_the_estimate_and_a_smaller_report_of_the_clis_wins() -> None:
     m = reader()
-    m.observe(UsageObserved(1.0, CallUsage(input_tokens=40_000), starts_call=True))
-    m.observe(MessageObserved(1.1, call("big", "Read")))
-    m.observe(MessageObserved(1.2, result("big", "y" * 160_000)))  # ~40,000 more
-    outcome = m.observe(api_refusal())
+    outcome = refused_after(m, accepted=40_000, result_chars=160_000)  # ~40,000 more
     (learnt,) = [e for e in outcome.events if isinstance(e, ev.WindowLearned)]
     assert m.refusal is not None and m.refusal.accepted == 40_000
     assert m.refusal.refused == pytest.approx(80_000, rel=0.01)  # estimated from the text
@@ -261,10 +263,7 @@ def test_later_calls_raise_the_estimate_and_a_smaller_report_of_the_clis_wins() 
 
 def test_an_estimate_the_api_proves_too_low_is_dropped() -> None:
     m = reader()
-    m.observe(UsageObserved(1.0, CallUsage(input_tokens=40_000), starts_call=True))
-    m.observe(MessageObserved(1.1, call("big", "Read")))
-    m.observe(MessageObserved(1.2, result("big", "y" * 160_000)))
-    m.observe(api_refusal())
+    refused_after(m, accepted=40_000, result_chars=160_000)
     assert m.window_source is WindowSource.REFUSAL
     m.observe(RestartCompleted(4.0, "fresh"))
     # The API takes more than the refusal was estimated at: the bounds are gone.
