@@ -84,9 +84,6 @@ class MaskingDecisions(RestartFlow):
     def _target_tokens(self) -> int:
         return int(self.limits.mask_target_threshold * self.window)
 
-    def _hard_tokens(self) -> int:
-        return int(self.limits.hard_threshold * self.window)
-
     # -- deciding --------------------------------------------------------------------------
 
     def _mask(

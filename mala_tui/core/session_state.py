@@ -239,7 +239,10 @@ class SessionState:
         restart frees nothing: the session masks what it can instead, and only a
         refused window restarts it."""
         floor = self._restart_floor
-        return floor is None or floor < self.limits.hard_threshold * self.window
+        return floor is None or floor < self._hard_tokens()
+
+    def _hard_tokens(self) -> int:
+        return int(self.limits.hard_threshold * self.window)
 
     def _min_batch_tokens(self) -> int:
         if not self._restart_makes_room():
@@ -276,12 +279,11 @@ class SessionState:
         self._restart_floor = call.prompt_tokens
         if self._restart_makes_room():
             return ()
-        hard = int(self.limits.hard_threshold * self.window)
         message = (
             f"this fresh session starts at {call.prompt_tokens:,} tokens, past the hard "
-            f"threshold ({hard:,} of {self.window:,}): another restart would start there "
-            "too, so it is not wound down at the threshold; it masks what it can, and "
-            "restarts only if the API refuses the window"
+            f"threshold ({self._hard_tokens():,} of {self.window:,}): another restart "
+            "would start there too, so it is not wound down at the threshold; it masks "
+            "what it can, and restarts only if the API refuses the window"
         )
         return (ev.WarningRecorded(at=at, session=self.name, where="window", message=message),)
 
