@@ -18,7 +18,7 @@ from tests.integration.harness import alive
 pytestmark = pytest.mark.integration
 
 
-async def run_cli(*args: str, env: dict[str, str]) -> tuple[int, str, str]:
+async def run_cli(*args: str, env: dict[str, str], cwd: Path | None = None) -> tuple[int, str, str]:
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -27,6 +27,7 @@ async def run_cli(*args: str, env: dict[str, str]) -> tuple[int, str, str]:
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
         env=env,
+        cwd=cwd,
     )
     out, err = await asyncio.wait_for(process.communicate(), 180)
     assert process.returncode is not None

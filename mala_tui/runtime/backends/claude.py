@@ -58,41 +58,29 @@ from mala_tui.runtime.backends.base import (
     ToolGate,
 )
 from mala_tui.runtime.backends.claude_stream import StreamConverter, result_size
-from mala_tui.runtime.backends.claude_transcripts import (
-    config_dir,
-    find_transcript,
-    rewrite_transcript,
-)
-
-#: Environment every session gets: the manager, not the CLI, manages the window.
-MANAGED_ENV = {"DISABLE_AUTO_COMPACT": "1"}
+from mala_tui.runtime.backends.claude_transcripts import find_transcript, rewrite_transcript
+from mala_tui.runtime.backends.cli_env import absolute, config_dir, private_home, session_env
 
 
 def build_options(
     spec: SessionSpec, *, resume: str | None, hooks: dict[Any, list[HookMatcher]]
 ) -> ClaudeAgentOptions:
-    env = dict(spec.env)
-    if not spec.own_compaction:
-        env.update(MANAGED_ENV)
-    isolated = spec.private_home is not None
-    if isolated:
-        assert spec.private_home is not None
-        home = spec.private_home
+    # Every path absolute: the CLI runs in the session's folder, not in mala-tui's.
+    home = private_home(spec)
+    if home is not None:
         (home / "claude-config").mkdir(parents=True, exist_ok=True)
         (home / "tmp").mkdir(parents=True, exist_ok=True)
-        env.setdefault("CLAUDE_CONFIG_DIR", str(home / "claude-config"))
-        env.setdefault("TMPDIR", str(home / "tmp"))
     return ClaudeAgentOptions(
-        cwd=str(spec.cwd),
+        cwd=str(absolute(spec.cwd)),
         model=spec.model,
         allowed_tools=list(spec.allowed_tools),
         permission_mode=spec.permission_mode,  # type: ignore[arg-type]
-        env=env,
+        env=session_env(spec),
         resume=resume,
         include_partial_messages=True,
         betas=list(spec.betas),  # type: ignore[arg-type]
         # A private home means a model mala-tui provides: the user's settings do not apply.
-        setting_sources=[] if isolated else None,
+        setting_sources=[] if home is not None else None,
         hooks=hooks,
         cli_path=cli_launcher.cli_path(),
     )

@@ -19,15 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from mala_tui.runtime.backends.base import MaskError, SessionSpec
-
-
-def config_dir(spec: SessionSpec) -> Path:
-    """Where the CLI keeps this session's transcripts."""
-    if spec.private_home is not None:
-        return spec.private_home / "claude-config"
-    configured = spec.env.get("CLAUDE_CONFIG_DIR") or os.environ.get("CLAUDE_CONFIG_DIR")
-    return Path(configured).expanduser() if configured else Path.home() / ".claude"
+from mala_tui.runtime.backends.base import MaskError
 
 
 def find_transcript(root: Path, session_id: str) -> Path:

@@ -52,7 +52,8 @@ def cli_path() -> str | None:
         return None
     # One wrapper per CLI: two installations of mala-tui must not rewrite each other's.
     digest = hashlib.sha256(str(cli).encode()).hexdigest()[:12]
-    folder = Path(platformdirs.user_cache_dir("mala-tui", appauthor=False)) / "bin"
+    # Absolute: the SDK starts it from the session's folder (a relative XDG_CACHE_HOME).
+    folder = Path(platformdirs.user_cache_dir("mala-tui", appauthor=False)).absolute() / "bin"
     script = folder / f"{WRAPPER_NAME}-{digest}"
     text = wrapper_text(setpriv, cli)
     try:

@@ -1,0 +1,37 @@
+"""Paths handed to the CLI are absolute: it runs in the session's folder, not in mala-tui's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mala_tui.runtime.backends.base import SessionSpec
+from mala_tui.runtime.backends.claude import build_options
+from mala_tui.runtime.backends.cli_env import config_dir, session_env
+
+
+def test_relative_paths_inherited_or_given_are_made_absolute_against_mala_tuis_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    spec = SessionSpec(name="s", task="t", cwd=Path("project"), env={"TMPDIR": "scratch"})
+    env = session_env(spec, {"CLAUDE_CONFIG_DIR": "cfg", "HOME": "/home/me", "XDG_CACHE_HOME": ""})
+    assert env["CLAUDE_CONFIG_DIR"] == str(tmp_path / "cfg")
+    assert env["TMPDIR"] == str(tmp_path / "scratch")
+    assert env["HOME"] == "/home/me"
+    assert "XDG_CACHE_HOME" not in env  # empty means unset: not invented
+    assert config_dir(spec, {"CLAUDE_CONFIG_DIR": "cfg"}) == tmp_path / "cfg"
+
+
+def test_the_options_carry_an_absolute_folder_and_private_home(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    spec = SessionSpec(name="s", task="t", cwd=Path("work"), private_home=Path("runs/x/home"))
+    options = build_options(spec, resume=None, hooks={})
+    assert options.cwd == str(tmp_path / "work")
+    assert options.env["CLAUDE_CONFIG_DIR"] == str(tmp_path / "runs/x/home/claude-config")
+    assert options.env["TMPDIR"] == str(tmp_path / "runs/x/home/tmp")
+    assert (tmp_path / "runs/x/home/claude-config").is_dir()
+    assert config_dir(spec) == tmp_path / "runs/x/home/claude-config"
