@@ -79,6 +79,8 @@ def summary(event: ev.Event) -> str:
             return f"pid {event.pid} {event.how} after {event.seconds:.1f} s"
         case ev.SessionEnded():
             return f"{event.status}: {event.reason}"
+        case ev.ErrorRecorded() if event.mask_not_applied:
+            return f"mask not applied, the window stays as it is: {event.message}"
         case ev.ErrorRecorded() | ev.WarningRecorded():
             return f"{event.where}: {event.message}"
         case ev.WindowLearned():

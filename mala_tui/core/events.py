@@ -278,6 +278,11 @@ class ErrorRecorded(EventBase):
     where: str
     message: str
 
+    @property
+    def mask_not_applied(self) -> bool:
+        """A mask the manager decided on could not be applied to the stored transcript."""
+        return self.where == "masking"
+
 
 class WarningRecorded(EventBase):
     """Something the operator should know that is not an error: e.g. decisions that rest

@@ -119,6 +119,10 @@ class SessionSnapshot:
     """Messages from the operator that have not reached the agent yet."""
     pending_permissions: int = 0
     """Tool uses waiting for the operator's permission: the session waits, it is not stalled."""
+    mask_failures: int = 0
+    """Masks in a row that could not be applied; the manager stops trying after a few."""
+    mask_problem: str = ""
+    """Why the latest of them could not be applied."""
 
     @property
     def pressure(self) -> float:

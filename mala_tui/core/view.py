@@ -58,6 +58,10 @@ class SessionState:
     status: EndStatus | None = None
     end_reason: str = ""
     last_error: str = ""
+    mask_failures: int = 0
+    """Masks in a row that could not be applied (since the last one that was, or a restart)."""
+    mask_problem: str = ""
+    """Why the latest of them could not be."""
     updated_at: float = 0.0
     window_source: WindowSource = WindowSource.DEFAULT
     density: float = 1.0
@@ -119,6 +123,7 @@ class SessionState:
             case ev.WindowLearned():
                 self.window, self.window_source = event.window, WindowSource.REFUSAL
             case ev.MaskApplied():
+                self.mask_failures, self.mask_problem = 0, ""
                 self.masked_total = event.total_masked
                 self.masked_session += event.count
                 self.masks.append(
@@ -166,6 +171,7 @@ class SessionState:
                 )
                 self.masked_session = 0
                 self.idle_retries = 0
+                self.mask_failures, self.mask_problem = 0, ""
                 self.tokens, self.source = 0, UsageSource.DISABLED
                 self._await_after_restart = True
             case ev.IdleTimedOut():
@@ -175,6 +181,9 @@ class SessionState:
                 self.permissions_waiting.clear()  # nobody is left to ask
             case ev.ErrorRecorded():
                 self.last_error = event.message
+                if event.mask_not_applied:
+                    self.mask_failures += 1
+                    self.mask_problem = event.message
             case ev.WorktreeCreated():
                 self.worktree = WorktreeRecord(
                     event.path, event.branch, event.base_commit, event.repository
@@ -238,6 +247,8 @@ class SessionState:
             status=self.status,
             end_reason=self.end_reason,
             last_error=self.last_error,
+            mask_failures=self.mask_failures,
+            mask_problem=self.mask_problem,
             updated_at=self.updated_at,
             window_source=self.window_source,
             density=self.density,

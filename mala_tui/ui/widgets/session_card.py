@@ -43,6 +43,10 @@ def state_text(snapshot: SessionSnapshot) -> str:
     if snapshot.messages_waiting and snapshot.status is None:
         count = snapshot.messages_waiting
         text += f" \u00b7 {count} message{'s' if count != 1 else ''} to send"
+    if snapshot.mask_failures and not (state in SAYS_WHY and snapshot.end_reason):
+        # The window is not managed as it should be: said on the card, not only in the log.
+        times = f" {snapshot.mask_failures}x" if snapshot.mask_failures > 1 else ""
+        text += f" \u00b7 mask failed{times}: {snapshot.mask_problem}"
     return text
 
 
