@@ -26,7 +26,20 @@ FaultKind = Literal[
     "connection_reset",
     # Stream the reply at ``tokens_per_second``.
     "slow_stream",
+    # Answer 200 with an event stream that is not JSON and holds terminal escapes and a
+    # key (``BROKEN_STREAM_TEXT``), as a hostile or broken gateway might.
+    "broken_stream",
 ]
+
+BROKEN_STREAM_KEY = "sk-ant-api03-" + "LeakedByAGateway0123456789abcdefXYZ"
+"""The key a broken stream carries: it must never reach a terminal or a file."""
+BROKEN_STREAM_TEXT = (
+    "\x1b]52;c;UFdORUQ=\x07"  # OSC 52: write "PWNED" to the clipboard
+    "\x1b]0;PWNED\x07"  # OSC 0: retitle the window
+    "\x1b[2J"  # clear the screen
+    f" upstream said: x-api-key: {BROKEN_STREAM_KEY} ghp_{'Gateway' * 4}"
+)
+"""What a broken stream carries where its first event's JSON should be."""
 
 STALL_KINDS: frozenset[str] = frozenset({"stall_before_bytes", "stall_after_message_start"})
 HTTP_ERROR_STATUS: dict[str, int] = {"overloaded": 529, "api_error": 500}

@@ -33,7 +33,12 @@ from mala_tui.loopback import wire
 from mala_tui.loopback.agent import Reply, ScriptedAgent
 from mala_tui.loopback.cache import DEFAULT_TTL_S, CacheSplit, PromptCache
 from mala_tui.loopback.clearing import ClearToolUses, clear_tool_results, first_changed_block
-from mala_tui.loopback.faults import HTTP_ERROR_STATUS, FaultBook, FaultSpec
+from mala_tui.loopback.faults import (
+    BROKEN_STREAM_TEXT,
+    HTTP_ERROR_STATUS,
+    FaultBook,
+    FaultSpec,
+)
 from mala_tui.loopback.request_log import RequestRecord, write_jsonl
 from mala_tui.loopback.request_view import RequestView, parse_request
 from mala_tui.loopback.scenario import Scenario
@@ -528,6 +533,10 @@ class LoopbackServer:
             }
         )
         await response.prepare(request)
+        if kind == "broken_stream":
+            await response.write(_broken_event())
+            await response.write_eof()
+            return response
         await response.write(
             wire.message_start(exchange.message_id, exchange.model, split).encode()
         )
@@ -560,6 +569,8 @@ class LoopbackServer:
             return _hang_up(request)
         if kind == "connection_reset":
             return _hang_up(request, reset=True)
+        if kind == "broken_stream":
+            return web.Response(body=_broken_event(), content_type="text/event-stream")
         delay = exchange.route.response_delay_s
         if fault is not None and fault.tokens_per_second:
             delay += answer.produced / fault.tokens_per_second
@@ -609,6 +620,11 @@ async def _json_body(request: web.Request) -> Mapping[str, Any]:
     if not isinstance(body, Mapping):
         raise _ApiError(400, "invalid_request_error", "request body must be a JSON object")
     return body
+
+
+def _broken_event() -> bytes:
+    """A message_start whose data is not JSON, escapes and a key inside (broken_stream)."""
+    return f"event: message_start\ndata: {{broken {BROKEN_STREAM_TEXT}\n\n".encode()
 
 
 def _hang_up(request: web.Request, *, reset: bool = False) -> web.StreamResponse:

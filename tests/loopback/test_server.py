@@ -22,6 +22,7 @@ from mala_tui.loopback import (
     read_jsonl,
     summarize,
 )
+from mala_tui.loopback.faults import BROKEN_STREAM_KEY, BROKEN_STREAM_TEXT
 
 SCENARIO = Scenario.model_validate(
     {
@@ -338,3 +339,18 @@ async def test_one_route_is_also_served_at_the_bare_base_url() -> None:
         assert server.url_for("quickstart") == server.base_url + "/agents/quickstart"
         async with http.get(server.base_url + "/v1/models") as response:
             assert [m["id"] for m in (await response.json())["data"]] == ["claude-sonnet-4-5"]
+
+
+async def test_a_broken_stream_answers_an_event_that_is_not_json_with_escapes_and_a_key(
+    server: LoopbackServer, http: aiohttp.ClientSession
+) -> None:
+    server.add_fault(FaultSpec(kind="broken_stream"), route="unit")
+    async with http.post(
+        server.url_for("unit") + "/v1/messages", json=Conversation(SCENARIO.task).body()
+    ) as response:
+        assert response.status == 200
+        raw = await response.text()
+    assert raw == f"event: message_start\ndata: {{broken {BROKEN_STREAM_TEXT}\n\n"
+    assert "\x1b]52;" in raw and "\x1b]0;" in raw and "\x1b[2J" in raw
+    assert BROKEN_STREAM_KEY in raw
+    assert server.request_log[-1].fault == "broken_stream"
