@@ -298,7 +298,7 @@ def loopback_supervisor(settings: Settings, journal: RunJournal, mode: str) -> S
     """A supervisor for sessions on a loopback model: restarts approved, journaled."""
     return Supervisor(
         settings=settings,
-        backend=ClaudeBackend(backup_dir=journal.directory / "transcripts"),
+        backend=ClaudeBackend.for_run(journal.directory),
         prompts=load_prompts(),
         journal=journal,
         approval_mode="auto",

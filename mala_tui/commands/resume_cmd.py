@@ -63,7 +63,7 @@ def resume(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.s
         return EXIT_USAGE
     for skipped in source.contents.skipped:
         print(f"mala-tui resume: skipped line {skipped.line}: {skipped.reason}", file=sys.stderr)
-    backend = ClaudeBackend(backup_dir=folder / "transcripts")
+    backend = ClaudeBackend.for_run(folder)
     try:
         resumed = prepare(source, loaded, backend, args.approve)
     except ResumeError as exc:

@@ -257,7 +257,7 @@ def run(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.stdo
     try:
         supervisor = build_supervisor(
             loaded=loaded,
-            backend=ClaudeBackend(backup_dir=journal.directory / "transcripts"),
+            backend=ClaudeBackend.for_run(journal.directory),
             journal=journal,
             specs=specs,
             approval_mode=args.approve,

@@ -120,7 +120,7 @@ async def demo_run(
             )
         supervisor = build_supervisor(
             loaded=loaded,
-            backend=ClaudeBackend(backup_dir=journal.directory / "transcripts"),
+            backend=ClaudeBackend.for_run(journal.directory),
             journal=journal,
             specs=specs,
             approval_mode=approval_mode,

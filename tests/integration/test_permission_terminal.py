@@ -29,12 +29,14 @@ pytestmark = pytest.mark.integration
 WITHOUT_BASH = '["Read", "Write", "Edit", "Grep", "Glob"]'
 
 
-def serve(workspace: Path, home: Path) -> tuple[subprocess.Popen[str], list[str]]:
+def serve(
+    workspace: Path, home: Path, scenario: str = "permission-request"
+) -> tuple[subprocess.Popen[str], list[str]]:
     """The loopback server in its own process, and the shell lines that point a CLI at it."""
     server = subprocess.Popen(
         [
             *(sys.executable, "-m", "mala_tui", "loopback", "serve"),
-            *("--scenario", "permission-request", "--delay", "0"),
+            *("--scenario", scenario, "--delay", "0"),
             *("--workspace", str(workspace), "--home", str(home)),
         ],
         stdout=subprocess.PIPE,

@@ -6,12 +6,19 @@ import asyncio
 import json
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
 from mala_tui.core import events as ev
-from mala_tui.loopback import LoopbackServer, load_scenario, materialize_workspace, offline_cli_env
+from mala_tui.loopback import (
+    FaultSpec,
+    LoopbackServer,
+    load_scenario,
+    materialize_workspace,
+    offline_cli_env,
+)
 from mala_tui.runtime.journal import list_runs, read_events
 from tests.integration.harness import alive
 
@@ -35,16 +42,23 @@ async def run_cli(*args: str, env: dict[str, str], cwd: Path | None = None) -> t
 
 
 async def run_scenario_headless(
-    tmp_path: Path, name: str, *options: str, log: Path | None = None
+    tmp_path: Path,
+    name: str,
+    *options: str,
+    log: Path | None = None,
+    faults: Sequence[FaultSpec] = (),
 ) -> tuple[int, str, str, dict[str, str]]:
     """`mala-tui run --headless` on a shipped scenario's task, in its workspace, against the
-    loopback serving it; the run is journaled under tmp_path/data. Returns the exit status,
-    stdout, stderr and the environment (for `show` and `runs` afterwards)."""
+    loopback serving it (with these faults); the run is journaled under tmp_path/data.
+    Returns the exit status, stdout, stderr and the environment (for `show` and `runs`
+    afterwards)."""
     scenario = load_scenario(name)
     workspace = tmp_path / "project"
     workspace.mkdir()
     materialize_workspace(scenario, workspace)
     async with LoopbackServer(scenario, response_delay_s=0) as server:
+        for fault in faults:
+            server.add_fault(fault)
         env = dict(os.environ, **offline_cli_env(server.base_url, tmp_path / "claude-home"))
         env["MALA_TUI_STORAGE__DATA_DIR"] = str(tmp_path / "data")
         code, out, err = await run_cli(

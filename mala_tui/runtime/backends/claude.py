@@ -19,6 +19,8 @@ CLI is written up in docs/ARCHITECTURE.md):
   (the SDK then asks over the control protocol, which needs streaming input): the
   CLI waits for the answer before running the tool, so the stream is silent meanwhile.
 - Reading the SDK's messages into stream items is `claude_stream`'s.
+- The CLI's stderr is piped (`stderr=`), never inherited: what it prints can come from the
+  endpoint, escapes and keys included; `cli_stderr` cleans, redacts and keeps it.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import warnings
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -60,10 +62,19 @@ from mala_tui.runtime.backends.base import (
 from mala_tui.runtime.backends.claude_stream import StreamConverter, result_size
 from mala_tui.runtime.backends.claude_transcripts import find_transcript, rewrite_transcript
 from mala_tui.runtime.backends.cli_env import absolute, config_dir, private_home, session_env
+from mala_tui.runtime.backends.cli_stderr import SDK_LOG, STDERR_DIR, StderrLog, keep_sdk_log
+from mala_tui.runtime.journal import safe_file_name
+
+STDERR_WHERE = "claude stderr"
+"""Where the error recorded for what the CLI printed on stderr comes from."""
 
 
 def build_options(
-    spec: SessionSpec, *, resume: str | None, hooks: dict[Any, list[HookMatcher]]
+    spec: SessionSpec,
+    *,
+    resume: str | None,
+    hooks: dict[Any, list[HookMatcher]],
+    stderr: Callable[[str], None] | None = None,
 ) -> ClaudeAgentOptions:
     # Every path absolute: the CLI runs in the session's folder, not in mala-tui's.
     home = private_home(spec)
@@ -83,15 +94,26 @@ def build_options(
         setting_sources=[] if home is not None else None,
         hooks=hooks,
         cli_path=cli_launcher.cli_path(),
+        # Piped, whatever the caller gives: an inherited stderr writes to the terminal raw.
+        stderr=stderr or _drop,
     )
+
+
+def _drop(line: str) -> None:
+    """What the CLI prints on stderr when nobody keeps it: not printed either."""
 
 
 class ClaudeClient:
     """One Claude Code CLI process."""
 
-    def __init__(self, spec: SessionSpec, *, resume: str | None) -> None:
+    def __init__(
+        self, spec: SessionSpec, *, resume: str | None, stderr: StderrLog | None = None
+    ) -> None:
         self.spec = spec
         self.resume = resume
+        self._stderr = stderr if stderr is not None else StderrLog(None)
+        self._stderr_said = False
+        """This turn's first stderr line was said (the rest is only kept)."""
         self._side: asyncio.Queue[StreamItem] = asyncio.Queue()
         hooks: dict[Any, list[HookMatcher]] = {
             "PostToolUse": [HookMatcher(hooks=[self._after_tool])],
@@ -102,7 +124,9 @@ class ClaudeClient:
         self._stop_requested = False
         self._gate: ToolGate | None = None
         self._permission_gate: PermissionGate | None = None
-        self._client = ClaudeSDKClient(build_options(spec, resume=resume, hooks=hooks))
+        self._client = ClaudeSDKClient(
+            build_options(spec, resume=resume, hooks=hooks, stderr=self._on_stderr)
+        )
         self._converter = StreamConverter()
 
     def _process(self) -> Any:
@@ -220,28 +244,64 @@ class ClaudeClient:
         return {"decision": "block", "reason": "mala-tui manages this session's context window"}
 
     async def stream(self) -> AsyncIterator[StreamItem]:
-        async for message in self._client.receive_messages():
-            while not self._side.empty():
-                yield self._side.get_nowait()
-            for item in self._convert(message):
-                yield item
+        try:
+            async for message in self._client.receive_messages():
+                while not self._side.empty():
+                    yield self._side.get_nowait()
+                for item in self._convert(message):
+                    yield item
+        except Exception as exc:
+            last = self._stderr.last
+            if last is None:
+                raise
+            # Why the CLI ended is often only on its stderr: said with the failure.
+            raise AgentStreamError(f"{exc}; Claude Code said: {self._stderr.said(last)}") from exc
+        while not self._side.empty():
+            yield self._side.get_nowait()
 
     def _convert(self, message: object) -> list[StreamItem]:
         """The stream items of one SDK message (claude_stream does the reading)."""
         if isinstance(message, ResultMessage):
             self._stop_requested = False  # a stop asked for belongs to the turn that ended
+            self._stderr_said = False
         return self._converter.convert(message)
+
+    def _on_stderr(self, raw: str) -> None:
+        """A line the CLI printed on stderr: kept safe; the first of a turn said in short."""
+        line = self._stderr.add(raw)
+        if not self._stderr_said:
+            self._stderr_said = True
+            self._side.put_nowait(ProblemItem(STDERR_WHERE, self._stderr.said(line)))
+
+
+class AgentStreamError(Exception):
+    """The agent's stream broke; the message says how, and what the CLI last printed."""
 
 
 class ClaudeBackend:
     """Makes Claude Code clients; masks by rewriting the session's transcript file."""
 
-    def __init__(self, *, backup_dir: Path | None = None) -> None:
+    def __init__(self, *, backup_dir: Path | None = None, stderr_dir: Path | None = None) -> None:
         self.backup_dir = backup_dir
         """Where originals are copied before the first rewrite (nothing is lost)."""
+        self.stderr_dir = stderr_dir
+        """Where what the CLIs print on stderr is kept, one file a session (else not kept)."""
+        self._stderr: dict[str, StderrLog] = {}
+        keep_sdk_log(stderr_dir / SDK_LOG if stderr_dir is not None else None)
+
+    @classmethod
+    def for_run(cls, folder: Path) -> ClaudeBackend:
+        """A backend keeping its files in a run's folder."""
+        return cls(backup_dir=folder / "transcripts", stderr_dir=folder / STDERR_DIR)
 
     def create(self, spec: SessionSpec, *, resume: str | None) -> ClaudeClient:
-        return ClaudeClient(spec, resume=resume)
+        log = self._stderr.get(spec.name)
+        if log is None:
+            path = None
+            if self.stderr_dir is not None:
+                path = self.stderr_dir / f"{safe_file_name(spec.name)}.log"
+            log = self._stderr[spec.name] = StderrLog(path)
+        return ClaudeClient(spec, resume=resume, stderr=log)
 
     def transcript_path(self, spec: SessionSpec, session_id: str) -> Path | None:
         try:
