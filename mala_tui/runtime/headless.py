@@ -10,6 +10,7 @@ not printed either.
 from __future__ import annotations
 
 import asyncio
+import shutil
 import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Final, TextIO
@@ -30,6 +31,9 @@ QUIET: Final = (ev.UsageRecorded, ev.MessageRecorded)
 """Events too frequent for a line each; the journal has them all."""
 LINE_CHARS: Final = 240
 TYPE_WIDTH: Final = 20
+WRAP_MARK: Final = "\u21aa "
+"""Starts a piece of a line the terminal's width broke ("↪ "), not a line of the text."""
+DENY_WORDS: Final = frozenset({"d", "deny", "n", "no"})
 
 
 def one_line(text: str, limit: int = 160) -> str:
@@ -62,13 +66,49 @@ def printer(
     return listen
 
 
+def terminal_lines(text: str, width: int) -> list[str]:
+    """Agent text as terminal lines, every character of it: each line made safe (control
+    characters visible, secrets redacted, before it is broken so no key is split), then
+    broken at `width`, the pieces after the first marked with WRAP_MARK."""
+    width = max(20, width)
+    room = width - len(WRAP_MARK)
+    lines = []
+    for line in text.splitlines() or [""]:
+        safe = redact(clean(line))
+        lines.append(safe[:width])
+        lines += [WRAP_MARK + safe[at : at + room] for at in range(width, len(safe), room)]
+    return lines
+
+
+async def show_all(text: str, out: TextIO, read_line: LineReader) -> str | None:
+    """Write the whole of `text` (`terminal_lines`), a screenful at a time: a person must
+    see everything before being asked to approve it. Between screens Enter shows the
+    next; a deny typed there ends it early and is returned. None once all was shown."""
+    width, height = shutil.get_terminal_size()
+    lines = terminal_lines(text, width)
+    page = max(5, height - 3)  # room for the header and the question
+    for start in range(0, len(lines), page):
+        while start:
+            out.write(f"--- shown {start} of {len(lines)} lines: Enter for more, or [d]eny: ")
+            out.flush()
+            typed = (await read_line()).strip()
+            if not typed:
+                break
+            if typed.split()[0].lower() in DENY_WORDS:
+                return typed
+            out.write(f"not an answer: {one_line(typed, 40)!r}\n")
+        out.write("".join(line + "\n" for line in lines[start : start + page]))
+    return None
+
+
 async def answer_from_terminal(supervisor: Supervisor, out: TextIO, read_line: LineReader) -> None:
     """Ask on the terminal for each pending approval and permission request, one at a time,
     until cancelled (approvals first: a session waiting for one holds nothing else up).
 
-    The checkpoint and the tool's input are printed literally (control characters made
-    visible). A checkpoint is approved or denied (editing needs the app); a tool use is
-    allowed once, allowed for the session, or denied with a reason.
+    The checkpoint and the tool's input are printed whole and literally (control
+    characters made visible), wrapped and paged (`show_all`). A checkpoint is approved
+    or denied (editing needs the app); a tool use is allowed once, allowed for the
+    session, or denied with a reason.
     """
     changed = asyncio.Event()
     supervisor.listeners.approvals.append(lambda _pending: changed.set())
@@ -91,16 +131,17 @@ async def _ask_approval(supervisor: Supervisor, out: TextIO, read_line: LineRead
         f"\n--- checkpoint {request.checkpoint_number} of {one_line(request.session, 60)} "
         f"({one_line(request.reason)}) ---\n"
     )
-    for line in request.checkpoint_text.splitlines():
-        out.write(redact(shorten(clean(line), 400)) + "\n")
-    out.write("--- restart from this checkpoint? [a]pprove / [d]eny: ")
-    out.flush()
-    answer = (await read_line()).strip().lower()
+    answer = await show_all(request.checkpoint_text, out, read_line)
+    if answer is None:
+        out.write("--- restart from this checkpoint? [a]pprove / [d]eny: ")
+        out.flush()
+        answer = await read_line()
+    answer = (answer.strip().lower().split() or [""])[0]
     if request not in supervisor.approvals:
         return  # answered meanwhile (a timeout, say)
     if answer in ("a", "approve", "y", "yes"):
         supervisor.decide(request.session, Decision.APPROVE, by="operator")
-    elif answer in ("d", "deny", "n", "no"):
+    elif answer in DENY_WORDS:
         supervisor.decide(request.session, Decision.DENY, by="operator")
     else:
         out.write(f"not an answer: {one_line(answer, 40)!r}\n")
@@ -124,11 +165,12 @@ async def ask_permission(
         f"\n--- {one_line(request.session, 60)} asks to use {one_line(request.tool, 60)} "
         f"(request #{request.request_id}) ---\n"
     )
-    for line in request.input_text.splitlines():
-        out.write(redact(shorten(clean(line), 400)) + "\n")
-    out.write("--- [o] allow once / [s] allow for this session / [d] deny, then a reason: ")
-    out.flush()
-    word, _, reason = (await read_line()).strip().partition(" ")
+    typed = await show_all(request.input_text, out, read_line)
+    if typed is None:
+        out.write("--- [o] allow once / [s] allow for this session / [d] deny, then a reason: ")
+        out.flush()
+        typed = await read_line()
+    word, _, reason = typed.strip().partition(" ")
     answer = PERMISSION_WORDS.get(word.lower())
     if answer is None:
         out.write(f"not an answer: {one_line(word, 40)!r}\n")

@@ -1,0 +1,112 @@
+"""A person sees everything they are asked to approve on a headless terminal: the whole
+tool input and the whole checkpoint, wrapped at the terminal's width and paged."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from mala_tui.core.actions import EndStatus
+from mala_tui.core.usage import CallUsage
+from mala_tui.runtime.backends.base import SessionIdItem, UsageItem
+from mala_tui.runtime.backends.scripted import HANG, ScriptedClient, finished
+from mala_tui.runtime.headless import WRAP_MARK, terminal_lines
+from mala_tui.runtime.launch import run_headless
+from tests.runtime.test_permission_requests import bash, close_journals, decided, supervisor
+from tests.runtime.test_supervisor import Sessions
+from tests.runtime.test_supervisor import supervisor as approval_supervisor
+
+__all__ = ["close_journals"]
+
+LONG = "echo " + "x" * 600 + " && echo HIDDEN-TAIL"
+ALLOW_PROMPT = "--- [o] allow once / [s] allow for this session / [d] deny, then a reason: "
+
+
+@pytest.fixture(autouse=True)
+def terminal(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setenv("COLUMNS", "80")
+    monkeypatch.setenv("LINES", "24")
+    yield
+
+
+def answering(*lines: str):  # type: ignore[no-untyped-def]
+    answers = iter(lines)
+
+    async def read_line() -> str:
+        await asyncio.sleep(0)
+        return next(answers)
+
+    return read_line
+
+
+def test_lines_are_broken_at_the_width_and_keep_every_character() -> None:
+    text = 'command: "' + "a" * 150 + ' && echo HIDDEN-TAIL"\nnext line'
+    lines = terminal_lines(text, 80)
+    assert all(len(line) <= 80 for line in lines)
+    assert [line.startswith(WRAP_MARK) for line in lines] == [False, True, True, False]
+    joined = lines[0] + "".join(line.removeprefix(WRAP_MARK) for line in lines[1:3])
+    assert joined == text.splitlines()[0]
+    # Redacted before it is broken: a key is never split into pieces that escape redaction.
+    key = "z" * 75 + " sk-ant-api03-abcdefghijklmnopqrstuvwxyz"
+    assert "abcdefgh" not in "".join(terminal_lines(key, 80))
+
+
+async def test_the_whole_command_is_shown_before_allow_is_offered(tmp_path: Path) -> None:
+    client = ScriptedClient([[SessionIdItem("s"), *bash(LONG, "t1"), finished()]])  # type: ignore[list-item]
+    sup = supervisor(tmp_path, client)
+    out = io.StringIO()
+    result = await asyncio.wait_for(run_headless(sup, out, read_line=answering("o\n")), 10)
+    assert result.statuses == {"a": EndStatus.DONE}
+    text = out.getvalue()
+    shown = text[text.index("asks to use Bash") : text.index(ALLOW_PROMPT)]
+    assert "HIDDEN-TAIL" in shown
+    pieces = [line.removeprefix(WRAP_MARK) for line in shown.splitlines()[1:]]
+    assert f'  "command": "{LONG}"' in "".join(pieces)
+    assert max(len(line) for line in shown.splitlines()) <= 80
+
+
+async def test_a_long_input_is_paged_and_allow_comes_after_its_last_line(tmp_path: Path) -> None:
+    command = "\n".join(f"step {n}" for n in range(400)) + "\necho HIDDEN-TAIL"
+    client = ScriptedClient([[SessionIdItem("s"), *bash(command, "t1"), finished()]])  # type: ignore[list-item]
+    sup = supervisor(tmp_path, client)
+    out = io.StringIO()
+    await asyncio.wait_for(run_headless(sup, out, read_line=answering("\n", "\n", "o\n")), 10)
+    text = out.getvalue()
+    # One JSON line here (the command's newlines are escaped in it), wrapped to many.
+    assert "--- shown 21 of " in text
+    assert text.index("HIDDEN-TAIL") < text.index(ALLOW_PROMPT)
+    assert decided(sup)[0].answer == "allow_once"
+
+
+async def test_a_deny_while_paging_ends_it_with_its_reason(tmp_path: Path) -> None:
+    command = "x" * 3000 + " && echo HIDDEN-TAIL"
+    client = ScriptedClient([[SessionIdItem("s"), *bash(command, "t1"), finished()]])  # type: ignore[list-item]
+    sup = supervisor(tmp_path, client)
+    out = io.StringIO()
+    await asyncio.wait_for(run_headless(sup, out, read_line=answering("d too long\n")), 10)
+    assert ALLOW_PROMPT not in out.getvalue()
+    (decision,) = decided(sup)
+    assert (decision.answer, decision.reason) == ("deny", "too long")
+
+
+async def test_a_checkpoint_is_shown_whole_before_approve_is_offered(tmp_path: Path) -> None:
+    body = "## Goal\n" + "y" * 500 + " HIDDEN-TAIL\n## Completed Work\n- Read /ws/a.py"
+    hard = UsageItem(CallUsage(cache_read_input_tokens=85_000), final=True)
+    old = ScriptedClient(
+        [
+            [SessionIdItem("sa"), hard, HANG],
+            [finished("saved", "sa")],
+            [finished(f"<checkpoint>\n{body}\n</checkpoint>", "sa")],
+        ]
+    )
+    new = ScriptedClient([[SessionIdItem("sb"), finished("done", "sb")]])
+    sup = approval_supervisor(tmp_path, Sessions({"a": [old, new]}), ["a"], approval_mode="ask")
+    out = io.StringIO()
+    result = await asyncio.wait_for(run_headless(sup, out, read_line=answering("a\n")), 10)
+    assert result.statuses == {"a": EndStatus.DONE}
+    text = out.getvalue()
+    assert "HIDDEN-TAIL" in text[: text.index("--- restart from this checkpoint?")]
