@@ -42,7 +42,7 @@ from mala_tui.runtime.journal_reader import (
     read_events,
     runs_dir,
 )
-from mala_tui.runtime.redaction import redact, redact_json_line
+from mala_tui.runtime.redaction import redact, redact_json_line, redact_jsonl
 
 RUN_FILE = "run.json"
 CHECKPOINTS_DIR = "checkpoints"
@@ -56,14 +56,13 @@ _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 def redact_file(path: Path) -> bool:
     """Redact a JSONL file in place (a transcript copy); True when anything changed."""
     raw = path.read_text(encoding="utf-8", errors="surrogateescape")
-    lines = raw.split("\n")
-    cleaned = [redact_json_line(line) if line.strip() else line for line in lines]
-    if cleaned == lines:
+    cleaned = redact_jsonl(raw)
+    if cleaned == raw:
         return False
     # Beside it, then over it: a failed write (a full disk) leaves the copy as it was.
     scratch = path.with_name(path.name + ".redacting")
     try:
-        _write_private(scratch, "\n".join(cleaned), errors="surrogateescape")
+        _write_private(scratch, cleaned, errors="surrogateescape")
         scratch.replace(path)
     finally:
         with contextlib.suppress(OSError):

@@ -204,7 +204,7 @@ def test_a_redacted_journal_line_is_still_json() -> None:
     # Text redaction would eat the backslash before the quote and break the line.
     line = json.dumps({"excerpt": 'curl -H "Authorization: Bearer tok\\"x" ' + GHP})
     cleaned = redact_json_line(line)
-    assert json.loads(cleaned) == {"excerpt": 'curl -H "Authorization: [redacted]"x" [redacted]'}
+    assert json.loads(cleaned) == {"excerpt": 'curl -H "Authorization: [redacted]\\"x" [redacted]'}
     assert redact_json_line('{"a": "nothing secret"}') == '{"a": "nothing secret"}'
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import tempfile
 import time
 from collections.abc import Mapping
@@ -20,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from mala_tui.runtime.backends.base import MaskError
+from mala_tui.runtime.redaction import redact_jsonl
 
 
 def find_transcript(root: Path, session_id: str) -> Path:
@@ -46,11 +46,9 @@ def rewrite_transcript(path: Path, placeholders: Mapping[str, str], backup_dir: 
         backup = backup_dir / f"{path.stem}.{int(time.time() * 1000)}.jsonl"
         try:
             backup_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-            shutil.copyfile(path, backup)
-            backup.chmod(0o600)
+            # Redacted as it is written: a kill -9 right after must leave no key behind.
+            _write_new_private(backup, redact_jsonl(original))
         except OSError as exc:  # a full disk: no copy, so no rewrite either
-            with contextlib.suppress(OSError):
-                backup.unlink(missing_ok=True)
             reason = exc.strerror or exc
             raise MaskError(f"{backup}: the original cannot be kept: {reason}") from None
     replaced: set[str] = set()
@@ -79,6 +77,20 @@ def rewrite_transcript(path: Path, placeholders: Mapping[str, str], backup_dir: 
             Path(temp).unlink(missing_ok=True)
             raise MaskError(f"{path}: cannot be rewritten: {exc.strerror or exc}") from None
     return len(replaced)
+
+
+def _write_new_private(path: Path, text: str) -> None:
+    """A new file readable by the user only; never an existing one, never through a link.
+    A write that fails (a full disk) leaves no part of it."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(path, flags, 0o600)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            path.unlink()
+        raise
 
 
 def _mask_entry(entry: Any, placeholders: Mapping[str, str]) -> set[str]:
