@@ -1,7 +1,7 @@
 """The last line of defence: an unexpected exception becomes one line and exit status 70.
 
 The traceback goes to `error.log` in the run's folder (the run this process opened),
-else in the data dir, else in the temp dir; the user is told which. The run's
+else in the data dir, else in the user's own log folder; the user is told which. The run's
 journal has already been closed by the command's own clean-up on the way out.
 """
 
@@ -15,8 +15,11 @@ import traceback
 from pathlib import Path
 from typing import TextIO
 
+import platformdirs
+
 from mala_tui.runtime.headless import one_line
 from mala_tui.runtime.journal import last_opened_run
+from mala_tui.runtime.private_files import append_private, private_folder
 from mala_tui.runtime.redaction import redact
 
 #: An unexpected error (sysexits' EX_SOFTWARE).
@@ -41,23 +44,26 @@ def report_internal_error(
     return EXIT_INTERNAL
 
 
-def _candidates(data_dir: Path | None) -> list[Path]:
+def _candidates(data_dir: Path | None) -> list[tuple[Path, bool]]:
+    """Where the details may go, in order, and whether that file's folder may be made:
+    the run's folder, the data dir, this user's own log folder, and only then a folder
+    of this user's own in the shared temp dir (never a fixed name there: anyone could
+    plant a link under it)."""
     run = last_opened_run()
-    files = [run / ERROR_LOG if run else None, data_dir / ERROR_LOG if data_dir else None]
-    files.append(Path(tempfile.gettempdir()) / f"mala-tui-{ERROR_LOG}")
-    return [path for path in files if path is not None]
+    files = [(run / ERROR_LOG, False)] if run else []
+    if data_dir is not None:
+        files.append((data_dir / ERROR_LOG, False))
+    files.append((Path(platformdirs.user_log_dir("mala-tui", appauthor=False)) / ERROR_LOG, True))
+    files.append((Path(tempfile.gettempdir()) / f"mala-tui-{os.getuid()}" / ERROR_LOG, True))
+    return files
 
 
-def save_details(details: str, files: list[Path]) -> Path | None:
-    """Append the details to the first of `files` that takes them (private to the user)."""
+def save_details(details: str, files: list[tuple[Path, bool]]) -> Path | None:
+    """Append the details to the first of `files` that takes them: private to the user,
+    never through a symlink, in a folder of the user's own."""
     stamp = time.strftime("%Y-%m-%d %H:%M:%S")
     text = f"--- {stamp} mala-tui internal error (pid {os.getpid()})\n{redact(details)}\n"
-    for path in files:
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-            with os.fdopen(fd, "a", encoding="utf-8", errors="replace") as handle:
-                handle.write(text)
-        except (OSError, ValueError):
-            continue
-        return path
+    for path, make in files:
+        if private_folder(path.parent, make=make) and append_private(path, text):
+            return path
     return None

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 from collections import deque
 from pathlib import Path
 from typing import Final
 
 from mala_tui.core.text import clean, shorten
+from mala_tui.runtime.private_files import append_private, private_folder
 from mala_tui.runtime.redaction import redact
 
 STDERR_DIR: Final = "stderr"
@@ -40,29 +40,6 @@ def safe_line(raw: str) -> str:
     return redact(shorten(clean(raw.rstrip("\r\n")), LINE_CHARS))
 
 
-def append_private(path: Path, text: str, limit: int = FILE_BYTES) -> bool:
-    """Append `text` to `path`, created 0600 in a 0700 folder, never through a symlink.
-
-    False (and nothing written) once the file holds `limit` bytes, or when it cannot be
-    written: what goes wrong here must not stop the session it describes.
-    """
-    try:
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
-        fd = os.open(path, flags, 0o600)
-    except OSError:
-        return False
-    try:
-        if os.fstat(fd).st_size >= limit:
-            return False
-        os.write(fd, text.encode("utf-8", "replace"))
-        return True
-    except OSError:
-        return False
-    finally:
-        os.close(fd)
-
-
 class StderrLog:
     """One session's CLI stderr, across its processes: kept safe, and the latest lines."""
 
@@ -78,7 +55,7 @@ class StderrLog:
         line = safe_line(raw)
         self.lines += 1
         self.tail.append(line)
-        if self.path is None or not append_private(self.path, line + "\n"):
+        if self.path is None or not _append(self.path, line + "\n"):
             self.unwritten += 1
         return line
 
@@ -104,7 +81,12 @@ class _SafeFileHandler(logging.Handler):
             return
         with contextlib.suppress(Exception):  # logging must never break a session
             text = "\n".join(safe_line(line) for line in self.format(record).splitlines())
-            append_private(self.path, text + "\n")
+            _append(self.path, text + "\n")
+
+
+def _append(path: Path, text: str) -> bool:
+    """Appended to its file (0600, in a 0700 folder, never through a link), up to FILE_BYTES."""
+    return private_folder(path.parent) and append_private(path, text, limit=FILE_BYTES)
 
 
 _sdk_handler = _SafeFileHandler()
