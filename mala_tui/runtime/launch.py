@@ -26,6 +26,7 @@ from mala_tui.runtime.attention import Attention, Desktop, desktop_protocol
 from mala_tui.runtime.backends.base import Backend, SessionSpec
 from mala_tui.runtime.headless import LineReader, answer_from_terminal, one_line, printer
 from mala_tui.runtime.journal import RunJournal, new_run_id
+from mala_tui.runtime.redaction import redact
 from mala_tui.runtime.run_sink import ApprovalMode
 from mala_tui.runtime.run_types import RunResult
 from mala_tui.runtime.supervisor import Supervisor
@@ -276,10 +277,12 @@ async def read_stdin_line() -> str:
 
 
 def exit_status(result: RunResult, out: TextIO) -> int:
-    """One line per session (names and reasons shown literally), and the run's exit status."""
+    """One line per session (names and reasons shown literally, redacted as every headless
+    line is), and the run's exit status."""
     for name, status in result.statuses.items():
         reason = one_line(result.reasons.get(name, ""), 400)
-        out.write(f"{one_line(name, 80)}: {status.value}{' - ' + reason if reason else ''}\n")
+        line = f"{one_line(name, 80)}: {status.value}{' - ' + reason if reason else ''}"
+        out.write(redact(line) + "\n")
     return EXIT_OK if result.ok else EXIT_NOT_ALL_DONE
 
 

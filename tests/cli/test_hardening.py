@@ -266,8 +266,8 @@ def test_the_final_summary_prints_names_and_reasons_literally() -> None:
     out = io.StringIO()
     result = RunResult(
         statuses={"t\x1b]0;owned\x07": EndStatus.FAILED},
-        reasons={"t\x1b]0;owned\x07": "boom\x1b[2J"},
+        reasons={"t\x1b]0;owned\x07": "boom\x1b[2J x-api-key: sk-ant-api03-abcdefghijkl"},
         pids=[],
     )
     assert exit_status(result, out) == 1
-    assert out.getvalue() == "t\u241b]0;owned\u2407: failed - boom\u241b[2J\n"
+    assert out.getvalue() == "t\u241b]0;owned\u2407: failed - boom\u241b[2J x-api-key: [redacted]\n"
