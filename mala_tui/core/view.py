@@ -18,6 +18,14 @@ from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.phases import ManageMode, Phase
 from mala_tui.core.pricing import PriceTable, Spend, SpendMeter, total_spend
+from mala_tui.core.questions import (
+    ApprovalQuestion,
+    PermissionQuestion,
+    Question,
+    approval_asked,
+    permission_asked,
+    permission_id,
+)
 from mala_tui.core.session_records import (
     CheckpointRecord,
     CostPoint,
@@ -82,6 +90,9 @@ class SessionState:
     log: deque[ev.Event] = field(default_factory=lambda: deque(maxlen=LOG_LINES))
     permissions_waiting: dict[str, ev.PermissionRequested] = field(default_factory=dict)
     """Permission requests not yet answered, by request id, oldest first."""
+    questions: dict[str, Question] = field(default_factory=dict)
+    """Restart approvals and permission requests waiting for a person, by id, oldest first
+    (core.questions)."""
     pids: dict[int, bool] = field(default_factory=dict)
     """CLI processes started for this session, and whether each has ended."""
     _trend: deque[float] = field(default_factory=lambda: deque(maxlen=TREND_POINTS))
@@ -145,8 +156,11 @@ class SessionState:
                 )
             case ev.ApprovalRequested():
                 self.pending_approval = event.checkpoint_number
+                text = self.checkpoints[-1].text if self.checkpoints else ""
+                self._ask(approval_asked(event, text))
             case ev.ApprovalDecided():
                 self.pending_approval = None
+                self._close_approvals()
             case ev.ApprovalPolicySet():
                 self.require_approval = event.required
             case ev.ManageModeSet():
@@ -179,6 +193,7 @@ class SessionState:
             case ev.SessionEnded():
                 self.status, self.end_reason = event.status, event.reason
                 self.permissions_waiting.clear()  # nobody is left to ask
+                self.questions.clear()
             case ev.ErrorRecorded():
                 self.last_error = event.message
                 if event.mask_not_applied:
@@ -196,10 +211,22 @@ class SessionState:
                 self.pids[event.pid] = True
             case ev.PermissionRequested() if event.waiting:
                 self.permissions_waiting[event.request_id] = event
+                self._ask(permission_asked(event))
             case ev.PermissionDecided():
                 self.permissions_waiting.pop(event.request_id, None)
+                self.questions.pop(permission_id(event.session, event.request_id), None)
             case _:
                 pass
+
+    def _ask(self, question: Question) -> None:
+        self.questions.pop(question.id, None)  # asked again: it goes to the back
+        self.questions[question.id] = question
+
+    def _close_approvals(self) -> None:
+        """An approval decided closes the session's one approval (its number is not said)."""
+        for key, question in list(self.questions.items()):
+            if isinstance(question, ApprovalQuestion):
+                del self.questions[key]
 
     def resume(self, event: ev.RunResumed) -> None:
         """The run was picked up again and this session goes on: it has not ended after all."""
@@ -208,6 +235,7 @@ class SessionState:
         self.status, self.end_reason = None, ""
         self.phase, self.pending_approval = Phase.RUNNING, None
         self.tokens, self.source = 0, UsageSource.DISABLED
+        self.questions.clear()  # whoever waited went with the old process; asked again
 
     def _observe_spend(self, event: ev.UsageRecorded) -> None:
         call = CallUsage(
@@ -257,7 +285,9 @@ class SessionState:
             spend=self.meter.spend,
             model=self.model,
             messages_waiting=len(self.messages_waiting),
-            pending_permissions=len(self.permissions_waiting),
+            pending_permissions=sum(
+                isinstance(question, PermissionQuestion) for question in self.questions.values()
+            ),
         )
 
 
@@ -300,6 +330,11 @@ class RunState:
             state = self.sessions[event.session] = SessionState(event.session, prices=self.prices)
         state.apply(event)
         return state
+
+    def questions(self) -> list[Question]:
+        """Every question waiting for a person, all sessions, oldest first (core.questions)."""
+        waiting = [q for state in self.sessions.values() for q in state.questions.values()]
+        return sorted(waiting, key=lambda question: question.asked_at)
 
     @property
     def spend(self) -> Spend:
