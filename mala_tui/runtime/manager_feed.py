@@ -1,16 +1,14 @@
-"""Feeding the manager: what the session hears goes in as observations, what it says is recorded.
+"""Feeding one session's manager: what it hears goes in as observations, what it says is recorded.
 
-The runner's lower half. Each inbox item becomes at most one observation; the
-events of every outcome go to the sink (journal, live view) before anything is
-done about its actions, and an `EndSession` among them is noted as the session's
-end. The agent's post-tool hook asks here too (`_tool_gate`), and its permission
-requests pass through here on their way to the run's desk (`_permission_gate`): while
-one waits the agent is silent by design, so the runner's idle timeout is off.
+A part of the session's runner (runtime.session), which decides what reaches the
+manager (not an earlier process's leftovers, not an answer to a question it no
+longer asks) and carries out the actions. Here each inbox item becomes at most one
+observation, and the events of every outcome go to the sink (journal, live view)
+before anything is done about its actions; an `EndSession` among them is noted as
+the session's end. The agent's post-tool hook asks here too (`tool_gate`).
 
 What is read of the manager is its public surface only: `observe`, `streaming`,
-`transcript` (the tool calls still open); the runner adds `start`, `phase`,
-`session_id`, and for the session's first event `window`, `window_source`,
-`manage`, `limits` and `require_approval`.
+`session_id`, and `transcript` (the tool calls still open).
 """
 
 from __future__ import annotations
@@ -22,7 +20,6 @@ from mala_tui.core import events as ev
 from mala_tui.core.actions import EndSession, EndStatus, StopTurn
 from mala_tui.core.manager import ContextManager, Outcome
 from mala_tui.core.observations import (
-    ApprovalGiven,
     ApprovalPolicyChanged,
     BudgetReached,
     IdleTimedOut,
@@ -33,17 +30,9 @@ from mala_tui.core.observations import (
     ToolResultSeen,
 )
 from mala_tui.core.phases import IllegalTransition
-from mala_tui.runtime.agent_process import AgentProcess, EventSink
-from mala_tui.runtime.backends.base import (
-    Backend,
-    PermissionAsk,
-    PermissionGate,
-    PermissionVerdict,
-    ProblemItem,
-    SessionSpec,
-    UsageItem,
-)
-from mala_tui.runtime.inbox import Answer, Inbox, InboxItem, PermissionWait, observation_of
+from mala_tui.runtime.agent_process import EventSink
+from mala_tui.runtime.backends.base import ProblemItem, UsageItem
+from mala_tui.runtime.inbox import FromAgent, PermissionWait, observation_of
 
 Clock = Callable[[], float]
 
@@ -52,92 +41,59 @@ class ManagerFeed:
     """One session's manager, told what happens; the state the telling needs."""
 
     def __init__(
-        self,
-        *,
-        spec: SessionSpec,
-        backend: Backend,
-        manager: ContextManager,
-        inbox: Inbox,
-        sink: EventSink,
-        clock: Clock,
-        permissions: PermissionGate | None = None,
+        self, *, session: str, manager: ContextManager, sink: EventSink, clock: Clock
     ) -> None:
-        self.spec = spec
-        self.backend = backend
+        self.session = session
         self.manager = manager
-        self._inbox = inbox
         self._sink = sink
         self._clock = clock
-        self._permissions = permissions
-        self._permission_waits = 0
-        """Permission requests waiting now: the agent is waiting for a person, not stalled."""
-        self._process = AgentProcess(
-            spec=spec,
-            backend=backend,
-            inbox=inbox,
-            sink=sink,
-            clock=clock,
-            gate=self._tool_gate,
-            permission_gate=self._permission_gate if permissions is not None else None,
-        )
-        self._last_item_at = time.monotonic()
+        self.last_heard = time.monotonic()
+        """When the agent last said something (or a permission request began or ended)."""
         self._call_open = False
         """An API call has started (message_start) and not finished (message_delta)."""
         self.status: EndStatus | None = None
+        """How the session ended, once an `EndSession` has been decided."""
         self.end_reason = ""
-        self.approval_pending: int | None = None
-        """The checkpoint number an approval is awaited for; answers to nothing else count."""
         self._named: str | None = None
         """The agent session id last journaled (what `mala-tui resume` picks up)."""
 
-    @property
-    def pids(self) -> list[int]:
-        """Every agent process this session started."""
-        return self._process.pids
-
-    def _handle(self, item: InboxItem) -> Outcome | None:
-        """Observe one inbox item; None when it was not for the manager (or it refused)."""
-        if isinstance(
-            item,
-            OperatorCommand
-            | ApprovalPolicyChanged
-            | ManageModeChanged
-            | BudgetReached
-            | MessageForAgent,
-        ):
-            return self._observe_quietly(item)
+    def handle(
+        self,
+        item: FromAgent
+        | OperatorCommand
+        | ApprovalPolicyChanged
+        | ManageModeChanged
+        | BudgetReached
+        | MessageForAgent
+        | PermissionWait,
+    ) -> Outcome | None:
+        """Observe one inbox item (an agent's from the current process); None when it was
+        not for the manager, or the manager refused it."""
         if isinstance(item, PermissionWait):
-            self._last_item_at = time.monotonic()
-            return None  # the loop takes up its wait again, with the idle timeout as it now is
-        if isinstance(item, Answer):
-            if self.approval_pending is None:
-                return None
-            self.approval_pending = None
-            return self._observe_quietly(
-                ApprovalGiven(self._clock(), item.decision, item.edited_text, item.decided_by)
-            )
-        if item.generation != self._process.generation:
-            return None  # an earlier process's leftovers
+            self.last_heard = time.monotonic()
+            return None  # the runner takes up its wait again, with the idle timeout as it now is
+        if not isinstance(item, FromAgent):
+            return self.observe_quietly(item)
         if item.item is None:
             if not self.manager.streaming:
                 return None
             # The process went away mid-turn: recovered like a hang, known sooner.
-            self._error("agent", item.error or "the agent process ended mid-turn")
-            return self._observe(IdleTimedOut(self._clock(), time.monotonic() - self._last_item_at))
-        self._last_item_at = time.monotonic()
+            self.error("agent", item.error or "the agent process ended mid-turn")
+            return self.observe(IdleTimedOut(self._clock(), time.monotonic() - self.last_heard))
+        self.last_heard = time.monotonic()
         if isinstance(item.item, UsageItem):
             self._call_open = not item.item.final
         observation = observation_of(item.item, self._clock())
         if isinstance(observation, ProblemItem):
-            self._error(observation.where, observation.message)
+            self.error(observation.where, observation.message)
             return Outcome()
-        return self._observe(observation)
+        return self.observe(observation)
 
-    def _at_clean_point(self) -> bool:
+    def at_clean_point(self) -> bool:
         """No API call and no tool call in flight: a turn stopped now loses no work."""
         return not self._call_open and not self.manager.transcript.open_calls
 
-    def _tool_gate(self, tool_use_id: str, tool: str, characters: int) -> bool:
+    def tool_gate(self, tool_use_id: str, tool: str, characters: int) -> bool:
         """Asked by the agent's post-tool hook, before the model request the result would join.
 
         True when the manager answers with `StopTurn`: the client then ends the turn
@@ -146,58 +102,48 @@ class ManagerFeed:
         here: a hook cannot carry out anything else.
         """
         try:
-            outcome = self._observe(ToolResultSeen(self._clock(), tool_use_id, tool, characters))
+            outcome = self.observe(ToolResultSeen(self._clock(), tool_use_id, tool, characters))
         except IllegalTransition as exc:
-            self._error("runtime", str(exc))
+            self.error("runtime", str(exc))
             return False
         return any(isinstance(action, StopTurn) for action in outcome.actions)
 
-    async def _permission_gate(self, ask: PermissionAsk) -> PermissionVerdict:
-        """Asked by the agent before a tool outside its allowed set; it waits for the answer."""
-        assert self._permissions is not None
-        self._permission_waits += 1
-        self._inbox.put_nowait(PermissionWait())  # wakes the loop: the idle timeout goes off
-        try:
-            return await self._permissions(ask)
-        finally:
-            self._permission_waits -= 1
-            self._inbox.put_nowait(PermissionWait())  # and back on, counted from now
+    def observe(self, observation: Observation) -> Outcome:
+        """The manager's outcome, its events recorded and an ending noted.
 
-    def _observe(self, observation: Observation) -> Outcome:
-        outcome = self._record(self.manager.observe(observation))
-        self._note_end(outcome)
-        return outcome
-
-    def _observe_quietly(self, observation: Observation) -> Outcome | None:
-        """Operator input may race the session (a stop after it ended): refuse it in the log."""
-        try:
-            return self._observe(observation)
-        except IllegalTransition as exc:
-            self._error("operator", str(exc))
-            return None
-
-    def _record(self, outcome: Outcome) -> Outcome:
-        for event in outcome.events:
-            self._emit(event)
-        session_id = self.manager.session_id
-        if session_id is not None and session_id != self._named:
-            self._named = session_id
-            self._emit(
-                ev.AgentSessionNamed(
-                    at=self._clock(), session=self.spec.name, session_id=session_id
-                )
-            )
-        return outcome
-
-    def _emit(self, event: ev.Event) -> ev.Event:
-        return self._sink(event)
-
-    def _error(self, where: str, message: str) -> None:
-        self._emit(
-            ev.ErrorRecorded(at=self._clock(), session=self.spec.name, where=where, message=message)
-        )
-
-    def _note_end(self, outcome: Outcome) -> None:
+        Raises:
+            IllegalTransition: the manager refused the observation (nothing recorded).
+        """
+        outcome = self.record(self.manager.observe(observation))
         for action in outcome.actions:
             if isinstance(action, EndSession):
                 self.status, self.end_reason = action.status, action.reason
+        return outcome
+
+    def observe_quietly(self, observation: Observation) -> Outcome | None:
+        """Operator input may race the session (a stop after it ended): refuse it in the log."""
+        try:
+            return self.observe(observation)
+        except IllegalTransition as exc:
+            self.error("operator", str(exc))
+            return None
+
+    def record(self, outcome: Outcome) -> Outcome:
+        """Record the outcome's events, and the agent's session id when it is new."""
+        for event in outcome.events:
+            self.emit(event)
+        session_id = self.manager.session_id
+        if session_id is not None and session_id != self._named:
+            self._named = session_id
+            self.emit(
+                ev.AgentSessionNamed(at=self._clock(), session=self.session, session_id=session_id)
+            )
+        return outcome
+
+    def emit(self, event: ev.Event) -> ev.Event:
+        return self._sink(event)
+
+    def error(self, where: str, message: str) -> None:
+        self.emit(
+            ev.ErrorRecorded(at=self._clock(), session=self.session, where=where, message=message)
+        )

@@ -1,11 +1,13 @@
 """Drives one agent session: feeds the manager what happens, carries out what it decides.
 
 Everything the session hears arrives in one inbox (runtime.inbox). The runner
-waits on it with the idle timeout while a turn is in flight, hands each item to
-the ContextManager (runtime.manager_feed), records the events it returns, and
-performs its actions in order. An outcome produced while an action is under way
-(the drain after an interrupt, say) replaces the rest of that action: the
-manager knows best. The agent process itself is runtime.agent_process's.
+waits on it with the idle timeout while a turn is in flight, decides what reaches
+the manager (not an earlier process's leftovers, not an answer to an approval it no
+longer waits for), hands the rest to its feed (runtime.manager_feed: observations
+in, events recorded), and performs the outcome's actions in order. An outcome
+produced while an action is under way (the drain after an interrupt, say) replaces
+the rest of that action: the manager knows best. The agent process itself is
+runtime.agent_process's.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from mala_tui.core.actions import (
 from mala_tui.core.manager import ContextManager, Outcome
 from mala_tui.core.observations import (
     AgentFailed,
+    ApprovalGiven,
     ApprovalPolicyChanged,
     BudgetReached,
     Command,
@@ -49,17 +52,27 @@ from mala_tui.core.observations import (
     SessionTimedOut,
 )
 from mala_tui.core.phases import IllegalTransition, ManageMode
-from mala_tui.runtime.agent_process import EventSink, uncancellable
+from mala_tui.runtime.agent_process import AgentProcess, EventSink, uncancellable
 from mala_tui.runtime.backends.base import (
     Backend,
     MaskError,
+    PermissionAsk,
     PermissionGate,
+    PermissionVerdict,
     ResultItem,
     SessionSpec,
     UsageItem,
     carries_tool_result,
 )
-from mala_tui.runtime.inbox import Answer, FromAgent, OperatorInput, interrupted
+from mala_tui.runtime.inbox import (
+    Answer,
+    FromAgent,
+    Inbox,
+    InboxItem,
+    OperatorInput,
+    PermissionWait,
+    interrupted,
+)
 from mala_tui.runtime.manager_feed import Clock, ManagerFeed
 
 __all__ = ["EventSink", "RunnerLimits", "SessionRunner"]
@@ -68,7 +81,7 @@ __all__ = ["EventSink", "RunnerLimits", "SessionRunner"]
 @dataclass(frozen=True)
 class RunnerLimits:
     """The runner's bounds. The configurable ones have no defaults here: the settings
-    give them (`runtime.supervisor.runner_limits_from`)."""
+    give them (`runtime.session_limits.runner_limits_from`)."""
 
     idle_timeout: float
     disconnect_timeout: float
@@ -81,7 +94,7 @@ class RunnerLimits:
     """How long to wait for the running tool call to finish before interrupting anyway."""
 
 
-class SessionRunner(ManagerFeed):
+class SessionRunner:
     """One session, from its task to its end, across restarts and retries."""
 
     def __init__(
@@ -96,17 +109,42 @@ class SessionRunner(ManagerFeed):
         sleep: Callable[[float], object] | None = None,
         permissions: PermissionGate | None = None,
     ) -> None:
-        super().__init__(
+        self.spec = spec
+        self.backend = backend
+        self.manager = manager
+        self.limits = limits
+        self._clock = clock
+        self._sleep = sleep or asyncio.sleep
+        self._inbox: Inbox = asyncio.Queue()
+        self._feed = ManagerFeed(session=spec.name, manager=manager, sink=sink, clock=clock)
+        self._permissions = permissions
+        self._permission_waits = 0
+        """Permission requests waiting now: the agent is waiting for a person, not stalled."""
+        self._process = AgentProcess(
             spec=spec,
             backend=backend,
-            manager=manager,
-            inbox=asyncio.Queue(),
+            inbox=self._inbox,
             sink=sink,
             clock=clock,
-            permissions=permissions,
+            gate=self._feed.tool_gate,
+            permission_gate=self._permission_gate if permissions is not None else None,
         )
-        self.limits = limits
-        self._sleep = sleep or asyncio.sleep
+        self.approval_pending: int | None = None
+        """The checkpoint number an approval is awaited for; answers to nothing else count."""
+
+    @property
+    def status(self) -> EndStatus | None:
+        """How the session ended; None while it runs (or has not started)."""
+        return self._feed.status
+
+    @property
+    def end_reason(self) -> str:
+        return self._feed.end_reason
+
+    @property
+    def pids(self) -> list[int]:
+        """Every agent process this session started."""
+        return self._process.pids
 
     # -- the outside world talks to the runner through these ------------------------------
 
@@ -141,7 +179,7 @@ class SessionRunner(ManagerFeed):
 
     async def run(self) -> EndStatus:
         limits = self.manager.limits
-        self._emit(
+        self._feed.emit(
             ev.SessionStarted(
                 at=self._clock(),
                 session=self.spec.name,
@@ -165,25 +203,24 @@ class SessionRunner(ManagerFeed):
                     async with asyncio.timeout(self.limits.session_timeout):
                         await self._loop()
                 except TimeoutError:
-                    outcome = self._observe(
+                    outcome = self._feed.observe(
                         SessionTimedOut(self._clock(), self.limits.session_timeout)
                     )
                     await self._run_actions(deque(outcome.actions))
         except asyncio.CancelledError:
             with contextlib.suppress(IllegalTransition):
-                self._observe(OperatorCommand(self._clock(), Command.STOP, self.stop_reason))
+                self._feed.observe(OperatorCommand(self._clock(), Command.STOP, self.stop_reason))
             raise
         except Exception as exc:  # the runner must end its session, whatever broke
-            self._error("runtime", repr(exc))
+            self._feed.error("runtime", repr(exc))
             with contextlib.suppress(IllegalTransition):
-                outcome = self._observe(AgentFailed(self._clock(), f"internal error: {exc!r}"))
-                self._note_end(outcome)
+                self._feed.observe(AgentFailed(self._clock(), f"internal error: {exc!r}"))
         finally:
             await uncancellable(self._process.close_everything(self.limits.disconnect_timeout))
         return self.status or EndStatus.FAILED
 
     async def _loop(self) -> None:
-        pending: deque[Action] = deque(self._record(self.manager.start(self._clock())).actions)
+        pending: deque[Action] = deque(self._feed.record(self.manager.start(self._clock())).actions)
         while True:
             if pending:
                 pending = await self._run_actions(pending)
@@ -215,12 +252,37 @@ class SessionRunner(ManagerFeed):
                 async with asyncio.timeout(timeout):
                     item = await self._inbox.get()
             except TimeoutError:
-                return self._observe(
-                    IdleTimedOut(self._clock(), time.monotonic() - self._last_item_at)
+                return self._feed.observe(
+                    IdleTimedOut(self._clock(), time.monotonic() - self._feed.last_heard)
                 )
-            outcome = self._handle(item)
+            outcome = self._take(item)
             if outcome is not None and (outcome.actions or self.status is not None):
                 return outcome
+
+    def _take(self, item: InboxItem) -> Outcome | None:
+        """What reaches the manager of an inbox item (through the feed); None when nothing
+        does, or the manager refused it."""
+        if isinstance(item, Answer):
+            if self.approval_pending is None:
+                return None  # an answer to an approval no longer awaited
+            self.approval_pending = None
+            given = ApprovalGiven(self._clock(), item.decision, item.edited_text, item.decided_by)
+            return self._feed.observe_quietly(given)
+        if isinstance(item, FromAgent) and item.generation != self._process.generation:
+            return None  # an earlier process's leftovers
+        return self._feed.handle(item)
+
+    async def _permission_gate(self, ask: PermissionAsk) -> PermissionVerdict:
+        """Asked by the agent before a tool outside its allowed set; it waits for the answer
+        (the run's desk gives it) and meanwhile is not stalled: the idle timeout is off."""
+        assert self._permissions is not None
+        self._permission_waits += 1
+        self._inbox.put_nowait(PermissionWait())  # wakes the loop: the idle timeout goes off
+        try:
+            return await self._permissions(ask)
+        finally:
+            self._permission_waits -= 1
+            self._inbox.put_nowait(PermissionWait())  # and back on, counted from now
 
     # -- performing actions ----------------------------------------------------------------------
 
@@ -250,7 +312,7 @@ class SessionRunner(ManagerFeed):
             case StartFreshSession():
                 await self._process.close(self.limits.disconnect_timeout)
                 await self._process.query(action.prompt, resume=None)
-                restarted = self._observe(RestartCompleted(self._clock(), None))
+                restarted = self._feed.observe(RestartCompleted(self._clock(), None))
                 return restarted if restarted.actions else None
             case Disconnect():
                 await self._process.close(action.timeout)
@@ -261,7 +323,7 @@ class SessionRunner(ManagerFeed):
             case EndSession():
                 await self._process.close(self.limits.disconnect_timeout)
             case StopTurn():
-                # Usually answered in the post-tool hook itself (`_tool_gate`); decided
+                # Usually answered in the post-tool hook itself (the feed's `tool_gate`); decided
                 # anywhere else, it is asked of the client for the next tool result.
                 client = self._process.current()
                 if client is not None:
@@ -295,9 +357,9 @@ class SessionRunner(ManagerFeed):
                     f"none of the {len(action.plan.ids)} results was found in the transcript"
                 )
         except MaskError as exc:
-            failed = self._observe(MaskFailed(self._clock(), str(exc)))
+            failed = self._feed.observe(MaskFailed(self._clock(), str(exc)))
             return failed if failed.actions else None
-        confirmed = self._observe(MaskConfirmed(self._clock(), action.plan.ids))
+        confirmed = self._feed.observe(MaskConfirmed(self._clock(), action.plan.ids))
         if action.resume_prompt is not None:
             await self._process.query(action.resume_prompt, resume=session_id)
         return confirmed if confirmed.actions else None
@@ -314,7 +376,9 @@ class SessionRunner(ManagerFeed):
         client = self._process.current()
         if client is None or not self.manager.streaming:
             return (
-                self._observe(interrupted(self._clock())) if self.manager.streaming else Outcome()
+                self._feed.observe(interrupted(self._clock()))
+                if self.manager.streaming
+                else Outcome()
             )
         held: list[OperatorInput] = []
         try:
@@ -331,12 +395,12 @@ class SessionRunner(ManagerFeed):
                     if self._turn_over():
                         return Outcome()
                 else:
-                    settled = await self._feed_until(self._at_clean_point, deadline, held)
+                    settled = await self._feed_until(self._feed.at_clean_point, deadline, held)
                     if settled is not None:
                         return settled
             client = self._process.current()  # the wait above may have closed it
             if client is None:
-                return self._observe(interrupted(self._clock()))
+                return self._feed.observe(interrupted(self._clock()))
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(client.interrupt(), self.limits.disconnect_timeout)
             deadline = time.monotonic() + self.limits.drain_timeout
@@ -347,7 +411,7 @@ class SessionRunner(ManagerFeed):
                 return Outcome()
             # The interrupted turn did not end in time: the process goes, the turn with it.
             await self._process.close(self.limits.disconnect_timeout)
-            return self._observe(interrupted(self._clock()))
+            return self._feed.observe(interrupted(self._clock()))
         finally:
             for item in held:  # operator input during the drain waits its turn
                 self._inbox.put_nowait(item)
@@ -386,8 +450,8 @@ class SessionRunner(ManagerFeed):
             current = item.generation == self._process.generation
             if current and item.item is None:
                 await self._process.close(self.limits.disconnect_timeout)
-                return self._observe(interrupted(self._clock()))
-            outcome = self._handle(item)
+                return self._feed.observe(interrupted(self._clock()))
+            outcome = self._take(item)
             if current and isinstance(item.item, ResultItem):
                 return outcome or Outcome()  # the turn is over
             if outcome is not None and outcome.actions:
