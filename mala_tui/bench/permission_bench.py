@@ -25,7 +25,8 @@ from pathlib import Path
 
 from mala_tui.bench.loopback_session import supervised_session
 from mala_tui.core import events as ev
-from mala_tui.core.permissions import PermissionAnswer, PermissionRequest
+from mala_tui.core.permissions import PermissionAnswer
+from mala_tui.core.questions import PermissionQuestion, Question
 from mala_tui.loopback import LoopbackServer, load_scenario
 
 SCENARIO = "permission-request"
@@ -64,14 +65,15 @@ async def one_run(root: Path, *, ask: bool) -> Timings:
                 elif event.kind == "tool_result" and clock.call and clock.result is None:
                     clock.result = now
 
-        def allow(pending: list[PermissionRequest]) -> None:
-            for request in pending:
-                loop.call_soon(
-                    sup.answer_permission, "p", request.request_id, PermissionAnswer.ALLOW_ONCE
-                )
+        def allow(waiting: list[Question]) -> None:
+            for request in waiting:
+                if isinstance(request, PermissionQuestion):
+                    loop.call_soon(
+                        sup.answer_permission, "p", request.request_id, PermissionAnswer.ALLOW_ONCE
+                    )
 
         sup.listeners.events.append(on_event)
-        sup.permissions.listeners.append(allow)
+        sup.listeners.questions.append(allow)
         await sup.run()
     if clock.call is None or clock.result is None or (ask and clock.requested is None):
         raise RuntimeError("the Bash call gave no result, or the CLI did not ask for it")

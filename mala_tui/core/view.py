@@ -88,8 +88,6 @@ class SessionState:
     restarts: list[RestartRecord] = field(default_factory=list)
     checkpoints: list[CheckpointRecord] = field(default_factory=list)
     log: deque[ev.Event] = field(default_factory=lambda: deque(maxlen=LOG_LINES))
-    permissions_waiting: dict[str, ev.PermissionRequested] = field(default_factory=dict)
-    """Permission requests not yet answered, by request id, oldest first."""
     questions: dict[str, Question] = field(default_factory=dict)
     """Restart approvals and permission requests waiting for a person, by id, oldest first
     (core.questions)."""
@@ -192,8 +190,7 @@ class SessionState:
                 self.idle_retries = event.retry
             case ev.SessionEnded():
                 self.status, self.end_reason = event.status, event.reason
-                self.permissions_waiting.clear()  # nobody is left to ask
-                self.questions.clear()
+                self.questions.clear()  # nobody is left to ask
             case ev.ErrorRecorded():
                 self.last_error = event.message
                 if event.mask_not_applied:
@@ -210,10 +207,8 @@ class SessionState:
             case ev.ProcessEnded() if event.pid is not None:
                 self.pids[event.pid] = True
             case ev.PermissionRequested() if event.waiting:
-                self.permissions_waiting[event.request_id] = event
                 self._ask(permission_asked(event))
             case ev.PermissionDecided():
-                self.permissions_waiting.pop(event.request_id, None)
                 self.questions.pop(permission_id(event.session, event.request_id), None)
             case _:
                 pass

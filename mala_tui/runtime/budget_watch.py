@@ -7,10 +7,14 @@ concerned is told: near, it winds down and writes its checkpoint; over, it
 stops. Told again at each call, a session that could not act at one moment (a
 prompt already queued, say) acts at the next; the manager ignores the repeats
 once its checkpoint is on its way. Raising a limit takes effect at the next call.
+The watch only judges; `BudgetListener` is the event listener that asks it after
+each call and tells whoever owns the sessions (the supervisor, through each
+session's inbox).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from mala_tui.core import events as ev
@@ -87,6 +91,20 @@ class BudgetWatch:
                         continue  # its own limit already says as much
                     told[name] = BudgetNotice(name, over, reason)
         return list(told.values())
+
+
+@dataclass
+class BudgetListener:
+    """An event listener: after each event is in the run's view, the sessions to tell
+    (near or over a budget) go to `tell`."""
+
+    watch: BudgetWatch
+    run: RunState
+    tell: Callable[[BudgetNotice], None]
+
+    def __call__(self, event: ev.Event) -> None:
+        for notice in self.watch.observe(event, self.run):
+            self.tell(notice)
 
 
 def _spent(state: SessionState, now: float) -> Spent:

@@ -26,10 +26,10 @@ from mala_tui.loopback import (
     materialize_workspace,
     offline_cli_env,
 )
+from mala_tui.runtime.approvals import ApprovalMode
 from mala_tui.runtime.backends.claude import ClaudeBackend
 from mala_tui.runtime.journal import RunJournal, StorageError, describe_os_error
 from mala_tui.runtime.launch import TaskPlan, agent_spec, build_supervisor, open_journal
-from mala_tui.runtime.run_sink import ApprovalMode
 from mala_tui.runtime.supervisor import Supervisor
 
 DEMO_SCENARIOS = ("soft-zone-reader", "hard-zone-long-task", "stall-once", "normal-zone")

@@ -18,8 +18,10 @@ from typing import TYPE_CHECKING, Final, TextIO
 from mala_tui.core import events as ev
 from mala_tui.core.describe import summary
 from mala_tui.core.observations import Decision
-from mala_tui.core.permissions import PermissionAnswer, PermissionRequest
+from mala_tui.core.permissions import PermissionAnswer
+from mala_tui.core.questions import ApprovalQuestion, PermissionQuestion, Question
 from mala_tui.core.text import clean, shorten
+from mala_tui.runtime.desk import QuestionClosed
 from mala_tui.runtime.redaction import redact
 
 if TYPE_CHECKING:
@@ -102,8 +104,9 @@ async def show_all(text: str, out: TextIO, read_line: LineReader) -> str | None:
 
 
 async def answer_from_terminal(supervisor: Supervisor, out: TextIO, read_line: LineReader) -> None:
-    """Ask on the terminal for each pending approval and permission request, one at a time,
-    until cancelled (approvals first: a session waiting for one holds nothing else up).
+    """Ask on the terminal for each question waiting for a person (the run's one list,
+    `RunState.questions`), one at a time, until cancelled (approvals first: a session
+    waiting for one holds nothing else up).
 
     The checkpoint and the tool's input are printed whole and literally (control
     characters made visible), wrapped and paged (`show_all`). A checkpoint is approved
@@ -111,22 +114,37 @@ async def answer_from_terminal(supervisor: Supervisor, out: TextIO, read_line: L
     session, or denied with a reason.
     """
     changed = asyncio.Event()
-    supervisor.listeners.approvals.append(lambda _pending: changed.set())
-    supervisor.permissions.listeners.append(lambda _pending: changed.set())
+    supervisor.listeners.questions.append(lambda _waiting: changed.set())
     while True:
-        if supervisor.approvals:
-            await _ask_approval(supervisor, out, read_line)
-        elif requests := supervisor.permissions.pending():
-            await ask_permission(supervisor, requests[0], out, read_line)
+        waiting = supervisor.state.questions()
+        approvals = [q for q in waiting if isinstance(q, ApprovalQuestion)]
+        permissions = [q for q in waiting if isinstance(q, PermissionQuestion)]
+        question: Question
+        if approvals:
+            question = approvals[0]
+            await _ask_approval(supervisor, question, out, read_line)
+        elif permissions:
+            question = permissions[0]
+            await ask_permission(supervisor, question, out, read_line)
         else:
             changed.clear()
             await changed.wait()
             continue
+        # Settled at the desk, it leaves the list once its decision is recorded: not before
+        # is the next question asked, so this one is not asked twice.
+        while not supervisor.desk.waits(question.id) and _still_listed(supervisor, question):
+            changed.clear()
+            await changed.wait()
         await asyncio.sleep(0)
 
 
-async def _ask_approval(supervisor: Supervisor, out: TextIO, read_line: LineReader) -> None:
-    request = supervisor.approvals[0]
+def _still_listed(supervisor: Supervisor, question: Question) -> bool:
+    return any(waiting.id == question.id for waiting in supervisor.state.questions())
+
+
+async def _ask_approval(
+    supervisor: Supervisor, request: ApprovalQuestion, out: TextIO, read_line: LineReader
+) -> None:
     out.write(
         f"\n--- checkpoint {request.checkpoint_number} of {one_line(request.session, 60)} "
         f"({one_line(request.reason)}) ---\n"
@@ -137,14 +155,18 @@ async def _ask_approval(supervisor: Supervisor, out: TextIO, read_line: LineRead
         out.flush()
         answer = await read_line()
     answer = (answer.strip().lower().split() or [""])[0]
-    if request not in supervisor.approvals:
+    if not _still_listed(supervisor, request):
         return  # answered meanwhile (a timeout, say)
-    if answer in ("a", "approve", "y", "yes"):
-        supervisor.decide(request.session, Decision.APPROVE, by="operator")
-    elif answer in DENY_WORDS:
-        supervisor.decide(request.session, Decision.DENY, by="operator")
-    else:
-        out.write(f"not an answer: {one_line(answer, 40)!r}\n")
+    number = request.checkpoint_number
+    try:
+        if answer in ("a", "approve", "y", "yes"):
+            supervisor.decide(request.session, Decision.APPROVE, checkpoint_number=number)
+        elif answer in DENY_WORDS:
+            supervisor.decide(request.session, Decision.DENY, checkpoint_number=number)
+        else:
+            out.write(f"not an answer: {one_line(answer, 40)!r}\n")
+    except QuestionClosed as exc:  # settled between the answer and its recording
+        out.write(f"{exc}\n")
 
 
 PERMISSION_WORDS: Final = {
@@ -158,7 +180,7 @@ PERMISSION_WORDS: Final = {
 
 
 async def ask_permission(
-    supervisor: Supervisor, request: PermissionRequest, out: TextIO, read_line: LineReader
+    supervisor: Supervisor, request: PermissionQuestion, out: TextIO, read_line: LineReader
 ) -> None:
     """One tool use: its input, then o / s / d (a deny's reason after it, or on the next line)."""
     out.write(

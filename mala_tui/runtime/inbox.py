@@ -2,9 +2,9 @@
 
 Four kinds of thing arrive: the agent's stream items (tagged with the client
 they came from, so a stale process cannot confuse a new one), the operator's
-commands, messages and policy changes, approval answers, and word that a permission
-request began or ended waiting (the idle timeout is off meanwhile). One queue keeps them in
-order; the runner is the only reader.
+commands, messages and mode changes (and budgets reached), approval answers (from the
+run's desk), and word that a permission request began or ended waiting (the idle
+timeout is off meanwhile). One queue keeps them in order; the runner is the only reader.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ import asyncio
 from dataclasses import dataclass
 
 from mala_tui.core.observations import (
-    ApprovalPolicyChanged,
     BudgetReached,
     CompactionObserved,
     Decision,
@@ -50,8 +49,9 @@ class FromAgent:
 
 @dataclass(frozen=True)
 class Answer:
-    """A person's (or a timeout's, or a policy's) answer to a pending approval."""
+    """A person's (or a timeout's, or a policy's) answer to the approval of a checkpoint."""
 
+    checkpoint_number: int
     decision: Decision
     edited_text: str | None
     decided_by: str
@@ -63,13 +63,7 @@ class PermissionWait:
 
 
 OperatorInput = (
-    OperatorCommand
-    | ApprovalPolicyChanged
-    | ManageModeChanged
-    | BudgetReached
-    | MessageForAgent
-    | Answer
-    | PermissionWait
+    OperatorCommand | ManageModeChanged | BudgetReached | MessageForAgent | Answer | PermissionWait
 )
 """What does not come from the agent: held back while a turn is being stopped."""
 

@@ -22,12 +22,12 @@ from mala_tui.config import LoadedSettings, Settings, user_config_dir
 from mala_tui.core.phases import ManageMode
 from mala_tui.core.prompts import PromptSet
 from mala_tui.prompt_files import load_prompts
+from mala_tui.runtime.approvals import ApprovalMode
 from mala_tui.runtime.attention import Attention, Desktop, desktop_protocol
 from mala_tui.runtime.backends.base import Backend, SessionSpec
 from mala_tui.runtime.headless import LineReader, answer_from_terminal, one_line, printer
 from mala_tui.runtime.journal import RunJournal, new_run_id
 from mala_tui.runtime.redaction import redact
-from mala_tui.runtime.run_sink import ApprovalMode
 from mala_tui.runtime.run_types import RunResult
 from mala_tui.runtime.supervisor import Supervisor
 

@@ -20,7 +20,6 @@ from mala_tui.core import events as ev
 from mala_tui.core.actions import EndSession, EndStatus, StopTurn
 from mala_tui.core.manager import ContextManager, Outcome
 from mala_tui.core.observations import (
-    ApprovalPolicyChanged,
     BudgetReached,
     IdleTimedOut,
     ManageModeChanged,
@@ -61,7 +60,6 @@ class ManagerFeed:
         self,
         item: FromAgent
         | OperatorCommand
-        | ApprovalPolicyChanged
         | ManageModeChanged
         | BudgetReached
         | MessageForAgent

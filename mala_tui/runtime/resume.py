@@ -26,6 +26,7 @@ from mala_tui.core.resume_plan import (
     permission_history,
     plan_resume,
 )
+from mala_tui.runtime.approvals import ApprovalMode
 from mala_tui.runtime.backends.base import Backend, SessionSpec
 from mala_tui.runtime.backends.claude_history import read_conversation
 from mala_tui.runtime.journal import (
@@ -39,7 +40,6 @@ from mala_tui.runtime.journal import (
 )
 from mala_tui.runtime.launch import TaskPlan, agent_spec, build_supervisor
 from mala_tui.runtime.processes import pid_alive
-from mala_tui.runtime.run_sink import ApprovalMode
 from mala_tui.runtime.supervisor import Supervisor
 from mala_tui.runtime.worktree import Worktree, WorktreeTracker
 

@@ -1,21 +1,10 @@
-"""What a run hands out: the approvals it waits on, and how it ended."""
+"""What a run hands out when it ends: how each session ended, and why."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from mala_tui.core.actions import EndStatus
-
-
-@dataclass(frozen=True)
-class ApprovalRequest:
-    """A checkpoint waiting for a person: approve, deny, or approve an edited text."""
-
-    session: str
-    checkpoint_number: int
-    checkpoint_text: str
-    reason: str
-    asked_at: float
 
 
 @dataclass

@@ -7,7 +7,8 @@ longer waits for), hands the rest to its feed (runtime.manager_feed: observation
 in, events recorded), and performs the outcome's actions in order. An outcome
 produced while an action is under way (the drain after an interrupt, say) replaces
 the rest of that action: the manager knows best. The agent process itself is
-runtime.agent_process's.
+runtime.agent_process's; approvals are asked at the run's desk (runtime.approvals),
+and the answer comes back through the inbox.
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ from mala_tui.core.observations import (
 )
 from mala_tui.core.phases import IllegalTransition, ManageMode
 from mala_tui.runtime.agent_process import AgentProcess, EventSink, uncancellable
+from mala_tui.runtime.approvals import Approvals
 from mala_tui.runtime.backends.base import (
     Backend,
     MaskError,
@@ -64,6 +66,7 @@ from mala_tui.runtime.backends.base import (
     UsageItem,
     carries_tool_result,
 )
+from mala_tui.runtime.desk import Desk, Reply
 from mala_tui.runtime.inbox import (
     Answer,
     FromAgent,
@@ -86,8 +89,6 @@ class RunnerLimits:
     idle_timeout: float
     disconnect_timeout: float
     session_timeout: float | None
-    approval_timeout: float | None
-    approval_timeout_decision: str
     drain_timeout: float = 30.0
     """How long to wait for an interrupted turn to end before disconnecting it."""
     clean_point_timeout: float = 120.0
@@ -108,7 +109,9 @@ class SessionRunner:
         clock: Clock = time.time,
         sleep: Callable[[float], object] | None = None,
         permissions: PermissionGate | None = None,
+        approvals: Approvals | None = None,
     ) -> None:
+        """`approvals`: the run's (a runner of its own has its own desk, with no policy)."""
         self.spec = spec
         self.backend = backend
         self.manager = manager
@@ -117,6 +120,7 @@ class SessionRunner:
         self._sleep = sleep or asyncio.sleep
         self._inbox: Inbox = asyncio.Queue()
         self._feed = ManagerFeed(session=spec.name, manager=manager, sink=sink, clock=clock)
+        self._approvals = approvals or Approvals(Desk())
         self._permissions = permissions
         self._permission_waits = 0
         """Permission requests waiting now: the agent is waiting for a person, not stalled."""
@@ -129,6 +133,9 @@ class SessionRunner:
             gate=self._feed.tool_gate,
             permission_gate=self._permission_gate if permissions is not None else None,
         )
+        self._started = False
+        self._approval_at_start: bool | None = None
+        """Approval switched before the manager started: it is told as it starts."""
         self.approval_pending: int | None = None
         """The checkpoint number an approval is awaited for; answers to nothing else count."""
 
@@ -156,7 +163,17 @@ class SessionRunner:
         self._inbox.put_nowait(OperatorCommand(self._clock(), command, reason))
 
     def set_require_approval(self, required: bool) -> None:
-        self._inbox.put_nowait(ApprovalPolicyChanged(self._clock(), required))
+        """Recorded at once, not queued behind what the session is busy with: the manager
+        only takes note (its answer is an event, never an action), so every console shows
+        the new setting now. Before the manager starts, the runner records it and tells
+        the manager as it starts."""
+        if self._started:
+            self._feed.observe_quietly(ApprovalPolicyChanged(self._clock(), required))
+            return
+        self._approval_at_start = required
+        self._feed.emit(
+            ev.ApprovalPolicySet(at=self._clock(), session=self.spec.name, required=required)
+        )
 
     def set_manage_mode(self, mode: ManageMode) -> None:
         self._inbox.put_nowait(ManageModeChanged(self._clock(), mode))
@@ -172,13 +189,19 @@ class SessionRunner:
     def answer_approval(
         self, decision: Decision | str, edited_text: str | None = None, by: str = "operator"
     ) -> None:
-        """Raises ValueError for an answer that is not one of `Decision`'s."""
-        self._inbox.put_nowait(Answer(Decision(decision), edited_text, by))
+        """Answer the approval this session waits for, at its desk (`Approvals.decide`).
+
+        Raises:
+            QuestionClosed: it was answered already. KeyError: none was asked.
+            ValueError: not one of `Decision`'s answers.
+        """
+        self._approvals.decide(self.spec.name, decision, edited_text, by)
 
     # -- the loop ------------------------------------------------------------------------------
 
     async def run(self) -> EndStatus:
         limits = self.manager.limits
+        held = self._approval_at_start
         self._feed.emit(
             ev.SessionStarted(
                 at=self._clock(),
@@ -190,7 +213,7 @@ class SessionRunner:
                 soft_threshold=limits.soft_threshold,
                 hard_threshold=limits.hard_threshold,
                 max_restarts=limits.max_restarts,
-                require_approval=self.manager.require_approval,
+                require_approval=self.manager.require_approval if held is None else held,
                 window_source=self.manager.window_source.value,
                 manage=self.manager.manage.value,
             )
@@ -221,6 +244,11 @@ class SessionRunner:
 
     async def _loop(self) -> None:
         pending: deque[Action] = deque(self._feed.record(self.manager.start(self._clock())).actions)
+        self._started = True
+        if self._approval_at_start is not None:
+            self._feed.observe_quietly(
+                ApprovalPolicyChanged(self._clock(), self._approval_at_start)
+            )
         while True:
             if pending:
                 pending = await self._run_actions(pending)
@@ -263,7 +291,7 @@ class SessionRunner:
         """What reaches the manager of an inbox item (through the feed); None when nothing
         does, or the manager refused it."""
         if isinstance(item, Answer):
-            if self.approval_pending is None:
+            if item.checkpoint_number != self.approval_pending:
                 return None  # an answer to an approval no longer awaited
             self.approval_pending = None
             given = ApprovalGiven(self._clock(), item.decision, item.edited_text, item.decided_by)
@@ -302,13 +330,10 @@ class SessionRunner:
             case ApplyMask():
                 return await self._apply_mask(action)
             case RequestApproval():
-                self.approval_pending = action.checkpoint_number
-                if self.limits.approval_timeout is not None:
-                    asyncio.get_running_loop().call_later(
-                        self.limits.approval_timeout,
-                        self._approval_timed_out,
-                        action.checkpoint_number,
-                    )
+                number = self.approval_pending = action.checkpoint_number
+                self._approvals.ask(
+                    self.spec.name, number, lambda reply: self._approval_answered(number, reply)
+                )
             case StartFreshSession():
                 await self._process.close(self.limits.disconnect_timeout)
                 await self._process.query(action.prompt, resume=None)
@@ -335,9 +360,12 @@ class SessionRunner:
         if asyncio.iscoroutine(result) or isinstance(result, asyncio.Future):
             await result
 
-    def _approval_timed_out(self, number: int) -> None:
-        if self.approval_pending == number:
-            self.answer_approval(self.limits.approval_timeout_decision, None, "timeout")
+    def _approval_answered(self, number: int, reply: Reply) -> None:
+        """The desk's answer (a person's, the policy's, the timeout's): to the inbox, as
+        operator input is, unless the session has ended meanwhile (nobody reads it)."""
+        if self.status is None:
+            decision = Decision(reply.answer)
+            self._inbox.put_nowait(Answer(number, decision, reply.edited_text, reply.by))
 
     async def _apply_mask(self, action: ApplyMask) -> Outcome | None:
         if action.interrupt_first:

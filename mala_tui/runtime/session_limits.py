@@ -48,6 +48,4 @@ def runner_limits_from(settings: Settings) -> RunnerLimits:
         idle_timeout=settings.idle.idle_timeout_seconds,
         disconnect_timeout=settings.idle.disconnect_timeout_seconds,
         session_timeout=settings.idle.session_timeout_seconds,
-        approval_timeout=settings.context.approval_timeout_seconds,
-        approval_timeout_decision=settings.context.approval_timeout_decision,
     )

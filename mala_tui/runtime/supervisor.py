@@ -1,9 +1,13 @@
 """Runs many sessions at once; the operator's commands, messages and answers go through it.
 
-Every event from every session passes through one sink (runtime.run_sink): the
-journal, the run's live view, the listeners, the approval queue. Approval
-requests queue there until someone answers them; an answer goes to the
-session's runner. Sessions can join the run while it runs (`add_task`).
+The supervisor owns the run's parts and wires them. Every event from every session
+passes through its recorder (runtime.recorder: the journal, the run's live view, the
+listeners). Two listeners of its own turn events into commands: the budget watch
+tells a session near or over a budget through its runner's inbox, and the desk
+(runtime.desk) withdraws the questions of a session that ended. Every question a
+person's answer is awaited for, a restart approval (runtime.approvals) or a permission
+request (runtime.permission_requests), waits at that one desk; an answer from any
+console settles it there, once. Sessions can join the run while it runs (`add_task`).
 
 At most `agent.max_concurrent` sessions run at once; the rest wait in a queue, in
 the order given. A queued session is journaled with a warning saying so, and shows as
@@ -31,18 +35,16 @@ from mala_tui.core.operator_messages import MessageError, checked_text
 from mala_tui.core.permissions import PermissionAnswer
 from mala_tui.core.phases import ManageMode
 from mala_tui.core.prompts import PromptSet
-from mala_tui.core.view import RunState
+from mala_tui.core.view import RunState, SessionSnapshot
+from mala_tui.runtime.approvals import ApprovalMode, Approvals
 from mala_tui.runtime.backends.base import Backend, SessionSpec
-from mala_tui.runtime.budget_watch import BudgetWatch
-from mala_tui.runtime.journal import RunJournal
-from mala_tui.runtime.permission_desk import PermissionDesk
+from mala_tui.runtime.budget_watch import BudgetListener, BudgetNotice, BudgetWatch
+from mala_tui.runtime.desk import Desk
+from mala_tui.runtime.journal import RunJournal, describe_os_error
+from mala_tui.runtime.permission_requests import PermissionRequests
 from mala_tui.runtime.processes import pid_alive
-from mala_tui.runtime.run_sink import (
-    ApprovalMode,
-    RunSink,
-    _Listeners,
-)
-from mala_tui.runtime.run_types import ApprovalRequest, RunResult
+from mala_tui.runtime.recorder import Listeners, RunRecorder
+from mala_tui.runtime.run_types import RunResult
 from mala_tui.runtime.session import SessionRunner
 from mala_tui.runtime.session_limits import limits_from, runner_limits_from
 
@@ -52,7 +54,7 @@ QUEUE = "queue"
 MAX_NAME = 60
 
 
-class Supervisor(RunSink):
+class Supervisor:
     def __init__(
         self,
         *,
@@ -67,19 +69,28 @@ class Supervisor(RunSink):
         self.settings = settings
         self.backend = backend
         self.prompts = prompts
-        self.journal = journal
         self.clock = clock
         self.mode = mode
         self.approval_mode: ApprovalMode = approval_mode or (
             "ask" if settings.context.require_approval else "auto"
         )
-        self.state = RunState(
-            run_id=journal.run_id if journal else "", prices=settings.pricing.table()
+        self.recorder = RunRecorder(
+            journal=journal,
+            state=RunState(
+                run_id=journal.run_id if journal else "", prices=settings.pricing.table()
+            ),
+            on_storage_failure=self._storage_failed,
         )
         self.budget = BudgetWatch(settings.budget.session_limits(), settings.budget.run_limits())
         self.runners: dict[str, SessionRunner] = {}
-        self.approvals: list[ApprovalRequest] = []
-        self.listeners = _Listeners()
+        self.desk = Desk()
+        """Where every question a person's answer is awaited for waits (runtime.desk)."""
+        self.approvals = Approvals.from_settings(settings, self.desk, self.approval_mode)
+        self.permissions = PermissionRequests.from_settings(
+            settings, desk=self.desk, record=self.record, clock=clock
+        )
+        self.listeners.events.append(BudgetListener(self.budget, self.state, self._tell_budget))
+        self.listeners.events.append(self.desk.observe)
         self._tasks: dict[str, asyncio.Task[EndStatus]] = {}
         self._group: asyncio.TaskGroup | None = None
         self._slots: asyncio.Semaphore | None = None
@@ -92,13 +103,45 @@ class Supervisor(RunSink):
         self._never_started: dict[str, tuple[EndStatus, str]] = {}
         self.stop_cause = ""
         """Set when the run is stopped from outside its sessions: a signal, a full disk."""
-        self.storage_failure: OSError | None = None
-        self._redacted_copies: set[Path] = set()
-        self.permissions = PermissionDesk.from_settings(settings, record=self.record, clock=clock)
-        self.listeners.events.append(self.permissions.observe)
         self.resumed: ev.RunResumed | None = None
         """Set by `runtime.resume`: the run goes on in its journal, opened by this event
         instead of a `run_started`."""
+
+    # -- the recorder's, read here ---------------------------------------------------------------
+
+    @property
+    def journal(self) -> RunJournal | None:
+        return self.recorder.journal
+
+    @property
+    def state(self) -> RunState:
+        """The run's live view: every event so far, reduced (core.view)."""
+        return self.recorder.state
+
+    @property
+    def listeners(self) -> Listeners:
+        return self.recorder.listeners
+
+    @property
+    def storage_failure(self) -> OSError | None:
+        """The first error writing the run's files, once there has been one."""
+        return self.recorder.storage_failure
+
+    def record(self, event: ev.Event) -> ev.Event:
+        """Journal an event, apply it to the view, tell the listeners (runtime.recorder)."""
+        return self.recorder.record(event)
+
+    def snapshots(self) -> dict[str, SessionSnapshot]:
+        return self.recorder.snapshots()
+
+    def _storage_failed(self, exc: OSError) -> None:
+        """The run's files cannot be written: every session stops (the recorder says so once)."""
+        self.stop_for(f"the run's files could not be written: {describe_os_error(exc)}")
+
+    def _tell_budget(self, notice: BudgetNotice) -> None:
+        runner = self.runners.get(notice.session)
+        if runner is not None and runner.status is None:
+            runner.budget_reached(notice.over, notice.reason)
 
     # -- building the run -----------------------------------------------------------------------
 
@@ -121,6 +164,7 @@ class Supervisor(RunSink):
             sink=self.record,
             clock=self.clock,
             permissions=self.permissions.gate_for(spec.name),
+            approvals=self.approvals,
         )
         self.runners[spec.name] = runner
         return runner
@@ -167,7 +211,7 @@ class Supervisor(RunSink):
             self._end_queued(EndStatus.STOPPED, self.stop_cause or "cancelled")
             reason = self.stop_cause or reason
             self.record(ev.RunEnded(at=self.clock(), run_id=run_id, ok=ok, reason=reason))
-            self._redact_transcript_copies()
+            self.recorder.redact_transcript_copies()
 
     async def _run_in_slot(
         self, name: str, runner: SessionRunner, slots: asyncio.Semaphore
@@ -332,18 +376,28 @@ class Supervisor(RunSink):
             runner.set_require_approval(required)
 
     def decide(
-        self, session: str, decision: Decision, edited_text: str | None = None, by: str = "operator"
+        self,
+        session: str,
+        decision: Decision | str,
+        edited_text: str | None = None,
+        by: str = "operator",
+        checkpoint_number: int | None = None,
     ) -> None:
-        """Answer a pending approval: approve, deny, or edit (approve `edited_text` instead)."""
-        pending = [a for a in self.approvals if a.session == session]
-        if not pending:
-            raise KeyError(f"no approval is pending for {session!r}")
-        self.runners[session].answer_approval(decision, edited_text, by)
+        """Answer a pending approval: approve, deny, or edit (approve `edited_text` instead).
+
+        `checkpoint_number`: the checkpoint answered (default: the session's latest asked).
+
+        Raises:
+            QuestionClosed: it no longer waits (the message says who answered it, and how).
+            KeyError: no approval was asked of the session. ValueError: not a `Decision`.
+        """
+        self.approvals.decide(session, decision, edited_text, by, checkpoint_number)
 
     def answer_permission(
         self, session: str, request_id: str, answer: PermissionAnswer | str, reason: str = ""
     ) -> None:
-        """Raises KeyError (nothing such waits) or ValueError (not a `PermissionAnswer`)."""
+        """Raises QuestionClosed (answered already), KeyError (never asked) or ValueError
+        (not a `PermissionAnswer`)."""
         self.permissions.answer(session, request_id, PermissionAnswer(answer), reason)
 
     def budget_limits(self, session: str) -> tuple[BudgetLimits, BudgetLimits]:

@@ -24,14 +24,12 @@ from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
 from mala_tui.config import Settings
-from mala_tui.core.observations import Decision
+from mala_tui.core.questions import QuestionKind
 from mala_tui.runtime.attention import Attention, Desktop, desktop_protocol
-from mala_tui.runtime.run_types import ApprovalRequest
+from mala_tui.ui.answer_queue import AnswerQueue
 from mala_tui.ui.bridge import UpdateBridge
 from mala_tui.ui.commands import SessionCommands
 from mala_tui.ui.controller import Controller
-from mala_tui.ui.permission_prompts import PermissionPrompts
-from mala_tui.ui.screens.approval import ApprovalAnswer, ApprovalScreen
 from mala_tui.ui.screens.checkpoints import CheckpointScreen
 from mala_tui.ui.screens.dashboard import DashboardScreen
 from mala_tui.ui.screens.detail import DetailScreen
@@ -43,12 +41,6 @@ from mala_tui.ui.source import LiveSource, Source
 from mala_tui.ui.themes import load_themes, own_variable_defaults, theme_folders
 
 DEFAULT_THEME: Final = "mala-dark"
-DECIDED: Final = {
-    Decision.APPROVE: "approved",
-    Decision.DENY: "denied",
-    Decision.EDIT: "approved (edited)",
-}
-"""How the notice after an answer names it."""
 STOP_WAIT_SECONDS: Final = 30.0
 """How long quitting waits for the sessions to stop (each disconnect is bounded at 10 s)."""
 QUIT_CAUSE: Final = "the app was quit"
@@ -93,16 +85,20 @@ class MalaApp(App[int]):
         """Time for what the app measures itself (how long the run has been watched)."""
         self.started_at = clock()
         self.controller = Controller(source)
-        self.bridge = UpdateBridge(self, self.controller)
-        self.session_actions = SessionActions(self)
-        self.permission_prompts = PermissionPrompts(self)
+        self.bridge = UpdateBridge(self)
+        self.session_actions = SessionActions(self, self.controller, self.bridge)
         self.services = Services(
-            self.controller, self.bridge, self.session_actions, lambda: clock() - self.started_at
+            self.controller,
+            self.bridge,
+            self.session_actions,
+            lambda: clock() - self.started_at,
+            shell=self,
         )
+        self.answers = AnswerQueue(self.services)
+        """Restart approvals and permission requests, put to the person in turn."""
         # A mode, not get_default_screen: only screens reached through modes or
         # push_screen get their CSS_PATH loaded.
         self.add_mode("dashboard", lambda: self.DASHBOARD(self.services))
-        self._announced: set[tuple[str, int]] = set()
         ui = settings.ui
         self.attention = Attention(
             self._to_terminal,
@@ -162,9 +158,8 @@ class MalaApp(App[int]):
             return
         self.bridge.attach(supervisor)
         supervisor.listeners.events.append(self.attention)
-        self.bridge.approvals.subscribe(self, self._on_approvals)
-        self._on_approvals(self.controller.pending())
-        self.bridge.events.subscribe(self, self.permission_prompts.on_events)
+        self.bridge.questions.subscribe(self, self.answers.on_questions)
+        self.answers.start(self.controller.questions())
         self._supervisor_worker = self.run_worker(
             self._run(supervisor), name="supervisor", group="supervisor", exit_on_error=False
         )
@@ -231,20 +226,7 @@ class MalaApp(App[int]):
         with contextlib.suppress(Exception):
             await worker.wait()
 
-    # -- approvals ---------------------------------------------------------------------------------
-
-    def _on_approvals(self, pending: list[ApprovalRequest]) -> None:
-        fresh = [r for r in pending if (r.session, r.checkpoint_number) not in self._announced]
-        for request in fresh:
-            self._announced.add((request.session, request.checkpoint_number))
-            self.notify(
-                f"{request.session} waits for approval of checkpoint #{request.checkpoint_number}"
-                " (press a)",
-                title="Restart approval",
-                severity="warning",
-                timeout=8,
-                markup=False,
-            )
+    # -- the app's own actions -------------------------------------------------------------------
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in {"review_approvals", "new_task", "review_permissions"}:
@@ -285,45 +267,12 @@ class MalaApp(App[int]):
         self.exit(0)
 
     def action_review_approvals(self) -> None:
-        """Open the oldest pending approval; answering it opens the next."""
-        if isinstance(self.screen, ApprovalScreen):
-            return
-        pending = self.controller.pending()
-        if not pending:
-            self.notify("No restart is waiting for approval.")
-            return
-        request = pending[0]
-        state = self.controller.session(request.session)
-        previous = next(
-            (
-                record.text
-                for record in (state.checkpoints if state is not None else [])
-                if record.number == request.checkpoint_number - 1
-            ),
-            None,
-        )
-        self.push_screen(
-            ApprovalScreen(self.services, request, previous=previous, waiting=len(pending)),
-            self._answered,
-        )
+        """Open the oldest restart waiting for approval; answering it opens the next."""
+        self.answers.review(QuestionKind.APPROVAL)
 
     def action_review_permissions(self) -> None:
         """Open the oldest tool use waiting for permission; answering it opens the next."""
-        self.permission_prompts.review()
-
-    def _answered(self, answer: ApprovalAnswer | None) -> None:
-        if answer is None:
-            return
-        self.controller.decide(answer.request, answer.decision, answer.text)
-        verb = DECIDED[answer.decision]
-        self.notify(
-            f"{answer.request.session}: checkpoint #{answer.request.checkpoint_number} {verb}",
-            markup=False,
-        )
-        self.refresh_snapshots([answer.request.session])
-        self.bridge.approvals.publish(self.controller.pending())
-        if self.controller.pending():
-            self.call_later(self.action_review_approvals)
+        self.answers.review(QuestionKind.PERMISSION)
 
     # -- navigation and commands -------------------------------------------------------------------
 
@@ -334,12 +283,6 @@ class MalaApp(App[int]):
     def open_checkpoints(self, name: str, number: int | None = None) -> None:
         if self.controller.session(name) is not None:
             self.push_screen(CheckpointScreen(self.services, name, number))
-
-    def refresh_snapshots(self, names: list[str]) -> None:
-        """Republish these sessions (after a change the run records no event for)."""
-        changed = {name: snap for name in names if (snap := self.controller.snapshot(name))}
-        if changed:
-            self.bridge.snapshots.publish(changed)
 
     def action_help(self) -> None:
         if isinstance(self.screen, HelpScreen):

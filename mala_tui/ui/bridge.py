@@ -4,8 +4,11 @@ The supervisor calls its listeners on the app's event loop (never from another
 thread), for every event and with the snapshot of every session it changed: it
 holds nothing back. Redrawing on each would spend the frame budget many times
 over with 50 busy sessions, so the bridge only gathers: the newest snapshot per
-session, the events in order, the latest approval list; and publishes them
-together once per frame. This is the one place updates are coalesced.
+session, the events in order, the latest list of questions waiting for a person;
+and publishes them together once per frame. This is the one place updates are
+coalesced. After the person's own action the app may `flush` at once, so what the
+run recorded for it shows without waiting for the frame; nothing is published that
+the run did not say.
 """
 
 from __future__ import annotations
@@ -17,9 +20,8 @@ from textual.dom import DOMNode
 from textual.signal import Signal
 
 from mala_tui.core import events as ev
+from mala_tui.core.questions import Question
 from mala_tui.core.view import SessionSnapshot
-from mala_tui.runtime.run_types import ApprovalRequest
-from mala_tui.ui.controller import Controller
 from mala_tui.ui.source import LiveSource
 
 FRAME_SECONDS: Final = 1 / 30
@@ -29,20 +31,17 @@ FRAME_SECONDS: Final = 1 / 30
 class UpdateBridge:
     """Subscribes to a live source's listeners and publishes per frame on three signals."""
 
-    def __init__(
-        self, owner: DOMNode, controller: Controller, *, frame: float = FRAME_SECONDS
-    ) -> None:
-        self.controller = controller
+    def __init__(self, owner: DOMNode, *, frame: float = FRAME_SECONDS) -> None:
         self.frame = frame
         self.snapshots: Signal[dict[str, SessionSnapshot]] = Signal(owner, "snapshots")
         """Sessions that changed, newest snapshot of each."""
         self.events: Signal[list[ev.Event]] = Signal(owner, "events")
         """Events recorded since the last frame, in order."""
-        self.approvals: Signal[list[ApprovalRequest]] = Signal(owner, "approvals")
-        """Approvals still waiting for this app's answer, whenever the list changed."""
+        self.questions: Signal[list[Question]] = Signal(owner, "questions")
+        """The questions waiting for a person (`RunState.questions`), whenever they changed."""
         self._snapshots: dict[str, SessionSnapshot] = {}
         self._events: list[ev.Event] = []
-        self._approvals_changed = False
+        self._questions: list[Question] | None = None
         self._handle: asyncio.TimerHandle | None = None
         self._source: LiveSource | None = None
 
@@ -50,7 +49,7 @@ class UpdateBridge:
         self._source = source
         source.listeners.snapshots.append(self._on_snapshots)
         source.listeners.events.append(self._on_event)
-        source.listeners.approvals.append(self._on_approvals)
+        source.listeners.questions.append(self._on_questions)
 
     def detach(self) -> None:
         if self._source is not None:
@@ -59,8 +58,8 @@ class UpdateBridge:
                 listeners.snapshots.remove(self._on_snapshots)
             if self._on_event in listeners.events:
                 listeners.events.remove(self._on_event)
-            if self._on_approvals in listeners.approvals:
-                listeners.approvals.remove(self._on_approvals)
+            if self._on_questions in listeners.questions:
+                listeners.questions.remove(self._on_questions)
             self._source = None
         if self._handle is not None:
             self._handle.cancel()
@@ -76,8 +75,8 @@ class UpdateBridge:
         self._events.append(event)
         self._schedule()
 
-    def _on_approvals(self, _requests: list[ApprovalRequest]) -> None:
-        self._approvals_changed = True
+    def _on_questions(self, waiting: list[Question]) -> None:
+        self._questions = waiting
         self._schedule()
 
     def _schedule(self) -> None:
@@ -87,15 +86,16 @@ class UpdateBridge:
     # -- once a frame ------------------------------------------------------------------------------
 
     def flush(self) -> None:
-        """Publish whatever gathered since the last frame."""
-        self._handle = None
+        """Publish whatever gathered since the last frame (now, if called before it)."""
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
         snapshots, self._snapshots = self._snapshots, {}
         events, self._events = self._events, []
-        approvals_changed, self._approvals_changed = self._approvals_changed, False
+        questions, self._questions = self._questions, None
         if events:
             self.events.publish(events)
         if snapshots:
-            self.snapshots.publish(self.controller.adjust(snapshots))
-        if approvals_changed:
-            self.controller.forget_answered()
-            self.approvals.publish(self.controller.pending())
+            self.snapshots.publish(snapshots)
+        if questions is not None:
+            self.questions.publish(questions)

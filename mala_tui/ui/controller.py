@@ -1,23 +1,22 @@
-"""The app's one handle on what it shows: reads, operator commands, and the approval queue.
+"""The app's one handle on what it shows: reads, operator commands, and answers.
 
 Screens never talk to the supervisor directly: they ask the controller, which
 knows whether the run is live (commands go to the supervisor) or read-only (a
-journal: nothing can be changed), and which approvals are still waiting for an
-answer from this app.
+journal: nothing can be changed). What it shows is what the run recorded: the
+questions waiting for a person are the run's one list (`RunState.questions`),
+and an answer leaves it when the run records its decision, not before.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
-from mala_tui.core import events as ev
 from mala_tui.core.breakdown import WindowContents
 from mala_tui.core.observations import Command, Decision
 from mala_tui.core.permissions import PermissionAnswer
 from mala_tui.core.phases import ManageMode
+from mala_tui.core.questions import ApprovalQuestion, PermissionQuestion, Question
 from mala_tui.core.view import RunState, SessionSnapshot, SessionState
-from mala_tui.runtime.run_types import ApprovalRequest
 from mala_tui.ui.source import BudgetSource, LiveSource, Source, WindowSource
 
 
@@ -31,9 +30,6 @@ class Controller:
     def __init__(self, source: Source) -> None:
         self.supervisor: LiveSource | None = None if isinstance(source, RunState) else source
         self.state: RunState = source if isinstance(source, RunState) else source.state
-        self._answered: set[tuple[str, int]] = set()
-        self._approval_overrides: dict[str, bool] = {}
-        self._answered_permissions: set[tuple[str, str]] = set()
 
     @property
     def live(self) -> bool:
@@ -44,31 +40,14 @@ class Controller:
 
     def snapshots(self) -> dict[str, SessionSnapshot]:
         """Every session now, in the order they appeared."""
-        return self.adjust({name: state.snapshot() for name, state in self.state.sessions.items()})
+        return {name: state.snapshot() for name, state in self.state.sessions.items()}
 
     def snapshot(self, name: str) -> SessionSnapshot | None:
         state = self.state.sessions.get(name)
-        return None if state is None else self.adjust({name: state.snapshot()})[name]
+        return None if state is None else state.snapshot()
 
     def session(self, name: str) -> SessionState | None:
         return self.state.sessions.get(name)
-
-    def adjust(self, snapshots: dict[str, SessionSnapshot]) -> dict[str, SessionSnapshot]:
-        """Snapshots with what this app changed and the run has not recorded yet.
-
-        Switching approval on or off goes through the session's inbox and is recorded
-        when the session takes it in; the app shows the new setting at once.
-        """
-        if not self._approval_overrides:
-            return snapshots
-        return {
-            name: (
-                replace(snap, require_approval=self._approval_overrides[name])
-                if name in self._approval_overrides
-                else snap
-            )
-            for name, snap in snapshots.items()
-        }
 
     # -- acting ------------------------------------------------------------------------------------
 
@@ -83,8 +62,6 @@ class Controller:
     def set_require_approval(self, name: str | None, required: bool) -> None:
         """Switch approval before restarts on or off, for one session or (None) for all."""
         self._live().set_require_approval(name, required)
-        for target in self.state.sessions if name is None else [name]:
-            self._approval_overrides[target] = required
 
     def set_manage_mode(self, name: str, mode: ManageMode) -> None:
         """How much of one session's window mala-tui manages: full, mask or off."""
@@ -117,54 +94,41 @@ class Controller:
             return source.window_contents(name)
         return None
 
-    # -- approvals ---------------------------------------------------------------------------------
+    # -- questions: approvals and permission requests --------------------------------------------
 
-    def pending(self) -> list[ApprovalRequest]:
-        """Approvals waiting for an answer this app has not given yet, oldest first."""
-        if self.supervisor is None:
-            return []
-        return [
-            request
-            for request in self.supervisor.approvals
-            if (request.session, request.checkpoint_number) not in self._answered
-        ]
+    def questions(self) -> list[Question]:
+        """Every question waiting for a person, oldest first (none in a finished run)."""
+        return self.state.questions() if self.supervisor is not None else []
 
-    def forget_answered(self) -> None:
-        """Drop answers the supervisor has acted on (their requests left its list)."""
-        if self.supervisor is not None:
-            asked = {(r.session, r.checkpoint_number) for r in self.supervisor.approvals}
-            self._answered &= asked
+    def pending(self) -> list[ApprovalQuestion]:
+        """Restarts waiting for approval, oldest first."""
+        return [q for q in self.questions() if isinstance(q, ApprovalQuestion)]
+
+    def pending_permissions(self) -> list[PermissionQuestion]:
+        """Tool uses waiting for permission, oldest first."""
+        return [q for q in self.questions() if isinstance(q, PermissionQuestion)]
 
     def decide(
-        self, request: ApprovalRequest, decision: Decision, edited_text: str | None = None
+        self, question: ApprovalQuestion, decision: Decision, edited_text: str | None = None
     ) -> None:
-        """Answer one approval; it leaves the queue at once, before the session acts on it."""
-        self._live().decide(request.session, decision, edited_text)
-        self._answered.add((request.session, request.checkpoint_number))
+        """Answer one approval; it leaves the list once the run records the decision.
 
-    # -- permission requests -----------------------------------------------------------------------
-
-    def pending_permissions(self) -> list[ev.PermissionRequested]:
-        """Tool uses waiting for this app's answer, oldest first (none in a finished run)."""
-        if self.supervisor is None:
-            return []
-        waiting = [
-            request
-            for state in self.state.sessions.values()
-            for request in state.permissions_waiting.values()
-            if (request.session, request.request_id) not in self._answered_permissions
-        ]
-        return sorted(waiting, key=lambda request: request.at)
+        Raises:
+            KeyError: it no longer waits (`runtime.desk.QuestionClosed` says who answered).
+        """
+        self._live().decide(
+            question.session,
+            decision,
+            edited_text,
+            checkpoint_number=question.checkpoint_number,
+        )
 
     def answer_permission(
-        self, request: ev.PermissionRequested, answer: PermissionAnswer, reason: str = ""
-    ) -> bool:
-        """Answer one request; False when it no longer waits (answered by a timeout, say)."""
-        key = (request.session, request.request_id)
-        try:
-            self._live().answer_permission(request.session, request.request_id, answer, reason)
-        except KeyError:
-            return False
-        finally:
-            self._answered_permissions.add(key)
-        return True
+        self, question: PermissionQuestion, answer: PermissionAnswer, reason: str = ""
+    ) -> None:
+        """Answer one tool use; it leaves the list once the run records the answer.
+
+        Raises:
+            KeyError: it no longer waits (`runtime.desk.QuestionClosed` says who answered).
+        """
+        self._live().answer_permission(question.session, question.request_id, answer, reason)

@@ -1,13 +1,14 @@
 """A fake live source: a fixed, made-up run the app can watch with no agent running.
 
 `FakeLiveSource` has the shape of the real supervisor the app needs
-(`ui.source.LiveSource`) but runs nothing: it plays a made-up run into the view
-and records every command, answer and setting the app sends instead of acting
-on it. Screenshots, snapshot tests and the UI tests use it. Every time is an
-offset from one fixed instant and nothing is random, so the screens it
-produces are the same on every machine. `sample_events()` is that run, with a
-session in each state worth showing; `sample_state()` is it read back as
-`mala-tui show` would.
+(`ui.source.LiveSource`) but runs nothing: it plays a made-up run through the
+run's own recorder (into the view, to the listeners) and records every command,
+answer and setting the app sends instead of acting on it; what the real run would
+journal for an answer or a setting (the decision, the new setting) it records too.
+Screenshots, snapshot tests and the UI tests use it. Every time is an offset from
+one fixed instant and nothing is random, so the screens it produces are the same on
+every machine. `sample_events()` is that run, with a session in each state worth
+showing; `sample_state()` is it read back as `mala-tui show` would.
 """
 
 from __future__ import annotations
@@ -20,16 +21,12 @@ from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.observations import Command, Decision
 from mala_tui.core.operator_messages import checked_text
-from mala_tui.core.permissions import PermissionAnswer
+from mala_tui.core.permissions import AnsweredBy, PermissionAnswer
 from mala_tui.core.phases import ManageMode, Phase, Trigger
+from mala_tui.core.questions import ApprovalQuestion, PermissionQuestion
 from mala_tui.core.usage import UsageSource
 from mala_tui.core.view import RunState, SessionSnapshot
-from mala_tui.runtime.run_sink import (
-    ApprovalListener,
-    EventListener,
-    SnapshotListener,
-)
-from mala_tui.runtime.run_types import ApprovalRequest
+from mala_tui.runtime.recorder import RunRecorder
 
 T0 = 1_750_000_000.0
 """The sample run's start, seconds since the epoch."""
@@ -384,25 +381,20 @@ def sample_state() -> RunState:
     return RunState().apply_all(sample_events())
 
 
-@dataclass
-class FakeListeners:
-    snapshots: list[SnapshotListener] = field(default_factory=list)
-    events: list[EventListener] = field(default_factory=list)
-    approvals: list[ApprovalListener] = field(default_factory=list)
-
-
 class FakeLiveSource:
     """The sample run as a live source: commands and answers are recorded, no agent runs.
 
     It has the shape of `runtime.supervisor.Supervisor` the app needs
-    (`ui.source.LiveSource`). `record` plays an event as the real supervisor's
-    sink does: into the view, to the listeners, and approvals follow.
+    (`ui.source.LiveSource`). `record` plays an event as the real supervisor does,
+    through a `RunRecorder` with no journal: into the view, then to the listeners.
     """
 
     def __init__(self, events: list[ev.Event] | None = None) -> None:
-        self.state = RunState()
-        self.listeners = FakeListeners()
-        self.approvals: list[ApprovalRequest] = []
+        self._recorder = RunRecorder(
+            journal=None, state=RunState(), on_storage_failure=lambda _exc: None
+        )
+        self.state = self._recorder.state
+        self.listeners = self._recorder.listeners
         self.calls: list[tuple[str, ...]] = []
         """Every command, answer and setting the app sent, in order."""
         self._stopped = asyncio.Event()
@@ -411,29 +403,10 @@ class FakeLiveSource:
             self.record(event)
 
     def record(self, event: ev.Event) -> None:
-        self.state.apply(event)
-        if isinstance(event, ev.ApprovalRequested):
-            state = self.state.sessions[event.session]
-            text = state.checkpoints[-1].text if state.checkpoints else ""
-            self.approvals.append(
-                ApprovalRequest(
-                    event.session, event.checkpoint_number, text, event.reason, event.at
-                )
-            )
-        elif isinstance(event, ev.ApprovalDecided | ev.SessionEnded):
-            self.approvals = [a for a in self.approvals if a.session != event.session]
-        for listener in self.listeners.events:
-            listener(event)
-        if isinstance(event, ev.ApprovalRequested | ev.ApprovalDecided | ev.SessionEnded):
-            for approvals_listener in self.listeners.approvals:
-                approvals_listener(list(self.approvals))
-        if event.session:
-            snapshot = self.state.sessions[event.session].snapshot()
-            for snapshots_listener in self.listeners.snapshots:
-                snapshots_listener({event.session: snapshot})
+        self._recorder.record(event)
 
     def snapshots(self) -> dict[str, SessionSnapshot]:
-        return {name: state.snapshot() for name, state in self.state.sessions.items()}
+        return self._recorder.snapshots()
 
     async def run(self) -> None:
         await self._stopped.wait()
@@ -442,12 +415,35 @@ class FakeLiveSource:
         self.calls.append(("command", session, command.value))
 
     def decide(
-        self, session: str, decision: Decision, edited_text: str | None = None, by: str = "operator"
+        self,
+        session: str,
+        decision: Decision | str,
+        edited_text: str | None = None,
+        by: str = "operator",
+        checkpoint_number: int | None = None,
     ) -> None:
+        """Recorded, and decided in the view as the run would journal it; an approval that
+        does not wait is refused."""
+        waiting = [
+            question
+            for question in self.state.questions()
+            if isinstance(question, ApprovalQuestion)
+            and question.session == session
+            and checkpoint_number in (None, question.checkpoint_number)
+        ]
+        if not waiting:
+            raise KeyError(f"no approval is pending for {session!r}")
+        decision = Decision(decision)
         self.calls.append(("decide", session, decision, edited_text or ""))
+        at = self.state.sessions[session].updated_at
+        self.record(ev.ApprovalDecided(at=at, session=session, decision=decision, decided_by=by))
 
     def set_require_approval(self, session: str | None, required: bool) -> None:
+        """Recorded, and set in the view as the run would journal it."""
         self.calls.append(("require_approval", session or "*", str(required)))
+        for name in list(self.state.sessions) if session is None else [session]:
+            at = self.state.sessions[name].updated_at
+            self.record(ev.ApprovalPolicySet(at=at, session=name, required=required))
 
     def set_manage_mode(self, session: str, mode: ManageMode) -> None:
         self.calls.append(("manage", session, mode.value))
@@ -489,7 +485,25 @@ class FakeLiveSource:
     def answer_permission(
         self, session: str, request_id: str, answer: PermissionAnswer | str, reason: str = ""
     ) -> None:
-        waiting = self.state.sessions.get(session)
-        if waiting is None or request_id not in waiting.permissions_waiting:
+        """Recorded, and decided in the view as the run would journal it; a request that
+        does not wait is refused."""
+        waiting = {
+            question.request_id: question
+            for question in self.state.questions()
+            if isinstance(question, PermissionQuestion) and question.session == session
+        }
+        if request_id not in waiting:
             raise KeyError(f"no permission request {request_id!r} is waiting in {session!r}")
-        self.calls.append(("permission", session, request_id, PermissionAnswer(answer), reason))
+        answer = PermissionAnswer(answer)
+        self.calls.append(("permission", session, request_id, answer, reason))
+        self.record(
+            ev.PermissionDecided(
+                at=self.state.sessions[session].updated_at,
+                session=session,
+                request_id=request_id,
+                tool=waiting[request_id].tool,
+                answer=answer,
+                decided_by=AnsweredBy.OPERATOR,
+                reason=reason,
+            )
+        )

@@ -1,9 +1,11 @@
-"""What the app hands its screens and widgets, so none of them reaches up into the app.
+"""What the app hands its screens and its parts, so none of them reaches up into the app.
 
 A screen is given a `Services` when it is made and uses only that: the
 controller (reads and commands), the bridge (live updates to subscribe to), the
-session actions, and how long the run has been watched. Screens stay testable
-on their own and a change to the app's insides cannot silently break one.
+session actions, and how long the run has been watched. The app's parts that are
+not screens (the answer queue) are given it too, with the `shell` that puts screens
+and notices in front of the person. Screens stay testable on their own and a change
+to the app's insides cannot silently break one.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from dataclasses import dataclass
 from mala_tui.ui.bridge import UpdateBridge
 from mala_tui.ui.controller import Controller
 from mala_tui.ui.session_actions import SessionActions
+from mala_tui.ui.shell import Shell
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,3 +26,5 @@ class Services:
     actions: SessionActions
     watched_for: Callable[[], float]
     """Seconds since the app started watching the run."""
+    shell: Shell
+    """The app, as far as its parts may use it (ui.shell)."""

@@ -11,7 +11,7 @@ restarted from its checkpoint.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 from textual.binding import Binding
 
@@ -19,11 +19,10 @@ from mala_tui.core.actions import EndStatus
 from mala_tui.core.observations import Command
 from mala_tui.core.phases import ManageMode, Phase
 from mala_tui.core.view import SessionSnapshot
-from mala_tui.ui.controller import ReadOnlyError
+from mala_tui.ui.bridge import UpdateBridge
+from mala_tui.ui.controller import Controller, ReadOnlyError
 from mala_tui.ui.format import phase_label
-
-if TYPE_CHECKING:
-    from mala_tui.ui.app import MalaApp
+from mala_tui.ui.shell import Shell
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,23 +130,30 @@ RESTARTABLE_ENDINGS: Final = frozenset({EndStatus.STOPPED, EndStatus.FAILED, End
 
 
 class SessionActions:
-    """Runs a session action by id for the app, with the notices and confirmations it needs."""
+    """Runs a session action by id for the app, with the notices and confirmations it needs.
 
-    def __init__(self, app: MalaApp) -> None:
-        self.app = app
+    What an action changes is shown as the run records it: the bridge is flushed after
+    one, so a change the run records at once (an approval setting, a queued message)
+    shows at once.
+    """
+
+    def __init__(self, shell: Shell, controller: Controller, bridge: UpdateBridge) -> None:
+        self.shell = shell
+        self.controller = controller
+        self.bridge = bridge
 
     def available(self, action_id: str, name: str | None) -> bool | None:
         """True: offered; None: shown but not possible now; False: not offered at all."""
         action = ACTIONS_BY_ID.get(action_id)
         if action is None:
             return False
-        if action.live_only and not self.app.controller.live:
+        if action.live_only and not self.controller.live:
             return False
-        snapshot = self.app.controller.snapshot(name) if name is not None else None
+        snapshot = self.controller.snapshot(name) if name is not None else None
         if snapshot is None:
             return None
         if action_id == "checkpoints":
-            state = self.app.controller.session(snapshot.name)
+            state = self.controller.session(snapshot.name)
             return True if state is not None and state.checkpoints else None
         if snapshot.status is None:
             return True
@@ -156,26 +162,26 @@ class SessionActions:
         return True if action.when_ended else None
 
     def run(self, action_id: str, name: str) -> None:
-        snapshot = self.app.controller.snapshot(name)
+        snapshot = self.controller.snapshot(name)
         if snapshot is None or not self.available(action_id, name):
-            self.app.bell()
+            self.shell.bell()
             return
         try:
             getattr(self, f"_{action_id}")(snapshot)
         except ReadOnlyError as exc:
-            self.app.notify(str(exc), severity="warning", markup=False)
+            self.shell.notify(str(exc), severity="warning", markup=False)
 
     # -- one method per action, named after its id -------------------------------------------------
 
     def _open(self, snapshot: SessionSnapshot) -> None:
-        self.app.open_session(snapshot.name)
+        self.shell.open_session(snapshot.name)
 
     def _checkpoints(self, snapshot: SessionSnapshot) -> None:
         self.open_checkpoints(snapshot.name)
 
     def open_checkpoints(self, name: str, number: int | None = None) -> None:
         """The checkpoint viewer on this session, at checkpoint `number` (default: the last)."""
-        self.app.open_checkpoints(name, number)
+        self.shell.open_checkpoints(name, number)
 
     def _pause(self, snapshot: SessionSnapshot) -> None:
         command = Command.RESUME if snapshot.phase is Phase.PAUSED else Command.PAUSE
@@ -188,7 +194,7 @@ class SessionActions:
             if yes:
                 self._send(snapshot.name, Command.STOP)
 
-        self.app.push_screen(
+        self.shell.push_screen(
             ConfirmScreen(
                 f"Stop {snapshot.name}?",
                 f"It is {phase_label(snapshot.phase)}. Its checkpoint is kept, and it can be "
@@ -206,39 +212,39 @@ class SessionActions:
 
     def _approval(self, snapshot: SessionSnapshot) -> None:
         required = not snapshot.require_approval
-        self.app.controller.set_require_approval(snapshot.name, required)
+        self.controller.set_require_approval(snapshot.name, required)
         state = "on" if required else "off"
-        self.app.notify(f"{snapshot.name}: approval before restarts is {state}", markup=False)
-        self.app.refresh_snapshots([snapshot.name])
+        self.shell.notify(f"{snapshot.name}: approval before restarts is {state}", markup=False)
+        self.bridge.flush()
 
     def _manage(self, snapshot: SessionSnapshot) -> None:
         modes = list(ManageMode)
         mode = modes[(modes.index(snapshot.manage) + 1) % len(modes)]
-        self.app.controller.set_manage_mode(snapshot.name, mode)
-        self.app.notify(f"{snapshot.name}: management mode {mode.value}", markup=False)
+        self.controller.set_manage_mode(snapshot.name, mode)
+        self.shell.notify(f"{snapshot.name}: management mode {mode.value}", markup=False)
 
     def _transcript(self, snapshot: SessionSnapshot) -> None:
-        path = self.app.controller.transcript_path(snapshot.name)
+        path = self.controller.transcript_path(snapshot.name)
         if path is None:
-            self.app.notify(
+            self.shell.notify(
                 f"{snapshot.name} has no agent transcript yet", severity="warning", markup=False
             )
             return
-        self.app.copy_to_clipboard(str(path))
-        self.app.notify(str(path), title="Transcript path copied", markup=False, timeout=10)
+        self.shell.copy_to_clipboard(str(path))
+        self.shell.notify(str(path), title="Transcript path copied", markup=False, timeout=10)
 
     def toggle_approval_all(self) -> None:
         """Approval on for every session, or off when every session already has it."""
-        controller = self.app.controller
+        controller = self.controller
         try:
             required = not controller.requires_approval_everywhere()
             controller.set_require_approval(None, required)
         except ReadOnlyError as exc:
-            self.app.notify(str(exc), severity="warning", markup=False)
+            self.shell.notify(str(exc), severity="warning", markup=False)
             return
         state = "on" if required else "off"
-        self.app.notify(f"Approval before restarts is {state} for every session")
-        self.app.refresh_snapshots(list(controller.state.sessions))
+        self.shell.notify(f"Approval before restarts is {state} for every session")
+        self.bridge.flush()
 
     def _say(self, snapshot: SessionSnapshot) -> None:
         from mala_tui.ui.screens.message import MessageScreen
@@ -247,15 +253,15 @@ class SessionActions:
 
         def sent(text: str | None) -> None:
             if text:
-                self.app.notify(f"{name}: message queued for its next clean point", markup=False)
-                self.app.refresh_snapshots([name])
+                self.shell.notify(f"{name}: message queued for its next clean point", markup=False)
+                self.bridge.flush()
 
-        self.app.push_screen(
+        self.shell.push_screen(
             MessageScreen(
                 name,
                 phase_label(snapshot.phase),
                 snapshot.messages_waiting,
-                lambda text: self.app.controller.say(name, text),
+                lambda text: self.controller.say(name, text),
             ),
             sent,
         )
@@ -267,7 +273,7 @@ class SessionActions:
             if yes:
                 self._send(snapshot.name, Command.CANCEL)
 
-        self.app.push_screen(
+        self.shell.push_screen(
             ConfirmScreen(
                 f"Cancel {snapshot.name}?",
                 f"It is {phase_label(snapshot.phase)}. It is asked to write its checkpoint "
@@ -279,5 +285,5 @@ class SessionActions:
         )
 
     def _send(self, name: str, command: Command) -> None:
-        self.app.controller.command(name, command)
-        self.app.notify(f"{name}: {command.value.replace('_', ' ')} sent", markup=False)
+        self.controller.command(name, command)
+        self.shell.notify(f"{name}: {command.value.replace('_', ' ')} sent", markup=False)

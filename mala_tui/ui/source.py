@@ -17,12 +17,7 @@ from mala_tui.core.observations import Command, Decision
 from mala_tui.core.permissions import PermissionAnswer
 from mala_tui.core.phases import ManageMode
 from mala_tui.core.view import RunState, SessionSnapshot
-from mala_tui.runtime.run_sink import (
-    ApprovalListener,
-    EventListener,
-    SnapshotListener,
-)
-from mala_tui.runtime.run_types import ApprovalRequest
+from mala_tui.runtime.recorder import EventListener, QuestionListener, SnapshotListener
 
 
 class Listeners(Protocol):
@@ -35,7 +30,7 @@ class Listeners(Protocol):
     def events(self) -> list[EventListener]: ...
 
     @property
-    def approvals(self) -> list[ApprovalListener]: ...
+    def questions(self) -> list[QuestionListener]: ...
 
 
 class LiveSource(Protocol):
@@ -43,14 +38,11 @@ class LiveSource(Protocol):
 
     @property
     def state(self) -> RunState:
-        """Every event so far, reduced: the histories the detail screens draw."""
+        """Every event so far, reduced: the histories the detail screens draw, and the
+        questions waiting for a person (`RunState.questions`)."""
 
     @property
     def listeners(self) -> Listeners: ...
-
-    @property
-    def approvals(self) -> list[ApprovalRequest]:
-        """Checkpoints waiting for a person, oldest first."""
 
     def snapshots(self) -> dict[str, SessionSnapshot]: ...
 
@@ -60,8 +52,18 @@ class LiveSource(Protocol):
     def command(self, session: str, command: Command) -> None: ...
 
     def decide(
-        self, session: str, decision: Decision, edited_text: str | None = None, by: str = "operator"
-    ) -> None: ...
+        self,
+        session: str,
+        decision: Decision | str,
+        edited_text: str | None = None,
+        by: str = "operator",
+        checkpoint_number: int | None = None,
+    ) -> None:
+        """Answer the approval of this checkpoint of the session.
+
+        Raises:
+            KeyError: it does not wait (`runtime.desk.QuestionClosed` says who answered it).
+        """
 
     def set_require_approval(self, session: str | None, required: bool) -> None: ...
 
@@ -89,7 +91,8 @@ class LiveSource(Protocol):
         """Answer a tool use waiting for permission (the waiting ones are in `state`).
 
         Raises:
-            KeyError: no such request waits (answered meanwhile, timed out, session ended).
+            KeyError: no such request waits (answered meanwhile, timed out, session ended;
+                `runtime.desk.QuestionClosed` says who answered it).
         """
 
 

@@ -17,7 +17,8 @@ import pytest
 from mala_tui.config import Settings
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
-from mala_tui.core.permissions import AnsweredBy, PermissionAnswer, PermissionRequest
+from mala_tui.core.permissions import AnsweredBy, PermissionAnswer
+from mala_tui.core.questions import Question
 from mala_tui.core.transcript import ToolCall, ToolResult
 from mala_tui.loopback import LoopbackServer, load_scenario
 from mala_tui.prompt_files import load_prompts
@@ -32,13 +33,13 @@ WITHOUT_BASH = ("Read", "Write", "Edit", "Grep", "Glob")
 
 async def run_answering(
     tmp_path: Path, answer: PermissionAnswer, reason: str = ""
-) -> tuple[Supervisor, list[PermissionRequest], Path]:
+) -> tuple[Supervisor, list[Question], Path]:
     """Run the scenario, answering each permission request as the operator would.
 
     The scripted agent tries a refused step again (as a model might), up to a few times.
     """
     scenario = load_scenario("permission-request")
-    asked: list[PermissionRequest] = []
+    asked: list[Question] = []
     async with LoopbackServer(scenario, response_delay_s=0) as server:
         spec = replace(session_spec("p", scenario, server, tmp_path), allowed_tools=WITHOUT_BASH)
         sup = Supervisor(
@@ -47,13 +48,13 @@ async def run_answering(
         sup.add_session(spec)
         loop = asyncio.get_running_loop()
 
-        def seen(pending: list[PermissionRequest]) -> None:
+        def seen(pending: list[Question]) -> None:
             for request in pending:
                 if request not in asked:
                     asked.append(request)
                     loop.call_soon(sup.answer_permission, "p", request.request_id, answer, reason)
 
-        sup.permissions.listeners.append(seen)
+        sup.listeners.questions.append(seen)
         result = await asyncio.wait_for(sup.run(), 180)
     assert result.statuses == {"p": EndStatus.DONE}
     assert asked, "the CLI should have asked before running the Bash command"

@@ -17,7 +17,8 @@ from mala_tui.config import AgentSettings, ContextSettings, IdleSettings, Settin
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.observations import Command
-from mala_tui.core.permissions import AnsweredBy, PermissionAnswer, PermissionRequest
+from mala_tui.core.permissions import AnsweredBy, PermissionAnswer
+from mala_tui.core.questions import Question
 from mala_tui.core.transcript import Message, Role, ToolCall, ToolResult
 from mala_tui.core.usage import CallUsage
 from mala_tui.prompt_files import load_prompts
@@ -89,11 +90,11 @@ def requests_reach(sup: Supervisor, count: int) -> asyncio.Event:
     """Set once `count` requests wait for the operator."""
     reached = asyncio.Event()
 
-    def seen(pending: list[PermissionRequest]) -> None:
+    def seen(pending: list[Question]) -> None:
         if len(pending) >= count:
             reached.set()
 
-    sup.permissions.listeners.append(seen)
+    sup.listeners.questions.append(seen)
     return reached
 
 
@@ -113,7 +114,7 @@ async def test_allow_for_the_session_answers_the_next_request_without_asking(
     waiting = requests_reach(sup, 1)
     run = asyncio.create_task(sup.run())
     await asyncio.wait_for(waiting.wait(), 10)
-    (request,) = sup.permissions.pending()
+    (request,) = sup.state.questions()
     assert (request.session, request.tool, request.summary) == ("a", "Bash", "make")
     assert sup.snapshots()["a"].pending_permissions == 1
     sup.answer_permission("a", request.request_id, PermissionAnswer.ALLOW_SESSION)
@@ -184,7 +185,7 @@ async def test_stopping_the_session_denies_what_waits_with_the_reason(tmp_path: 
     (answer,) = decided(sup)
     assert (answer.answer, answer.decided_by) == (PermissionAnswer.DENY, AnsweredBy.POLICY)
     assert answer.reason == "the session ended (stopped)"
-    assert sup.permissions.pending() == []
+    assert sup.state.questions() == []
 
 
 @pytest.mark.parametrize(
@@ -196,8 +197,8 @@ async def test_allow_and_deny_policies_answer_without_asking(
 ) -> None:
     client = ScriptedClient([[SessionIdItem("s"), *bash("make", "t1"), finished()]])  # type: ignore[list-item]
     sup = supervisor(tmp_path, client, permissions=policy)
-    asked: list[list[PermissionRequest]] = []
-    sup.permissions.listeners.append(asked.append)
+    asked: list[list[Question]] = []
+    sup.listeners.questions.append(asked.append)
     await asyncio.wait_for(sup.run(), 10)
     assert asked == []
     assert client.verdicts[0].allow is allowed
@@ -226,7 +227,7 @@ async def test_answers_to_nothing_waiting_or_not_an_answer_are_refused(tmp_path:
         sup.answer_permission("a", "1", "sometimes")
     with pytest.raises(KeyError, match="no permission request is waiting in 'nobody'"):
         sup.answer_permission("nobody", "1", PermissionAnswer.ALLOW_ONCE)
-    assert len(sup.permissions.pending()) == 1
+    assert len(sup.state.questions()) == 1
     sup.answer_permission("a", "1", PermissionAnswer.ALLOW_ONCE)
     await asyncio.wait_for(run, 10)
 

@@ -304,10 +304,10 @@ async def test_a_restart_waiting_for_approval_at_the_kill_is_asked_again_then_ru
     supervisor.state.apply_all(events)
     supervisor.runners["a"].manager.resume_from(session, 30)
     asked = asyncio.Event()
-    supervisor.listeners.approvals.append(lambda pending: asked.set() if pending else None)
+    supervisor.listeners.questions.append(lambda pending: asked.set() if pending else None)
     run = asyncio.create_task(supervisor.run())
     await asyncio.wait_for(asked.wait(), 10)
-    (request,) = supervisor.approvals
+    (request,) = supervisor.state.questions()
     assert (request.checkpoint_number, request.checkpoint_text) == (1, "## Goal\nG")
     assert fresh.queries == []  # nothing runs before the answer
     supervisor.decide("a", Decision.APPROVE)

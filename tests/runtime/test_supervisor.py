@@ -8,16 +8,17 @@ from pathlib import Path
 
 import pytest
 
-from mala_tui.config import ContextSettings, IdleSettings, Settings
+from mala_tui.config import AgentSettings, ContextSettings, IdleSettings, Settings
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
-from mala_tui.core.observations import Decision
+from mala_tui.core.observations import Command, Decision
 from mala_tui.core.operator_messages import MessageError
 from mala_tui.core.usage import CallUsage, UsageSource
 from mala_tui.core.view import SessionSnapshot
 from mala_tui.prompt_files import load_prompts
 from mala_tui.runtime.backends.base import SessionIdItem, SessionSpec, UsageItem
 from mala_tui.runtime.backends.scripted import HANG, ScriptedBackend, ScriptedClient, finished
+from mala_tui.runtime.desk import QuestionClosed
 from mala_tui.runtime.headless import describe
 from mala_tui.runtime.journal import RunJournal, read_events
 from mala_tui.runtime.supervisor import Supervisor
@@ -89,7 +90,7 @@ def supervisor(tmp_path: Path, backend: object, names: list[str], **kwargs: obje
 def approvals_reach(sup: Supervisor, count: int) -> asyncio.Event:
     """Set once `count` approvals are pending: the supervisor tells its listeners of each."""
     reached = asyncio.Event()
-    sup.listeners.approvals.append(lambda pending: reached.set() if len(pending) >= count else None)
+    sup.listeners.questions.append(lambda pending: reached.set() if len(pending) >= count else None)
     return reached
 
 
@@ -112,24 +113,24 @@ async def test_approvals_queue_and_each_answer_reaches_its_session(tmp_path: Pat
     backend = Sessions({"a": hard_session("sa"), "b": hard_session("sb"), "c": hard_session("sc")})
     sup = supervisor(tmp_path, backend, ["a", "b", "c"], approval_mode="ask")
     seen: list[list[str]] = []
-    sup.listeners.approvals.append(lambda pending: seen.append([p.session for p in pending]))
+    sup.listeners.questions.append(lambda pending: seen.append([p.session for p in pending]))
     three = approvals_reach(sup, 3)
     run = asyncio.create_task(sup.run())
     await asyncio.wait_for(three.wait(), 10)
-    assert {p.session for p in sup.approvals} == {"a", "b", "c"}
-    assert all(p.checkpoint_text.startswith("## Goal\nG") for p in sup.approvals)
+    assert {p.session for p in sup.state.questions()} == {"a", "b", "c"}
+    assert all(p.checkpoint_text.startswith("## Goal\nG") for p in sup.state.questions())
     sup.decide("a", Decision.APPROVE)
     sup.decide("b", Decision.DENY)
     sup.decide("c", Decision.EDIT, "## Goal\nOnly the edited plan.")
     result = await asyncio.wait_for(run, 10)
     assert result.statuses == {"a": EndStatus.DONE, "b": EndStatus.DENIED, "c": EndStatus.DONE}
-    assert sup.approvals == []
+    assert sup.state.questions() == []
     assert seen[-1] == []
     continuation_c = backend.by_name["c"].clients[1].queries[0]
     assert "## Goal\nOnly the edited plan." in continuation_c
     decided = [
         e for e in read_events(sup.journal.events_path).events if isinstance(e, ev.ApprovalDecided)
-    ]  # type: ignore[union-attr]
+    ]
     assert sorted(d.decision for d in decided) == [Decision.APPROVE, Decision.DENY, Decision.EDIT]
     with pytest.raises(KeyError, match="no approval is pending"):
         sup.decide("a", Decision.APPROVE)
@@ -158,6 +159,58 @@ async def test_an_approval_timeout_takes_the_configured_answer(tmp_path: Path) -
     assert [(d.decision, d.decided_by) for d in decided] == [(Decision.APPROVE, "timeout")]
 
 
+async def test_an_answer_after_the_timeout_answered_is_refused_saying_so(tmp_path: Path) -> None:
+    sup = supervisor(
+        tmp_path,
+        Sessions({"a": hard_session("sa")}),
+        ["a"],
+        approval_mode="ask",
+        settings=settings(approval_timeout_seconds=0.1, approval_timeout_decision="approve"),
+    )
+    await asyncio.wait_for(sup.run(), 10)
+    with pytest.raises(QuestionClosed) as refused:
+        sup.decide("a", Decision.DENY, checkpoint_number=1)
+    assert str(refused.value) == (
+        "no approval is pending for 'a': checkpoint #1 of a was answered already: "
+        "approved by its timeout (no answer within 0.1 s)"
+    )
+    decided = [e for e in sup.state.sessions["a"].log if isinstance(e, ev.ApprovalDecided)]
+    assert len(decided) == 1  # the refused answer changed nothing
+
+
+async def test_switching_approval_is_recorded_at_once_busy_or_queued(tmp_path: Path) -> None:
+    clients = {name: [ScriptedClient([[SessionIdItem(f"s{name}"), HANG]])] for name in "ab"}
+    sup = supervisor(
+        tmp_path,
+        Sessions(clients),
+        ["a", "b"],
+        approval_mode="auto",
+        settings=Settings(
+            agent=AgentSettings(max_concurrent=1), idle=IdleSettings(idle_timeout_seconds=30)
+        ),
+    )
+    started, b_started = asyncio.Event(), asyncio.Event()
+    sup.listeners.events.append(
+        lambda e: started.set() if isinstance(e, ev.ProcessStarted) else None
+    )
+    sup.listeners.events.append(
+        lambda e: b_started.set() if isinstance(e, ev.SessionStarted) and e.session == "b" else None
+    )
+    run = asyncio.create_task(sup.run())
+    await asyncio.wait_for(started.wait(), 10)
+    assert sup.queued == ["b"]
+    # "a" is mid-turn, "b" waits for a slot: neither reads its inbox now, and yet.
+    sup.set_require_approval(None, True)
+    assert all(snap.require_approval for snap in sup.snapshots().values())
+    sup.command("a", Command.STOP)
+    await asyncio.wait_for(b_started.wait(), 10)
+    (started_b,) = [e for e in sup.state.sessions["b"].log if isinstance(e, ev.SessionStarted)]
+    assert started_b.require_approval
+    sup.stop_all()
+    await asyncio.wait_for(run, 10)
+    assert sup.state.sessions["b"].snapshot().require_approval
+
+
 async def test_each_change_is_published_as_it_happens_and_checkpoints_saved_as_markdown(
     tmp_path: Path,
 ) -> None:
@@ -165,7 +218,7 @@ async def test_each_change_is_published_as_it_happens_and_checkpoints_saved_as_m
     published: list[dict[str, SessionSnapshot]] = []
     sup.listeners.snapshots.append(published.append)
     await asyncio.wait_for(sup.run(), 10)
-    events = read_events(sup.journal.events_path).events  # type: ignore[union-attr]
+    events = read_events(sup.journal.events_path).events
     mine = [e for e in events if e.session == "a"]
     # Nothing held back: one snapshot per event, the session as that event left it
     # (the app's bridge is what coalesces them per frame).
@@ -199,7 +252,7 @@ async def test_stop_all_ends_every_session_and_disconnects(tmp_path: Path) -> No
     result = await asyncio.wait_for(run, 10)
     assert result.statuses == {"a": EndStatus.STOPPED, "b": EndStatus.STOPPED}
     assert all(c.disconnected for found in clients.values() for c in found)
-    ended = read_events(sup.journal.events_path).events  # type: ignore[union-attr]
+    ended = read_events(sup.journal.events_path).events
     assert isinstance(ended[-1], ev.RunEnded) and not ended[-1].ok
     # A message to a session that has ended is refused, not lost on the way.
     with pytest.raises(MessageError, match="has ended"):
@@ -221,7 +274,7 @@ async def test_cancelling_the_run_stops_every_session(tmp_path: Path) -> None:
     with pytest.raises(asyncio.CancelledError):
         await run
     assert all(c.disconnected for found in clients.values() for c in found)
-    assert isinstance(read_events(sup.journal.events_path).events[-1], ev.RunEnded)  # type: ignore[union-attr]
+    assert isinstance(read_events(sup.journal.events_path).events[-1], ev.RunEnded)
 
 
 def test_two_sessions_cannot_share_a_name(tmp_path: Path) -> None:

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
 from textual.widgets import TextArea
 
 from mala_tui.core import events as ev
+from mala_tui.core.observations import Decision
+from mala_tui.core.questions import approval_id
+from mala_tui.runtime.desk import QuestionClosed, Reply
 from mala_tui.ui.fake_source import T0, FakeLiveSource
 from mala_tui.ui.screens.approval import ApprovalScreen
 from mala_tui.ui.screens.dashboard import DashboardScreen
@@ -197,3 +201,25 @@ async def test_nothing_to_approve_in_a_finished_run() -> None:
         await pilot.pause()
         assert isinstance(app.screen, DashboardScreen)
         assert not app.screen.query_one(ApprovalBadge).display
+
+
+async def test_an_answer_the_run_refuses_says_who_answered_first(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    supervisor = FakeLiveSource()
+    app = make_app(supervisor)
+    first = Reply(Decision.DENY, "timeout", "no answer within 60 s")
+
+    def answered_meanwhile(session: str, *_args: object, **_kwargs: object) -> None:
+        raise QuestionClosed(approval_id(session, 2), f"checkpoint #2 of {session}", first)
+
+    monkeypatch.setattr(supervisor, "decide", answered_meanwhile)
+    async with app.run_test(notifications=True) as pilot:
+        await pilot.press("a", "a")
+        await pilot.pause()
+        assert isinstance(app.screen, DashboardScreen)
+        assert (
+            "checkpoint #2 of settings-form was answered already: "
+            "denied by its timeout (no answer within 60 s)"
+        ) in " ".join(notifications(app))
+        assert not any("approved" in n for n in notifications(app))

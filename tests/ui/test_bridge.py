@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
 from textual.app import App
 
 from mala_tui.core import events as ev
 from mala_tui.core.observations import Decision
+from mala_tui.core.questions import ApprovalQuestion
 from mala_tui.core.view import SessionSnapshot
-from mala_tui.runtime.run_types import ApprovalRequest
 from mala_tui.ui.bridge import UpdateBridge
 from mala_tui.ui.controller import Controller
 from mala_tui.ui.fake_source import T0, FakeLiveSource
@@ -19,12 +20,12 @@ async def test_updates_within_a_frame_are_published_once() -> None:
     supervisor = FakeLiveSource()
     app: App[None] = App()
     async with app.run_test() as pilot:
-        bridge = UpdateBridge(app, Controller(supervisor), frame=0.05)
+        bridge = UpdateBridge(app, frame=0.05)
         bridge.attach(supervisor)
-        seen: dict[str, list[object]] = {"snapshots": [], "events": [], "approvals": []}
+        seen: dict[str, list[object]] = {"snapshots": [], "events": [], "questions": []}
         bridge.snapshots.subscribe(app, seen["snapshots"].append, immediate=True)
         bridge.events.subscribe(app, seen["events"].append, immediate=True)
-        bridge.approvals.subscribe(app, seen["approvals"].append, immediate=True)
+        bridge.questions.subscribe(app, seen["questions"].append, immediate=True)
 
         base = supervisor.snapshots()["parser-fix"]
         listener = supervisor.listeners.snapshots[0]
@@ -35,8 +36,8 @@ async def test_updates_within_a_frame_are_published_once() -> None:
         second = ev.ErrorRecorded(at=T0, session="api-docs", where="x", message="two")
         supervisor.listeners.events[0](first)
         supervisor.listeners.events[0](second)
-        supervisor.listeners.approvals[0]([])
-        assert seen == {"snapshots": [], "events": [], "approvals": []}  # nothing before the frame
+        supervisor.listeners.questions[0](supervisor.state.questions())
+        assert seen == {"snapshots": [], "events": [], "questions": []}  # nothing before the frame
 
         await pilot.pause(0.15)
         (published,) = seen["snapshots"]
@@ -45,8 +46,8 @@ async def test_updates_within_a_frame_are_published_once() -> None:
         newest = published["parser-fix"]
         assert isinstance(newest, SessionSnapshot) and newest.tokens == 3_000
         assert seen["events"] == [[first, second]]
-        (approvals,) = seen["approvals"]
-        assert [a.session for a in approvals] == ["settings-form"]  # type: ignore[attr-defined]
+        (questions,) = seen["questions"]
+        assert [a.session for a in questions] == ["settings-form"]  # type: ignore[attr-defined]
 
         bridge.detach()
         assert supervisor.listeners.snapshots == supervisor.listeners.events == []
@@ -55,15 +56,18 @@ async def test_updates_within_a_frame_are_published_once() -> None:
         assert len(seen["snapshots"]) == len(seen["events"]) == 1
 
 
-async def test_an_answered_approval_leaves_the_queue_before_the_supervisor_drops_it() -> None:
+async def test_an_answered_approval_leaves_the_queue_and_is_not_answered_twice() -> None:
     supervisor = FakeLiveSource()
     controller = Controller(supervisor)
     (request,) = controller.pending()
-    assert isinstance(request, ApprovalRequest)
+    assert isinstance(request, ApprovalQuestion)
     controller.decide(request, Decision.APPROVE)
-    assert controller.pending() == []
-    assert supervisor.approvals == [request]  # the runner has not acted yet
-    supervisor.approvals = []
-    controller.forget_answered()
-    supervisor.approvals = [request]  # asked again (a new request with the same number)
-    assert controller.pending() == [request]
+    assert controller.pending() == []  # the decision is recorded, the question closed
+    with pytest.raises(KeyError, match="no approval is pending for 'settings-form'"):
+        controller.decide(request, Decision.DENY)
+    supervisor.record(  # asked again (a new request with the same number)
+        ev.ApprovalRequested(
+            at=T0 + 700, session="settings-form", checkpoint_number=2, reason="hard threshold"
+        )
+    )
+    assert [(q.id, q.checkpoint_number) for q in controller.pending()] == [(request.id, 2)]

@@ -15,7 +15,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, ContentSwitcher, Footer, Static, TextArea
 
 from mala_tui.core.observations import Decision
-from mala_tui.runtime.run_types import ApprovalRequest
+from mala_tui.core.questions import ApprovalQuestion, Question
 from mala_tui.ui.services import Services
 from mala_tui.ui.text import literal
 from mala_tui.ui.widgets.checkpoint_view import CheckpointView
@@ -25,7 +25,7 @@ from mala_tui.ui.widgets.checkpoint_view import CheckpointView
 class ApprovalAnswer:
     """What the person decided; `text` is the edited checkpoint when the decision is EDIT."""
 
-    request: ApprovalRequest
+    request: ApprovalQuestion
     decision: Decision
     text: str | None = None
 
@@ -55,7 +55,7 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer | None]):
     def __init__(
         self,
         services: Services,
-        request: ApprovalRequest,
+        request: ApprovalQuestion,
         *,
         previous: str | None = None,
         waiting: int = 1,
@@ -95,7 +95,7 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer | None]):
     def on_mount(self) -> None:
         self.query_one("#view").focus()
         self._show_buttons()
-        self.services.bridge.approvals.subscribe(self, self._approvals_changed)
+        self.services.bridge.questions.subscribe(self, self._questions_changed)
 
     def watch_editing(self) -> None:
         if self.is_mounted:
@@ -115,11 +115,10 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer | None]):
             return self.editing
         return True
 
-    def _approvals_changed(self, pending: list[ApprovalRequest]) -> None:
+    def _questions_changed(self, waiting: list[Question]) -> None:
         if self._finished or self.app.screen is not self:
             return  # answered already: the list changed because of this very answer
-        key = (self.request.session, self.request.checkpoint_number)
-        if all((p.session, p.checkpoint_number) != key for p in pending):
+        if all(question.id != self.request.id for question in waiting):
             self.app.notify(f"{self.request.session} no longer waits for approval", markup=False)
             self._finish(None)
 

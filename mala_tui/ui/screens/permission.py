@@ -13,8 +13,8 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Footer, Input, Static
 
-from mala_tui.core import events as ev
 from mala_tui.core.permissions import PermissionAnswer
+from mala_tui.core.questions import PermissionQuestion, Question
 from mala_tui.ui.format import elapsed
 from mala_tui.ui.services import Services
 from mala_tui.ui.text import literal
@@ -24,7 +24,7 @@ from mala_tui.ui.text import literal
 class PermissionReply:
     """The operator's answer; `reason` goes to the agent with a deny."""
 
-    request: ev.PermissionRequested
+    request: PermissionQuestion
     answer: PermissionAnswer
     reason: str = ""
 
@@ -49,7 +49,7 @@ class PermissionScreen(ModalScreen[PermissionReply | None]):
     def __init__(
         self,
         services: Services,
-        request: ev.PermissionRequested,
+        request: PermissionQuestion,
         *,
         waiting: int = 1,
     ) -> None:
@@ -63,7 +63,7 @@ class PermissionScreen(ModalScreen[PermissionReply | None]):
         request = self.request
         state = self.services.controller.session(request.session)
         started = state.started_at if state is not None else None
-        when = f" \u00b7 asked at +{elapsed(request.at - started)}" if started else ""
+        when = f" \u00b7 asked at +{elapsed(request.asked_at - started)}" if started else ""
         queue = f" \u00b7 {self.waiting - 1} more waiting" if self.waiting > 1 else ""
         with Vertical(id="dialog"):
             yield Static(
@@ -86,7 +86,7 @@ class PermissionScreen(ModalScreen[PermissionReply | None]):
 
     def on_mount(self) -> None:
         self.query_one("#input-view").focus()
-        self.services.bridge.events.subscribe(self, self._events)
+        self.services.bridge.questions.subscribe(self, self._questions_changed)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # Typing a reason must not answer: letters go to the input while it has focus.
@@ -94,22 +94,16 @@ class PermissionScreen(ModalScreen[PermissionReply | None]):
             return not isinstance(self.focused, Input)
         return True
 
-    def _events(self, events: list[ev.Event]) -> None:
+    def _questions_changed(self, waiting: list[Question]) -> None:
         if self._finished or self.app.screen is not self:
-            return
+            return  # answered already: the list changed because of this very answer
         request = self.request
-        for event in events:
-            gone = isinstance(event, ev.PermissionDecided) and (
-                (event.session, event.request_id) == (request.session, request.request_id)
+        if all(question.id != request.id for question in waiting):
+            self.app.notify(
+                f"{request.session}: request #{request.request_id} no longer waits",
+                markup=False,
             )
-            ended = isinstance(event, ev.SessionEnded) and event.session == request.session
-            if gone or ended:
-                self.app.notify(
-                    f"{request.session}: request #{request.request_id} no longer waits",
-                    markup=False,
-                )
-                self._finish(None)
-                return
+            self._finish(None)
 
     def _finish(self, reply: PermissionReply | None) -> None:
         if not self._finished:

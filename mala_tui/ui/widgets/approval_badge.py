@@ -6,14 +6,14 @@ from textual import events
 from textual.reactive import reactive
 from textual.widgets import Static
 
-from mala_tui.runtime.run_types import ApprovalRequest
+from mala_tui.core.questions import ApprovalQuestion, Question
 from mala_tui.ui.services import Services
 
 
 class ApprovalBadge(Static):
     """ "⚑ 2 waiting for approval", hidden when none is; a click opens the first one.
 
-    It follows the bridge's `approvals` signal itself, so any screen gets it by
+    It follows the bridge's `questions` signal itself, so any screen gets it by
     composing one with its services.
     """
 
@@ -39,10 +39,10 @@ class ApprovalBadge(Static):
     def on_mount(self) -> None:
         self.count = len(self.services.controller.pending())
         self.set_class(self.count == 0, "-none")
-        self.services.bridge.approvals.subscribe(self, self._on_approvals)
+        self.services.bridge.questions.subscribe(self, self._on_questions)
 
-    def _on_approvals(self, pending: list[ApprovalRequest]) -> None:
-        self.count = len(pending)
+    def _on_questions(self, waiting: list[Question]) -> None:
+        self.count = sum(isinstance(question, ApprovalQuestion) for question in waiting)
 
     def watch_count(self, count: int) -> None:
         self.set_class(count == 0, "-none")

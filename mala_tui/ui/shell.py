@@ -1,0 +1,51 @@
+"""What the app does for its parts: put a screen or a notice in front of the person.
+
+The session actions and the answer queue act for the person (open a dialog, say
+what happened) but are not screens, so Textual gives them no `self.app`; they are
+given this instead. `MalaApp` is one; the parts never import it, so the app can
+import them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol, TypeVar
+
+from textual.notifications import SeverityLevel
+from textual.screen import Screen
+
+ResultT = TypeVar("ResultT")
+
+
+class Shell(Protocol):
+    """The app as its parts see it (Textual's `App` methods, and the app's own navigation)."""
+
+    @property
+    def screen(self) -> Screen[object]:
+        """The screen on top."""
+
+    def push_screen(
+        self, screen: Screen[ResultT], callback: Callable[[ResultT | None], None] | None = None
+    ) -> object: ...
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None: ...
+
+    def bell(self) -> None: ...
+
+    def call_later(self, callback: Callable[..., Any], *args: Any, **kwargs: Any) -> bool: ...
+
+    def copy_to_clipboard(self, text: str) -> None: ...
+
+    def open_session(self, name: str) -> None:
+        """The session's detail screen."""
+
+    def open_checkpoints(self, name: str, number: int | None = None) -> None:
+        """The checkpoint viewer on the session, at checkpoint `number` (default: the last)."""
