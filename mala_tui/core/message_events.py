@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from mala_tui.core import events as ev
 from mala_tui.core.observations import CompactionObserved
-from mala_tui.core.session_state import excerpt
+from mala_tui.core.text import excerpt
 from mala_tui.core.transcript import Message, TextBlock, ToolCall, ToolResult
 
 

@@ -14,7 +14,8 @@ from mala_tui.core.observations import IdleTimedOut, TurnEnded
 from mala_tui.core.phases import STREAMING, IllegalTransition, Trigger
 from mala_tui.core.prompts import PromptKind
 from mala_tui.core.retry import RETRYABLE_RESULTS, RetryDecision, backoff_delay, decide_retry
-from mala_tui.core.session_state import Outcome, excerpt
+from mala_tui.core.session_state import Outcome
+from mala_tui.core.text import excerpt
 from mala_tui.core.transcript import Transcript
 
 

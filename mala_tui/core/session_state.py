@@ -23,7 +23,6 @@ from mala_tui.core.masking import MaskPlan
 from mala_tui.core.operator_messages import Delivery, MessageQueue, messages_block
 from mala_tui.core.phases import TRANSITIONS, Cause, IllegalTransition, Phase, Trigger
 from mala_tui.core.prompts import PromptKind, PromptSet
-from mala_tui.core.text import flatten, shorten
 from mala_tui.core.transcript import Message, Transcript
 from mala_tui.core.usage import (
     CallUsage,
@@ -35,7 +34,6 @@ from mala_tui.core.usage import (
 )
 from mala_tui.core.window import RefusalBounds, WindowSource, learn_from_refusal
 
-_EXCERPT: Final = 300
 #: The batch minimum is at most this share of the window: a fixed count fit for a
 #: 200,000 window would forbid every mask in a small one.
 MIN_BATCH_SHARE: Final = 0.15
@@ -397,8 +395,3 @@ def news_key(reason: str) -> str:
     """A reason with its figures taken out: "only ~21,545 tokens maskable" and "only
     ~21,551" are the same news, said once."""
     return _DIGITS.sub("#", reason)
-
-
-def excerpt(text: str) -> str:
-    """Text as one line of the event log, shortened."""
-    return shorten(flatten(text), _EXCERPT)

@@ -7,7 +7,8 @@ Three things every layer needs the same way:
   as the characters they are. An ESC would let a tool's output move the cursor,
   clear the screen or retitle the window, so every C0/C1 control character but
   newline and tab is replaced by a visible stand-in;
-- long text shortened (`shorten`): cut to a limit, the cut marked with "…";
+- long text shortened (`shorten`): cut to a limit, the cut marked with "…"
+  (`excerpt`: flattened to one line and shortened, for the event log);
 - figures in short form (`tokens`, `percent`), for narrow cards and log lines.
 
 Pure string work: the app wraps `clean`'s result in `rich.text.Text` itself
@@ -22,6 +23,7 @@ from typing import Final
 ELLIPSIS: Final = "\u2026"  # "…"
 _CONTROL: Final = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _NEWLINES: Final = re.compile(r"\s*\n\s*")
+_EXCERPT: Final = 300
 
 
 def _visible(match: re.Match[str]) -> str:
@@ -55,6 +57,11 @@ def shorten(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
     return text[: max(0, limit - 1)] + ELLIPSIS
+
+
+def excerpt(text: str) -> str:
+    """Text as one line of the event log, shortened."""
+    return shorten(flatten(text), _EXCERPT)
 
 
 def tokens(count: int) -> str:
