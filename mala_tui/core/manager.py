@@ -11,7 +11,7 @@ before it changes anything.
 Where each part lives
 ---------------------
 - core/phases.py: the phase table (which trigger moves which phase where);
-- core/session_state.py: what the manager knows, and the moves every part shares;
+- core/manager_state.py: what the manager knows, and the moves every part shares;
 - core/masking_decisions.py: when to mask and how much, in measured tokens,
   including the projection at each tool result;
 - core/restart_flow.py: wind-down, checkpoint, approval, restart, emergency;
@@ -26,8 +26,11 @@ from collections.abc import Sequence
 
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus, SendPrompt
-from mala_tui.core.checkpoint import CheckpointError, extract_checkpoint
+from mala_tui.core.calibration import Density
+from mala_tui.core.checkpoint import Checkpoint, CheckpointError, extract_checkpoint
 from mala_tui.core.limits import Limits
+from mala_tui.core.manager_state import Counters, ManagerState, Outcome, StopFor
+from mala_tui.core.mask_economics import GrowthRate
 from mala_tui.core.masking import call_key
 from mala_tui.core.message_events import compaction_event, message_events
 from mala_tui.core.observations import (
@@ -52,13 +55,13 @@ from mala_tui.core.observations import (
     UsageObserved,
 )
 from mala_tui.core.operator_flow import OperatorFlow
+from mala_tui.core.operator_messages import MessageQueue
 from mala_tui.core.phases import STREAMING, Cause, IllegalTransition, ManageMode, Phase, Trigger
 from mala_tui.core.prompts import PromptKind, PromptSet
 from mala_tui.core.resume_plan import SessionResume
-from mala_tui.core.session_state import Outcome, StopFor
-from mala_tui.core.transcript import Message, Role
+from mala_tui.core.transcript import Message, Role, Transcript
 from mala_tui.core.usage import ContextUsage, Zone, estimate_tokens
-from mala_tui.core.window import WindowSource
+from mala_tui.core.window import RefusalBounds, WindowSource
 
 __all__ = ["ContextManager", "Limits", "Outcome"]
 
@@ -72,37 +75,108 @@ class ContextManager(OperatorFlow):
     """Decides, for one agent session, when to mask, wind down, checkpoint and restart."""
 
     def __init__(self, *, name: str, task: str, limits: Limits, prompts: PromptSet) -> None:
-        self._init_state(name, task, limits, prompts)
-        self._started = False
-        self._usage_missing = False
-        """An answer came without per-call usage: decide on the estimate."""
-        self._budget_stop: str | None = None
-        """Why the session stops at its next checkpoint instead of restarting (a budget)."""
-        self._resume: tuple[SessionResume, float, tuple[Message, ...]] | None = None
-        """Where `start` picks the session up instead of its task (`mala-tui resume`)."""
+        self._state = ManagerState(name=name, task=task, limits=limits, prompts=prompts)
 
     # -- what the UI and runtime read ------------------------------------------------
 
     @property
+    def name(self) -> str:
+        return self._state.name
+
+    @property
+    def limits(self) -> Limits:
+        return self._state.limits
+
+    @property
+    def phase(self) -> Phase:
+        return self._state.phase
+
+    @property
+    def manage(self) -> ManageMode:
+        return self._state.manage
+
+    @manage.setter
+    def manage(self, mode: ManageMode) -> None:
+        self._state.manage = mode
+
+    @property
+    def require_approval(self) -> bool:
+        return self._state.require_approval
+
+    @property
+    def session_id(self) -> str | None:
+        return self._state.session_id
+
+    @property
+    def checkpoint(self) -> Checkpoint | None:
+        return self._state.checkpoint
+
+    @property
+    def end_status(self) -> EndStatus | None:
+        return self._state.end_status
+
+    @property
+    def transcript(self) -> Transcript:
+        return self._state.transcript
+
+    @property
+    def messages(self) -> MessageQueue:
+        return self._state.messages
+
+    @property
+    def counters(self) -> Counters:
+        return self._state.counters
+
+    @property
+    def growth(self) -> GrowthRate:
+        return self._state.growth
+
+    @property
+    def density(self) -> Density:
+        return self._state.density
+
+    @property
+    def usage(self) -> ContextUsage:
+        return self._state.usage
+
+    def projected_tokens(self) -> int:
+        """The next request's size, as decisions at a tool result see it."""
+        return self._state.projected_tokens()
+
+    @property
+    def window(self) -> int:
+        return self._state.window
+
+    @property
+    def window_source(self) -> WindowSource:
+        return self._state.window_source
+
+    @property
+    def refusal(self) -> RefusalBounds | None:
+        return self._state.refusal
+
+    @property
     def window_reported(self) -> bool:
-        return self.window_source is WindowSource.CLI
+        return self._state.window_source is WindowSource.CLI
 
     @property
     def zone(self) -> Zone:
-        return self.usage.zone(self.limits.soft_threshold, self.limits.hard_threshold)
+        return self._state.usage.zone(
+            self._state.limits.soft_threshold, self._state.limits.hard_threshold
+        )
 
     @property
     def continuation_count(self) -> int:
-        return self.counters.continuation
+        return self._state.counters.continuation
 
     @property
     def streaming(self) -> bool:
-        return self._turn.streaming
+        return self._state.turn.streaming
 
     @property
     def stopping(self) -> StopFor | None:
         """Why the turn in flight is being stopped, if it is."""
-        return self._turn.stopping
+        return self._state.turn.stopping
 
     # -- entry points ----------------------------------------------------------------
 
@@ -114,26 +188,26 @@ class ContextManager(OperatorFlow):
         `history`: the agent session's conversation so far, when it is resumed by its id
         (what masking decides on; the agent's window holds it all).
         """
-        if self._started:
-            raise IllegalTransition(f"{self.name}: already started")
-        self._resume = (plan, gap_seconds, tuple(history))
+        if self._state.started:
+            raise IllegalTransition(f"{self._state.name}: already started")
+        self._state.resume = (plan, gap_seconds, tuple(history))
         if plan.carried.manage is not None:  # set now: the session's first event says it
-            self.manage = plan.carried.manage
+            self._state.manage = plan.carried.manage
 
     def start(self, at: float) -> Outcome:
         """The first prompt: the task itself, or where a resumed run left the session."""
-        if self._started:
-            raise IllegalTransition(f"{self.name}: already started")
-        self._started = True
-        if self._resume is not None:
-            return self._resumed_start(at, *self._resume)
-        self._begin_turn(self.task)
-        return Outcome((SendPrompt(PromptKind.TASK, self.task),))
+        if self._state.started:
+            raise IllegalTransition(f"{self._state.name}: already started")
+        self._state.started = True
+        if self._state.resume is not None:
+            return self._resumed_start(at, *self._state.resume)
+        self._state.begin_turn(self._state.task)
+        return Outcome((SendPrompt(PromptKind.TASK, self._state.task),))
 
     def observe(self, observation: Observation) -> Outcome:
         """Take one fact in, decide. Raises IllegalTransition, changing nothing, when refused."""
-        if not self._started:
-            raise IllegalTransition(f"{self.name}: observe() before start()")
+        if not self._state.started:
+            raise IllegalTransition(f"{self._state.name}: observe() before start()")
         return self._stop_for_messages(self._dispatch(observation))
 
     def _dispatch(self, observation: Observation) -> Outcome:
@@ -145,7 +219,7 @@ class ContextManager(OperatorFlow):
             case ToolResultSeen():
                 return self._on_tool_result_seen(observation)
             case SessionIdentified():
-                self.session_id = observation.session_id
+                self._state.session_id = observation.session_id
                 return Outcome()
             case TurnEnded():
                 return self._on_turn_ended(observation)
@@ -160,49 +234,55 @@ class ContextManager(OperatorFlow):
             case IdleTimedOut():
                 return self._on_idle(observation)
             case SessionTimedOut():
-                if self.phase not in STREAMING and self.phase is not Phase.PAUSED:
-                    raise IllegalTransition(f"{self.name}: session timeout while {self.phase}")
-                return self._end(
+                if self._state.phase not in STREAMING and self._state.phase is not Phase.PAUSED:
+                    raise IllegalTransition(
+                        f"{self._state.name}: session timeout while {self._state.phase}"
+                    )
+                return self._state.end(
                     observation.at,
                     Trigger.FAIL,
                     EndStatus.FAILED,
                     f"session timeout: {observation.seconds:g} s passed, retries included",
                 )
             case AgentFailed():
-                self._check(Trigger.FAIL)
-                return self._end(observation.at, Trigger.FAIL, EndStatus.FAILED, observation.reason)
+                self._state.check(Trigger.FAIL)
+                return self._state.end(
+                    observation.at, Trigger.FAIL, EndStatus.FAILED, observation.reason
+                )
             case CompactionObserved():
-                self.counters.compactions += 1
+                self._state.counters.compactions += 1
                 if not observation.blocked:
                     # The CLI rewrote the conversation itself: the pairs fitted so far
                     # describe a transcript it no longer sends.
-                    self.calibration.restart()
-                return Outcome(events=(compaction_event(self.name, observation),))
+                    self._state.calibration.restart()
+                return Outcome(events=(compaction_event(self._state.name, observation),))
             case OperatorCommand():
                 return self._on_command(observation)
             case MessageForAgent():
                 return self._on_message_for_agent(observation)
             case ApprovalPolicyChanged():
-                if observation.required == self.require_approval:
+                if observation.required == self._state.require_approval:
                     return Outcome()
-                self.require_approval = observation.required
+                self._state.require_approval = observation.required
                 return Outcome(
                     events=(
                         ev.ApprovalPolicySet(
-                            at=observation.at, session=self.name, required=observation.required
+                            at=observation.at,
+                            session=self._state.name,
+                            required=observation.required,
                         ),
                     )
                 )
             case BudgetReached():
                 return self._on_budget(observation)
             case ManageModeChanged():
-                if observation.mode is self.manage:
+                if observation.mode is self._state.manage:
                     return Outcome()
-                self.manage = observation.mode
+                self._state.manage = observation.mode
                 return Outcome(
                     events=(
                         ev.ManageModeSet(
-                            at=observation.at, session=self.name, mode=observation.mode.value
+                            at=observation.at, session=self._state.name, mode=observation.mode.value
                         ),
                     )
                 )
@@ -211,25 +291,25 @@ class ContextManager(OperatorFlow):
     # -- usage -----------------------------------------------------------------------
 
     def _on_usage(self, obs: UsageObserved) -> Outcome:
-        self.tracker.observe_call(obs.call)
-        noted = self._note_accepted(obs.at, obs.call)
-        self.calibration.observe(
-            estimate_tokens(self.transcript.characters), obs.call.context_tokens
+        self._state.tracker.observe_call(obs.call)
+        noted = self._state.note_accepted(obs.at, obs.call)
+        self._state.calibration.observe(
+            estimate_tokens(self._state.transcript.characters), obs.call.context_tokens
         )
-        self._chars_at_call = self.transcript.characters
+        self._state.chars_at_call = self._state.transcript.characters
         if obs.starts_call:
-            self.growth.observe(obs.call.context_tokens)
-        if self._turn.stopping is StopFor.PROJECTION and obs.starts_call:
-            self._turn.stopping = None  # a new request: the CLI did not stop at the hook
-        usage = self.usage
+            self._state.growth.observe(obs.call.context_tokens)
+        if self._state.turn.stopping is StopFor.PROJECTION and obs.starts_call:
+            self._state.turn.stopping = None  # a new request: the CLI did not stop at the hook
+        usage = self._state.usage
         events: list[ev.Event] = [self._usage_event(obs.at, usage, obs.notes), *noted]
-        if self._pending.measure_from is not None:
-            before = self._pending.measure_from
-            self._pending.measure_from = None
+        if self._state.pending.measure_from is not None:
+            before = self._state.pending.measure_from
+            self._state.pending.measure_from = None
             events.append(
                 ev.MaskMeasured(
                     at=obs.at,
-                    session=self.name,
+                    session=self._state.name,
                     tokens_before=before,
                     tokens_after=usage.tokens,
                     reclaimed=before - usage.tokens,
@@ -238,72 +318,94 @@ class ContextManager(OperatorFlow):
         decided = self._decide_on(obs.at, usage)
         return Outcome(decided.actions, (*events, *decided.events))
 
+    def _usage_event(
+        self, at: float, usage: ContextUsage, notes: tuple[str, ...] = ()
+    ) -> ev.UsageRecorded:
+        call = usage.call
+        density = self._state.density
+        return ev.UsageRecorded(
+            at=at,
+            session=self._state.name,
+            tokens=usage.tokens,
+            window=usage.window,
+            source=usage.source.value,
+            input_tokens=call.input_tokens if call else 0,
+            cache_creation_input_tokens=call.cache_creation_input_tokens if call else 0,
+            cache_read_input_tokens=call.cache_read_input_tokens if call else 0,
+            output_tokens=call.output_tokens if call else 0,
+            notes=notes,
+            window_source=self._state.window_source.value,
+            density=round(density.ratio, 4),
+            density_measured=density.measured,
+        )
+
     def _decide_on(self, at: float, usage: ContextUsage) -> Outcome:
         """Act on a figure of the window, measured or (labelled) estimated."""
-        if self.manage is ManageMode.OFF or self._turn.stopping is not None:
+        if self._state.manage is ManageMode.OFF or self._state.turn.stopping is not None:
             return Outcome()
-        if self.phase is Phase.RUNNING:
+        if self._state.phase is Phase.RUNNING:
             return self._pressure_decision(at, usage)
-        if self.phase is Phase.MASKING and self._zone_now(usage) is Zone.HARD:
+        if self._state.phase is Phase.MASKING and self._zone_now(usage) is Zone.HARD:
             # The window jumped past hard before the mask landed: wind down instead.
-            if self.manage is ManageMode.FULL:
-                self._pending.mask = None
+            if self._state.manage is ManageMode.FULL:
+                self._state.pending.mask = None
             return self._wind_down(at, usage.tokens, Cause.HARD_THRESHOLD)
         return Outcome()
 
     def _zone_now(self, usage: ContextUsage) -> Zone:
-        return self._decision_zone(
-            usage.zone(self.limits.soft_threshold, self.limits.hard_threshold), usage.tokens
+        return self._state.decision_zone(
+            usage.zone(self._state.limits.soft_threshold, self._state.limits.hard_threshold),
+            usage.tokens,
         )
 
     def _pressure_decision(self, at: float, usage: ContextUsage) -> Outcome:
         if usage.pressure >= 1.0:
             return self._emergency(
-                at, f"usage {usage.tokens} tokens is past the {self.window} window"
+                at, f"usage {usage.tokens} tokens is past the {self._state.window} window"
             )
         zone = self._zone_now(usage)
-        if zone is Zone.HARD and self.manage is ManageMode.FULL:
+        if zone is Zone.HARD and self._state.manage is ManageMode.FULL:
             return self._wind_down(at, usage.tokens, Cause.HARD_THRESHOLD)
         if zone is not Zone.NORMAL:
             return self._mask(at, usage.tokens, Trigger.SOFT_PRESSURE, Cause.SOFT_THRESHOLD)
-        self._pending.skip_reason = None
+        self._state.pending.skip_reason = None
         return Outcome()
 
     # -- turns -----------------------------------------------------------------------
 
     def _on_message(self, obs: MessageObserved) -> Outcome:
-        self.transcript.append(obs.message)
-        self.tracker.observe_transcript_size(self.transcript.characters)
-        self._turn.tool_calls += len(obs.message.tool_calls)
+        self._state.transcript.append(obs.message)
+        self._state.tracker.observe_transcript_size(self._state.transcript.characters)
+        self._state.turn.tool_calls += len(obs.message.tool_calls)
         for tool_call in obs.message.tool_calls:
             key = call_key(tool_call)
-            if key in self._masked_keys:
+            if key in self._state.masked_keys:
                 # The agent fetched again what a mask took: it needs it, so keep it.
-                self._needed.add(key)
-                self.counters.refetched += 1
-        events: list[ev.Event] = list(message_events(obs.at, self.name, obs.message))
+                self._state.needed.add(key)
+                self._state.counters.refetched += 1
+        events: list[ev.Event] = list(message_events(obs.at, self._state.name, obs.message))
         if (
             obs.message.role is Role.ASSISTANT
             and not obs.message.from_harness  # Claude Code's own error: no call was made
-            and self.tracker.latest_call is None
-            and not self._usage_missing
+            and self._state.tracker.latest_call is None
+            and not self._state.usage_missing
         ):
             # Usage comes as a call starts, before any of its content: an answer
             # without it means this agent reports none.
-            self._usage_missing = True
-            if self.manage is not ManageMode.OFF:
+            self._state.usage_missing = True
+            if self._state.manage is not ManageMode.OFF:
                 events.append(self._estimate_warning(obs.at))
-        if self._usage_missing and self.tracker.latest_call is None:
+        if self._state.usage_missing and self._state.tracker.latest_call is None:
             # The labelled estimate is all there is, so decide on it.
-            decided = self._decide_on(obs.at, self.usage)
+            decided = self._decide_on(obs.at, self._state.usage)
             return Outcome(decided.actions, (*events, *decided.events))
         return Outcome(events=tuple(events))
 
     def _estimate_warning(self, at: float) -> ev.WarningRecorded:
-        usage = self.usage
+        usage = self._state.usage
         return ev.WarningRecorded(
             at=at,
-            session=self.name,
+            session=self._state.name,
             where="usage",
             message=(
                 "the agent reports no per-call usage: decisions use the "
@@ -312,39 +414,51 @@ class ContextManager(OperatorFlow):
         )
 
     def _on_turn_ended(self, obs: TurnEnded) -> Outcome:
-        stopping = self._turn.stopping
-        if stopping is None and obs.terminal_reason == HOOK_STOPPED and self.phase is Phase.RUNNING:
+        stopping = self._state.turn.stopping
+        if (
+            stopping is None
+            and obs.terminal_reason == HOOK_STOPPED
+            and self._state.phase is Phase.RUNNING
+        ):
             # Only our post-tool hook ends a turn this way: a stop it was asked for, whose
             # request to stop was lost on the way (say, to an item handled out of order).
-            stopping = self._turn.stopping = StopFor.PROJECTION
+            stopping = self._state.turn.stopping = StopFor.PROJECTION
         if stopping is None:
-            ordinary_end = self.phase in (Phase.RUNNING, Phase.WINDING_DOWN, Phase.CHECKPOINTING)
-            if self.phase not in STREAMING or not (
+            ordinary_end = self._state.phase in (
+                Phase.RUNNING,
+                Phase.WINDING_DOWN,
+                Phase.CHECKPOINTING,
+            )
+            if self._state.phase not in STREAMING or not (
                 ordinary_end or obs.is_error or obs.prompt_too_long
             ):
-                raise IllegalTransition(f"{self.name}: a turn ended while {self.phase.value}")
+                raise IllegalTransition(
+                    f"{self._state.name}: a turn ended while {self._state.phase.value}"
+                )
             if obs.prompt_too_long:  # the emergency's own check, before anything changes
-                self._check(
-                    self._checkpoint_trigger() if self.manage is ManageMode.FULL else Trigger.FAIL
+                self._state.check(
+                    self._checkpoint_trigger()
+                    if self._state.manage is ManageMode.FULL
+                    else Trigger.FAIL
                 )
         # The request the API refused, as projected before this turn's end moves anything.
         refused = (
-            self.projected_tokens()
-            if obs.refused_by_api and self.tracker.latest_call is not None
+            self._state.projected_tokens()
+            if obs.refused_by_api and self._state.tracker.latest_call is not None
             else None
         )
         if obs.context_window:
-            self._set_told_window(obs.context_window, WindowSource.CLI)
+            self._state.set_told_window(obs.context_window, WindowSource.CLI)
         outcome = self._turn_outcome(obs, stopping)
         # Learnt once the turn's end is known to be legal: a refused one changes nothing.
-        learned = self._learn_from_refusal(obs.at, refused) if refused is not None else ()
+        learned = self._state.learn_from_refusal(obs.at, refused) if refused is not None else ()
         return Outcome(outcome.actions, (*learned, *outcome.events))
 
     def _turn_outcome(self, obs: TurnEnded, stopping: StopFor | None) -> Outcome:
         if obs.session_id:
-            self.session_id = obs.session_id
-        self.tracker.observe_turn(obs.summed_usage)
-        self._turn.streaming = False
+            self._state.session_id = obs.session_id
+        self._state.tracker.observe_turn(obs.summed_usage)
+        self._state.turn.streaming = False
         finished = not obs.is_error and obs.terminal_reason in _FINISHED
         if stopping is not None:
             return self._after_stop(obs, stopping, finished)
@@ -352,14 +466,14 @@ class ContextManager(OperatorFlow):
             return self._emergency(obs.at, "the prompt is too long for the window")
         if obs.is_error:
             return self._on_turn_error(obs)
-        self.counters.idle_retries = 0
-        if self.phase is Phase.RUNNING and self.messages:
+        self._state.counters.idle_retries = 0
+        if self._state.phase is Phase.RUNNING and self._state.messages:
             return self._deliver_now(obs.at)
-        if self.phase is Phase.RUNNING:
-            return self._end(
+        if self._state.phase is Phase.RUNNING:
+            return self._state.end(
                 obs.at, Trigger.TASK_DONE, EndStatus.DONE, "the agent finished its task"
             )
-        if self.phase is Phase.WINDING_DOWN:
+        if self._state.phase is Phase.WINDING_DOWN:
             return self._request_checkpoint(obs.at, Trigger.WIND_DOWN_DONE)
         try:
             checkpoint = extract_checkpoint(obs.result_text)
@@ -373,25 +487,29 @@ class ContextManager(OperatorFlow):
         A mask comes back planned anew, over the results the agent saw before it stopped;
         a stop asked of the hook is decided here, at the clean point it made.
         """
-        self._turn.stopping = None
-        if finished and self.phase in (Phase.RUNNING, Phase.MASKING):
+        self._state.turn.stopping = None
+        if finished and self._state.phase in (Phase.RUNNING, Phase.MASKING):
             # The agent finished its task before the stop landed: nothing left to manage,
             # unless the operator has something to say to it.
-            self._pending.mask = None
-            if self.phase is Phase.RUNNING and self.messages:
+            self._state.pending.mask = None
+            if self._state.phase is Phase.RUNNING and self._state.messages:
                 return self._deliver_now(obs.at)
-            return self._end(
+            return self._state.end(
                 obs.at, Trigger.TASK_DONE, EndStatus.DONE, "the agent finished its task"
             )
-        if obs.prompt_too_long and self.phase in STREAMING and self.phase is not Phase.RESTARTING:
+        if (
+            obs.prompt_too_long
+            and self._state.phase in STREAMING
+            and self._state.phase is not Phase.RESTARTING
+        ):
             return self._emergency(obs.at, "the prompt is too long for the window")
-        if stopping in (StopFor.PROJECTION, StopFor.MESSAGE) and self.phase is Phase.RUNNING:
+        if stopping in (StopFor.PROJECTION, StopFor.MESSAGE) and self._state.phase is Phase.RUNNING:
             # A clean point: mask or wind down if the window needs it, and the waiting
             # messages go with whatever sends the agent on (`_back_to_work`).
             return self._decide_at_clean_point(obs.at)
-        if self.phase is Phase.MASKING:
+        if self._state.phase is Phase.MASKING:
             return self._replan_stopped_mask()
-        follow_up = self._turn.then
+        follow_up = self._state.turn.then
         if follow_up is not None:
-            self._begin_turn(follow_up)
+            self._state.begin_turn(follow_up)
         return Outcome()

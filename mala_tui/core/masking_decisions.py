@@ -21,6 +21,7 @@ from typing import Final
 
 from mala_tui.core import events as ev
 from mala_tui.core.actions import ApplyMask, SendPrompt, StopTurn
+from mala_tui.core.manager_state import Outcome, PendingMask, StopFor, news_key
 from mala_tui.core.mask_economics import pays_for_itself
 from mala_tui.core.masking import MaskPlan, call_key, maskable, placeholder, plan_masking
 from mala_tui.core.observations import MaskConfirmed, MaskFailed, ToolResultSeen
@@ -28,11 +29,13 @@ from mala_tui.core.operator_messages import Delivery
 from mala_tui.core.phases import Cause, IllegalTransition, ManageMode, Phase, Trigger
 from mala_tui.core.prompts import PromptKind
 from mala_tui.core.restart_flow import RestartFlow
-from mala_tui.core.session_state import Outcome, PendingMask, StopFor, news_key
 from mala_tui.core.usage import Zone
 
 #: Share of the window that results the agent fetched again may keep unmasked.
 NEEDED_SHARE: Final = 0.10
+#: The batch minimum is at most this share of the window: a fixed count fit for a
+#: 200,000 window would forbid every mask in a small one.
+MIN_BATCH_SHARE: Final = 0.15
 
 
 class MaskingDecisions(RestartFlow):
@@ -43,9 +46,9 @@ class MaskingDecisions(RestartFlow):
     def _plan_mask(
         self, goal: int, cause: Cause, *, keep_recent: int | None = None, any_size: bool = False
     ) -> MaskPlan:
-        observations = self.transcript.observations()
-        keep = self.limits.keep_recent_observations if keep_recent is None else keep_recent
-        never = self.limits.never_mask_tools
+        observations = self._state.transcript.observations()
+        keep = self._state.limits.keep_recent_observations if keep_recent is None else keep_recent
+        never = self._state.limits.never_mask_tools
         if cause is Cause.OPERATOR:
             chosen = {
                 obs.call.id: placeholder(obs.call, obs.result)
@@ -59,30 +62,37 @@ class MaskingDecisions(RestartFlow):
             keep_recent=keep,
             # For a wind-down that must fit, any batch size goes.
             min_batch_tokens=0 if any_size else self._min_batch_tokens(),
-            density=self.density.ratio,
+            density=self._state.density.ratio,
             never_mask=never,
-            needed=frozenset(self._needed),
-            needed_chars=self._tokens_as_chars(int(NEEDED_SHARE * self.window)),
+            needed=frozenset(self._state.needed),
+            needed_chars=self._state.tokens_as_chars(int(NEEDED_SHARE * self._state.window)),
+        )
+
+    def _min_batch_tokens(self) -> int:
+        if not self._state.restart_makes_room():
+            return 0  # masking is all that can make room: every token of it counts
+        return min(
+            self._state.limits.mask_min_batch_tokens, int(MIN_BATCH_SHARE * self._state.window)
         )
 
     def _worth_it_now(self, plan: MaskPlan, tokens: int) -> bool:
         """In the soft zone, a mask waits until it pays for its cache rewrite
         (core.mask_economics), but never past halfway from soft to hard: a window kept
         near hard is one large result away from a restart, which costs far more."""
-        if self.zone_of(tokens) is not Zone.SOFT:
+        if self._state.zone_of(tokens) is not Zone.SOFT:
             return True
-        halfway = (self.limits.soft_threshold + self.limits.hard_threshold) / 2
-        if tokens >= halfway * self.window:
+        halfway = (self._state.limits.soft_threshold + self._state.limits.hard_threshold) / 2
+        if tokens >= halfway * self._state.window:
             return True
         return pays_for_itself(
             plan.estimated_tokens,
             tokens - plan.estimated_tokens,
-            self.density.overhead,
-            self.growth.rate,
+            self._state.density.overhead,
+            self._state.growth.rate,
         )
 
     def _target_tokens(self) -> int:
-        return int(self.limits.mask_target_threshold * self.window)
+        return int(self._state.limits.mask_target_threshold * self._state.window)
 
     # -- deciding --------------------------------------------------------------------------
 
@@ -98,14 +108,14 @@ class MaskingDecisions(RestartFlow):
         then_wind_down: bool = False,
     ) -> Outcome:
         """Mask down towards the target; `tokens` is the window now (or projected)."""
-        if self.manage is ManageMode.OFF and cause is not Cause.OPERATOR:
+        if self._state.manage is ManageMode.OFF and cause is not Cause.OPERATOR:
             return Outcome()  # watching only; a mask asked for by hand still happens
         goal = tokens - self._target_tokens() if cause is not Cause.OPERATOR else 0
-        if self.counters.mask_failures >= self.limits.max_mask_failures:
+        if self._state.counters.mask_failures >= self._state.limits.max_mask_failures:
             return self._skip(at, tokens, "masking failed twice in a row; not tried again")
         if (
             cause is Cause.SOFT_THRESHOLD
-            and self._pending.skip_revision == self.transcript.revision
+            and self._state.pending.skip_revision == self._state.transcript.revision
         ):
             # Nothing was worth masking and no result has come since: planning again
             # would find the same (the batch minimum does not depend on the pressure).
@@ -120,17 +130,17 @@ class MaskingDecisions(RestartFlow):
                 f"waiting: masking ~{plan.estimated_tokens} tokens now would cost more in "
                 "cache rewrites than it saves",
             )
-        moved = self._move(at, trigger)
-        stop = self._turn.streaming
+        moved = self._state.move(at, trigger)
+        stop = self._state.turn.streaming
         if stop:
-            self._turn.stopping = StopFor.MASK
-            self._turn.then = None
+            self._state.turn.stopping = StopFor.MASK
+            self._state.turn.then = None
         resume = (
-            self.prompts.render(PromptKind.MASK_RESUME, masked_count=len(plan.ids))
+            self._state.prompts.render(PromptKind.MASK_RESUME, masked_count=len(plan.ids))
             if (stop or resume_after) and not then_wind_down
             else None
         )
-        self._pending.mask = PendingMask(
+        self._state.pending.mask = PendingMask(
             plan,
             trigger,
             cause,
@@ -139,8 +149,8 @@ class MaskingDecisions(RestartFlow):
             then_wind_down=then_wind_down,
             projected=tokens if cause is Cause.PROJECTION else None,
         )
-        self._pending.skip_reason = None
-        self._pending.skip_revision = None
+        self._state.pending.skip_reason = None
+        self._state.pending.skip_revision = None
         return Outcome((ApplyMask(plan, stop, resume),), (moved,))
 
     def _replan_stopped_mask(self) -> Outcome:
@@ -150,59 +160,63 @@ class MaskingDecisions(RestartFlow):
         previous call's) reached the transcript; planned as decided, it would keep more
         recent results than `keep_recent` and rewrite them at the cache-miss price.
         """
-        pending = self._pending.mask
+        pending = self._state.pending.mask
         if pending is None:
             return Outcome()
-        goal = self.usage.tokens - pending.floor
+        goal = self._state.usage.tokens - pending.floor
         fresh = self._plan_mask(max(goal, 0), pending.cause)
         if fresh and set(pending.plan.ids) <= set(fresh.ids):
             pending.plan = fresh
-        resume = self.prompts.render(PromptKind.MASK_RESUME, masked_count=len(pending.plan.ids))
+        resume = self._state.prompts.render(
+            PromptKind.MASK_RESUME, masked_count=len(pending.plan.ids)
+        )
         return Outcome((ApplyMask(pending.plan, False, resume),))
 
     def _skip(self, at: float, tokens: int, reason: str) -> Outcome:
         # Say it once per kind of reason, not on every API call while the zone lasts:
         # "only ~21,545 tokens maskable" and "only ~21,551" are the same news.
-        self._pending.skip_revision = self.transcript.revision
+        self._state.pending.skip_revision = self._state.transcript.revision
         kind = news_key(reason)
-        if kind == self._pending.skip_reason:
+        if kind == self._state.pending.skip_reason:
             return Outcome()
-        self._pending.skip_reason = kind
+        self._state.pending.skip_reason = kind
         return Outcome(
-            events=(ev.MaskSkipped(at=at, session=self.name, reason=reason, tokens=tokens),)
+            events=(ev.MaskSkipped(at=at, session=self._state.name, reason=reason, tokens=tokens),)
         )
 
     # -- the projection at each tool result ------------------------------------------------
 
     def _on_tool_result_seen(self, obs: ToolResultSeen) -> Outcome:
-        self._turn.seen_results[obs.tool_use_id] = max(0, obs.characters)
+        self._state.turn.seen_results[obs.tool_use_id] = max(0, obs.characters)
         if (
-            self.manage is ManageMode.OFF
-            or self.phase is not Phase.RUNNING
-            or not self._turn.streaming
-            or self._turn.stopping is not None
+            self._state.manage is ManageMode.OFF
+            or self._state.phase is not Phase.RUNNING
+            or not self._state.turn.streaming
+            or self._state.turn.stopping is not None
         ):
             return Outcome()
-        projected = self.projected_tokens()
-        zone = self.zone_of(projected)
+        projected = self._state.projected_tokens()
+        zone = self._state.zone_of(projected)
         if zone is Zone.NORMAL:
             return Outcome()
         # Results still on their way are the newest: they count among those kept.
         arriving = sum(
-            1 for tool_id in self._turn.seen_results if not self.transcript.has_result(tool_id)
+            1
+            for tool_id in self._state.turn.seen_results
+            if not self._state.transcript.has_result(tool_id)
         )
-        keep = max(0, self.limits.keep_recent_observations - arriving)
+        keep = max(0, self._state.limits.keep_recent_observations - arriving)
         if zone is Zone.SOFT:
             plan = self._plan_mask(
                 projected - self._target_tokens(), Cause.PROJECTION, keep_recent=keep
             )
             if not plan or not self._worth_it_now(plan, projected):
                 return Outcome()
-        self._turn.stopping = StopFor.PROJECTION
+        self._state.turn.stopping = StopFor.PROJECTION
         return Outcome(
             (
                 StopTurn(
-                    f"next request projected at {projected:,} of {self.window:,} tokens "
+                    f"next request projected at {projected:,} of {self._state.window:,} tokens "
                     f"({zone.value} zone)"
                 ),
             )
@@ -215,15 +229,15 @@ class MaskingDecisions(RestartFlow):
             return decided
         # Nothing to do after all (the figures moved between the hook and here): the
         # turn was stopped, so it must be sent on its way again.
-        kind, text, delivered = self._back_to_work(
-            at, PromptKind.STOPPED_RESUME, Delivery.CLEAN_POINT, session_name=self.name
+        kind, text, delivered = self._state.back_to_work(
+            at, PromptKind.STOPPED_RESUME, Delivery.CLEAN_POINT, session_name=self._state.name
         )
         return Outcome((SendPrompt(kind, text),), (*decided.events, *delivered))
 
     def _act_at_clean_point(self, at: float) -> Outcome:
-        projected = self.projected_tokens()
-        zone = self.zone_of(projected)
-        hard = self._hard_tokens()
+        projected = self._state.projected_tokens()
+        zone = self._state.zone_of(projected)
+        hard = self._state.hard_tokens()
         if zone is not Zone.NORMAL:
             plan = self._plan_mask(projected - self._target_tokens(), Cause.PROJECTION)
             if plan and projected - plan.estimated_tokens < hard:
@@ -247,10 +261,10 @@ class MaskingDecisions(RestartFlow):
                     Cause.PROJECTION,
                     plan=everything,
                     resume_after=True,
-                    then_wind_down=self.manage is ManageMode.FULL,
+                    then_wind_down=self._state.manage is ManageMode.FULL,
                 )
-            if self.manage is ManageMode.FULL:
-                room = max(0, hard - self.usage.tokens)
+            if self._state.manage is ManageMode.FULL:
+                room = max(0, hard - self._state.usage.tokens)
                 return self._emergency(
                     at,
                     f"the next request would hold ~{projected:,} tokens, past the hard "
@@ -262,42 +276,46 @@ class MaskingDecisions(RestartFlow):
     # -- the runtime's answer ----------------------------------------------------------------
 
     def _on_mask_confirmed(self, obs: MaskConfirmed) -> Outcome:
-        pending = self._pending.mask
-        if self.phase is not Phase.MASKING or pending is None:
-            raise IllegalTransition(f"{self.name}: mask confirmed while {self.phase.value}")
+        pending = self._state.pending.mask
+        if self._state.phase is not Phase.MASKING or pending is None:
+            raise IllegalTransition(
+                f"{self._state.name}: mask confirmed while {self._state.phase.value}"
+            )
         unknown = set(obs.tool_use_ids) - set(pending.plan.ids)
         if unknown:
             raise IllegalTransition(
-                f"{self.name}: confirmed results that were not planned: {sorted(unknown)}"
+                f"{self._state.name}: confirmed results that were not planned: {sorted(unknown)}"
             )
-        moved = self._move(obs.at, Trigger.MASK_APPLIED)
+        moved = self._state.move(obs.at, Trigger.MASK_APPLIED)
         applied = {tool_id: pending.plan.placeholders[tool_id] for tool_id in obs.tool_use_ids}
-        self._masked_keys.update(
+        self._state.masked_keys.update(
             call_key(item.call)
-            for item in self.transcript.observations()
+            for item in self._state.transcript.observations()
             if item.call.id in applied
         )
-        self.transcript.replace_results(applied)
-        self.tracker.observe_transcript_size(self.transcript.characters)
-        self.counters.masked_total += len(applied)
-        self.counters.masked_session += len(applied)
-        self.counters.mask_failures = 0
+        self._state.transcript.replace_results(applied)
+        self._state.tracker.observe_transcript_size(self._state.transcript.characters)
+        self._state.counters.masked_total += len(applied)
+        self._state.counters.masked_session += len(applied)
+        self._state.counters.mask_failures = 0
         # What the next measured request is compared with: the request the mask replaced
         # (projected, when decided at a tool result), so `reclaimed` is what it freed.
-        tokens_before = pending.projected if pending.projected is not None else self.usage.tokens
-        self._pending.mask = None
-        self._pending.measure_from = tokens_before
+        tokens_before = (
+            pending.projected if pending.projected is not None else self._state.usage.tokens
+        )
+        self._state.pending.mask = None
+        self._state.pending.measure_from = tokens_before
         events: list[ev.Event] = [
             moved,
             ev.MaskApplied(
                 at=obs.at,
-                session=self.name,
+                session=self._state.name,
                 count=len(applied),
                 tool_use_ids=tuple(applied),
                 placeholders=tuple(applied.values()),
                 estimated_tokens=pending.plan.estimated_tokens,
                 tokens_before=tokens_before,
-                total_masked=self.counters.masked_total,
+                total_masked=self._state.counters.masked_total,
                 trigger=pending.cause.value,
                 projected_tokens=pending.projected,
             ),
@@ -308,31 +326,35 @@ class MaskingDecisions(RestartFlow):
             return Outcome(wound.actions, (*events, *wound.events))
         if pending.resume:
             # The runtime resumed the session on the masked transcript with ApplyMask's prompt.
-            self._turn.stopping = None
-            self._begin_turn(
-                self.prompts.render(PromptKind.MASK_RESUME, masked_count=len(pending.plan.ids))
+            self._state.turn.stopping = None
+            self._state.begin_turn(
+                self._state.prompts.render(
+                    PromptKind.MASK_RESUME, masked_count=len(pending.plan.ids)
+                )
             )
         return Outcome(events=tuple(events))
 
     def _on_mask_failed(self, obs: MaskFailed) -> Outcome:
-        pending = self._pending.mask
-        moved = self._move(obs.at, Trigger.MASK_FAILED)
-        self._pending.mask = None
-        self.counters.mask_failures += 1
+        pending = self._state.pending.mask
+        moved = self._state.move(obs.at, Trigger.MASK_FAILED)
+        self._state.pending.mask = None
+        self._state.counters.mask_failures += 1
         resume: tuple[SendPrompt, ...] = ()
         delivered: tuple[ev.Event, ...] = ()
         if pending is not None and pending.resume:
             # The turn was stopped for a mask that did not happen: let the agent carry on.
-            self._turn.stopping = None
-            kind, text, delivered = self._back_to_work(
-                obs.at, PromptKind.IDLE_RESUME, Delivery.RESUME, session_name=self.name
+            self._state.turn.stopping = None
+            kind, text, delivered = self._state.back_to_work(
+                obs.at, PromptKind.IDLE_RESUME, Delivery.RESUME, session_name=self._state.name
             )
             resume = (SendPrompt(kind, text),)
         return Outcome(
             resume,
             events=(
                 moved,
-                ev.ErrorRecorded(at=obs.at, session=self.name, where="masking", message=obs.reason),
+                ev.ErrorRecorded(
+                    at=obs.at, session=self._state.name, where="masking", message=obs.reason
+                ),
                 *delivered,
             ),
         )

@@ -11,20 +11,16 @@ from __future__ import annotations
 
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus, Interrupt, SendPrompt, StopTurn
+from mala_tui.core.manager_state import Outcome, StopFor
 from mala_tui.core.observations import BudgetReached, Command, MessageForAgent, OperatorCommand
 from mala_tui.core.operator_messages import Delivery, MessageError
 from mala_tui.core.phases import Cause, IllegalTransition, ManageMode, Phase, Trigger
 from mala_tui.core.prompts import PromptKind
 from mala_tui.core.recovery import Recovery
-from mala_tui.core.session_state import Outcome, StopFor
 
 
 class OperatorFlow(Recovery):
     """The manager's handlers for operator commands and budget limits."""
-
-    _budget_stop: str | None = None
-    """Why the session stops at its next checkpoint instead of restarting (a budget, a
-    cancel)."""
 
     # -- budgets ---------------------------------------------------------------------
 
@@ -35,38 +31,30 @@ class OperatorFlow(Recovery):
         The runtime says so at every call while the session is near or over, so a moment
         this cannot act on (a pause, a prompt already queued) is simply passed over.
         """
-        if self.phase.terminal or self.phase in (
+        if self._state.phase.terminal or self._state.phase in (
             Phase.PAUSED,
             Phase.AWAITING_APPROVAL,
             Phase.RESTARTING,
         ):
             return Outcome()
-        if self.manage is not ManageMode.FULL:  # no checkpoints in these modes: stop at the limit
+        if (
+            self._state.manage is not ManageMode.FULL
+        ):  # no checkpoints in these modes: stop at the limit
             if not obs.over:
                 return Outcome()
-            self._check(Trigger.STOP)
-            return self._end(obs.at, Trigger.STOP, EndStatus.STOPPED, obs.reason)
-        if self.phase in (Phase.WINDING_DOWN, Phase.CHECKPOINTING):
-            if self._budget_stop is None:
-                self._budget_stop = obs.reason  # a checkpoint is on its way: stop there
+            self._state.check(Trigger.STOP)
+            return self._state.end(obs.at, Trigger.STOP, EndStatus.STOPPED, obs.reason)
+        if self._state.phase in (Phase.WINDING_DOWN, Phase.CHECKPOINTING):
+            if self._state.budget_stop is None:
+                self._state.budget_stop = obs.reason  # a checkpoint is on its way: stop there
             return Outcome()
-        if self._turn.stopping in (StopFor.PROMPT, StopFor.PAUSE, StopFor.EMERGENCY):
+        if self._state.turn.stopping in (StopFor.PROMPT, StopFor.PAUSE, StopFor.EMERGENCY):
             return Outcome()
-        self._budget_stop = obs.reason
+        self._state.budget_stop = obs.reason
         if obs.over:
             return self._emergency(obs.at, obs.reason)
-        self._pending.mask = None
-        return self._wind_down(obs.at, self.usage.tokens, Cause.BUDGET)
-
-    def _checkpoint_trigger(self) -> Trigger:
-        if self._budget_stop is not None:
-            return Trigger.CHECKPOINT_AT_LIMIT
-        return super()._checkpoint_trigger()
-
-    def _end(self, at: float, trigger: Trigger, status: EndStatus, reason: str) -> Outcome:
-        if trigger is Trigger.CHECKPOINT_AT_LIMIT and self._budget_stop is not None:
-            reason = f"{self._budget_stop}; checkpoint kept"
-        return super()._end(at, trigger, status, reason)
+        self._state.pending.mask = None
+        return self._wind_down(obs.at, self._state.usage.tokens, Cause.BUDGET)
 
     # -- the operator ----------------------------------------------------------------
 
@@ -74,86 +62,91 @@ class OperatorFlow(Recovery):
         at = obs.at
         match obs.command:
             case Command.STOP:
-                self._check(Trigger.STOP)
+                self._state.check(Trigger.STOP)
                 reason = obs.reason or "stopped by the operator"
-                return self._end(at, Trigger.STOP, EndStatus.STOPPED, reason)
+                return self._state.end(at, Trigger.STOP, EndStatus.STOPPED, reason)
             case Command.PAUSE:
-                moved = self._move(at, Trigger.PAUSE)
-                stop = self._turn.streaming
+                moved = self._state.move(at, Trigger.PAUSE)
+                stop = self._state.turn.streaming
                 if stop:
-                    self._turn.stopping = StopFor.PAUSE
+                    self._state.turn.stopping = StopFor.PAUSE
                 return Outcome((Interrupt(),) if stop else (), (moved,))
             case Command.RESUME:
-                moved = self._move(at, Trigger.RESUME)
-                kind, text, delivered = self._back_to_work(
-                    at, PromptKind.OPERATOR_RESUME, Delivery.RESUME, session_name=self.name
+                moved = self._state.move(at, Trigger.RESUME)
+                kind, text, delivered = self._state.back_to_work(
+                    at, PromptKind.OPERATOR_RESUME, Delivery.RESUME, session_name=self._state.name
                 )
                 return Outcome((SendPrompt(kind, text),), (moved, *delivered))
             case Command.MASK_NOW:
-                self._check(Trigger.OPERATOR_MASK)
-                return self._mask(at, self.usage.tokens, Trigger.OPERATOR_MASK, Cause.OPERATOR)
+                self._state.check(Trigger.OPERATOR_MASK)
+                return self._mask(
+                    at, self._state.usage.tokens, Trigger.OPERATOR_MASK, Cause.OPERATOR
+                )
             case Command.CANCEL:
                 return self._cancel(at)
             case Command.RESTART_NOW:
-                if self.phase in (Phase.STOPPED, Phase.FAILED):
-                    self._budget_stop = None  # the operator goes on: judged against the budget anew
+                if self._state.phase in (Phase.STOPPED, Phase.FAILED):
+                    self._state.budget_stop = (
+                        None  # the operator goes on: judged against the budget anew
+                    )
                     return self._restart_by_hand(at)
-                self._check(Trigger.OPERATOR_CHECKPOINT)
-                self._pending.restart_reason = "asked by the operator"
-                self._pending.restart_cause = Cause.OPERATOR
+                self._state.check(Trigger.OPERATOR_CHECKPOINT)
+                self._state.pending.restart_reason = "asked by the operator"
+                self._state.pending.restart_cause = Cause.OPERATOR
                 return self._request_checkpoint(at, Trigger.OPERATOR_CHECKPOINT)
-        raise IllegalTransition(f"{self.name}: unknown command {obs.command!r}")
+        raise IllegalTransition(f"{self._state.name}: unknown command {obs.command!r}")
 
     def _cancel(self, at: float) -> Outcome:
         """Out of the run, its work kept: a checkpoint first (unless one is already on its
         way or waiting for approval), then stopped."""
         reason = "cancelled by the operator"
-        if self.phase in (Phase.AWAITING_APPROVAL, Phase.RESTARTING) or (
-            self.manage is not ManageMode.FULL and not self.phase.terminal
+        if self._state.phase in (Phase.AWAITING_APPROVAL, Phase.RESTARTING) or (
+            self._state.manage is not ManageMode.FULL and not self._state.phase.terminal
         ):
             # The checkpoint is written already (or, unmanaged, never will be).
-            self._check(Trigger.STOP)
-            kept = "; checkpoint kept" if self.checkpoint is not None else ""
-            return self._end(at, Trigger.STOP, EndStatus.STOPPED, reason + kept)
-        if self.phase is Phase.PAUSED:
-            self._check(Trigger.OPERATOR_CHECKPOINT)
-            self._budget_stop = reason
+            self._state.check(Trigger.STOP)
+            kept = "; checkpoint kept" if self._state.checkpoint is not None else ""
+            return self._state.end(at, Trigger.STOP, EndStatus.STOPPED, reason + kept)
+        if self._state.phase is Phase.PAUSED:
+            self._state.check(Trigger.OPERATOR_CHECKPOINT)
+            self._state.budget_stop = reason
             return self._request_checkpoint(at, Trigger.OPERATOR_CHECKPOINT)
-        if self.phase in (Phase.WINDING_DOWN, Phase.CHECKPOINTING):
-            self._budget_stop = reason  # its checkpoint is on its way: stop there
+        if self._state.phase in (Phase.WINDING_DOWN, Phase.CHECKPOINTING):
+            self._state.budget_stop = reason  # its checkpoint is on its way: stop there
             return Outcome()
-        self._check(Trigger.HARD_PRESSURE)
-        self._budget_stop = reason
-        self._pending.mask = None
-        return self._wind_down(at, self.usage.tokens, Cause.OPERATOR)
+        self._state.check(Trigger.HARD_PRESSURE)
+        self._state.budget_stop = reason
+        self._state.pending.mask = None
+        return self._wind_down(at, self._state.usage.tokens, Cause.OPERATOR)
 
     # -- messages --------------------------------------------------------------------
 
     def _on_message_for_agent(self, obs: MessageForAgent) -> Outcome:
-        if self.phase.terminal:
+        if self._state.phase.terminal:
             raise IllegalTransition(
-                f"{self.name} has ended ({self.phase.value}): a message cannot reach its agent"
+                f"{self._state.name} has ended ({self._state.phase.value}): "
+                "a message cannot reach its agent"
             )
         try:
-            queued = self.messages.add(obs.at, obs.text)
+            queued = self._state.messages.add(obs.at, obs.text)
         except MessageError as exc:
-            raise IllegalTransition(f"{self.name}: {exc}") from None
+            raise IllegalTransition(f"{self._state.name}: {exc}") from None
         said = ev.MessageQueued(
-            at=obs.at, session=self.name, number=queued.number, text=queued.text
+            at=obs.at, session=self._state.name, number=queued.number, text=queued.text
         )
-        if self.phase is Phase.PAUSED and not self._turn.streaming:
+        if self._state.phase is Phase.PAUSED and not self._state.turn.streaming:
             # Paused is idle: the message is what the agent goes on with.
-            moved = self._move(obs.at, Trigger.RESUME)
-            kind, text, delivered = self._back_to_work(
-                obs.at, PromptKind.OPERATOR_RESUME, Delivery.IDLE, session_name=self.name
+            moved = self._state.move(obs.at, Trigger.RESUME)
+            kind, text, delivered = self._state.back_to_work(
+                obs.at, PromptKind.OPERATOR_RESUME, Delivery.IDLE, session_name=self._state.name
             )
             return Outcome((SendPrompt(kind, text),), (said, moved, *delivered))
         return Outcome(events=(said,))
 
     def _deliver_now(self, at: float) -> Outcome:
         """The agent's turn is over and messages wait: they are its next prompt."""
-        kind, text, delivered = self._back_to_work(
-            at, PromptKind.OPERATOR_RESUME, Delivery.IDLE, session_name=self.name
+        kind, text, delivered = self._state.back_to_work(
+            at, PromptKind.OPERATOR_RESUME, Delivery.IDLE, session_name=self._state.name
         )
         return Outcome((SendPrompt(kind, text),), delivered)
 
@@ -161,11 +154,11 @@ class OperatorFlow(Recovery):
         """Messages wait and the agent is at work: stop its turn at the next clean point,
         after its running tools, so that they go next (see `_after_stop`)."""
         if (
-            not self.messages
-            or self.phase is not Phase.RUNNING
-            or not self._turn.streaming
-            or self._turn.stopping is not None
+            not self._state.messages
+            or self._state.phase is not Phase.RUNNING
+            or not self._state.turn.streaming
+            or self._state.turn.stopping is not None
         ):
             return outcome
-        self._turn.stopping = StopFor.MESSAGE
+        self._state.turn.stopping = StopFor.MESSAGE
         return Outcome((*outcome.actions, StopTurn("a message from the operator")), outcome.events)

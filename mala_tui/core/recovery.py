@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from mala_tui.core import events as ev
 from mala_tui.core.actions import Disconnect, EndStatus, RetryMode, RetryTurn
+from mala_tui.core.manager_state import Outcome
 from mala_tui.core.masking_decisions import MaskingDecisions
 from mala_tui.core.observations import IdleTimedOut, TurnEnded
 from mala_tui.core.phases import STREAMING, IllegalTransition, Trigger
 from mala_tui.core.prompts import PromptKind
 from mala_tui.core.retry import RETRYABLE_RESULTS, RetryDecision, backoff_delay, decide_retry
-from mala_tui.core.session_state import Outcome
 from mala_tui.core.text import excerpt
 from mala_tui.core.transcript import Transcript
 
@@ -25,7 +25,7 @@ class Recovery(MaskingDecisions):
     def _on_turn_error(self, obs: TurnEnded) -> Outcome:
         reason = obs.terminal_reason or obs.subtype
         if reason not in RETRYABLE_RESULTS:
-            return self._end(
+            return self._state.end(
                 obs.at,
                 Trigger.FAIL,
                 EndStatus.FAILED,
@@ -34,57 +34,61 @@ class Recovery(MaskingDecisions):
         decision, decided = self._retry(obs.at, f"{reason} (status {obs.api_error_status})")
         event = ev.ApiErrorSeen(
             at=obs.at,
-            session=self.name,
+            session=self._state.name,
             terminal_reason=reason,
             status=obs.api_error_status,
-            retry=self.counters.idle_retries,
+            retry=self._state.counters.idle_retries,
             decision=decision.value,
         )
         return Outcome(decided.actions, (event, *decided.events))
 
     def _retry(self, at: float, cause: str) -> tuple[RetryDecision, Outcome]:
         """Disconnect always; then resume, start fresh, or fail (core.retry)."""
-        disconnect = Disconnect(self.limits.disconnect_timeout)
+        disconnect = Disconnect(self._state.limits.disconnect_timeout)
         decision = decide_retry(
-            retries_done=self.counters.idle_retries,
-            max_retries=self.limits.max_idle_retries,
-            has_session_id=self.session_id is not None,
-            tool_calls=self._turn.tool_calls,
+            retries_done=self._state.counters.idle_retries,
+            max_retries=self._state.limits.max_idle_retries,
+            has_session_id=self._state.session_id is not None,
+            tool_calls=self._state.turn.tool_calls,
         )
         if not decision.retries:
             reason = (
-                f"{cause}: max retries ({self.limits.max_idle_retries}) exceeded"
+                f"{cause}: max retries ({self._state.limits.max_idle_retries}) exceeded"
                 if decision is RetryDecision.GIVE_UP
-                else f"{cause}: cannot retry: {self._turn.tool_calls} tool calls occurred "
+                else f"{cause}: cannot retry: {self._state.turn.tool_calls} tool calls occurred "
                 "without session context"
             )
-            ended = self._end(at, Trigger.FAIL, EndStatus.FAILED, reason)
+            ended = self._state.end(at, Trigger.FAIL, EndStatus.FAILED, reason)
             return decision, Outcome((disconnect, *ended.actions), ended.events)
-        retry = self.counters.idle_retries + 1
-        delay = backoff_delay(self.limits.idle_retry_backoff, retry)
+        retry = self._state.counters.idle_retries + 1
+        delay = backoff_delay(self._state.limits.idle_retry_backoff, retry)
         if decision is RetryDecision.RESUME:
-            prompt = self.prompts.render(PromptKind.IDLE_RESUME, session_name=self.name)
-            action = RetryTurn(RetryMode.RESUME, delay, prompt, self.session_id)
+            prompt = self._state.prompts.render(
+                PromptKind.IDLE_RESUME, session_name=self._state.name
+            )
+            action = RetryTurn(RetryMode.RESUME, delay, prompt, self._state.session_id)
         else:
             # Nothing happened that a fresh start could repeat: same prompt, new session.
-            prompt = self._turn.prompt
+            prompt = self._state.turn.prompt
             action = RetryTurn(RetryMode.FRESH, delay, prompt, None)
-            self.transcript = Transcript()
-        self.counters.idle_retries = retry
-        self._begin_turn(prompt)
+            self._state.transcript = Transcript()
+        self._state.counters.idle_retries = retry
+        self._state.begin_turn(prompt)
         return decision, Outcome((disconnect, action))
 
     def _on_idle(self, obs: IdleTimedOut) -> Outcome:
-        if self.phase not in STREAMING:
-            raise IllegalTransition(f"{self.name}: idle timeout while {self.phase.value}")
+        if self._state.phase not in STREAMING:
+            raise IllegalTransition(
+                f"{self._state.name}: idle timeout while {self._state.phase.value}"
+            )
         decision, decided = self._retry(obs.at, f"idle for {obs.idle_seconds:.3g} s")
         retry = next((a for a in decided.actions if isinstance(a, RetryTurn)), None)
         ended = next((e for e in decided.events if isinstance(e, ev.SessionEnded)), None)
         event = ev.IdleTimedOut(
             at=obs.at,
-            session=self.name,
+            session=self._state.name,
             idle_seconds=obs.idle_seconds,
-            retry=self.counters.idle_retries,
+            retry=self._state.counters.idle_retries,
             decision=decision.value,
             delay=retry.delay if retry else 0.0,
             reason=ended.reason if ended else "",

@@ -30,56 +30,58 @@ from mala_tui.core.checkpoint import (
     harness_checkpoint,
 )
 from mala_tui.core.describe import gap
+from mala_tui.core.manager_state import (
+    ManagerState,
+    Outcome,
+    Pending,
+    StopFor,
+    TurnState,
+    news_key,
+)
 from mala_tui.core.observations import ApprovalGiven, Decision, RestartCompleted
 from mala_tui.core.operator_messages import Delivery
 from mala_tui.core.phases import Cause, IllegalTransition, ManageMode, Trigger
 from mala_tui.core.prompts import PromptKind
 from mala_tui.core.resume_plan import ResumeFrom, SessionResume
-from mala_tui.core.session_state import (
-    Outcome,
-    Pending,
-    SessionState,
-    StopFor,
-    TurnState,
-    news_key,
-)
 from mala_tui.core.transcript import Message, Transcript
-from mala_tui.core.usage import CHARS_PER_TOKEN
 from mala_tui.core.window import RefusalBounds
 
 
-class RestartFlow(SessionState):
+class RestartFlow:
     """The manager's wind-down, checkpoint, approval and restart handlers."""
 
-    def _tokens_as_chars(self, tokens: int) -> int:
-        """A token budget as characters of this session's text (its measured density)."""
-        return max(1, round(tokens * CHARS_PER_TOKEN / self.density.ratio))
+    _state: ManagerState
 
     def _wind_down(self, at: float, tokens: int, cause: Cause) -> Outcome:
-        if self.manage is not ManageMode.FULL:
+        if self._state.manage is not ManageMode.FULL:
             return self._full_without_restart(at, tokens)
-        moved = self._move(at, Trigger.HARD_PRESSURE)
-        self._pending.work_ends_at = len(self.transcript)
-        stop = self._turn.streaming
-        percent = 100 * tokens / self.window if self.window else 0.0
-        text = self.prompts.render(
+        moved = self._state.move(at, Trigger.HARD_PRESSURE)
+        self._state.pending.work_ends_at = len(self._state.transcript)
+        stop = self._state.turn.streaming
+        percent = 100 * tokens / self._state.window if self._state.window else 0.0
+        text = self._state.prompts.render(
             PromptKind.WIND_DOWN,
             percent=f"{percent:.0f}",
-            tokens_left=max(0, self.window - tokens),
+            tokens_left=max(0, self._state.window - tokens),
             tokens_used=tokens,
-            window=self.window,
+            window=self._state.window,
         )
-        self._pending.restart_reason = (
-            f"{cause.value.replace('_', ' ')}: {tokens} of {self.window} tokens ({percent:.0f}%)"
+        self._state.pending.restart_reason = (
+            f"{cause.value.replace('_', ' ')}: {tokens} of {self._state.window} tokens "
+            f"({percent:.0f}%)"
         )
-        self._pending.restart_cause = cause
+        self._state.pending.restart_cause = cause
         self._send_after_stop(text, stop)
         return Outcome(
             (SendPrompt(PromptKind.WIND_DOWN, text, interrupt_first=stop),),
             (
                 moved,
                 ev.WindDownSent(
-                    at=at, session=self.name, tokens=tokens, window=self.window, trigger=cause.value
+                    at=at,
+                    session=self._state.name,
+                    tokens=tokens,
+                    window=self._state.window,
+                    trigger=cause.value,
                 ),
             ),
         )
@@ -87,54 +89,61 @@ class RestartFlow(SessionState):
     def _full_without_restart(self, at: float, tokens: int) -> Outcome:
         """`mask` mode past hard: nothing restarts; say so once, and let the agent go on."""
         reason = (
-            f"past the hard threshold ({tokens:,} of {self.window:,} tokens) with nothing "
+            f"past the hard threshold ({tokens:,} of {self._state.window:,} tokens) with nothing "
             "left to mask; management mode 'mask' does not restart"
         )
-        if news_key(reason) == self._pending.skip_reason:
+        if news_key(reason) == self._state.pending.skip_reason:
             return Outcome()
-        self._pending.skip_reason = news_key(reason)
+        self._state.pending.skip_reason = news_key(reason)
         return Outcome(
-            events=(ev.MaskSkipped(at=at, session=self.name, reason=reason, tokens=tokens),)
+            events=(ev.MaskSkipped(at=at, session=self._state.name, reason=reason, tokens=tokens),)
         )
 
+    def _send_after_stop(self, text: str, stop: bool) -> None:
+        if stop:
+            self._state.turn.stopping = StopFor.PROMPT
+            self._state.turn.then = text
+        else:
+            self._state.begin_turn(text)
+
     def _request_checkpoint(self, at: float, trigger: Trigger) -> Outcome:
-        moved = self._move(at, trigger)
-        if self._pending.work_ends_at is None:
-            self._pending.work_ends_at = len(self.transcript)
-        usage = self.usage
-        stop = self._turn.streaming
-        text = self.prompts.render(
+        moved = self._state.move(at, trigger)
+        if self._state.pending.work_ends_at is None:
+            self._state.pending.work_ends_at = len(self._state.transcript)
+        usage = self._state.usage
+        stop = self._state.turn.streaming
+        text = self._state.prompts.render(
             PromptKind.CHECKPOINT_REQUEST,
             percent=f"{usage.percent:.0f}",
             tokens_used=usage.tokens,
-            window=self.window,
+            window=self._state.window,
         )
         self._send_after_stop(text, stop)
         return Outcome(
             (SendPrompt(PromptKind.CHECKPOINT_REQUEST, text, interrupt_first=stop),),
-            (moved, ev.CheckpointRequested(at=at, session=self.name, tokens=usage.tokens)),
+            (moved, ev.CheckpointRequested(at=at, session=self._state.name, tokens=usage.tokens)),
         )
 
     def _emergency(self, at: float, reason: str) -> Outcome:
         """The agent can no longer write a checkpoint: build one from the transcript."""
-        if self.manage is not ManageMode.FULL:
-            self._check(Trigger.FAIL)
-            return self._end(
+        if self._state.manage is not ManageMode.FULL:
+            self._state.check(Trigger.FAIL)
+            return self._state.end(
                 at,
                 Trigger.FAIL,
                 EndStatus.FAILED,
-                f"{reason}; management mode {self.manage.value!r} does not restart",
+                f"{reason}; management mode {self._state.manage.value!r} does not restart",
             )
-        self._check(self._checkpoint_trigger())
+        self._state.check(self._checkpoint_trigger())
         checkpoint = self._harness_checkpoint(reason)
-        self._pending.restart_reason = f"emergency: {reason}"
-        self._pending.restart_cause = Cause.EMERGENCY
-        self._pending.mask = None
-        streaming = self._turn.streaming
+        self._state.pending.restart_reason = f"emergency: {reason}"
+        self._state.pending.restart_cause = Cause.EMERGENCY
+        self._state.pending.mask = None
+        streaming = self._state.turn.streaming
         outcome = self._checkpoint_ready(at, checkpoint)
-        if streaming and not self.phase.terminal:
+        if streaming and not self._state.phase.terminal:
             # The window is gone mid-turn: stop the turn before restarting.
-            self._turn.stopping = StopFor.EMERGENCY
+            self._state.turn.stopping = StopFor.EMERGENCY
             return Outcome((Interrupt(), *outcome.actions), outcome.events)
         return outcome
 
@@ -143,48 +152,48 @@ class RestartFlow(SessionState):
         # is the continuation prompt); what earlier checkpoints listed stays listed;
         # nothing from the wind-down on counts as work.
         return harness_checkpoint(
-            self.transcript,
+            self._state.transcript,
             reason=reason,
-            carryover_turns=self.limits.carryover_turns,
-            goal=self.task,
-            previous=self.checkpoint,
-            before=self._pending.work_ends_at,
-            carryover_chars=self._tokens_as_chars(self.limits.carryover_tokens),
+            carryover_turns=self._state.limits.carryover_turns,
+            goal=self._state.task,
+            previous=self._state.checkpoint,
+            before=self._state.pending.work_ends_at,
+            carryover_chars=self._state.tokens_as_chars(self._state.limits.carryover_tokens),
         )
 
     def _checkpoint_trigger(self) -> Trigger:
-        if self.counters.continuation >= self.limits.max_restarts:
+        if self._state.budget_stop is not None:
             return Trigger.CHECKPOINT_AT_LIMIT
-        if self.require_approval:
+        if self._state.counters.continuation >= self._state.limits.max_restarts:
+            return Trigger.CHECKPOINT_AT_LIMIT
+        if self._state.require_approval:
             return Trigger.CHECKPOINT_FOR_APPROVAL
         return Trigger.CHECKPOINT_ACCEPTED
 
     def _checkpoint_ready(self, at: float, checkpoint: Checkpoint) -> Outcome:
         trigger = self._checkpoint_trigger()
-        self._check(trigger)
-        self.checkpoint = checkpoint
-        self.counters.checkpoints += 1
+        self._state.check(trigger)
+        self._state.checkpoint = checkpoint
+        self._state.counters.checkpoints += 1
         saved = self._checkpoint_event(at, checkpoint)
         if trigger is Trigger.CHECKPOINT_AT_LIMIT:
-            ended = self._end(
-                at,
-                trigger,
-                EndStatus.STOPPED,
-                f"max restarts ({self.limits.max_restarts}) reached; checkpoint kept",
-            )
+            stop = self._state.budget_stop
+            if stop is None:
+                stop = f"max restarts ({self._state.limits.max_restarts}) reached"
+            ended = self._state.end(at, trigger, EndStatus.STOPPED, f"{stop}; checkpoint kept")
             return Outcome(ended.actions, (saved, *ended.events))
-        moved = self._move(at, trigger)
+        moved = self._state.move(at, trigger)
         if trigger is Trigger.CHECKPOINT_FOR_APPROVAL:
-            reason = self._pending.restart_reason or "restart"
+            reason = self._state.pending.restart_reason or "restart"
             return Outcome(
-                (RequestApproval(checkpoint, self.counters.checkpoints, reason),),
+                (RequestApproval(checkpoint, self._state.counters.checkpoints, reason),),
                 (
                     saved,
                     moved,
                     ev.ApprovalRequested(
                         at=at,
-                        session=self.name,
-                        checkpoint_number=self.counters.checkpoints,
+                        session=self._state.name,
+                        checkpoint_number=self._state.counters.checkpoints,
                         reason=reason,
                     ),
                 ),
@@ -195,54 +204,55 @@ class RestartFlow(SessionState):
     def _checkpoint_event(self, at: float, checkpoint: Checkpoint) -> ev.CheckpointSaved:
         return ev.CheckpointSaved(
             at=at,
-            session=self.name,
-            number=self.counters.checkpoints,
+            session=self._state.name,
+            number=self._state.counters.checkpoints,
             origin=checkpoint.origin.value,
             text=checkpoint.text,
         )
 
     def continuation_prompt(self, number: int) -> str:
         """The fresh session's first prompt: the checkpoint and the agent's last steps."""
-        assert self.checkpoint is not None
+        assert self._state.checkpoint is not None
         carried = (
             "(included in the checkpoint above)"
-            if self.checkpoint.harness_made
+            if self._state.checkpoint.harness_made
             else carryover_text(
-                self.transcript.carryover(
-                    self.limits.carryover_turns, before=self._pending.work_ends_at
+                self._state.transcript.carryover(
+                    self._state.limits.carryover_turns, before=self._state.pending.work_ends_at
                 ),
-                max_chars=self._tokens_as_chars(self.limits.carryover_tokens),
+                max_chars=self._state.tokens_as_chars(self._state.limits.carryover_tokens),
             )
         )
-        return self.prompts.render(
+        return self._state.prompts.render(
             PromptKind.CONTINUATION,
             checkpoint=checkpoint_for_prompt(
-                self.checkpoint, self._tokens_as_chars(self.limits.checkpoint_prompt_tokens)
+                self._state.checkpoint,
+                self._state.tokens_as_chars(self._state.limits.checkpoint_prompt_tokens),
             ),
             carryover=carried,
             continuation_number=number,
         )
 
     def _restart(self, at: float, *, approved_by: str) -> Outcome:
-        assert self.checkpoint is not None
-        number = self.counters.continuation + 1
+        assert self._state.checkpoint is not None
+        number = self._state.counters.continuation + 1
         prompt = self.continuation_prompt(number)
-        said, delivered = self._messages_prompt(at, Delivery.RESTART)
+        said, delivered = self._state.messages_prompt(at, Delivery.RESTART)
         if said:
             # Said while the old session was winding down: the fresh one hears it.
             prompt = f"{prompt}\n\n{said}"
-        self._turn = TurnState(prompt=prompt)
-        cause = self._pending.restart_cause or Cause.OPERATOR
+        self._state.turn = TurnState(prompt=prompt)
+        cause = self._state.pending.restart_cause or Cause.OPERATOR
         return Outcome(
-            (StartFreshSession(prompt, self.checkpoint, number),),
+            (StartFreshSession(prompt, self._state.checkpoint, number),),
             (
                 ev.Restarted(
                     at=at,
-                    session=self.name,
+                    session=self._state.name,
                     continuation=number,
-                    reason=self._pending.restart_reason or "restart",
-                    tokens_before=self.usage.tokens,
-                    checkpoint_number=self.counters.checkpoints,
+                    reason=self._state.pending.restart_reason or "restart",
+                    tokens_before=self._state.usage.tokens,
+                    checkpoint_number=self._state.counters.checkpoints,
                     approved_by=approved_by,
                     trigger=cause.value,
                 ),
@@ -252,68 +262,68 @@ class RestartFlow(SessionState):
 
     def _on_approval(self, obs: ApprovalGiven) -> Outcome:
         if not isinstance(obs.decision, Decision):
-            raise IllegalTransition(f"{self.name}: unknown decision {obs.decision!r}")
+            raise IllegalTransition(f"{self._state.name}: unknown decision {obs.decision!r}")
         trigger = Trigger.DENIED if obs.decision is Decision.DENY else Trigger.APPROVED
-        self._check(trigger)
+        self._state.check(trigger)
         edited: Checkpoint | None = None
         if obs.decision is Decision.EDIT:
             text = (obs.edited_text or "").strip()
             if not text:
-                raise IllegalTransition(f"{self.name}: the edited checkpoint is empty")
+                raise IllegalTransition(f"{self._state.name}: the edited checkpoint is empty")
             edited = Checkpoint(text, CheckpointOrigin.EDITED)
         decided = ev.ApprovalDecided(
             at=obs.at,
-            session=self.name,
+            session=self._state.name,
             decision=obs.decision.value,
             decided_by=obs.decided_by,
         )
         if trigger is Trigger.DENIED:
-            ended = self._end(
+            ended = self._state.end(
                 obs.at, trigger, EndStatus.DENIED, f"restart denied by {obs.decided_by}"
             )
             return Outcome(ended.actions, (decided, *ended.events))
         events: list[ev.Event] = [decided]
         if edited is not None:
-            self.checkpoint = edited
-            self.counters.checkpoints += 1
+            self._state.checkpoint = edited
+            self._state.counters.checkpoints += 1
             events.append(self._checkpoint_event(obs.at, edited))
-        events.append(self._move(obs.at, trigger))
+        events.append(self._state.move(obs.at, trigger))
         restart = self._restart(obs.at, approved_by=obs.decided_by)
         return Outcome(restart.actions, (*events, *restart.events))
 
     def _on_restarted(self, obs: RestartCompleted) -> Outcome:
-        moved = self._move(obs.at, Trigger.RESTARTED)
-        self.counters.continuation += 1
-        self.counters.masked_session = 0
-        self.counters.idle_retries = 0
-        self.counters.mask_failures = 0
-        self.tracker.reset()
-        self.calibration.restart()
-        self.growth.restart()
-        self._chars_at_call = None
-        self._masked_keys.clear()
-        self._needed.clear()
-        self.session_id = obs.session_id
-        self._pending = Pending()
-        self._awaiting_floor = True
-        prompt = self._turn.prompt
-        self.transcript = Transcript()
-        self._begin_turn(prompt)
+        moved = self._state.move(obs.at, Trigger.RESTARTED)
+        self._state.counters.continuation += 1
+        self._state.counters.masked_session = 0
+        self._state.counters.idle_retries = 0
+        self._state.counters.mask_failures = 0
+        self._state.tracker.reset()
+        self._state.calibration.restart()
+        self._state.growth.restart()
+        self._state.chars_at_call = None
+        self._state.masked_keys.clear()
+        self._state.needed.clear()
+        self._state.session_id = obs.session_id
+        self._state.pending = Pending()
+        self._state.awaiting_floor = True
+        prompt = self._state.turn.prompt
+        self._state.transcript = Transcript()
+        self._state.begin_turn(prompt)
         return Outcome(events=(moved,))
 
     def _restart_by_hand(self, at: float) -> Outcome:
-        self._check(Trigger.RESTART_BY_HAND)
+        self._state.check(Trigger.RESTART_BY_HAND)
         events: list[ev.Event] = []
-        if self.checkpoint is None:
-            self.checkpoint = self._harness_checkpoint(
+        if self._state.checkpoint is None:
+            self._state.checkpoint = self._harness_checkpoint(
                 "restarted by hand after the session ended without a checkpoint"
             )
-            self.counters.checkpoints += 1
-            events.append(self._checkpoint_event(at, self.checkpoint))
-        self._pending.restart_reason = "restarted by the operator"
-        self._pending.restart_cause = Cause.OPERATOR
-        self.end_status = None
-        events.append(self._move(at, Trigger.RESTART_BY_HAND))
+            self._state.counters.checkpoints += 1
+            events.append(self._checkpoint_event(at, self._state.checkpoint))
+        self._state.pending.restart_reason = "restarted by the operator"
+        self._state.pending.restart_cause = Cause.OPERATOR
+        self._state.end_status = None
+        events.append(self._state.move(at, Trigger.RESTART_BY_HAND))
         restart = self._restart(at, approved_by="operator")
         return Outcome(restart.actions, (*events, *restart.events))
 
@@ -323,31 +333,33 @@ class RestartFlow(SessionState):
         """The first prompt after `mala-tui resume`: the session's counts go on from the journal,
         and what the operator said that had not reached the agent goes with it."""
         carried = plan.carried
-        self.counters.continuation = carried.restarts
-        self.counters.checkpoints = carried.checkpoints
-        self.counters.masked_total = carried.masked_total
+        self._state.counters.continuation = carried.restarts
+        self._state.counters.checkpoints = carried.checkpoints
+        self._state.counters.masked_total = carried.masked_total
         if carried.density is not None:
-            self.calibration = Calibration(prior=carried.density)
+            self._state.calibration = Calibration(prior=carried.density)
         if carried.refusal is not None:
-            self.refusal = RefusalBounds(*carried.refusal)
-            self._largest_accepted = self.refusal.accepted
-            self._settle_window()
-        self.messages.restore(carried.messages, carried.messages_said)
+            self._state.refusal = RefusalBounds(*carried.refusal)
+            self._state.largest_accepted = self._state.refusal.accepted
+            self._state.settle_window()
+        self._state.messages.restore(carried.messages, carried.messages_said)
         events: tuple[ev.Event, ...] = ()
         if plan.how is ResumeFrom.SESSION_ID and plan.session_id:
-            self.session_id = plan.session_id
+            self._state.session_id = plan.session_id
             for message in history:
-                self.transcript.append(message)
+                self._state.transcript.append(message)
             kind = PromptKind.RUN_RESUME
-            prompt = self.prompts.render(kind, session_name=self.name, gap=gap(gap_seconds))
+            prompt = self._state.prompts.render(
+                kind, session_name=self._state.name, gap=gap(gap_seconds)
+            )
             how = Delivery.RESUME
         elif plan.how is ResumeFrom.CHECKPOINT and plan.checkpoint is not None:
-            self.checkpoint = plan.checkpoint
-            if plan.awaiting_approval is not None and self.require_approval:
+            self._state.checkpoint = plan.checkpoint
+            if plan.awaiting_approval is not None and self._state.require_approval:
                 return self._ask_again(at, plan.checkpoint_number, plan.awaiting_approval)
             # A fresh session seeded with the checkpoint: a restart, numbered after the last.
             number = carried.restarts + 1
-            self.counters.continuation = number
+            self._state.counters.continuation = number
             kind, prompt, how = (
                 PromptKind.CONTINUATION,
                 self.continuation_prompt(number),
@@ -356,7 +368,7 @@ class RestartFlow(SessionState):
             events = (
                 ev.Restarted(
                     at=at,
-                    session=self.name,
+                    session=self._state.name,
                     continuation=number,
                     reason=f"resumed after the run was interrupted ({gap(gap_seconds)} earlier)",
                     tokens_before=0,
@@ -366,21 +378,21 @@ class RestartFlow(SessionState):
                 ),
             )
         else:
-            kind, prompt, how = PromptKind.TASK, self.task, Delivery.RESTART
-        said, delivered = self._messages_prompt(at, how)
+            kind, prompt, how = PromptKind.TASK, self._state.task, Delivery.RESTART
+        said, delivered = self._state.messages_prompt(at, how)
         if said:
             prompt = f"{prompt}\n\n{said}"
-        self._begin_turn(prompt)
+        self._state.begin_turn(prompt)
         return Outcome((SendPrompt(kind, prompt),), (*events, *delivered))
 
     def _ask_again(self, at: float, number: int, reason: str) -> Outcome:
         """The restart was waiting for a person when the run was interrupted: ask again,
         and on the answer restart (or end) as the approval would have done."""
-        self._pending.restart_reason = reason
-        self._pending.restart_cause = Cause.OPERATOR
-        moved = self._move(at, Trigger.CHECKPOINT_FOR_APPROVAL)
-        assert self.checkpoint is not None
+        self._state.pending.restart_reason = reason
+        self._state.pending.restart_cause = Cause.OPERATOR
+        moved = self._state.move(at, Trigger.CHECKPOINT_FOR_APPROVAL)
+        assert self._state.checkpoint is not None
         asked = ev.ApprovalRequested(
-            at=at, session=self.name, checkpoint_number=number, reason=reason
+            at=at, session=self._state.name, checkpoint_number=number, reason=reason
         )
-        return Outcome((RequestApproval(self.checkpoint, number, reason),), (moved, asked))
+        return Outcome((RequestApproval(self._state.checkpoint, number, reason),), (moved, asked))

@@ -219,7 +219,7 @@ def fire(m: ContextManager, phase: Phase, trigger: Trigger) -> None:
         m.observe(MessageObserved(2.6, result("t900", "z" * 100_000)))
         m.observe(HOOK_STOPPED)
     elif trigger is Trigger.MASK_APPLIED:
-        pending = m._pending.mask
+        pending = m._state.pending.mask
         assert pending is not None
         m.observe(MaskConfirmed(3.0, pending.plan.ids))
     elif trigger is Trigger.MASK_FAILED:
@@ -280,7 +280,7 @@ def test_every_trigger_outside_the_table_is_illegal(phase: Phase) -> None:
         with pytest.raises(
             IllegalTransition, match=f"{trigger.value} is not allowed while {phase.value}"
         ):
-            m._check(trigger)
+            m._state.check(trigger)
 
 
 def _state(m: ContextManager) -> tuple[object, ...]:
@@ -289,7 +289,7 @@ def _state(m: ContextManager) -> tuple[object, ...]:
         m.checkpoint,
         m.session_id,
         copy.deepcopy(m.counters),
-        copy.deepcopy(m._turn),
+        copy.deepcopy(m._state.turn),
         m.transcript.messages,
         m.usage,
         m.end_status,

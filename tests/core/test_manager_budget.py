@@ -90,7 +90,7 @@ def test_restarted_by_hand_the_session_is_judged_anew() -> None:
     assert m.phase is Phase.STOPPED
     restart = m.observe(OperatorCommand(4.0, Command.RESTART_NOW))
     assert any(isinstance(a, StartFreshSession) for a in restart.actions)
-    assert m._budget_stop is None
+    assert m._state.budget_stop is None
 
 
 def test_without_checkpoints_over_stops_and_near_is_left_to_the_limit() -> None:

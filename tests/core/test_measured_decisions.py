@@ -29,7 +29,7 @@ from mala_tui.core.observations import (
 )
 from mala_tui.core.phases import Cause, Phase
 from mala_tui.core.prompts import PromptKind
-from mala_tui.core.session_state import StopFor
+from mala_tui.core.manager_state import StopFor
 from mala_tui.core.usage import CallUsage, estimate_tokens
 from mala_tui.prompt_files import load_prompts
 from tests.core.factories import call, default_limits, result
@@ -135,7 +135,7 @@ def play(m: ContextManager, model: DenseModel, reads: int, size: int) -> Played:
             ended = m.observe(HOOK_STOPPED)
             for event in ended.events:
                 if isinstance(event, ev.PhaseChanged) and event.trigger == "projection":
-                    pending = m._pending.mask
+                    pending = m._state.pending.mask
                     assert pending is not None and pending.projected is not None
                     played.decisions.append(Decision("projection", pending.projected, truth))
             carry_out(ended)
@@ -287,7 +287,7 @@ def test_in_the_soft_zone_a_mask_waits_until_it_pays_for_its_rewrite() -> None:
         m.observe(MessageObserved(1.2, result(f"w{index}", "w" * 8_000)))
     assert any(reason.startswith("waiting:") for reason in waited)
     assert m.phase is Phase.MASKING
-    pending = m._pending.mask
+    pending = m._state.pending.mask
     assert pending is not None
     # It went when the batch was worth it: the rewrite of what stays is paid back.
     assert pays_for_itself(

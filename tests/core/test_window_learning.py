@@ -292,7 +292,7 @@ def test_the_guard_is_off_in_an_ordinary_session() -> None:
     model = Gateway(window=BELIEVED)
     played = play(m, model, reads=20, size=86_000)
     assert played.restarts >= 1 and not any("another restart" in w for w in played.warnings)
-    assert m._restart_makes_room() and model.refused == 0
+    assert m._state.restart_makes_room() and model.refused == 0
 
 
 def test_the_batch_minimum_scales_down_with_a_small_window() -> None:

@@ -1,9 +1,19 @@
 """What a manager knows of its session, and the few moves every part of it makes.
 
-The manager is split by concern (masking decisions, the restart flow, turns and
-dispatch); they share this state and these helpers. Every handler follows one
-rule: check that the move is legal before changing anything, so an observation
-refused with IllegalTransition leaves the manager exactly as it was.
+`ManagerState` is one plain object: every field the manager keeps is declared
+here, and nowhere else. The ContextManager (core.manager) owns it and hands it
+to its parts (the turn flow, masking decisions, the restart flow, recovery,
+operator handling); each part reads and changes it, and none keeps state of its
+own. Its methods are the moves every part shares: the legal-move check against
+the phase table, the phase change, a turn begun, the session ended, and the
+figures decisions are made on (the window, the zone, the projected request).
+
+Every handler follows one rule: check that the move is legal (`check`, or
+`move` before anything else changes) before changing anything, so an
+observation refused with IllegalTransition leaves the state exactly as it was.
+
+(Not to be confused with core.view's SessionState: what the UI and `show` know of
+a session, rebuilt from its events.)
 """
 
 from __future__ import annotations
@@ -21,10 +31,12 @@ from mala_tui.core.limits import Limits
 from mala_tui.core.mask_economics import GrowthRate
 from mala_tui.core.masking import MaskPlan
 from mala_tui.core.operator_messages import Delivery, MessageQueue, messages_block
-from mala_tui.core.phases import TRANSITIONS, Cause, IllegalTransition, Phase, Trigger
+from mala_tui.core.phases import TRANSITIONS, Cause, IllegalTransition, ManageMode, Phase, Trigger
 from mala_tui.core.prompts import PromptKind, PromptSet
+from mala_tui.core.resume_plan import SessionResume
 from mala_tui.core.transcript import Message, Transcript
 from mala_tui.core.usage import (
+    CHARS_PER_TOKEN,
     CallUsage,
     ContextUsage,
     UsageSource,
@@ -34,9 +46,6 @@ from mala_tui.core.usage import (
 )
 from mala_tui.core.window import RefusalBounds, WindowSource, learn_from_refusal
 
-#: The batch minimum is at most this share of the window: a fixed count fit for a
-#: 200,000 window would forbid every mask in a small one.
-MIN_BATCH_SHARE: Final = 0.15
 _DIGITS: Final = re.compile(r"[\d,.]+")
 
 
@@ -119,47 +128,70 @@ class Counters:
     """Tool calls that fetched again what a mask had taken away."""
 
 
-class SessionState:
-    """The state every part of the manager reads, and the moves they share."""
+@dataclass(eq=False)
+class ManagerState:
+    """Everything one manager knows of its session; the parts are handed this object."""
 
-    def _init_state(self, name: str, task: str, limits: Limits, prompts: PromptSet) -> None:
-        self.name = name
-        self.task = task
-        self.limits = limits
-        self.prompts = prompts
-        self.require_approval = limits.require_approval
-        self.manage = limits.manage
-        self.phase = Phase.RUNNING
-        self.window = limits.context_limit
-        self.window_source = limits.window_source
-        self._told_window = (limits.context_limit, limits.window_source)
-        """The window as the session was started with it or the CLI reported it."""
-        self.refusal: RefusalBounds | None = None
-        """What the API's refusals said of a window smaller than the one told."""
-        self._largest_accepted = 0
-        """The largest context the API took in this session's life, restarts included."""
-        self._restart_floor: int | None = None
-        """The first request of the fresh session after the latest restart: where one
-        more restart would start again."""
-        self._awaiting_floor = False
-        self.session_id: str | None = None
-        self.checkpoint: Checkpoint | None = None
-        self.end_status: EndStatus | None = None
-        self.transcript = Transcript()
-        self.tracker = UsageTracker()
-        self.calibration = Calibration()
-        self.growth = GrowthRate()
-        self.counters = Counters()
-        self.messages = MessageQueue()
-        """What the operator said that has not reached the agent yet."""
-        self._turn = TurnState()
-        self._pending = Pending()
-        self._chars_at_call: int | None = None
-        """Transcript characters when the latest per-call usage arrived."""
-        self._masked_keys: set[tuple[str, str]] = set()
-        """What masked results had fetched (see masking.call_key)."""
-        self._needed: set[tuple[str, str]] = set()
-        """Fetched again after a mask: the agent needs it; its latest fetch stays unmasked."""
+    name: str
+    task: str
+    limits: Limits
+    prompts: PromptSet
+
+    # -- the session's settings, as the limits started them and the operator changed them
+    require_approval: bool = field(init=False)
+    manage: ManageMode = field(init=False)
+
+    # -- where the session is ------------------------------------------------------------
+    phase: Phase = Phase.RUNNING
+    started: bool = False
+    resume: tuple[SessionResume, float, tuple[Message, ...]] | None = None
+    """Where `start` picks the session up instead of its task (`mala-tui resume`)."""
+    session_id: str | None = None
+    checkpoint: Checkpoint | None = None
+    end_status: EndStatus | None = None
+    budget_stop: str | None = None
+    """Why the session stops at its next checkpoint instead of restarting (a budget, a
+    cancel)."""
+    turn: TurnState = field(default_factory=TurnState)
+    pending: Pending = field(default_factory=Pending)
+    counters: Counters = field(default_factory=Counters)
+    messages: MessageQueue = field(default_factory=MessageQueue)
+    """What the operator said that has not reached the agent yet."""
+
+    # -- the conversation and its measures -----------------------------------------------
+    transcript: Transcript = field(default_factory=Transcript)
+    tracker: UsageTracker = field(default_factory=UsageTracker)
+    calibration: Calibration = field(default_factory=Calibration)
+    growth: GrowthRate = field(default_factory=GrowthRate)
+    chars_at_call: int | None = None
+    """Transcript characters when the latest per-call usage arrived."""
+    usage_missing: bool = False
+    """An answer came without per-call usage: decide on the estimate."""
+    masked_keys: set[tuple[str, str]] = field(default_factory=set)
+    """What masked results had fetched (see masking.call_key)."""
+    needed: set[tuple[str, str]] = field(default_factory=set)
+    """Fetched again after a mask: the agent needs it; its latest fetch stays unmasked."""
+
+    # -- the window: as told, and as the API's answers bound it --------------------------
+    window: int = field(init=False)
+    window_source: WindowSource = field(init=False)
+    told_window: tuple[int, WindowSource] = field(init=False)
+    """The window as the session was started with it or the CLI reported it."""
+    refusal: RefusalBounds | None = None
+    """What the API's refusals said of a window smaller than the one told."""
+    largest_accepted: int = 0
+    """The largest context the API took in this session's life, restarts included."""
+    restart_floor: int | None = None
+    """The first request of the fresh session after the latest restart: where one
+    more restart would start again."""
+    awaiting_floor: bool = False
+
+    def __post_init__(self) -> None:
+        self.require_approval = self.limits.require_approval
+        self.manage = self.limits.manage
+        self.window = self.limits.context_limit
+        self.window_source = self.limits.window_source
+        self.told_window = (self.limits.context_limit, self.limits.window_source)
 
     # -- figures -------------------------------------------------------------------------
 
@@ -176,130 +208,110 @@ class SessionState:
         """Characters of conversation as the API's tokens, by this session's density."""
         return self.density.scale(estimate_tokens(characters))
 
+    def tokens_as_chars(self, tokens: int) -> int:
+        """A token budget as characters of this session's text (its measured density)."""
+        return max(1, round(tokens * CHARS_PER_TOKEN / self.density.ratio))
+
     def projected_tokens(self) -> int:
         """The next request's size: the latest measured window, plus what joined the
         conversation since (calibrated), plus results the hook reported that have not
         arrived yet. Without per-call usage: the estimate of it all."""
         pending = sum(
             chars
-            for tool_id, chars in self._turn.seen_results.items()
+            for tool_id, chars in self.turn.seen_results.items()
             if not self.transcript.has_result(tool_id)
         )
         usage = self.usage
-        if usage.source is UsageSource.PER_CALL and self._chars_at_call is not None:
+        if usage.source is UsageSource.PER_CALL and self.chars_at_call is not None:
             # Signed: a mask since the call shrank the conversation.
             grown = estimate_tokens(self.transcript.characters) - estimate_tokens(
-                self._chars_at_call
+                self.chars_at_call
             )
             now = max(0, usage.tokens + round(grown * self.density.ratio))
         else:
             now = usage.tokens
         return now + self.calibrated(pending)
 
-    def _usage_event(
-        self, at: float, usage: ContextUsage, notes: tuple[str, ...] = ()
-    ) -> ev.UsageRecorded:
-        call = usage.call
-        density = self.density
-        return ev.UsageRecorded(
-            at=at,
-            session=self.name,
-            tokens=usage.tokens,
-            window=usage.window,
-            source=usage.source.value,
-            input_tokens=call.input_tokens if call else 0,
-            cache_creation_input_tokens=call.cache_creation_input_tokens if call else 0,
-            cache_read_input_tokens=call.cache_read_input_tokens if call else 0,
-            output_tokens=call.output_tokens if call else 0,
-            notes=notes,
-            window_source=self.window_source.value,
-            density=round(density.ratio, 4),
-            density_measured=density.measured,
-        )
-
     def zone_of(self, tokens: int) -> Zone:
-        """The zone decisions act on (see `_restart_makes_room` for when that is not
+        """The zone decisions act on (see `restart_makes_room` for when that is not
         the gauge's)."""
         zone = ContextUsage(tokens, self.window, UsageSource.PER_CALL).zone(
             self.limits.soft_threshold, self.limits.hard_threshold
         )
-        return self._decision_zone(zone, tokens)
+        return self.decision_zone(zone, tokens)
 
-    def _decision_zone(self, zone: Zone, tokens: int) -> Zone:
+    def decision_zone(self, zone: Zone, tokens: int) -> Zone:
+        """`zone` as decisions read it: hard is soft while a restart would free nothing."""
         # Past the whole window nothing can be sent: that stays hard whatever happens.
-        if zone is Zone.HARD and tokens < self.window and not self._restart_makes_room():
+        if zone is Zone.HARD and tokens < self.window and not self.restart_makes_room():
             return Zone.SOFT
         return zone
 
-    def _restart_makes_room(self) -> bool:
+    def restart_makes_room(self) -> bool:
         """A fresh session after a restart starts at its system prompt and checkpoint.
         When the latest one started past the hard threshold, winding down for another
         restart frees nothing: the session masks what it can instead, and only a
         refused window restarts it."""
-        floor = self._restart_floor
-        return floor is None or floor < self._hard_tokens()
+        floor = self.restart_floor
+        return floor is None or floor < self.hard_tokens()
 
-    def _hard_tokens(self) -> int:
+    def hard_tokens(self) -> int:
         return int(self.limits.hard_threshold * self.window)
-
-    def _min_batch_tokens(self) -> int:
-        if not self._restart_makes_room():
-            return 0  # masking is all that can make room: every token of it counts
-        return min(self.limits.mask_min_batch_tokens, int(MIN_BATCH_SHARE * self.window))
 
     # -- what the API accepts and refuses ------------------------------------------------
 
-    def _set_told_window(self, tokens: int, source: WindowSource) -> None:
+    def set_told_window(self, tokens: int, source: WindowSource) -> None:
         """A window figure from the session's start or the CLI's report: what the CLI
         believes, which a refusal of the API's may have shown to be too large."""
-        self._told_window = (tokens, source)
-        self._settle_window()
+        self.told_window = (tokens, source)
+        self.settle_window()
 
-    def _settle_window(self) -> None:
-        told, source = self._told_window
+    def settle_window(self) -> None:
+        """The window decisions use: the one told, unless a refusal showed it smaller."""
+        told, source = self.told_window
         if self.refusal is not None and self.refusal.window < told:
             self.window, self.window_source = self.refusal.window, WindowSource.REFUSAL
         else:
             self.window, self.window_source = told, source
 
-    def _note_accepted(self, at: float, call: CallUsage) -> tuple[ev.Event, ...]:
+    def note_accepted(self, at: float, call: CallUsage) -> tuple[ev.Event, ...]:
         """A call the API took: it bounds the window from below, and the first of a fresh
         session says where a restart starts."""
-        self._largest_accepted = max(self._largest_accepted, call.context_tokens)
+        self.largest_accepted = max(self.largest_accepted, call.context_tokens)
         if self.refusal is not None:
             self.refusal = self.refusal.accepting(call.context_tokens)  # None: dropped
-            self._settle_window()
-        if not self._awaiting_floor:
+            self.settle_window()
+        if not self.awaiting_floor:
             return ()
-        self._awaiting_floor = False
+        self.awaiting_floor = False
         if any(message.tool_results for message in self.transcript.messages):
             return ()  # not its first request: the session has worked since
-        self._restart_floor = call.prompt_tokens
-        if self._restart_makes_room():
+        self.restart_floor = call.prompt_tokens
+        if self.restart_makes_room():
             return ()
         message = (
             f"this fresh session starts at {call.prompt_tokens:,} tokens, past the hard "
-            f"threshold ({self._hard_tokens():,} of {self.window:,}): another restart "
+            f"threshold ({self.hard_tokens():,} of {self.window:,}): another restart "
             "would start there too, so it is not wound down at the threshold; it masks "
             "what it can, and restarts only if the API refuses the window"
         )
         return (ev.WarningRecorded(at=at, session=self.name, where="window", message=message),)
 
-    def _learn_from_refusal(self, at: float, refused: int) -> tuple[ev.Event, ...]:
+    def learn_from_refusal(self, at: float, refused: int) -> tuple[ev.Event, ...]:
         """The API refused a prompt of about `refused` tokens (projected before the
         turn's end changed anything): when the session's own thresholds let that
         prompt through, the window is smaller than believed (core.window)."""
-        told, source = self._told_window
+        told, source = self.told_window
         learned = learn_from_refusal(
             self.refusal,
-            accepted=self._largest_accepted,
+            accepted=self.largest_accepted,
             refused=refused,
             news_below=int(self.limits.hard_threshold * told),
         )
         if learned == self.refusal:
             return ()
         self.refusal = learned
-        self._settle_window()
+        self.settle_window()
         if learned is None:
             return ()
         return (
@@ -316,7 +328,9 @@ class SessionState:
 
     # -- the table -----------------------------------------------------------------------
 
-    def _check(self, trigger: Trigger) -> Phase:
+    def check(self, trigger: Trigger) -> Phase:
+        """The phase `trigger` leads to from here; IllegalTransition, changing nothing,
+        when the table has no such move."""
         target = TRANSITIONS[self.phase].get(trigger)
         if target is None:
             raise IllegalTransition(
@@ -324,8 +338,9 @@ class SessionState:
             )
         return target
 
-    def _move(self, at: float, trigger: Trigger) -> ev.PhaseChanged:
-        target = self._check(trigger)
+    def move(self, at: float, trigger: Trigger) -> ev.PhaseChanged:
+        """Take the table's move for `trigger` (checked first), and say so."""
+        target = self.check(trigger)
         before, self.phase = self.phase, target
         return ev.PhaseChanged(
             at=at, session=self.name, before=before.value, after=target.value, trigger=trigger.value
@@ -333,12 +348,13 @@ class SessionState:
 
     # -- turns ---------------------------------------------------------------------------
 
-    def _begin_turn(self, prompt: str) -> None:
-        self._turn = TurnState(prompt=prompt, streaming=True)
+    def begin_turn(self, prompt: str) -> None:
+        """A prompt goes to the agent: a new turn, streaming, its prompt in the transcript."""
+        self.turn = TurnState(prompt=prompt, streaming=True)
         self.transcript.append(Message.harness_prompt(prompt))
         self.tracker.observe_transcript_size(self.transcript.characters)
 
-    def _messages_prompt(self, at: float, how: Delivery) -> tuple[str, tuple[ev.Event, ...]]:
+    def messages_prompt(self, at: float, how: Delivery) -> tuple[str, tuple[ev.Event, ...]]:
         """The waiting messages as a prompt, taken off the queue; ("", ()) when none wait."""
         if not self.messages:
             return "", ()
@@ -349,32 +365,26 @@ class SessionState:
         numbers = tuple(message.number for message in taken)
         return text, (ev.MessageDelivered(at=at, session=self.name, numbers=numbers, how=how),)
 
-    def _back_to_work(
+    def back_to_work(
         self, at: float, kind: PromptKind, how: Delivery, **fields: object
     ) -> tuple[PromptKind, str, tuple[ev.Event, ...]]:
         """The prompt that sends the agent back to its task (its turn begun): the waiting
         messages when there are any, since they say to carry on too, else `kind`'s."""
-        text, delivered = self._messages_prompt(at, how)
+        text, delivered = self.messages_prompt(at, how)
         if text:
             kind = PromptKind.OPERATOR_MESSAGE
         else:
             text = self.prompts.render(kind, **fields)
-        self._begin_turn(text)
+        self.begin_turn(text)
         return kind, text, delivered
-
-    def _send_after_stop(self, text: str, stop: bool) -> None:
-        if stop:
-            self._turn.stopping = StopFor.PROMPT
-            self._turn.then = text
-        else:
-            self._begin_turn(text)
 
     # -- endings -------------------------------------------------------------------------
 
-    def _end(self, at: float, trigger: Trigger, status: EndStatus, reason: str) -> Outcome:
-        moved = self._move(at, trigger)
+    def end(self, at: float, trigger: Trigger, status: EndStatus, reason: str) -> Outcome:
+        """The session ends (the move checked first): the runtime ends it, the journal says why."""
+        moved = self.move(at, trigger)
         self.end_status = status
-        self._turn.streaming = False
+        self.turn.streaming = False
         return Outcome(
             (EndSession(status, reason),),
             (
