@@ -58,6 +58,7 @@ from mala_tui.core.operator_flow import OperatorFlow
 from mala_tui.core.operator_messages import MessageQueue
 from mala_tui.core.phases import STREAMING, Cause, IllegalTransition, ManageMode, Phase, Trigger
 from mala_tui.core.prompts import PromptKind, PromptSet
+from mala_tui.core.restart_flow import RestartFlow
 from mala_tui.core.resume_plan import SessionResume
 from mala_tui.core.transcript import Message, Role, Transcript
 from mala_tui.core.usage import ContextUsage, Zone, estimate_tokens
@@ -76,6 +77,7 @@ class ContextManager(OperatorFlow):
 
     def __init__(self, *, name: str, task: str, limits: Limits, prompts: PromptSet) -> None:
         self._state = ManagerState(name=name, task=task, limits=limits, prompts=prompts)
+        self._restart_flow = RestartFlow(self._state)
 
     # -- what the UI and runtime read ------------------------------------------------
 
@@ -200,7 +202,7 @@ class ContextManager(OperatorFlow):
             raise IllegalTransition(f"{self._state.name}: already started")
         self._state.started = True
         if self._state.resume is not None:
-            return self._resumed_start(at, *self._state.resume)
+            return self._restart_flow.resumed_start(at, *self._state.resume)
         self._state.begin_turn(self._state.task)
         return Outcome((SendPrompt(PromptKind.TASK, self._state.task),))
 
@@ -228,9 +230,9 @@ class ContextManager(OperatorFlow):
             case MaskFailed():
                 return self._on_mask_failed(observation)
             case ApprovalGiven():
-                return self._on_approval(observation)
+                return self._restart_flow.on_approval(observation)
             case RestartCompleted():
-                return self._on_restarted(observation)
+                return self._restart_flow.on_restarted(observation)
             case IdleTimedOut():
                 return self._on_idle(observation)
             case SessionTimedOut():
@@ -349,7 +351,7 @@ class ContextManager(OperatorFlow):
             # The window jumped past hard before the mask landed: wind down instead.
             if self._state.manage is ManageMode.FULL:
                 self._state.pending.mask = None
-            return self._wind_down(at, usage.tokens, Cause.HARD_THRESHOLD)
+            return self._restart_flow.wind_down(at, usage.tokens, Cause.HARD_THRESHOLD)
         return Outcome()
 
     def _zone_now(self, usage: ContextUsage) -> Zone:
@@ -360,12 +362,12 @@ class ContextManager(OperatorFlow):
 
     def _pressure_decision(self, at: float, usage: ContextUsage) -> Outcome:
         if usage.pressure >= 1.0:
-            return self._emergency(
+            return self._restart_flow.emergency(
                 at, f"usage {usage.tokens} tokens is past the {self._state.window} window"
             )
         zone = self._zone_now(usage)
         if zone is Zone.HARD and self._state.manage is ManageMode.FULL:
-            return self._wind_down(at, usage.tokens, Cause.HARD_THRESHOLD)
+            return self._restart_flow.wind_down(at, usage.tokens, Cause.HARD_THRESHOLD)
         if zone is not Zone.NORMAL:
             return self._mask(at, usage.tokens, Trigger.SOFT_PRESSURE, Cause.SOFT_THRESHOLD)
         self._state.pending.skip_reason = None
@@ -437,7 +439,7 @@ class ContextManager(OperatorFlow):
                 )
             if obs.prompt_too_long:  # the emergency's own check, before anything changes
                 self._state.check(
-                    self._checkpoint_trigger()
+                    self._restart_flow.checkpoint_trigger()
                     if self._state.manage is ManageMode.FULL
                     else Trigger.FAIL
                 )
@@ -463,7 +465,7 @@ class ContextManager(OperatorFlow):
         if stopping is not None:
             return self._after_stop(obs, stopping, finished)
         if obs.prompt_too_long:
-            return self._emergency(obs.at, "the prompt is too long for the window")
+            return self._restart_flow.emergency(obs.at, "the prompt is too long for the window")
         if obs.is_error:
             return self._on_turn_error(obs)
         self._state.counters.idle_retries = 0
@@ -474,12 +476,12 @@ class ContextManager(OperatorFlow):
                 obs.at, Trigger.TASK_DONE, EndStatus.DONE, "the agent finished its task"
             )
         if self._state.phase is Phase.WINDING_DOWN:
-            return self._request_checkpoint(obs.at, Trigger.WIND_DOWN_DONE)
+            return self._restart_flow.request_checkpoint(obs.at, Trigger.WIND_DOWN_DONE)
         try:
             checkpoint = extract_checkpoint(obs.result_text)
         except CheckpointError as exc:
-            checkpoint = self._harness_checkpoint(str(exc))
-        return self._checkpoint_ready(obs.at, checkpoint)
+            checkpoint = self._restart_flow.harness_checkpoint(str(exc))
+        return self._restart_flow.checkpoint_ready(obs.at, checkpoint)
 
     def _after_stop(self, obs: TurnEnded, stopping: StopFor, finished: bool) -> Outcome:
         """The turn we stopped is over. Empty outcome: the action that stopped it goes on.
@@ -502,7 +504,7 @@ class ContextManager(OperatorFlow):
             and self._state.phase in STREAMING
             and self._state.phase is not Phase.RESTARTING
         ):
-            return self._emergency(obs.at, "the prompt is too long for the window")
+            return self._restart_flow.emergency(obs.at, "the prompt is too long for the window")
         if stopping in (StopFor.PROJECTION, StopFor.MESSAGE) and self._state.phase is Phase.RUNNING:
             # A clean point: mask or wind down if the window needs it, and the waiting
             # messages go with whatever sends the agent on (`_back_to_work`).

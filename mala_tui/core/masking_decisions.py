@@ -21,7 +21,7 @@ from typing import Final
 
 from mala_tui.core import events as ev
 from mala_tui.core.actions import ApplyMask, SendPrompt, StopTurn
-from mala_tui.core.manager_state import Outcome, PendingMask, StopFor, news_key
+from mala_tui.core.manager_state import ManagerState, Outcome, PendingMask, StopFor, news_key
 from mala_tui.core.mask_economics import pays_for_itself
 from mala_tui.core.masking import MaskPlan, call_key, maskable, placeholder, plan_masking
 from mala_tui.core.observations import MaskConfirmed, MaskFailed, ToolResultSeen
@@ -38,8 +38,11 @@ NEEDED_SHARE: Final = 0.10
 MIN_BATCH_SHARE: Final = 0.15
 
 
-class MaskingDecisions(RestartFlow):
+class MaskingDecisions:
     """The manager's masking handlers."""
+
+    _state: ManagerState
+    _restart_flow: RestartFlow
 
     # -- planning --------------------------------------------------------------------------
 
@@ -265,7 +268,7 @@ class MaskingDecisions(RestartFlow):
                 )
             if self._state.manage is ManageMode.FULL:
                 room = max(0, hard - self._state.usage.tokens)
-                return self._emergency(
+                return self._restart_flow.emergency(
                     at,
                     f"the next request would hold ~{projected:,} tokens, past the hard "
                     f"threshold ({hard:,}), and masking cannot make room: a single result "
@@ -322,7 +325,7 @@ class MaskingDecisions(RestartFlow):
         ]
         if pending.then_wind_down:
             after = max(0, (pending.projected or tokens_before) - pending.plan.estimated_tokens)
-            wound = self._wind_down(obs.at, after, Cause.PROJECTION)
+            wound = self._restart_flow.wind_down(obs.at, after, Cause.PROJECTION)
             return Outcome(wound.actions, (*events, *wound.events))
         if pending.resume:
             # The runtime resumed the session on the masked transcript with ApplyMask's prompt.

@@ -52,9 +52,9 @@ class OperatorFlow(Recovery):
             return Outcome()
         self._state.budget_stop = obs.reason
         if obs.over:
-            return self._emergency(obs.at, obs.reason)
+            return self._restart_flow.emergency(obs.at, obs.reason)
         self._state.pending.mask = None
-        return self._wind_down(obs.at, self._state.usage.tokens, Cause.BUDGET)
+        return self._restart_flow.wind_down(obs.at, self._state.usage.tokens, Cause.BUDGET)
 
     # -- the operator ----------------------------------------------------------------
 
@@ -89,11 +89,11 @@ class OperatorFlow(Recovery):
                     self._state.budget_stop = (
                         None  # the operator goes on: judged against the budget anew
                     )
-                    return self._restart_by_hand(at)
+                    return self._restart_flow.restart_by_hand(at)
                 self._state.check(Trigger.OPERATOR_CHECKPOINT)
                 self._state.pending.restart_reason = "asked by the operator"
                 self._state.pending.restart_cause = Cause.OPERATOR
-                return self._request_checkpoint(at, Trigger.OPERATOR_CHECKPOINT)
+                return self._restart_flow.request_checkpoint(at, Trigger.OPERATOR_CHECKPOINT)
         raise IllegalTransition(f"{self._state.name}: unknown command {obs.command!r}")
 
     def _cancel(self, at: float) -> Outcome:
@@ -110,14 +110,14 @@ class OperatorFlow(Recovery):
         if self._state.phase is Phase.PAUSED:
             self._state.check(Trigger.OPERATOR_CHECKPOINT)
             self._state.budget_stop = reason
-            return self._request_checkpoint(at, Trigger.OPERATOR_CHECKPOINT)
+            return self._restart_flow.request_checkpoint(at, Trigger.OPERATOR_CHECKPOINT)
         if self._state.phase in (Phase.WINDING_DOWN, Phase.CHECKPOINTING):
             self._state.budget_stop = reason  # its checkpoint is on its way: stop there
             return Outcome()
         self._state.check(Trigger.HARD_PRESSURE)
         self._state.budget_stop = reason
         self._state.pending.mask = None
-        return self._wind_down(at, self._state.usage.tokens, Cause.OPERATOR)
+        return self._restart_flow.wind_down(at, self._state.usage.tokens, Cause.OPERATOR)
 
     # -- messages --------------------------------------------------------------------
 

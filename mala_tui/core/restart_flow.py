@@ -9,6 +9,11 @@ What goes into the fresh session is the checkpoint and the agent's own last
 complete steps, never mala-tui's prompts: carried over, a wind-down would tell the
 new session to wrap up too. Both are bounded in tokens, by the session's measured
 density, so a dense transcript cannot fill the fresh window on its own.
+
+A part of the ContextManager (core.manager): `RestartFlow` is given the session's
+state (core.manager_state) and calls no other part. The manager sends it the
+approvals and restarts; the turn flow, masking decisions and operator handling
+call it to wind down, ask for a checkpoint, or restart in an emergency.
 """
 
 from __future__ import annotations
@@ -48,11 +53,15 @@ from mala_tui.core.window import RefusalBounds
 
 
 class RestartFlow:
-    """The manager's wind-down, checkpoint, approval and restart handlers."""
+    """The manager's wind-down, checkpoint, approval and restart handlers.
 
-    _state: ManagerState
+    Given the session's state, and nothing else: it calls no other part.
+    """
 
-    def _wind_down(self, at: float, tokens: int, cause: Cause) -> Outcome:
+    def __init__(self, state: ManagerState) -> None:
+        self._state = state
+
+    def wind_down(self, at: float, tokens: int, cause: Cause) -> Outcome:
         if self._state.manage is not ManageMode.FULL:
             return self._full_without_restart(at, tokens)
         moved = self._state.move(at, Trigger.HARD_PRESSURE)
@@ -106,7 +115,7 @@ class RestartFlow:
         else:
             self._state.begin_turn(text)
 
-    def _request_checkpoint(self, at: float, trigger: Trigger) -> Outcome:
+    def request_checkpoint(self, at: float, trigger: Trigger) -> Outcome:
         moved = self._state.move(at, trigger)
         if self._state.pending.work_ends_at is None:
             self._state.pending.work_ends_at = len(self._state.transcript)
@@ -124,7 +133,7 @@ class RestartFlow:
             (moved, ev.CheckpointRequested(at=at, session=self._state.name, tokens=usage.tokens)),
         )
 
-    def _emergency(self, at: float, reason: str) -> Outcome:
+    def emergency(self, at: float, reason: str) -> Outcome:
         """The agent can no longer write a checkpoint: build one from the transcript."""
         if self._state.manage is not ManageMode.FULL:
             self._state.check(Trigger.FAIL)
@@ -134,20 +143,20 @@ class RestartFlow:
                 EndStatus.FAILED,
                 f"{reason}; management mode {self._state.manage.value!r} does not restart",
             )
-        self._state.check(self._checkpoint_trigger())
-        checkpoint = self._harness_checkpoint(reason)
+        self._state.check(self.checkpoint_trigger())
+        checkpoint = self.harness_checkpoint(reason)
         self._state.pending.restart_reason = f"emergency: {reason}"
         self._state.pending.restart_cause = Cause.EMERGENCY
         self._state.pending.mask = None
         streaming = self._state.turn.streaming
-        outcome = self._checkpoint_ready(at, checkpoint)
+        outcome = self.checkpoint_ready(at, checkpoint)
         if streaming and not self._state.phase.terminal:
             # The window is gone mid-turn: stop the turn before restarting.
             self._state.turn.stopping = StopFor.EMERGENCY
             return Outcome((Interrupt(), *outcome.actions), outcome.events)
         return outcome
 
-    def _harness_checkpoint(self, reason: str) -> Checkpoint:
+    def harness_checkpoint(self, reason: str) -> Checkpoint:
         # The goal is the task, not this session's first prompt (after a restart that
         # is the continuation prompt); what earlier checkpoints listed stays listed;
         # nothing from the wind-down on counts as work.
@@ -161,7 +170,7 @@ class RestartFlow:
             carryover_chars=self._state.tokens_as_chars(self._state.limits.carryover_tokens),
         )
 
-    def _checkpoint_trigger(self) -> Trigger:
+    def checkpoint_trigger(self) -> Trigger:
         if self._state.budget_stop is not None:
             return Trigger.CHECKPOINT_AT_LIMIT
         if self._state.counters.continuation >= self._state.limits.max_restarts:
@@ -170,8 +179,8 @@ class RestartFlow:
             return Trigger.CHECKPOINT_FOR_APPROVAL
         return Trigger.CHECKPOINT_ACCEPTED
 
-    def _checkpoint_ready(self, at: float, checkpoint: Checkpoint) -> Outcome:
-        trigger = self._checkpoint_trigger()
+    def checkpoint_ready(self, at: float, checkpoint: Checkpoint) -> Outcome:
+        trigger = self.checkpoint_trigger()
         self._state.check(trigger)
         self._state.checkpoint = checkpoint
         self._state.counters.checkpoints += 1
@@ -260,7 +269,7 @@ class RestartFlow:
             ),
         )
 
-    def _on_approval(self, obs: ApprovalGiven) -> Outcome:
+    def on_approval(self, obs: ApprovalGiven) -> Outcome:
         if not isinstance(obs.decision, Decision):
             raise IllegalTransition(f"{self._state.name}: unknown decision {obs.decision!r}")
         trigger = Trigger.DENIED if obs.decision is Decision.DENY else Trigger.APPROVED
@@ -291,7 +300,7 @@ class RestartFlow:
         restart = self._restart(obs.at, approved_by=obs.decided_by)
         return Outcome(restart.actions, (*events, *restart.events))
 
-    def _on_restarted(self, obs: RestartCompleted) -> Outcome:
+    def on_restarted(self, obs: RestartCompleted) -> Outcome:
         moved = self._state.move(obs.at, Trigger.RESTARTED)
         self._state.counters.continuation += 1
         self._state.counters.masked_session = 0
@@ -311,11 +320,11 @@ class RestartFlow:
         self._state.begin_turn(prompt)
         return Outcome(events=(moved,))
 
-    def _restart_by_hand(self, at: float) -> Outcome:
+    def restart_by_hand(self, at: float) -> Outcome:
         self._state.check(Trigger.RESTART_BY_HAND)
         events: list[ev.Event] = []
         if self._state.checkpoint is None:
-            self._state.checkpoint = self._harness_checkpoint(
+            self._state.checkpoint = self.harness_checkpoint(
                 "restarted by hand after the session ended without a checkpoint"
             )
             self._state.counters.checkpoints += 1
@@ -327,7 +336,7 @@ class RestartFlow:
         restart = self._restart(at, approved_by="operator")
         return Outcome(restart.actions, (*events, *restart.events))
 
-    def _resumed_start(
+    def resumed_start(
         self, at: float, plan: SessionResume, gap_seconds: float, history: tuple[Message, ...]
     ) -> Outcome:
         """The first prompt after `mala-tui resume`: the session's counts go on from the journal,
