@@ -32,6 +32,7 @@ from mala_tui.core.limits import Limits
 from mala_tui.core.manager_state import Counters, ManagerState, Outcome, StopFor
 from mala_tui.core.mask_economics import GrowthRate
 from mala_tui.core.masking import call_key
+from mala_tui.core.masking_decisions import MaskingDecisions
 from mala_tui.core.message_events import compaction_event, message_events
 from mala_tui.core.observations import (
     AgentFailed,
@@ -78,6 +79,7 @@ class ContextManager(OperatorFlow):
     def __init__(self, *, name: str, task: str, limits: Limits, prompts: PromptSet) -> None:
         self._state = ManagerState(name=name, task=task, limits=limits, prompts=prompts)
         self._restart_flow = RestartFlow(self._state)
+        self._masking = MaskingDecisions(self._state, self._restart_flow)
 
     # -- what the UI and runtime read ------------------------------------------------
 
@@ -219,16 +221,16 @@ class ContextManager(OperatorFlow):
             case MessageObserved():
                 return self._on_message(observation)
             case ToolResultSeen():
-                return self._on_tool_result_seen(observation)
+                return self._masking.on_tool_result_seen(observation)
             case SessionIdentified():
                 self._state.session_id = observation.session_id
                 return Outcome()
             case TurnEnded():
                 return self._on_turn_ended(observation)
             case MaskConfirmed():
-                return self._on_mask_confirmed(observation)
+                return self._masking.on_mask_confirmed(observation)
             case MaskFailed():
-                return self._on_mask_failed(observation)
+                return self._masking.on_mask_failed(observation)
             case ApprovalGiven():
                 return self._restart_flow.on_approval(observation)
             case RestartCompleted():
@@ -369,7 +371,7 @@ class ContextManager(OperatorFlow):
         if zone is Zone.HARD and self._state.manage is ManageMode.FULL:
             return self._restart_flow.wind_down(at, usage.tokens, Cause.HARD_THRESHOLD)
         if zone is not Zone.NORMAL:
-            return self._mask(at, usage.tokens, Trigger.SOFT_PRESSURE, Cause.SOFT_THRESHOLD)
+            return self._masking.mask(at, usage.tokens, Trigger.SOFT_PRESSURE, Cause.SOFT_THRESHOLD)
         self._state.pending.skip_reason = None
         return Outcome()
 
@@ -508,9 +510,9 @@ class ContextManager(OperatorFlow):
         if stopping in (StopFor.PROJECTION, StopFor.MESSAGE) and self._state.phase is Phase.RUNNING:
             # A clean point: mask or wind down if the window needs it, and the waiting
             # messages go with whatever sends the agent on (`_back_to_work`).
-            return self._decide_at_clean_point(obs.at)
+            return self._masking.decide_at_clean_point(obs.at)
         if self._state.phase is Phase.MASKING:
-            return self._replan_stopped_mask()
+            return self._masking.replan_stopped_mask()
         follow_up = self._state.turn.then
         if follow_up is not None:
             self._state.begin_turn(follow_up)

@@ -13,6 +13,10 @@ transcript; only when even that would not fit is it an emergency.
 Every size a decision uses is a chars/4 estimate scaled by the session's measured
 density (core.calibration), so the batch minimum and what a mask frees mean the
 same tokens the gauge shows.
+
+A part of the ContextManager (core.manager): `MaskingDecisions` is given the
+session's state (core.manager_state) and the restart flow (core.restart_flow),
+the one other part it calls. The turn flow and operator handling call it.
 """
 
 from __future__ import annotations
@@ -39,14 +43,19 @@ MIN_BATCH_SHARE: Final = 0.15
 
 
 class MaskingDecisions:
-    """The manager's masking handlers."""
+    """The manager's masking handlers.
 
-    _state: ManagerState
-    _restart_flow: RestartFlow
+    Given the session's state and the restart flow, which it calls when masking
+    cannot make room (a wind-down once the mask lands, or an emergency).
+    """
+
+    def __init__(self, state: ManagerState, restart_flow: RestartFlow) -> None:
+        self._state = state
+        self._restart_flow = restart_flow
 
     # -- planning --------------------------------------------------------------------------
 
-    def _plan_mask(
+    def plan_mask(
         self, goal: int, cause: Cause, *, keep_recent: int | None = None, any_size: bool = False
     ) -> MaskPlan:
         observations = self._state.transcript.observations()
@@ -99,7 +108,7 @@ class MaskingDecisions:
 
     # -- deciding --------------------------------------------------------------------------
 
-    def _mask(
+    def mask(
         self,
         at: float,
         tokens: int,
@@ -123,7 +132,7 @@ class MaskingDecisions:
             # Nothing was worth masking and no result has come since: planning again
             # would find the same (the batch minimum does not depend on the pressure).
             return Outcome()
-        plan = plan if plan is not None else self._plan_mask(goal, cause)
+        plan = plan if plan is not None else self.plan_mask(goal, cause)
         if not plan:
             return self._skip(at, tokens, plan.skipped_reason or "nothing to mask")
         if cause is not Cause.OPERATOR and not self._worth_it_now(plan, tokens):
@@ -156,7 +165,7 @@ class MaskingDecisions:
         self._state.pending.skip_revision = None
         return Outcome((ApplyMask(plan, stop, resume),), (moved,))
 
-    def _replan_stopped_mask(self) -> Outcome:
+    def replan_stopped_mask(self) -> Outcome:
         """The turn stopped for a mask: plan it again over every result the agent has now.
 
         The mask was decided as an API call began, before its results (and often the
@@ -167,7 +176,7 @@ class MaskingDecisions:
         if pending is None:
             return Outcome()
         goal = self._state.usage.tokens - pending.floor
-        fresh = self._plan_mask(max(goal, 0), pending.cause)
+        fresh = self.plan_mask(max(goal, 0), pending.cause)
         if fresh and set(pending.plan.ids) <= set(fresh.ids):
             pending.plan = fresh
         resume = self._state.prompts.render(
@@ -189,7 +198,7 @@ class MaskingDecisions:
 
     # -- the projection at each tool result ------------------------------------------------
 
-    def _on_tool_result_seen(self, obs: ToolResultSeen) -> Outcome:
+    def on_tool_result_seen(self, obs: ToolResultSeen) -> Outcome:
         self._state.turn.seen_results[obs.tool_use_id] = max(0, obs.characters)
         if (
             self._state.manage is ManageMode.OFF
@@ -210,7 +219,7 @@ class MaskingDecisions:
         )
         keep = max(0, self._state.limits.keep_recent_observations - arriving)
         if zone is Zone.SOFT:
-            plan = self._plan_mask(
+            plan = self.plan_mask(
                 projected - self._target_tokens(), Cause.PROJECTION, keep_recent=keep
             )
             if not plan or not self._worth_it_now(plan, projected):
@@ -225,7 +234,7 @@ class MaskingDecisions:
             )
         )
 
-    def _decide_at_clean_point(self, at: float) -> Outcome:
+    def decide_at_clean_point(self, at: float) -> Outcome:
         """The hook stopped the turn before the next request: mask, wind down, or resume."""
         decided = self._act_at_clean_point(at)
         if decided.actions:
@@ -242,9 +251,9 @@ class MaskingDecisions:
         zone = self._state.zone_of(projected)
         hard = self._state.hard_tokens()
         if zone is not Zone.NORMAL:
-            plan = self._plan_mask(projected - self._target_tokens(), Cause.PROJECTION)
+            plan = self.plan_mask(projected - self._target_tokens(), Cause.PROJECTION)
             if plan and projected - plan.estimated_tokens < hard:
-                return self._mask(
+                return self.mask(
                     at,
                     projected,
                     Trigger.PROJECTION,
@@ -255,9 +264,9 @@ class MaskingDecisions:
         if zone is Zone.HARD:
             # Old results cannot make room: mask the new ones too, so that the request
             # that winds the agent down fits, and never send them past the threshold.
-            everything = self._plan_mask(projected, Cause.PROJECTION, keep_recent=0, any_size=True)
+            everything = self.plan_mask(projected, Cause.PROJECTION, keep_recent=0, any_size=True)
             if everything and projected - everything.estimated_tokens < hard:
-                return self._mask(
+                return self.mask(
                     at,
                     projected,
                     Trigger.PROJECTION,
@@ -278,7 +287,7 @@ class MaskingDecisions:
 
     # -- the runtime's answer ----------------------------------------------------------------
 
-    def _on_mask_confirmed(self, obs: MaskConfirmed) -> Outcome:
+    def on_mask_confirmed(self, obs: MaskConfirmed) -> Outcome:
         pending = self._state.pending.mask
         if self._state.phase is not Phase.MASKING or pending is None:
             raise IllegalTransition(
@@ -337,7 +346,7 @@ class MaskingDecisions:
             )
         return Outcome(events=tuple(events))
 
-    def _on_mask_failed(self, obs: MaskFailed) -> Outcome:
+    def on_mask_failed(self, obs: MaskFailed) -> Outcome:
         pending = self._state.pending.mask
         moved = self._state.move(obs.at, Trigger.MASK_FAILED)
         self._state.pending.mask = None

@@ -12,15 +12,20 @@ from __future__ import annotations
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus, Interrupt, SendPrompt, StopTurn
 from mala_tui.core.manager_state import Outcome, StopFor
+from mala_tui.core.masking_decisions import MaskingDecisions
 from mala_tui.core.observations import BudgetReached, Command, MessageForAgent, OperatorCommand
 from mala_tui.core.operator_messages import Delivery, MessageError
 from mala_tui.core.phases import Cause, IllegalTransition, ManageMode, Phase, Trigger
 from mala_tui.core.prompts import PromptKind
 from mala_tui.core.recovery import Recovery
+from mala_tui.core.restart_flow import RestartFlow
 
 
 class OperatorFlow(Recovery):
     """The manager's handlers for operator commands and budget limits."""
+
+    _restart_flow: RestartFlow
+    _masking: MaskingDecisions
 
     # -- budgets ---------------------------------------------------------------------
 
@@ -79,7 +84,7 @@ class OperatorFlow(Recovery):
                 return Outcome((SendPrompt(kind, text),), (moved, *delivered))
             case Command.MASK_NOW:
                 self._state.check(Trigger.OPERATOR_MASK)
-                return self._mask(
+                return self._masking.mask(
                     at, self._state.usage.tokens, Trigger.OPERATOR_MASK, Cause.OPERATOR
                 )
             case Command.CANCEL:

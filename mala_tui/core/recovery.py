@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from mala_tui.core import events as ev
 from mala_tui.core.actions import Disconnect, EndStatus, RetryMode, RetryTurn
-from mala_tui.core.manager_state import Outcome
-from mala_tui.core.masking_decisions import MaskingDecisions
+from mala_tui.core.manager_state import ManagerState, Outcome
 from mala_tui.core.observations import IdleTimedOut, TurnEnded
 from mala_tui.core.phases import STREAMING, IllegalTransition, Trigger
 from mala_tui.core.prompts import PromptKind
@@ -19,8 +18,10 @@ from mala_tui.core.text import excerpt
 from mala_tui.core.transcript import Transcript
 
 
-class Recovery(MaskingDecisions):
+class Recovery:
     """The manager's handlers for idle timeouts and failed turns."""
+
+    _state: ManagerState
 
     def _on_turn_error(self, obs: TurnEnded) -> Outcome:
         reason = obs.terminal_reason or obs.subtype

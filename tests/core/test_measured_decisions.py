@@ -17,6 +17,7 @@ import pytest
 from mala_tui.core import events as ev
 from mala_tui.core.actions import ApplyMask, SendPrompt, StartFreshSession, StopTurn
 from mala_tui.core.manager import ContextManager, Outcome
+from mala_tui.core.manager_state import StopFor
 from mala_tui.core.mask_economics import pays_for_itself
 from mala_tui.core.observations import (
     Command,
@@ -29,7 +30,6 @@ from mala_tui.core.observations import (
 )
 from mala_tui.core.phases import Cause, Phase
 from mala_tui.core.prompts import PromptKind
-from mala_tui.core.manager_state import StopFor
 from mala_tui.core.usage import CallUsage, estimate_tokens
 from mala_tui.prompt_files import load_prompts
 from tests.core.factories import call, default_limits, result
@@ -240,7 +240,7 @@ def test_what_the_agent_fetches_again_after_a_mask_is_kept_from_the_next_one() -
     m.observe(MessageObserved(1.7, call("d", "Read", file_path="/ws/d.py")))
     m.observe(MessageObserved(1.8, result("d", "d = 1\n" * 4_000)))
     assert m.counters.refetched == 1
-    plan = m._plan_mask(10**9, Cause.SOFT_THRESHOLD)
+    plan = m._masking.plan_mask(10**9, Cause.SOFT_THRESHOLD)
     assert "c" in plan.ids and "a2" not in plan.ids
 
 
