@@ -59,6 +59,7 @@ from mala_tui.core.operator_flow import OperatorFlow
 from mala_tui.core.operator_messages import MessageQueue
 from mala_tui.core.phases import STREAMING, Cause, IllegalTransition, ManageMode, Phase, Trigger
 from mala_tui.core.prompts import PromptKind, PromptSet
+from mala_tui.core.recovery import Recovery
 from mala_tui.core.restart_flow import RestartFlow
 from mala_tui.core.resume_plan import SessionResume
 from mala_tui.core.transcript import Message, Role, Transcript
@@ -80,6 +81,7 @@ class ContextManager(OperatorFlow):
         self._state = ManagerState(name=name, task=task, limits=limits, prompts=prompts)
         self._restart_flow = RestartFlow(self._state)
         self._masking = MaskingDecisions(self._state, self._restart_flow)
+        self._recovery = Recovery(self._state)
 
     # -- what the UI and runtime read ------------------------------------------------
 
@@ -236,7 +238,7 @@ class ContextManager(OperatorFlow):
             case RestartCompleted():
                 return self._restart_flow.on_restarted(observation)
             case IdleTimedOut():
-                return self._on_idle(observation)
+                return self._recovery.on_idle(observation)
             case SessionTimedOut():
                 if self._state.phase not in STREAMING and self._state.phase is not Phase.PAUSED:
                     raise IllegalTransition(
@@ -469,7 +471,7 @@ class ContextManager(OperatorFlow):
         if obs.prompt_too_long:
             return self._restart_flow.emergency(obs.at, "the prompt is too long for the window")
         if obs.is_error:
-            return self._on_turn_error(obs)
+            return self._recovery.on_turn_error(obs)
         self._state.counters.idle_retries = 0
         if self._state.phase is Phase.RUNNING and self._state.messages:
             return self._deliver_now(obs.at)

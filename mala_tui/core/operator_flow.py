@@ -11,19 +11,19 @@ from __future__ import annotations
 
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus, Interrupt, SendPrompt, StopTurn
-from mala_tui.core.manager_state import Outcome, StopFor
+from mala_tui.core.manager_state import ManagerState, Outcome, StopFor
 from mala_tui.core.masking_decisions import MaskingDecisions
 from mala_tui.core.observations import BudgetReached, Command, MessageForAgent, OperatorCommand
 from mala_tui.core.operator_messages import Delivery, MessageError
 from mala_tui.core.phases import Cause, IllegalTransition, ManageMode, Phase, Trigger
 from mala_tui.core.prompts import PromptKind
-from mala_tui.core.recovery import Recovery
 from mala_tui.core.restart_flow import RestartFlow
 
 
-class OperatorFlow(Recovery):
+class OperatorFlow:
     """The manager's handlers for operator commands and budget limits."""
 
+    _state: ManagerState
     _restart_flow: RestartFlow
     _masking: MaskingDecisions
 

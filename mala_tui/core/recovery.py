@@ -3,6 +3,10 @@
 The rules themselves (resume, start afresh, fail fast, give up) are core.retry's;
 here they meet the session: the disconnect that always comes first, the prompt a
 retry sends, the events that say what was decided.
+
+A part of the ContextManager (core.manager): `Recovery` is given the session's
+state (core.manager_state) and calls no other part. The manager sends it idle
+timeouts; the turn flow, a turn that ended with an API error.
 """
 
 from __future__ import annotations
@@ -19,11 +23,15 @@ from mala_tui.core.transcript import Transcript
 
 
 class Recovery:
-    """The manager's handlers for idle timeouts and failed turns."""
+    """The manager's handlers for idle timeouts and failed turns.
 
-    _state: ManagerState
+    Given the session's state, and nothing else: it calls no other part.
+    """
 
-    def _on_turn_error(self, obs: TurnEnded) -> Outcome:
+    def __init__(self, state: ManagerState) -> None:
+        self._state = state
+
+    def on_turn_error(self, obs: TurnEnded) -> Outcome:
         reason = obs.terminal_reason or obs.subtype
         if reason not in RETRYABLE_RESULTS:
             return self._state.end(
@@ -77,7 +85,7 @@ class Recovery:
         self._state.begin_turn(prompt)
         return decision, Outcome((disconnect, action))
 
-    def _on_idle(self, obs: IdleTimedOut) -> Outcome:
+    def on_idle(self, obs: IdleTimedOut) -> Outcome:
         if self._state.phase not in STREAMING:
             raise IllegalTransition(
                 f"{self._state.name}: idle timeout while {self._state.phase.value}"
