@@ -56,7 +56,7 @@ from mala_tui.core.observations import (
     UsageObserved,
 )
 from mala_tui.core.operator_flow import OperatorFlow
-from mala_tui.core.operator_messages import MessageQueue
+from mala_tui.core.operator_messages import Delivery, MessageQueue
 from mala_tui.core.phases import STREAMING, Cause, IllegalTransition, ManageMode, Phase, Trigger
 from mala_tui.core.prompts import PromptKind, PromptSet
 from mala_tui.core.recovery import Recovery
@@ -74,7 +74,7 @@ _FINISHED = (None, "completed")
 HOOK_STOPPED = "hook_stopped"
 
 
-class ContextManager(OperatorFlow):
+class ContextManager:
     """Decides, for one agent session, when to mask, wind down, checkpoint and restart."""
 
     def __init__(self, *, name: str, task: str, limits: Limits, prompts: PromptSet) -> None:
@@ -82,6 +82,7 @@ class ContextManager(OperatorFlow):
         self._restart_flow = RestartFlow(self._state)
         self._masking = MaskingDecisions(self._state, self._restart_flow)
         self._recovery = Recovery(self._state)
+        self._operator = OperatorFlow(self._state, self._masking, self._restart_flow)
 
     # -- what the UI and runtime read ------------------------------------------------
 
@@ -214,7 +215,7 @@ class ContextManager(OperatorFlow):
         """Take one fact in, decide. Raises IllegalTransition, changing nothing, when refused."""
         if not self._state.started:
             raise IllegalTransition(f"{self._state.name}: observe() before start()")
-        return self._stop_for_messages(self._dispatch(observation))
+        return self._operator.stop_for_messages(self._dispatch(observation))
 
     def _dispatch(self, observation: Observation) -> Outcome:
         match observation:
@@ -263,36 +264,23 @@ class ContextManager(OperatorFlow):
                     self._state.calibration.restart()
                 return Outcome(events=(compaction_event(self._state.name, observation),))
             case OperatorCommand():
-                return self._on_command(observation)
+                return self._operator.on_command(observation)
             case MessageForAgent():
-                return self._on_message_for_agent(observation)
+                return self._operator.on_message_for_agent(observation)
             case ApprovalPolicyChanged():
-                if observation.required == self._state.require_approval:
-                    return Outcome()
-                self._state.require_approval = observation.required
-                return Outcome(
-                    events=(
-                        ev.ApprovalPolicySet(
-                            at=observation.at,
-                            session=self._state.name,
-                            required=observation.required,
-                        ),
-                    )
-                )
+                return self._operator.on_approval_policy(observation)
             case BudgetReached():
-                return self._on_budget(observation)
+                return self._operator.on_budget(observation)
             case ManageModeChanged():
-                if observation.mode is self._state.manage:
-                    return Outcome()
-                self._state.manage = observation.mode
-                return Outcome(
-                    events=(
-                        ev.ManageModeSet(
-                            at=observation.at, session=self._state.name, mode=observation.mode.value
-                        ),
-                    )
-                )
+                return self._operator.on_manage_mode(observation)
         raise TypeError(f"not an observation: {observation!r}")
+
+    def _deliver_now(self, at: float) -> Outcome:
+        """The agent's turn is over and messages wait: they are its next prompt."""
+        kind, text, delivered = self._state.back_to_work(
+            at, PromptKind.OPERATOR_RESUME, Delivery.IDLE, session_name=self._state.name
+        )
+        return Outcome((SendPrompt(kind, text),), delivered)
 
     # -- usage -----------------------------------------------------------------------
 

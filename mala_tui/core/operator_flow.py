@@ -5,6 +5,14 @@ stopped session's checkpoint), cancels (a checkpoint first, then a stop), and
 says things to the agent (core.operator_messages). A budget near its limit
 winds the session down as the hard threshold would, but stops at the checkpoint
 instead of restarting; at the limit it stops at once, with a checkpoint kept.
+The operator's settings (whether a restart waits for a person, how much of the
+window is managed) are taken here too.
+
+A part of the ContextManager (core.manager): `OperatorFlow` is given the
+session's state (core.manager_state), masking decisions (core.masking_decisions)
+and the restart flow (core.restart_flow), and calls only those. The manager also
+asks it, after every observation, whether the turn in flight must stop so that
+the operator's waiting messages go next.
 """
 
 from __future__ import annotations
@@ -13,7 +21,14 @@ from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus, Interrupt, SendPrompt, StopTurn
 from mala_tui.core.manager_state import ManagerState, Outcome, StopFor
 from mala_tui.core.masking_decisions import MaskingDecisions
-from mala_tui.core.observations import BudgetReached, Command, MessageForAgent, OperatorCommand
+from mala_tui.core.observations import (
+    ApprovalPolicyChanged,
+    BudgetReached,
+    Command,
+    ManageModeChanged,
+    MessageForAgent,
+    OperatorCommand,
+)
 from mala_tui.core.operator_messages import Delivery, MessageError
 from mala_tui.core.phases import Cause, IllegalTransition, ManageMode, Phase, Trigger
 from mala_tui.core.prompts import PromptKind
@@ -21,15 +36,22 @@ from mala_tui.core.restart_flow import RestartFlow
 
 
 class OperatorFlow:
-    """The manager's handlers for operator commands and budget limits."""
+    """The manager's handlers for operator commands, settings and budget limits.
 
-    _state: ManagerState
-    _restart_flow: RestartFlow
-    _masking: MaskingDecisions
+    Given the session's state, masking decisions (a mask asked for by hand) and the
+    restart flow (wind-down, checkpoint, restart by hand, the emergency at a limit).
+    """
+
+    def __init__(
+        self, state: ManagerState, masking: MaskingDecisions, restart_flow: RestartFlow
+    ) -> None:
+        self._state = state
+        self._masking = masking
+        self._restart_flow = restart_flow
 
     # -- budgets ---------------------------------------------------------------------
 
-    def _on_budget(self, obs: BudgetReached) -> Outcome:
+    def on_budget(self, obs: BudgetReached) -> Outcome:
         """Near a limit: the usual wind-down, then stop at the checkpoint instead of restarting.
         At it: stop now, with a checkpoint built from the transcript unless one is on its way.
 
@@ -63,7 +85,7 @@ class OperatorFlow:
 
     # -- the operator ----------------------------------------------------------------
 
-    def _on_command(self, obs: OperatorCommand) -> Outcome:
+    def on_command(self, obs: OperatorCommand) -> Outcome:
         at = obs.at
         match obs.command:
             case Command.STOP:
@@ -124,9 +146,29 @@ class OperatorFlow:
         self._state.pending.mask = None
         return self._restart_flow.wind_down(at, self._state.usage.tokens, Cause.OPERATOR)
 
+    # -- settings --------------------------------------------------------------------
+
+    def on_approval_policy(self, obs: ApprovalPolicyChanged) -> Outcome:
+        if obs.required == self._state.require_approval:
+            return Outcome()
+        self._state.require_approval = obs.required
+        return Outcome(
+            events=(
+                ev.ApprovalPolicySet(at=obs.at, session=self._state.name, required=obs.required),
+            )
+        )
+
+    def on_manage_mode(self, obs: ManageModeChanged) -> Outcome:
+        if obs.mode is self._state.manage:
+            return Outcome()
+        self._state.manage = obs.mode
+        return Outcome(
+            events=(ev.ManageModeSet(at=obs.at, session=self._state.name, mode=obs.mode.value),)
+        )
+
     # -- messages --------------------------------------------------------------------
 
-    def _on_message_for_agent(self, obs: MessageForAgent) -> Outcome:
+    def on_message_for_agent(self, obs: MessageForAgent) -> Outcome:
         if self._state.phase.terminal:
             raise IllegalTransition(
                 f"{self._state.name} has ended ({self._state.phase.value}): "
@@ -148,16 +190,9 @@ class OperatorFlow:
             return Outcome((SendPrompt(kind, text),), (said, moved, *delivered))
         return Outcome(events=(said,))
 
-    def _deliver_now(self, at: float) -> Outcome:
-        """The agent's turn is over and messages wait: they are its next prompt."""
-        kind, text, delivered = self._state.back_to_work(
-            at, PromptKind.OPERATOR_RESUME, Delivery.IDLE, session_name=self._state.name
-        )
-        return Outcome((SendPrompt(kind, text),), delivered)
-
-    def _stop_for_messages(self, outcome: Outcome) -> Outcome:
+    def stop_for_messages(self, outcome: Outcome) -> Outcome:
         """Messages wait and the agent is at work: stop its turn at the next clean point,
-        after its running tools, so that they go next (see `_after_stop`)."""
+        after its running tools, so that they go next (the turn flow's `after_stop`)."""
         if (
             not self._state.messages
             or self._state.phase is not Phase.RUNNING
