@@ -192,7 +192,7 @@ class OperatorFlow:
 
     def stop_for_messages(self, outcome: Outcome) -> Outcome:
         """Messages wait and the agent is at work: stop its turn at the next clean point,
-        after its running tools, so that they go next (the turn flow's `after_stop`)."""
+        after its running tools, so that they go next (`TurnFlow._after_stop`)."""
         if (
             not self._state.messages
             or self._state.phase is not Phase.RUNNING

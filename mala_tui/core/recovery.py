@@ -2,11 +2,13 @@
 
 The rules themselves (resume, start afresh, fail fast, give up) are core.retry's;
 here they meet the session: the disconnect that always comes first, the prompt a
-retry sends, the events that say what was decided.
+retry sends, the events that say what was decided. The failures nothing retries
+end the session here too: the agent failed for good, or the session's time ran out.
 
 A part of the ContextManager (core.manager): `Recovery` is given the session's
 state (core.manager_state) and calls no other part. The manager sends it idle
-timeouts; the turn flow, a turn that ended with an API error.
+timeouts and the failures that end a session; the turn flow, a turn that ended
+with an API error.
 """
 
 from __future__ import annotations
@@ -14,8 +16,8 @@ from __future__ import annotations
 from mala_tui.core import events as ev
 from mala_tui.core.actions import Disconnect, EndStatus, RetryMode, RetryTurn
 from mala_tui.core.manager_state import ManagerState, Outcome
-from mala_tui.core.observations import IdleTimedOut, TurnEnded
-from mala_tui.core.phases import STREAMING, IllegalTransition, Trigger
+from mala_tui.core.observations import AgentFailed, IdleTimedOut, SessionTimedOut, TurnEnded
+from mala_tui.core.phases import STREAMING, IllegalTransition, Phase, Trigger
 from mala_tui.core.prompts import PromptKind
 from mala_tui.core.retry import RETRYABLE_RESULTS, RetryDecision, backoff_delay, decide_retry
 from mala_tui.core.text import excerpt
@@ -103,3 +105,23 @@ class Recovery:
             reason=ended.reason if ended else "",
         )
         return Outcome(decided.actions, (event, *decided.events))
+
+    # -- failures nothing can retry ----------------------------------------------------
+
+    def on_session_timeout(self, obs: SessionTimedOut) -> Outcome:
+        """The session's whole time ran out, retries included: it fails."""
+        if self._state.phase not in STREAMING and self._state.phase is not Phase.PAUSED:
+            raise IllegalTransition(
+                f"{self._state.name}: session timeout while {self._state.phase}"
+            )
+        return self._state.end(
+            obs.at,
+            Trigger.FAIL,
+            EndStatus.FAILED,
+            f"session timeout: {obs.seconds:g} s passed, retries included",
+        )
+
+    def on_agent_failed(self, obs: AgentFailed) -> Outcome:
+        """The agent could not go on (the runtime has given up on it): the session fails."""
+        self._state.check(Trigger.FAIL)
+        return self._state.end(obs.at, Trigger.FAIL, EndStatus.FAILED, obs.reason)
