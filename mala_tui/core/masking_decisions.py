@@ -58,6 +58,7 @@ class MaskingDecisions:
     def plan_mask(
         self, goal: int, cause: Cause, *, keep_recent: int | None = None, any_size: bool = False
     ) -> MaskPlan:
+        """Which results to mask to free `goal` tokens (every old one, for a mask by hand)."""
         observations = self._state.transcript.observations()
         keep = self._state.limits.keep_recent_observations if keep_recent is None else keep_recent
         never = self._state.limits.never_mask_tools
@@ -199,6 +200,8 @@ class MaskingDecisions:
     # -- the projection at each tool result ------------------------------------------------
 
     def on_tool_result_seen(self, obs: ToolResultSeen) -> Outcome:
+        """The post-tool hook reports a result: stop the turn there if the next request
+        would pass a threshold (see the module's docstring)."""
         self._state.turn.seen_results[obs.tool_use_id] = max(0, obs.characters)
         if (
             self._state.manage is ManageMode.OFF
@@ -288,6 +291,7 @@ class MaskingDecisions:
     # -- the runtime's answer ----------------------------------------------------------------
 
     def on_mask_confirmed(self, obs: MaskConfirmed) -> Outcome:
+        """The runtime applied the mask: the transcript takes the placeholders."""
         pending = self._state.pending.mask
         if self._state.phase is not Phase.MASKING or pending is None:
             raise IllegalTransition(
@@ -347,6 +351,7 @@ class MaskingDecisions:
         return Outcome(events=tuple(events))
 
     def on_mask_failed(self, obs: MaskFailed) -> Outcome:
+        """The mask did not happen: back to running, the agent sent on if it was stopped."""
         pending = self._state.pending.mask
         moved = self._state.move(obs.at, Trigger.MASK_FAILED)
         self._state.pending.mask = None

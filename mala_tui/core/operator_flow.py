@@ -86,6 +86,7 @@ class OperatorFlow:
     # -- the operator ----------------------------------------------------------------
 
     def on_command(self, obs: OperatorCommand) -> Outcome:
+        """Pause, resume, stop, mask now, cancel, or restart now."""
         at = obs.at
         match obs.command:
             case Command.STOP:
@@ -169,6 +170,7 @@ class OperatorFlow:
     # -- messages --------------------------------------------------------------------
 
     def on_message_for_agent(self, obs: MessageForAgent) -> Outcome:
+        """The operator says something to the agent: queued, or its next prompt if idle."""
         if self._state.phase.terminal:
             raise IllegalTransition(
                 f"{self._state.name} has ended ({self._state.phase.value}): "

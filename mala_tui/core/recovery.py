@@ -34,6 +34,7 @@ class Recovery:
         self._state = state
 
     def on_turn_error(self, obs: TurnEnded) -> Outcome:
+        """A turn ended with an error: retry what core.retry says may be retried, else fail."""
         reason = obs.terminal_reason or obs.subtype
         if reason not in RETRYABLE_RESULTS:
             return self._state.end(
@@ -88,6 +89,7 @@ class Recovery:
         return decision, Outcome((disconnect, action))
 
     def on_idle(self, obs: IdleTimedOut) -> Outcome:
+        """The agent went quiet past the idle timeout: disconnect, then retry or fail."""
         if self._state.phase not in STREAMING:
             raise IllegalTransition(
                 f"{self._state.name}: idle timeout while {self._state.phase.value}"

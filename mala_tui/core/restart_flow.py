@@ -62,6 +62,8 @@ class RestartFlow:
         self._state = state
 
     def wind_down(self, at: float, tokens: int, cause: Cause) -> Outcome:
+        """Past hard: ask the agent to wrap up (its turn in flight stopped first); in `mask`
+        mode, say once that nothing restarts."""
         if self._state.manage is not ManageMode.FULL:
             return self._full_without_restart(at, tokens)
         moved = self._state.move(at, Trigger.HARD_PRESSURE)
@@ -116,6 +118,7 @@ class RestartFlow:
             self._state.begin_turn(text)
 
     def request_checkpoint(self, at: float, trigger: Trigger) -> Outcome:
+        """Ask the agent for its checkpoint (after stopping its turn, if one is in flight)."""
         moved = self._state.move(at, trigger)
         if self._state.pending.work_ends_at is None:
             self._state.pending.work_ends_at = len(self._state.transcript)
@@ -157,6 +160,7 @@ class RestartFlow:
         return outcome
 
     def harness_checkpoint(self, reason: str) -> Checkpoint:
+        """A checkpoint built from the transcript, for when the agent cannot write one."""
         # The goal is the task, not this session's first prompt (after a restart that
         # is the continuation prompt); what earlier checkpoints listed stays listed;
         # nothing from the wind-down on counts as work.
@@ -171,6 +175,8 @@ class RestartFlow:
         )
 
     def checkpoint_trigger(self) -> Trigger:
+        """Where a checkpoint leads: a stop (at a budget, a cancel, or max restarts), a
+        person's approval, or the restart itself."""
         if self._state.budget_stop is not None:
             return Trigger.CHECKPOINT_AT_LIMIT
         if self._state.counters.continuation >= self._state.limits.max_restarts:
@@ -180,6 +186,7 @@ class RestartFlow:
         return Trigger.CHECKPOINT_ACCEPTED
 
     def checkpoint_ready(self, at: float, checkpoint: Checkpoint) -> Outcome:
+        """The checkpoint is in hand: stop, ask for approval, or restart."""
         trigger = self.checkpoint_trigger()
         self._state.check(trigger)
         self._state.checkpoint = checkpoint
@@ -270,6 +277,7 @@ class RestartFlow:
         )
 
     def on_approval(self, obs: ApprovalGiven) -> Outcome:
+        """A person answered: restart (on the edited checkpoint, if edited), or stop."""
         if not isinstance(obs.decision, Decision):
             raise IllegalTransition(f"{self._state.name}: unknown decision {obs.decision!r}")
         trigger = Trigger.DENIED if obs.decision is Decision.DENY else Trigger.APPROVED
@@ -301,6 +309,7 @@ class RestartFlow:
         return Outcome(restart.actions, (*events, *restart.events))
 
     def on_restarted(self, obs: RestartCompleted) -> Outcome:
+        """The fresh session is up: its first turn is the continuation prompt."""
         moved = self._state.move(obs.at, Trigger.RESTARTED)
         self._state.counters.continuation += 1
         self._state.counters.masked_session = 0
@@ -321,6 +330,7 @@ class RestartFlow:
         return Outcome(events=(moved,))
 
     def restart_by_hand(self, at: float) -> Outcome:
+        """The operator restarts a stopped or failed session from its checkpoint."""
         self._state.check(Trigger.RESTART_BY_HAND)
         events: list[ev.Event] = []
         if self._state.checkpoint is None:

@@ -85,6 +85,7 @@ class TurnFlow:
     # -- usage -----------------------------------------------------------------------
 
     def on_usage(self, obs: UsageObserved) -> Outcome:
+        """An API call's usage: record it, and act on the window it measures."""
         self._state.tracker.observe_call(obs.call)
         noted = self._state.note_accepted(obs.at, obs.call)
         self._state.calibration.observe(
@@ -168,6 +169,7 @@ class TurnFlow:
     # -- turns -----------------------------------------------------------------------
 
     def on_message(self, obs: MessageObserved) -> Outcome:
+        """A message of the agent's (or its tools'): into the transcript."""
         self._state.transcript.append(obs.message)
         self._state.tracker.observe_transcript_size(self._state.transcript.characters)
         self._state.turn.tool_calls += len(obs.message.tool_calls)
@@ -215,6 +217,8 @@ class TurnFlow:
         return Outcome((SendPrompt(kind, text),), delivered)
 
     def on_turn_ended(self, obs: TurnEnded) -> Outcome:
+        """The turn is over: what comes next depends on why it was stopped, if it was,
+        and on the phase (see the module's docstring)."""
         stopping = self._state.turn.stopping
         if (
             stopping is None
