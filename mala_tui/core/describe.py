@@ -8,7 +8,8 @@ reason, an excerpt), so whoever shows it makes it safe first (`core.text.clean`)
 from __future__ import annotations
 
 from mala_tui.core import events as ev
-from mala_tui.core.text import percent, tokens
+from mala_tui.core.session_records import BranchStatus
+from mala_tui.core.text import percent, plural, tokens
 
 
 def summary(event: ev.Event) -> str:
@@ -107,7 +108,24 @@ def summary(event: ev.Event) -> str:
         case ev.WorktreeCreated():
             return f"branch {event.branch} at {event.base_commit[:10]} in {event.path}"
         case ev.WorktreeChanged():
-            return event.error or changes_summary(event.files)
+            return event.error or changes_summary(event.files) + _to_land(event)
+        case ev.WorktreeLanded():
+            return (
+                f"landed {plural(event.commits, 'commit')} of {event.branch} on {event.into} "
+                f"({event.how}, now {event.commit[:10]}){_committed(event.committed)}"
+            )
+        case ev.WorktreePushed():
+            pr = f"draft PR {event.pr_url}" if event.pr_url else f"open the PR: {event.pr_command}"
+            at = f"{event.commit[:10]}{_committed(event.committed)}"
+            return f"pushed {event.branch} to {event.remote} at {at}; {pr}"
+        case ev.WorktreeDiscarded():
+            dropped = []
+            if event.unmerged_commits:
+                dropped.append(f"{plural(event.unmerged_commits, 'unmerged commit')}")
+            if event.uncommitted:
+                dropped.append("uncommitted edits")
+            lost = f", dropping {' and '.join(dropped)}" if dropped else ""
+            return f"discarded worktree {event.path} and branch {event.branch}{lost}"
         case ev.RunStarted():
             return f"run {event.run_id} ({event.mode})"
         case ev.RunEnded():
@@ -131,10 +149,21 @@ def gap(seconds: float) -> str:
     return f"{secs} s"
 
 
+def _committed(commit: str) -> str:
+    return f", its edits committed as {commit[:10]}" if commit else ""
+
+
+def _to_land(event: ev.WorktreeChanged) -> str:
+    """ ", 2 commits + uncommitted edits to land" once measured; "" before."""
+    if event.commits_ahead is None:
+        return ""
+    return f", {BranchStatus(event.commits_ahead, bool(event.uncommitted)).label}"
+
+
 def changes_summary(files: tuple[ev.ChangedFile, ...]) -> str:
     """ "2 files changed, +14 -3" (binary files count as files, without lines)."""
     if not files:
         return "no files changed"
     added = sum(f.added or 0 for f in files)
     deleted = sum(f.deleted or 0 for f in files)
-    return f"{len(files)} file{'s' if len(files) != 1 else ''} changed, +{added} -{deleted}"
+    return f"{plural(len(files), 'file')} changed, +{added} -{deleted}"

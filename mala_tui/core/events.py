@@ -31,6 +31,7 @@ from mala_tui.core.console_events import (
     SessionAdded,
 )
 from mala_tui.core.event_base import EventBase
+from mala_tui.core.landing_events import WorktreeDiscarded, WorktreeLanded, WorktreePushed
 from mala_tui.core.observations import Decision
 from mala_tui.core.phases import Cause, ManageMode, Phase, Trigger
 from mala_tui.core.retry import RetryDecision
@@ -253,6 +254,9 @@ class WorktreeCreated(EventBase):
     branch: str
     base_commit: str
     repository: str
+    base_branch: str = ""
+    """The branch checked out where the run started, which landing merges into; "" for a
+    detached HEAD (and in journals written before it was recorded)."""
 
 
 class ChangedFile(BaseModel):
@@ -271,6 +275,10 @@ class WorktreeChanged(EventBase):
     files: tuple[ChangedFile, ...]
     error: str = ""
     """Why the changes could not be read (the worktree was removed, say); files is then empty."""
+    commits_ahead: int | None = None
+    """Commits on the session's branch not in its base branch (None: not measured)."""
+    uncommitted: bool | None = None
+    """Whether the worktree holds edits not committed (None: not measured)."""
 
 
 class ErrorRecorded(EventBase):
@@ -337,6 +345,9 @@ Event = Annotated[
     | SessionEnded
     | WorktreeCreated
     | WorktreeChanged
+    | WorktreeLanded
+    | WorktreePushed
+    | WorktreeDiscarded
     | ErrorRecorded
     | WarningRecorded
     | WindowLearned
@@ -400,4 +411,7 @@ __all__ = [
     "PermissionRequested",
     "RunResumed",
     "SessionAdded",
+    "WorktreeDiscarded",
+    "WorktreeLanded",
+    "WorktreePushed",
 ]

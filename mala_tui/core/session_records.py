@@ -8,6 +8,7 @@ from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.phases import Cause, ManageMode, Phase
 from mala_tui.core.pricing import Spend
+from mala_tui.core.text import plural
 from mala_tui.core.usage import UsageSource, Zone, zone_of
 from mala_tui.core.window import WindowSource
 
@@ -63,8 +64,41 @@ class CheckpointRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class BranchStatus:
+    """Where a worktree session's work stands against the branch the run started from."""
+
+    ahead: int
+    """Commits on the session's branch that are not in the base branch."""
+    uncommitted: bool
+    """The worktree holds edits never committed: work not landed either."""
+    merged: bool = False
+    """Work was done and all of it is in the base branch."""
+    discarded: bool = False
+    """The worktree and its branch were removed."""
+
+    @property
+    def to_land(self) -> bool:
+        return not self.discarded and (self.ahead > 0 or self.uncommitted)
+
+    @property
+    def label(self) -> str:
+        """What a card says: "merged", "2 commits to land", "uncommitted edits to land"..."""
+        if self.discarded:
+            return "discarded"
+        if not self.to_land:
+            return "merged" if self.merged else "nothing to land"
+        parts = []
+        if self.ahead:
+            parts.append(plural(self.ahead, "commit"))
+        if self.uncommitted:
+            parts.append("uncommitted edits")
+        return " + ".join(parts) + " to land"
+
+
+@dataclass(frozen=True, slots=True)
 class WorktreeRecord:
-    """The session's own git worktree, and what it changed there (once measured)."""
+    """The session's own git worktree, what it changed there (once measured), and what
+    became of its work (landed, pushed, discarded)."""
 
     path: str
     branch: str
@@ -72,6 +106,15 @@ class WorktreeRecord:
     repository: str
     files: tuple[ev.ChangedFile, ...] | None = None
     error: str = ""
+    base_branch: str = ""
+    """The branch the run started from, which landing merges into ("" for a detached HEAD)."""
+    status: BranchStatus | None = None
+    """Commits to land and whether merged: as measured when the session ended, as the
+    landing events left it, or as read from git since (None: not known)."""
+    landed: ev.WorktreeLanded | None = None
+    """The latest landing of its branch."""
+    pushed: ev.WorktreePushed | None = None
+    """The latest push of its branch for a pull request."""
 
     @property
     def lines_added(self) -> int:
@@ -123,6 +166,8 @@ class SessionSnapshot:
     """Masks in a row that could not be applied; the manager stops trying after a few."""
     mask_problem: str = ""
     """Why the latest of them could not be applied."""
+    worktree_status: BranchStatus | None = None
+    """With --worktree: its commits to land, or merged (None: no worktree, or not known)."""
 
     @property
     def pressure(self) -> float:

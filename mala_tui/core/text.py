@@ -75,5 +75,10 @@ def tokens(count: int) -> str:
     return f"{count / 1_000_000:.1f}M"
 
 
+def plural(count: int, noun: str) -> str:
+    """ "1 commit", "3 commits": a count and its noun, agreeing."""
+    return f"{count} {noun}{'s' if count != 1 else ''}"
+
+
 def percent(fraction: float) -> str:
     return f"{fraction * 100:.0f}%"

@@ -27,6 +27,7 @@ from mala_tui.core.questions import (
     permission_id,
 )
 from mala_tui.core.session_records import (
+    BranchStatus,
     CheckpointRecord,
     CostPoint,
     MaskRecord,
@@ -198,10 +199,18 @@ class SessionState:
                     self.mask_problem = event.message
             case ev.WorktreeCreated():
                 self.worktree = WorktreeRecord(
-                    event.path, event.branch, event.base_commit, event.repository
+                    event.path,
+                    event.branch,
+                    event.base_commit,
+                    event.repository,
+                    base_branch=event.base_branch,
                 )
-            case ev.WorktreeChanged() if self.worktree is not None:
-                self.worktree = replace(self.worktree, files=event.files, error=event.error)
+            case ev.WorktreeChanged() | ev.WorktreeLanded() | ev.WorktreePushed() if (
+                self.worktree is not None
+            ):
+                self.worktree = _worktree_after(self.worktree, event)
+            case ev.WorktreeDiscarded() if self.worktree is not None:
+                self.set_branch_status(BranchStatus(0, False, discarded=True))
             case ev.ProcessStarted() if event.pid is not None:
                 self.pids[event.pid] = False
             case ev.ProcessEnded() if event.pid is not None:
@@ -222,6 +231,11 @@ class SessionState:
         for key, question in list(self.questions.items()):
             if isinstance(question, ApprovalQuestion):
                 del self.questions[key]
+
+    def set_branch_status(self, status: BranchStatus) -> None:
+        """Where the worktree's branch stands, as read from git (`show` reads it afresh)."""
+        if self.worktree is not None:
+            self.worktree = replace(self.worktree, status=status)
 
     def resume(self, event: ev.RunResumed) -> None:
         """The run was picked up again and this session goes on: it has not ended after all."""
@@ -283,7 +297,27 @@ class SessionState:
             pending_permissions=sum(
                 isinstance(question, PermissionQuestion) for question in self.questions.values()
             ),
+            worktree_status=self.worktree.status if self.worktree is not None else None,
         )
+
+
+def _worktree_after(
+    record: WorktreeRecord, event: ev.WorktreeChanged | ev.WorktreeLanded | ev.WorktreePushed
+) -> WorktreeRecord:
+    """The worktree's record once its changes were measured, or its branch landed or pushed."""
+    match event:
+        case ev.WorktreeChanged():
+            record = replace(record, files=event.files, error=event.error)
+            if event.commits_ahead is None:
+                return record
+            status = BranchStatus(event.commits_ahead, bool(event.uncommitted))
+            return replace(record, status=status)
+        case ev.WorktreeLanded():
+            return replace(record, landed=event, status=BranchStatus(0, False, merged=True))
+        case ev.WorktreePushed():
+            before = record.status or BranchStatus(0, False)
+            ahead = before.ahead + (1 if event.committed else 0)
+            return replace(record, pushed=event, status=BranchStatus(ahead, False))
 
 
 @dataclass
@@ -343,6 +377,7 @@ class RunState:
 
 
 __all__ = [
+    "BranchStatus",
     "CheckpointRecord",
     "CostPoint",
     "MaskRecord",

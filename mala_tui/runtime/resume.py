@@ -237,6 +237,7 @@ def _carry_on(
             specs[e.session].cwd,
             e.branch,
             e.base_commit,
+            e.base_branch,
         )
         for e in source.events
         if isinstance(e, ev.WorktreeCreated) and e.session in specs

@@ -12,6 +12,7 @@ worktree's own index is never touched.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -44,6 +45,9 @@ class Worktree:
     """Where the agent works: the same place inside the worktree as `--cwd` in the repository."""
     branch: str
     base_commit: str
+    base_branch: str = ""
+    """The branch checked out where the run started (what landing merges into); "" when
+    that checkout was on a detached HEAD."""
 
 
 @dataclass(frozen=True)
@@ -54,27 +58,44 @@ class FileChange:
     deleted: int | None
 
 
-def _git(args: Sequence[str], cwd: Path, env: dict[str, str] | None = None) -> str:
-    """Run git and return its output; every failure becomes a WorktreeError naming the folder."""
+def run_git(
+    args: Sequence[str], cwd: Path, env: dict[str, str] | None = None, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run git, whatever its exit status; only a git that cannot run at all raises.
+
+    Raises:
+        WorktreeError: git is not on PATH, cannot be started, or timed out.
+    """
     if shutil.which("git") is None:
         raise WorktreeError("--worktree needs git, and git is not on PATH")
     try:
-        done = subprocess.run(
+        return subprocess.run(
             ["git", *args],
             cwd=cwd,
             capture_output=True,
             text=True,
             timeout=GIT_TIMEOUT_SECONDS,
             env=env,
+            input=stdin,
             check=False,
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise WorktreeError(f"git {' '.join(args)} in {cwd}: {exc}") from None
+
+
+def last_line(done: subprocess.CompletedProcess[str]) -> str:
+    """What a failed git said last (its reason), or "failed"."""
+    message = done.stderr.strip().splitlines()
+    return message[-1] if message else "failed"
+
+
+def _git(
+    args: Sequence[str], cwd: Path, env: dict[str, str] | None = None, stdin: str | None = None
+) -> str:
+    """Run git and return its output; every failure becomes a WorktreeError naming the folder."""
+    done = run_git(args, cwd, env, stdin)
     if done.returncode != 0:
-        message = done.stderr.strip().splitlines()
-        raise WorktreeError(
-            f"git {' '.join(args)} in {cwd}: {message[-1] if message else 'failed'}"
-        )
+        raise WorktreeError(f"git {' '.join(args)} in {cwd}: {last_line(done)}")
     return done.stdout
 
 
@@ -105,6 +126,14 @@ def repository_root(cwd: Path) -> tuple[Path, str]:
     return Path(top), commit
 
 
+def current_branch(cwd: Path) -> str:
+    """The branch checked out at `cwd` (short name), or "" on a detached HEAD."""
+    try:
+        return _git(["symbolic-ref", "--quiet", "--short", "HEAD"], cwd).strip()
+    except WorktreeError:
+        return ""  # detached: symbolic-ref exits 1 with nothing to say
+
+
 def branch_name(run_id: str, session: str) -> str:
     """`mala/<run id>/<session>`, with whatever a ref name cannot hold replaced by '-'."""
     safe = _UNSAFE_REF.sub("-", session).strip(".-") or "session"
@@ -123,7 +152,7 @@ def create(cwd: Path, run_id: str, session: str, parent: Path) -> Worktree:
     parent.mkdir(parents=True, exist_ok=True)
     _git(["worktree", "add", "--quiet", "-b", branch, str(path), commit], repository)
     inside = cwd.resolve().relative_to(repository.resolve())
-    return Worktree(session, repository, path, path / inside, branch, commit)
+    return Worktree(session, repository, path, path / inside, branch, commit, current_branch(cwd))
 
 
 def changes(path: Path, base_commit: str) -> tuple[FileChange, ...]:
@@ -158,6 +187,41 @@ def diff_text(path: Path, base_commit: str) -> str:
     return _with_scratch_index(
         path, ["diff", "--cached", "--no-color", "--no-ext-diff", base_commit]
     )
+
+
+def working_tree(path: Path) -> str:
+    """The tree of everything in the worktree at `path` now, untracked files included
+    (ignored ones not), written to the object store without touching its index.
+
+    Raises:
+        WorktreeError: the worktree is gone or git cannot read it.
+    """
+    return _with_scratch_index(path, ["write-tree"]).strip()
+
+
+def commits_ahead(path: Path, base: str) -> int:
+    """Commits of the worktree's HEAD that `base` (a branch or a commit) does not have.
+
+    Raises:
+        WorktreeError: the worktree is gone or git cannot read it.
+    """
+    return int(_git(["rev-list", "--count", f"{base}..HEAD"], path).strip() or 0)
+
+
+def has_uncommitted(path: Path) -> bool:
+    """Whether the worktree holds edits not committed, new files included (ignored ones not).
+
+    Raises:
+        WorktreeError: the worktree is gone or git cannot read it.
+    """
+    if not path.is_dir():
+        raise WorktreeError(f"worktree {path} is gone")
+    return bool(_git(["status", "--porcelain", "--untracked-files=all"], path).strip())
+
+
+def base_of(worktree: Worktree) -> str:
+    """What the worktree's commits are counted against: its base branch, else its start."""
+    return f"refs/heads/{worktree.base_branch}" if worktree.base_branch else worktree.base_commit
 
 
 def _with_scratch_index(path: Path, args: Sequence[str]) -> str:
@@ -220,14 +284,20 @@ class WorktreeTracker:
                     branch=worktree.branch,
                     base_commit=worktree.base_commit,
                     repository=str(worktree.repository),
+                    base_branch=worktree.base_branch,
                 )
             )
         elif isinstance(event, ev.SessionEnded):
+            ahead: int | None = None
+            uncommitted: bool | None = None
             try:
                 files = changes(worktree.path, worktree.base_commit)
                 error = ""
             except WorktreeError as exc:
                 files, error = (), str(exc)
+            with contextlib.suppress(WorktreeError):  # unmeasured, the counts stay unknown
+                ahead = commits_ahead(worktree.path, base_of(worktree))
+                uncommitted = has_uncommitted(worktree.path)
             self._record(
                 ev.WorktreeChanged(
                     at=event.at,
@@ -236,5 +306,7 @@ class WorktreeTracker:
                         ev.ChangedFile(path=f.path, added=f.added, deleted=f.deleted) for f in files
                     ),
                     error=error,
+                    commits_ahead=ahead,
+                    uncommitted=uncommitted,
                 )
             )

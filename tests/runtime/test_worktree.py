@@ -12,11 +12,14 @@ from mala_tui.runtime.worktree import (
     FileChange,
     WorktreeError,
     WorktreeTracker,
+    base_of,
     branch_name,
     changes,
+    commits_ahead,
     create,
     create_all,
     diff_text,
+    has_uncommitted,
     repository_root,
 )
 
@@ -162,3 +165,47 @@ def test_tracker_journals_the_worktree_and_its_changes(tmp_path: Path) -> None:
     assert created.path == str(worktree.path) and created.branch == "mala/run1/a"
     assert isinstance(changed, ev.WorktreeChanged)
     assert changed.files == (ev.ChangedFile(path="NEW.md", added=1, deleted=0),)
+    assert (changed.commits_ahead, changed.uncommitted) == (0, True)
+    assert created.base_branch == "main"
+
+
+def test_create_records_the_branch_the_run_started_from(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    make_repo(repo)
+    git(repo, "checkout", "-q", "-b", "feature")
+    assert create(repo, "run1", "a", tmp_path / "wt").base_branch == "feature"
+    git(repo, "checkout", "-q", "--detach")
+    assert create(repo, "run1", "b", tmp_path / "wt").base_branch == ""
+
+
+def test_commits_ahead_count_against_the_base_branch_as_it_is_now(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    make_repo(repo)
+    worktree = create(repo, "run1", "a", tmp_path / "wt")
+    assert commits_ahead(worktree.path, base_of(worktree)) == 0
+    assert not has_uncommitted(worktree.path)
+    (worktree.path / "NEW.md").write_text("x\n")
+    assert has_uncommitted(worktree.path)  # a new file is work too
+    git(worktree.path, "add", "-A")
+    git(worktree.path, "commit", "-q", "-m", "one")
+    assert not has_uncommitted(worktree.path)
+    assert commits_ahead(worktree.path, base_of(worktree)) == 1
+    git(repo, "merge", "-q", "--ff-only", worktree.branch)  # landed by hand
+    assert commits_ahead(worktree.path, base_of(worktree)) == 0
+
+
+def test_the_tracker_keeps_the_files_when_the_base_branch_is_gone(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    make_repo(repo)
+    worktree = create(repo, "run1", "a", tmp_path / "wt")
+    git(repo, "checkout", "-q", "--detach")
+    git(repo, "branch", "-D", "main")
+    recorded: list[ev.Event] = []
+    (worktree.path / "NEW.md").write_text("x\n")
+    WorktreeTracker({"a": worktree}, recorded.append)(
+        ev.SessionEnded(at=2.0, session="a", status="done")
+    )
+    (changed,) = recorded
+    assert isinstance(changed, ev.WorktreeChanged)
+    assert [f.path for f in changed.files] == ["NEW.md"] and changed.error == ""
+    assert changed.commits_ahead is None and changed.uncommitted is None

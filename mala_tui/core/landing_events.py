@@ -1,0 +1,58 @@
+"""The events of finishing a worktree session's work: landed on its base branch, pushed
+for a pull request, or discarded with its worktree and branch.
+
+Each is written once the git side is done, so a journal never claims work landed that
+did not. Part of the one event union in core.events (import them from there).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from mala_tui.core.event_base import EventBase
+
+
+class WorktreeLanded(EventBase):
+    """The session's branch was merged into the branch the run started from."""
+
+    type: Literal["worktree_landed"] = "worktree_landed"
+    branch: str
+    into: str
+    """The base branch it landed on."""
+    how: Literal["fast-forward", "merge commit"]
+    commit: str
+    """The base branch's new tip."""
+    commits: int
+    """Commits of the session's branch that landed (the commit of its edits included)."""
+    committed: str = ""
+    """The commit made of the edits the agent had left uncommitted; "" when there were none."""
+    in_checkout: bool = False
+    """Merged in the base branch's own clean checkout (else its ref moved without one)."""
+
+
+class WorktreePushed(EventBase):
+    """The session's branch was pushed for a pull request instead of being merged here."""
+
+    type: Literal["worktree_pushed"] = "worktree_pushed"
+    branch: str
+    remote: str
+    commit: str
+    """The commit the remote branch now points to (read back from the remote)."""
+    committed: str = ""
+    """The commit made of the edits the agent had left uncommitted; "" when there were none."""
+    pr_url: str = ""
+    """The draft pull request `gh` opened; "" when `gh` was not there to open one."""
+    pr_command: str = ""
+    """The command that opens the pull request, printed when `gh` was not there."""
+
+
+class WorktreeDiscarded(EventBase):
+    """The session's worktree and branch were removed."""
+
+    type: Literal["worktree_discarded"] = "worktree_discarded"
+    branch: str
+    path: str
+    unmerged_commits: int = 0
+    """Commits on the branch that were not in the base branch (dropped with `--force`)."""
+    uncommitted: bool = False
+    """The worktree held edits never committed (dropped with `--force`)."""
