@@ -89,6 +89,11 @@ def last_line(done: subprocess.CompletedProcess[str]) -> str:
     return message[-1] if message else "failed"
 
 
+def said(done: subprocess.CompletedProcess[str]) -> str:
+    """Everything a failed git said, on one line (its reason may span several)."""
+    return " ".join(line.strip() for line in done.stderr.splitlines() if line.strip()) or "failed"
+
+
 def _git(
     args: Sequence[str], cwd: Path, env: dict[str, str] | None = None, stdin: str | None = None
 ) -> str:
@@ -208,15 +213,17 @@ def commits_ahead(path: Path, base: str) -> int:
     return int(_git(["rev-list", "--count", f"{base}..HEAD"], path).strip() or 0)
 
 
-def has_uncommitted(path: Path) -> bool:
-    """Whether the worktree holds edits not committed, new files included (ignored ones not).
+def has_uncommitted(path: Path, *, untracked: bool = True) -> bool:
+    """Whether the checkout at `path` holds edits not committed: new files included (ignored
+    ones not), unless `untracked` is False (then only changes to files git tracks count).
 
     Raises:
-        WorktreeError: the worktree is gone or git cannot read it.
+        WorktreeError: the folder is gone or git cannot read it.
     """
     if not path.is_dir():
         raise WorktreeError(f"worktree {path} is gone")
-    return bool(_git(["status", "--porcelain", "--untracked-files=all"], path).strip())
+    which = "--untracked-files=all" if untracked else "--untracked-files=no"
+    return bool(_git(["status", "--porcelain", which], path).strip())
 
 
 def base_of(worktree: Worktree) -> str:
