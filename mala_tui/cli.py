@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from mala_tui import __version__
-from mala_tui.commands import loopback_cmd, resume_cmd, run_cmd, runs_cmd
+from mala_tui.commands import land_cmd, loopback_cmd, resume_cmd, run_cmd, runs_cmd
 from mala_tui.commands.internal_error import report_internal_error
 from mala_tui.config import ConfigError, LoadedSettings, load_settings, parse_override
 from mala_tui.runtime.journal import forget_opened_runs
@@ -53,6 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     runs_cmd.register(commands)
     loopback_cmd.register(commands)
     resume_cmd.register(commands)
+    land_cmd.register(commands)
     return parser
 
 
@@ -121,6 +122,10 @@ def _dispatch(
         return loopback_cmd.run(args)
     if args.command == "resume":
         return resume_cmd.resume(args, loaded)
+    if args.command == "land":
+        return land_cmd.land(args, loaded)
+    if args.command == "discard":
+        return land_cmd.discard(args, loaded)
     parser.print_help()
     return EXIT_USAGE
 

@@ -84,18 +84,28 @@ def _spend_columns(directory: Path, prices: PriceTable) -> tuple[str, str]:
 
 
 def _worktree_json(worktree: WorktreeRecord | None) -> dict[str, Any] | None:
-    """Where the session worked (with --worktree) and what it changed there."""
+    """Where the session worked (with --worktree), what it changed there, and what is left
+    to land (read from git when `show` ran; else as journaled)."""
     if worktree is None:
         return None
+    status = worktree.status
     return {
         "path": worktree.path,
         "branch": worktree.branch,
+        "base_branch": worktree.base_branch or None,
         "base_commit": worktree.base_commit,
         "repository": worktree.repository,
         "files": None if worktree.files is None else [file.model_dump() for file in worktree.files],
         "lines_added": worktree.lines_added,
         "lines_deleted": worktree.lines_deleted,
         "error": worktree.error,
+        "commits_ahead": None if status is None else status.ahead,
+        "uncommitted": None if status is None else status.uncommitted,
+        "merged": None if status is None else status.merged,
+        "discarded": status is not None and status.discarded,
+        "to_land": None if status is None else status.label,
+        "landed": None if worktree.landed is None else worktree.landed.model_dump(mode="json"),
+        "pushed": None if worktree.pushed is None else worktree.pushed.model_dump(mode="json"),
     }
 
 
@@ -114,11 +124,16 @@ def spend_as_json(spend: Spend) -> dict[str, Any]:
 
 
 def load_run(args: argparse.Namespace, loaded: LoadedSettings) -> tuple[Path, RunState, list[str]]:
+    """The run's view from its journal, with each worktree's branch status read from git."""
+    from mala_tui.runtime.landing import refresh_statuses
+
     folder = find_run(data_dir(args, loaded), args.run)
     contents = read_events(folder / EVENTS_FILE)
     notes = [f"line {s.line}: {s.reason}" for s in contents.skipped]
     state = RunState(run_id=folder.name, prices=loaded.settings.pricing.table())
-    return folder, state.apply_all(contents.events), notes
+    state.apply_all(contents.events)
+    refresh_statuses(state)
+    return folder, state, notes
 
 
 def show(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.stdout) -> int:
@@ -156,7 +171,23 @@ def show(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.std
     status = run_app(state, loaded.settings, resume_command=command, resume=resume_now)
     if command is not None and not resumed:  # said on the terminal the app leaves behind
         out.write(f"this run can be resumed: {command}\n")
+    for line in worktree_lines(state, folder.name):
+        out.write(line + "\n")
     return status
+
+
+def worktree_lines(state: RunState, run_id: str) -> list[str]:
+    """Per worktree session: its branch and what is left to land, and how to land it."""
+    lines = []
+    for name, session in state.sessions.items():
+        tree = session.worktree
+        if tree is None or tree.status is None:
+            continue
+        said = f"{name}: branch {tree.branch}, {tree.status.label}"
+        if tree.status.to_land:
+            said += f" (mala-tui land {run_id} {shlex.quote(name)})"
+        lines.append(one_line(said, 600))  # names come from the journal: shown literally
+    return lines
 
 
 def resume_hint(folder: Path, args: argparse.Namespace) -> dict[str, Any] | None:

@@ -138,6 +138,8 @@ class _Seen:
     refusal: tuple[int, int] | None = None
     asked: ev.ApprovalRequested | None = None
     asked_at: int = -1
+    concluded: str = ""
+    """Why the person is done with it, though it never ended: its work landed or thrown away."""
     answered_at: int = -1
 
     def carried(self) -> Carried:
@@ -225,6 +227,10 @@ def _take(seen: dict[str, _Seen], index: int, event: ev.Event, ended: bool) -> b
         case ev.SessionEnded():
             state.status, state.end_reason = event.status, event.reason
             state.masked_total = max(state.masked_total, event.masked_total)
+        case ev.WorktreeLanded():
+            state.concluded = "its work was landed"
+        case ev.WorktreeDiscarded():
+            state.concluded = "its worktree was discarded"
         case _:
             pass
     return ended
@@ -245,6 +251,8 @@ def _decide(name: str, state: _Seen, transcript_exists: TranscriptCheck) -> Sess
             f": {state.end_reason}" if state.end_reason else ""
         )
         return _with(base, how=None, reason=reason, ended=state.status)
+    if state.concluded:
+        return _with(base, how=None, reason=state.concluded)
     if not state.task:
         return _with(base, how=None, reason="its task is not in the journal or run.json")
     why = "stopped with the run" if state.status is not None else "had not ended"

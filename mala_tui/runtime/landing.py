@@ -34,6 +34,7 @@ from mala_tui.core import events as ev
 from mala_tui.core.commit_message import draft_subject
 from mala_tui.core.session_records import BranchStatus, WorktreeRecord
 from mala_tui.core.text import plural
+from mala_tui.core.view import RunState
 from mala_tui.runtime.worktree import (
     GIT_TIMEOUT_SECONDS,
     WorktreeError,
@@ -151,6 +152,21 @@ def status(target: Target) -> BranchStatus | None:
     uncommitted = _uncommitted(target)
     merged = base is not None and ahead == 0 and tip != target.base_commit
     return BranchStatus(ahead, uncommitted, merged=merged)
+
+
+def refresh_statuses(run: RunState) -> None:
+    """Read each worktree session's branch status from git into the view (what `show` and
+    the cards say); a session whose repository cannot be read keeps what the journal said."""
+    for session in run.sessions.values():
+        record = session.worktree
+        if record is None or (record.status is not None and record.status.discarded):
+            continue
+        try:
+            now = status(Target.of(session.name, record))
+        except LandingError:
+            continue
+        if now is not None:
+            session.set_branch_status(now)
 
 
 def _checkouts(target: Target) -> dict[str, Path]:

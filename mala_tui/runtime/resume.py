@@ -9,19 +9,16 @@ journal goes on in the same events.jsonl, opened by a `run_resumed` event.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from mala_tui.config import LoadedSettings
 from mala_tui.core import events as ev
 from mala_tui.core.resume_plan import (
     ResumeFrom,
     ResumePlan,
-    TaskRecord,
     TranscriptCheck,
     permission_history,
     plan_resume,
@@ -29,99 +26,18 @@ from mala_tui.core.resume_plan import (
 from mala_tui.runtime.approvals import ApprovalMode
 from mala_tui.runtime.backends.base import Backend, SessionSpec
 from mala_tui.runtime.backends.claude_history import read_conversation
-from mala_tui.runtime.journal import (
-    EVENTS_FILE,
-    RUN_FILE,
-    JournalContents,
-    JournalError,
-    JournalInUse,
-    RunJournal,
-    read_events,
-)
+from mala_tui.runtime.journal import JournalInUse, RunJournal
 from mala_tui.runtime.launch import TaskPlan, agent_spec, build_supervisor
-from mala_tui.runtime.processes import pid_alive
+from mala_tui.runtime.run_source import (
+    PID_KEY,
+    ResumeError,
+    ResumeSource,
+    read_source,
+    still_live,
+    writer_pid,
+)
 from mala_tui.runtime.supervisor import Supervisor
 from mala_tui.runtime.worktree import Worktree, WorktreeTracker
-
-#: run.json's key for the process that writes the journal (a resume journals its own).
-PID_KEY = "pid"
-
-
-class ResumeError(Exception):
-    """The run cannot be resumed; the message says why (and what to do, if anything)."""
-
-
-@dataclass(frozen=True)
-class ResumeSource:
-    """What a resume starts from: the run's folder, its journal and its start record."""
-
-    folder: Path
-    contents: JournalContents
-    meta: dict[str, Any]
-
-    @property
-    def events(self) -> list[ev.Event]:
-        return self.contents.events
-
-    def tasks(self) -> list[TaskRecord]:
-        found = []
-        for entry in self.meta.get("tasks") or ():
-            if isinstance(entry, dict) and all(
-                isinstance(entry.get(key), str) for key in ("name", "task", "cwd")
-            ):
-                found.append(TaskRecord(entry["name"], entry["task"], entry["cwd"]))
-        return found
-
-
-def read_source(folder: Path) -> ResumeSource:
-    """The run's journal and run.json, read; a run that cannot be resumed is refused.
-
-    Raises:
-        ResumeError: the folder, journal or run.json is missing or unusable.
-    """
-    if not folder.is_dir():
-        raise ResumeError(f"{folder}: no such run folder")
-    try:
-        contents = read_events(folder / EVENTS_FILE)
-    except JournalError as exc:
-        raise ResumeError(str(exc)) from None
-    if not any(isinstance(e, ev.RunStarted) for e in contents.events):
-        detail = f" ({contents.describe_skipped()})" if contents.skipped else ""
-        raise ResumeError(
-            f"{folder / EVENTS_FILE}: no run_started event: not a journal that can be resumed"
-            + detail
-        )
-    try:
-        meta = json.loads((folder / RUN_FILE).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        meta = {}  # the journal alone still names each session's task and folder
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ResumeError(f"{folder / RUN_FILE}: cannot be read: {exc}") from None
-    return ResumeSource(folder, contents, meta if isinstance(meta, dict) else {})
-
-
-def writer_pid(source: ResumeSource) -> int | None:
-    """The mala-tui process that wrote the journal last, if the run recorded it."""
-    for event in reversed(source.events):
-        if isinstance(event, ev.RunResumed):
-            return event.pid
-    pid = source.meta.get(PID_KEY)
-    return pid if isinstance(pid, int) and not isinstance(pid, bool) else None
-
-
-def still_live(source: ResumeSource) -> int | None:
-    """The pid of a mala-tui process still writing this run (not ended, alive), or None."""
-    if isinstance(source.events[-1], ev.RunEnded):
-        return None
-    pid = writer_pid(source)
-    if pid is None or pid == os.getpid() or not pid_alive(pid):
-        return None
-    try:
-        command = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return pid  # no /proc to tell by: alive is enough to refuse
-    # A pid reused by an unrelated process does not hold the run.
-    return pid if b"mala" in command else None
 
 
 def plan_for(source: ResumeSource, check: TranscriptCheck | None = None) -> ResumePlan:
@@ -261,3 +177,18 @@ def _carry_on(
         pid=os.getpid(),
     )
     return supervisor
+
+
+# Reading the run back lives in run_source (no SDK there); its names are kept here too.
+__all__ = [
+    "PID_KEY",
+    "ResumeError",
+    "ResumeSource",
+    "Resumed",
+    "plan_for",
+    "prepare",
+    "read_source",
+    "specs_for",
+    "still_live",
+    "writer_pid",
+]

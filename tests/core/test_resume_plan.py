@@ -110,6 +110,29 @@ def test_denied_failed_and_individually_stopped_sessions_are_left_alone() -> Non
     assert result.sessions[0].how is None and result.ended
 
 
+def test_a_session_whose_work_was_landed_or_discarded_is_not_resumed() -> None:
+    events = [*started("a", "b", "c"), named("a", "id-a"), named("b", "id-b"), named("c", "id-c")]
+    events.append(ev.RunEnded(at=150, run_id="r1", ok=False, reason="SIGTERM"))
+    events += [
+        ev.WorktreeLanded(
+            at=160,
+            session="a",
+            branch="mala/r1/a",
+            into="main",
+            how="fast-forward",
+            commit="c" * 40,
+            commits=1,
+        ),
+        ev.WorktreeDiscarded(at=161, session="b", branch="mala/r1/b", path="/w/b"),
+    ]
+    result = plan(events)
+    assert how(result) == {"a": None, "b": None, "c": ResumeFrom.SESSION_ID}
+    assert [s.reason for s in result.sessions[:2]] == [
+        "its work was landed",
+        "its worktree was discarded",
+    ]
+
+
 def test_a_session_stopped_because_the_whole_run_stopped_resumes() -> None:
     events = [*started("a", "b"), named("a", "id-a")]
     events.append(ended("a", EndStatus.STOPPED, "SIGTERM"))
