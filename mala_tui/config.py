@@ -477,7 +477,7 @@ def _parse_scalar(raw: str) -> Any:
 
 
 def _unknown_section(section: str, value: Any, source: str) -> str:
-    hint = _suggest(section, list(SECTIONS))
+    hint = suggest(section, list(SECTIONS))
     shown = "" if value is None else f" = {value!r}"
     return (
         f"[{section}]{shown} ({source}): unknown section{hint}; "
@@ -485,7 +485,8 @@ def _unknown_section(section: str, value: Any, source: str) -> str:
     )
 
 
-def _suggest(name: str, choices: Sequence[str]) -> str:
+def suggest(name: str, choices: Sequence[str]) -> str:
+    """ " (did you mean 'soft_threshold'?)" for a near miss; "" when nothing is close."""
     close = difflib.get_close_matches(name, choices, n=1)
     return f" (did you mean {close[0]!r}?)" if close else ""
 
@@ -503,7 +504,7 @@ def _describe(exc: ValidationError, layered: _Layered) -> str:
         allowed = ", ".join(model.model_fields)
         return (
             f"{key} = {error['input']!r} ({layered.sources.get(key, DEFAULT_SOURCE)}): unknown key"
-            f"{_suggest(loc[1], list(model.model_fields))}; allowed keys in [{section}]: {allowed}"
+            f"{suggest(loc[1], list(model.model_fields))}; allowed keys in [{section}]: {allowed}"
         )
     if len(loc) == 1 and section == "context":
         # A cross-field rule: name both values and both origins.
@@ -515,7 +516,7 @@ def _describe(exc: ValidationError, layered: _Layered) -> str:
         return f"{_shown(layered, lower)} {relation} {_shown(layered, upper)}"
     key = ".".join(loc[:2])
     value = layered.values.get(section, {}).get(loc[1]) if len(loc) >= 2 else error["input"]
-    allowed = _allowed(model, loc[1]) if model is not None and len(loc) >= 2 else ""
+    allowed = allowed_range(model, loc[1]) if model is not None and len(loc) >= 2 else ""
     message = str(error["msg"]).removeprefix("Value error, ")
     return f"{key} = {value!r} ({layered.sources.get(key, DEFAULT_SOURCE)}): {message}" + (
         f"; allowed: {allowed}" if allowed else ""
@@ -542,9 +543,9 @@ def _describe_price(error: Any, loc: list[str], layered: _Layered) -> str:
         )
     field_name = loc[2]
     if error["type"] == "extra_forbidden":
-        hint = _suggest(field_name, list(ModelPriceSetting.model_fields))
+        hint = suggest(field_name, list(ModelPriceSetting.model_fields))
         return f"{key}.{field_name} ({source}): unknown key{hint}; allowed keys: {fields}"
-    allowed = _allowed(ModelPriceSetting, field_name)
+    allowed = allowed_range(ModelPriceSetting, field_name)
     return f"{key}.{field_name} = {error['input']!r} ({source}): {message}" + (
         f"; allowed: {allowed}" if allowed else ""
     )
@@ -557,7 +558,7 @@ def _shown(layered: _Layered, name: str) -> str:
     return f"context.{name} = {value!r} ({layered.sources.get(f'context.{name}', DEFAULT_SOURCE)})"
 
 
-def _allowed(model: type[BaseModel], name: str) -> str:
+def allowed_range(model: type[BaseModel], name: str) -> str:
     """The numeric bounds of a field, e.g. "a number > 0 and <= 1"; empty when none apply."""
     info = model.model_fields.get(name)
     if info is None:

@@ -110,12 +110,17 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     run.add_argument("tasks", nargs="*", metavar="TASK", help="a task for one agent (repeatable)")
     run.add_argument("--cwd", type=Path, default=Path(), help="folder the agents work in")
     run.add_argument(
-        "--tasks", dest="tasks_file", type=Path, help="TOML/JSON file of [[task]] entries"
+        "--tasks",
+        dest="tasks_file",
+        type=Path,
+        help="TOML/JSON file of [[task]] entries, each with its own profile if it likes "
+        "(model, permissions, tools, MCP servers, environment, budgets, thresholds)",
     )
     run.add_argument(
         "--model",
         type=_model_name,
-        help="model for every agent (default: agent.model setting)",
+        help="model for every agent whose task names none in the tasks file "
+        "(default: agent.model setting)",
     )
     run.add_argument(
         "--worktree",
@@ -218,7 +223,7 @@ def run(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.stdo
     )
 
     try:
-        plans = plan_tasks(args.tasks, args.tasks_file, args.cwd)
+        plans = plan_tasks(args.tasks, args.tasks_file, args.cwd, loaded.settings)
     except TaskFileError as exc:
         print(f"mala-tui run: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -262,6 +267,7 @@ def run(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.stdo
             specs=specs,
             approval_mode=args.approve,
             mode="run",
+            profiles={plan.name: plan.profile for plan in plans},
         )
         if worktrees:
             supervisor.listeners.events.append(WorktreeTracker(worktrees, supervisor.record))

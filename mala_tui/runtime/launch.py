@@ -13,12 +13,12 @@ import json
 import os
 import sys
 import tomllib
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TextIO
 
-from mala_tui.config import LoadedSettings, Settings, user_config_dir
+from mala_tui.config import LoadedSettings, Settings, suggest, user_config_dir
 from mala_tui.core.phases import ManageMode
 from mala_tui.core.prompts import PromptSet
 from mala_tui.prompt_files import load_prompts
@@ -27,8 +27,10 @@ from mala_tui.runtime.attention import Attention, Desktop, desktop_protocol
 from mala_tui.runtime.backends.base import Backend, SessionSpec
 from mala_tui.runtime.headless import LineReader, answer_from_terminal, one_line, printer
 from mala_tui.runtime.journal import RunJournal, new_run_id
+from mala_tui.runtime.profiles import PROFILE_KEYS, Profile, ProfileError, parse_profile, shown
 from mala_tui.runtime.redaction import redact
 from mala_tui.runtime.run_types import RunResult
+from mala_tui.runtime.session_limits import limits_from
 from mala_tui.runtime.supervisor import Supervisor
 
 EXIT_OK = 0
@@ -46,13 +48,19 @@ class TaskPlan:
     name: str
     task: str
     cwd: Path
+    profile: Profile = field(default_factory=Profile)
+    """What the task runs with over the run's settings (runtime.profiles); empty for most."""
 
 
-def plan_tasks(tasks: Sequence[str], tasks_file: Path | None, cwd: Path) -> list[TaskPlan]:
+def plan_tasks(
+    tasks: Sequence[str], tasks_file: Path | None, cwd: Path, settings: Settings | None = None
+) -> list[TaskPlan]:
     """Tasks from the command line, then from a TOML or JSON file of [[task]] entries.
 
-    A file entry is a table with `task` and optionally `name` and `cwd` (relative
-    to the file). Names must be unique; missing ones are task-1, task-2...
+    A file entry is a table with `task` and optionally `name`, `cwd` (relative to the
+    file), `profile` (one of the file's `[profile.NAME]` tables) and any profile key of
+    its own. Names must be unique; missing ones are task-1, task-2... Each task's
+    profile is checked against `settings` (the defaults when None).
     """
     plans = []
     if tasks:
@@ -62,7 +70,7 @@ def plan_tasks(tasks: Sequence[str], tasks_file: Path | None, cwd: Path) -> list
                 raise TaskFileError(f"task {index} on the command line is empty")
             plans.append(TaskPlan("", text, folder))
     if tasks_file is not None:
-        plans += _read_tasks_file(tasks_file)
+        plans += _read_tasks_file(tasks_file, settings or Settings())
     named: list[TaskPlan] = []
     seen: set[str] = set()
     for index, plan in enumerate(plans, start=1):
@@ -70,7 +78,7 @@ def plan_tasks(tasks: Sequence[str], tasks_file: Path | None, cwd: Path) -> list
         if name in seen:
             raise TaskFileError(f"two tasks are named {name!r}; names must be unique")
         seen.add(name)
-        named.append(TaskPlan(name, plan.task, plan.cwd))
+        named.append(replace(plan, name=name))
     if not named:
         raise TaskFileError("no task given: pass TASK arguments or --tasks FILE")
     return named
@@ -87,7 +95,7 @@ def _task_folder(folder: Path, where: str) -> Path:
     raise TaskFileError(f"{where}: {str(folder)!r} is not a folder")
 
 
-def _read_tasks_file(path: Path) -> list[TaskPlan]:
+def _read_tasks_file(path: Path, settings: Settings) -> list[TaskPlan]:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
@@ -103,18 +111,31 @@ def _read_tasks_file(path: Path) -> list[TaskPlan]:
         raise TaskFileError(f"tasks file {path}: not valid {kind}: {exc}") from None
     except RecursionError:
         raise TaskFileError(f"tasks file {path}: {kind} nested too deeply") from None
+    profiles: dict[str, Profile] = {}
+    if isinstance(data, dict):
+        unknown = set(data) - {"task", "profile"}
+        if unknown:
+            key = sorted(unknown)[0]
+            raise TaskFileError(
+                f"tasks file {path}: unknown table {key!r}{suggest(key, ['task', 'profile'])}; "
+                "allowed: task, profile"
+            )
+        profiles = _read_profiles(path, data.get("profile", {}), settings)
     entries = data.get("task") if isinstance(data, dict) else data
     if not isinstance(entries, list):
         raise TaskFileError(f"tasks file {path}: expected a list of [[task]] tables")
     plans = []
+    allowed = ("task", "name", "cwd", "profile", *PROFILE_KEYS)
     for index, entry in enumerate(entries, start=1):
         where = f"tasks file {path}, task {index}"
         if not isinstance(entry, dict):
             raise TaskFileError(f"{where}: expected a table with a `task` string")
-        unknown = set(entry) - {"task", "name", "cwd"}
+        unknown = set(entry) - set(allowed)
         if unknown:
+            key = sorted(unknown)[0]
+            hint = suggest(key, allowed)
             raise TaskFileError(
-                f"{where}: unknown key {sorted(unknown)[0]!r}; allowed: task, name, cwd"
+                f"{where}: unknown key {key!r}{hint}; allowed: {', '.join(allowed)}"
             )
         task, name, cwd = entry.get("task"), entry.get("name", ""), entry.get("cwd", ".")
         if not isinstance(task, str) or not task.strip():
@@ -122,20 +143,80 @@ def _read_tasks_file(path: Path) -> list[TaskPlan]:
         if not isinstance(name, str) or not isinstance(cwd, str):
             raise TaskFileError(f"{where}: `name` and `cwd` must be strings")
         folder = _task_folder(path.parent / cwd, f"{where}: cwd")
-        plans.append(TaskPlan(name, task, folder))
+        profile = _task_profile(path, where, entry, profiles, settings)
+        plans.append(TaskPlan(name, task, folder, profile))
     return plans
 
 
+def _read_profiles(path: Path, tables: object, settings: Settings) -> dict[str, Profile]:
+    """The file's `[profile.NAME]` tables, each checked."""
+    if not isinstance(tables, dict):
+        raise TaskFileError(
+            f"tasks file {path}: profile must be tables of settings, e.g. [profile.review]"
+        )
+    profiles = {}
+    for name, table in tables.items():
+        where = f"tasks file {path}, profile {shown(name)}"
+        if not isinstance(table, dict):
+            raise TaskFileError(f'{where}: must be a table, e.g. [profile.review] model = "..."')
+        try:
+            profiles[name] = parse_profile(table, path.parent, name=name)
+            profiles[name].apply(settings)
+        except ProfileError as exc:
+            raise TaskFileError(f"{where}: {exc}") from None
+    return profiles
+
+
+def _task_profile(
+    path: Path,
+    where: str,
+    entry: dict[str, Any],
+    profiles: dict[str, Profile],
+    settings: Settings,
+) -> Profile:
+    """The task's named profile, with the task's own profile keys over it; checked."""
+    chosen = entry.get("profile")
+    base = Profile()
+    if chosen is not None:
+        if not isinstance(chosen, str) or chosen not in profiles:
+            known = ", ".join(shown(name) for name in profiles) or f"none in {path.name}"
+            hint = suggest(chosen, list(profiles)) if isinstance(chosen, str) else ""
+            raise TaskFileError(
+                f"{where}: profile {chosen!r} is not defined{hint}; profiles: {known}"
+            )
+        base = profiles[chosen]
+    own = {key: value for key, value in entry.items() if key in PROFILE_KEYS}
+    try:
+        profile = base.under(parse_profile(own, path.parent)) if own else base
+        profile.apply(settings)
+    except ProfileError as exc:
+        raise TaskFileError(f"{where}: {exc}") from None
+    return profile
+
+
 def agent_spec(plan: TaskPlan, settings: Settings, **extra: Any) -> SessionSpec:
-    agent = settings.agent
+    """How the task's agent starts: the settings, with the task's profile over them (a
+    model given here, as `--model` is, counts only for a task whose profile names none).
+
+    Raises:
+        ProfileError: the profile does not hold over these settings (a resume under
+            settings changed since the run started).
+    """
+    profile = plan.profile
+    task_settings = profile.apply(settings)
+    agent = task_settings.agent
+    given = extra.pop("model", None)
     return SessionSpec(
         name=plan.name,
         task=plan.task,
         cwd=plan.cwd,
-        model=extra.pop("model", None) or agent.model,
+        model=profile.settings.get("model") or given or agent.model,
         allowed_tools=agent.allowed_tools,
+        disallowed_tools=profile.disallowed_tools,
         permission_mode=agent.permission_mode,
-        own_compaction=ManageMode(settings.context.manage) is ManageMode.OFF,
+        mcp_config=profile.mcp_config,
+        env={**profile.env, **extra.pop("env", {})},
+        own_compaction=ManageMode(task_settings.context.manage) is ManageMode.OFF,
         **extra,
     )
 
@@ -150,12 +231,20 @@ def open_journal(loaded: LoadedSettings, mode: str, tasks: Sequence[TaskPlan]) -
     meta = {
         "mode": mode,
         "pid": os.getpid(),  # `mala-tui resume` refuses a run this process still writes
-        "tasks": [{"name": t.name, "task": t.task, "cwd": str(t.cwd)} for t in tasks],
+        "tasks": [_task_json(t) for t in tasks],
         "settings": settings.model_dump(mode="json"),
         "settings_sources": dict(loaded.sources),
         "config_file": str(loaded.config_file),
     }
     return RunJournal.create(settings.resolved_data_dir(), new_run_id(), meta)
+
+
+def _task_json(plan: TaskPlan) -> dict[str, Any]:
+    """A task as run.json keeps it (its profile too, when it has one, for `resume`)."""
+    entry: dict[str, Any] = {"name": plan.name, "task": plan.task, "cwd": str(plan.cwd)}
+    if not plan.profile.empty:
+        entry["profile"] = plan.profile.to_json()
+    return entry
 
 
 def build_supervisor(
@@ -166,7 +255,10 @@ def build_supervisor(
     specs: Sequence[SessionSpec],
     approval_mode: ApprovalMode | None,
     mode: str,
+    profiles: Mapping[str, Profile] | None = None,
 ) -> Supervisor:
+    """The run's supervisor with a session per spec; a session with a profile gets the
+    thresholds, management mode and budgets of its profile."""
     supervisor = Supervisor(
         settings=loaded.settings,
         backend=backend,
@@ -176,7 +268,14 @@ def build_supervisor(
         mode=mode,
     )
     for spec in specs:
-        supervisor.add_session(spec)
+        profile = (profiles or {}).get(spec.name)
+        if profile is None or profile.empty:
+            supervisor.add_session(spec)
+            continue
+        task_settings = profile.apply(loaded.settings)
+        supervisor.add_session(spec, limits=limits_from(task_settings, spec.model, spec.betas))
+        if task_settings.budget != loaded.settings.budget:
+            supervisor.budget.set_limits(spec.name, task_settings.budget.session_limits())
     if specs:
         supervisor.spec_for_new = like(specs[0])
     return supervisor

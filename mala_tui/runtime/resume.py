@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,6 +29,7 @@ from mala_tui.runtime.backends.base import Backend, SessionSpec
 from mala_tui.runtime.backends.claude_history import read_conversation
 from mala_tui.runtime.journal import JournalInUse, RunJournal
 from mala_tui.runtime.launch import TaskPlan, agent_spec, build_supervisor
+from mala_tui.runtime.profiles import Profile, ProfileError
 from mala_tui.runtime.run_source import (
     PID_KEY,
     ResumeError,
@@ -57,10 +59,29 @@ class Resumed:
     supervisor: Supervisor
 
 
+def profiles_of(source: ResumeSource) -> dict[str, Profile]:
+    """Each task's profile, as run.json kept it (tasks without one are left out).
+
+    Raises:
+        ResumeError: a profile in run.json is damaged.
+    """
+    found = {}
+    for entry in source.meta.get("tasks") or ():
+        if isinstance(entry, dict) and "profile" in entry and isinstance(entry.get("name"), str):
+            try:
+                found[entry["name"]] = Profile.from_json(entry["profile"])
+            except ProfileError as exc:
+                raise ResumeError(f"{entry['name']}: its profile in run.json: {exc}") from None
+    return found
+
+
 def specs_for(
-    plan: ResumePlan, loaded: LoadedSettings, source: ResumeSource
+    plan: ResumePlan,
+    loaded: LoadedSettings,
+    source: ResumeSource,
+    profiles: Mapping[str, Profile] | None = None,
 ) -> dict[str, SessionSpec]:
-    """A spec per session that resumes, with the model it was started with."""
+    """A spec per session that resumes, with the model (and profile) it was started with."""
     models = {
         e.session: e.model for e in source.events if isinstance(e, ev.SessionStarted) and e.model
     }
@@ -69,8 +90,16 @@ def specs_for(
         folder = Path(session.cwd)
         if not folder.is_dir():
             raise ResumeError(f"{session.name}: its folder {session.cwd} is gone")
-        plan_task = TaskPlan(session.name, session.task, folder)
-        specs[session.name] = agent_spec(plan_task, loaded.settings, model=models.get(session.name))
+        profile = (profiles or {}).get(session.name, Profile())
+        plan_task = TaskPlan(session.name, session.task, folder, profile)
+        try:
+            specs[session.name] = agent_spec(
+                plan_task, loaded.settings, model=models.get(session.name)
+            )
+        except ProfileError as exc:
+            raise ResumeError(
+                f"{session.name}: its profile does not hold over the current settings: {exc}"
+            ) from None
     return specs
 
 
@@ -102,7 +131,8 @@ def prepare(
     if not first.resuming:
         ended = "; ".join(f"{s.name}: {s.reason}" for s in first.sessions) or "no sessions"
         raise ResumeError(f"run {source.folder.name} has nothing to resume ({ended})")
-    specs = specs_for(first, loaded, source)
+    profiles = profiles_of(source)
+    specs = specs_for(first, loaded, source, profiles)
 
     def transcript_there(name: str, session_id: str) -> bool:
         spec = specs.get(name)
@@ -116,7 +146,14 @@ def prepare(
         raise ResumeError(f"run {source.folder.name} is still running: {exc}") from None
     try:
         supervisor = _carry_on(
-            source, plan, specs, loaded=loaded, backend=backend, journal=journal, mode=approval_mode
+            source,
+            plan,
+            specs,
+            loaded=loaded,
+            backend=backend,
+            journal=journal,
+            mode=approval_mode,
+            profiles=profiles,
         )
     except BaseException:
         journal.close()
@@ -133,6 +170,7 @@ def _carry_on(
     backend: Backend,
     journal: RunJournal,
     mode: ApprovalMode | None,
+    profiles: Mapping[str, Profile],
 ) -> Supervisor:
     """The supervisor of the resumed sessions, its view holding the run's history so far."""
     now = time.time()
@@ -143,6 +181,7 @@ def _carry_on(
         specs=[specs[s.name] for s in plan.resuming],
         approval_mode=mode,
         mode=str(source.meta.get("mode", "run")),
+        profiles=profiles,
     )
     supervisor.state.apply_all(source.events)  # the history so far, in the app too
     worktrees = {
@@ -187,6 +226,7 @@ __all__ = [
     "Resumed",
     "plan_for",
     "prepare",
+    "profiles_of",
     "read_source",
     "specs_for",
     "still_live",

@@ -257,13 +257,23 @@ def test_any_bytes_as_a_tasks_file_are_tasks_or_one_clear_error(data: bytes, nam
 
 
 tasks_entry = st.dictionaries(
-    st.sampled_from(["task", "name", "cwd", "other"]),
+    st.sampled_from(
+        ["task", "name", "cwd", "other", "profile", "model", "env", "soft_threshold", "mcp_config"]
+    ),
     json_values | st.sampled_from([".", "..", "/", "a\u0000b", "\x1b]0;x\x07", "x" * 5000]),
     max_size=4,
 )
 
 
-@given(st.lists(tasks_entry, max_size=4) | json_values)
+with_profiles = st.fixed_dictionaries(
+    {
+        "profile": st.dictionaries(st.sampled_from(["p", "q"]), tasks_entry | json_values),
+        "task": st.lists(tasks_entry, max_size=3),
+    }
+)
+
+
+@given(st.lists(tasks_entry, max_size=4) | with_profiles | json_values)
 def test_any_json_as_a_tasks_file_is_tasks_or_one_clear_error(value: Any) -> None:
     from mala_tui.runtime.launch import TaskFileError, plan_tasks
 
@@ -274,5 +284,6 @@ def test_any_json_as_a_tasks_file_is_tasks_or_one_clear_error(value: Any) -> Non
             plans = plan_tasks([], path, Path(folder))
         except TaskFileError as exc:
             assert str(path) in str(exc) or str(exc).startswith(("no task given", "two tasks"))
+            assert "\n" not in str(exc).strip(), str(exc)
             return
     assert all(plan.cwd.is_absolute() for plan in plans)

@@ -96,11 +96,12 @@ async def test_run_headless_supervises_a_task_and_journals_it(tmp_path: Path) ->
 
 async def test_run_with_a_bad_tasks_file_exits_2_naming_the_entry(tmp_path: Path) -> None:
     tasks = tmp_path / "tasks.toml"
-    tasks.write_text('[[task]]\nname = "a"\ntask = "x"\nmodel = "y"\n')
+    tasks.write_text('[[task]]\nname = "a"\ntask = "x"\nmodle = "y"\n')
     code, out, err = await run_cli("run", "--tasks", str(tasks), "--headless", env=dict(os.environ))
     assert code == 2
     assert out == ""
-    assert (
-        err
-        == f"mala-tui run: tasks file {tasks}, task 1: unknown key 'model'; allowed: task, name, cwd\n"
+    assert err.startswith(
+        f"mala-tui run: tasks file {tasks}, task 1: unknown key 'modle' (did you mean 'model'?); "
+        "allowed: task, name, cwd, profile, model, permission_mode,"
     )
+    assert err.count("\n") == 1

@@ -25,6 +25,7 @@ from mala_tui.runtime.backends.claude import ClaudeBackend
 from mala_tui.runtime.backends.claude_history import read_conversation
 from mala_tui.runtime.backends.scripted import ScriptedBackend, ScriptedClient, finished
 from mala_tui.runtime.journal import JournalInUse, RunJournal, list_runs, read_events
+from mala_tui.runtime.profiles import Profile
 from mala_tui.runtime.resume import ResumeError, prepare, read_source, still_live
 from mala_tui.runtime.supervisor import Supervisor
 from mala_tui.runtime.worktree import WorktreeTracker
@@ -282,6 +283,49 @@ def test_a_session_in_its_own_worktree_has_its_changes_measured_again(tmp_path: 
     (tracker,) = [t for t in resumed.supervisor.listeners.events if isinstance(t, WorktreeTracker)]
     worktree = tracker.worktrees["a"]
     assert (worktree.branch, worktree.path, worktree.cwd) == ("mala/r/a", folder, folder)
+
+
+def test_a_session_resumes_with_the_profile_its_task_had(tmp_path: Path) -> None:
+    journal = make_run(tmp_path / "data", [run_started("a", "b")])
+    meta = json.loads((journal.directory / "run.json").read_text())
+    meta["tasks"][0]["profile"] = Profile(
+        name="review",
+        settings={"model": "claude-opus-4-1", "permission_mode": "plan", "soft_threshold": 0.5},
+        disallowed_tools=("Bash",),
+        env={"MODE": "review"},
+    ).to_json()
+    (journal.directory / "run.json").write_text(json.dumps(meta))
+    resumed = prepare(
+        read_source(journal.directory), loaded(tmp_path / "data"), ClaudeBackend(), "auto"
+    )
+    resumed.journal.close()
+    a, b = (resumed.supervisor.runners[name] for name in "ab")
+    assert (a.spec.model, a.spec.permission_mode, a.spec.disallowed_tools) == (
+        "claude-opus-4-1",
+        "plan",
+        ("Bash",),
+    )
+    assert dict(a.spec.env) == {"MODE": "review"}
+    assert (a.manager.limits.soft_threshold, b.manager.limits.soft_threshold) == (0.5, 0.3)
+    assert b.spec.permission_mode == "acceptEdits"
+
+
+def test_a_profile_the_current_settings_refuse_is_named(tmp_path: Path) -> None:
+    journal = make_run(tmp_path / "data", [run_started("a")])
+    meta = json.loads((journal.directory / "run.json").read_text())
+    meta["tasks"][0]["profile"] = {"soft_threshold": 0.5, "hard_threshold": 0.6}
+    (journal.directory / "run.json").write_text(json.dumps(meta))
+    settings = loaded(tmp_path / "data").settings
+    strict = settings.model_copy(
+        update={"context": settings.context.model_copy(update={"mask_target_threshold": 0.55})}
+    )
+    with pytest.raises(ResumeError, match="a: its profile does not hold over the current settings"):
+        prepare(
+            read_source(journal.directory),
+            LoadedSettings(strict, {}, tmp_path / "none.toml", False),
+            ClaudeBackend(),
+            "auto",
+        )
 
 
 async def test_a_restart_waiting_for_approval_at_the_kill_is_asked_again_then_runs() -> None:

@@ -25,7 +25,11 @@ class SessionSpec:
     cwd: Path
     model: str | None = None
     allowed_tools: tuple[str, ...] = ()
+    disallowed_tools: tuple[str, ...] = ()
+    """Tools the agent may not use at all (a profile's `disallowed_tools`)."""
     permission_mode: str | None = None
+    mcp_config: Path | None = None
+    """An MCP config file (as `claude --mcp-config` takes) giving the agent its MCP servers."""
     env: Mapping[str, str] = field(default_factory=dict)
     """Extra environment for the agent process (the loopback model's URL, a temp config dir...)."""
     betas: tuple[str, ...] = ()

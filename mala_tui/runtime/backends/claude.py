@@ -85,6 +85,8 @@ def build_options(
         cwd=str(absolute(spec.cwd)),
         model=spec.model,
         allowed_tools=list(spec.allowed_tools),
+        disallowed_tools=list(spec.disallowed_tools),
+        mcp_servers=spec.mcp_config if spec.mcp_config is not None else {},
         permission_mode=spec.permission_mode,  # type: ignore[arg-type]
         env=session_env(spec),
         resume=resume,
