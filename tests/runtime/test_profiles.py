@@ -223,3 +223,18 @@ def test_a_damaged_profile_in_run_json_is_refused() -> None:
         Profile.from_json(["model"])
     with pytest.raises(ProfileError, match="unknown key 'colour'"):
         Profile.from_json({"colour": "red"})
+
+
+def test_the_readmes_profiles_example_is_a_tasks_file_that_works(tmp_path: Path) -> None:
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    after = readme[readme.index("**Profiles.**") :]
+    start = after.index("```toml\n") + len("```toml\n")
+    example = after[start : after.index("\n```", start)]
+    review, cli = plan_tasks([], write(tmp_path, example), tmp_path, Settings())
+    assert review.profile.name == cli.profile.name == "review"
+    spec = agent_spec(cli, Settings())
+    assert (spec.model, spec.permission_mode, spec.disallowed_tools) == (
+        "claude-haiku-4-5",
+        "plan",
+        ("Bash", "WebFetch"),
+    )
