@@ -175,7 +175,7 @@ def land(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.std
         try:
             if args.pr:
                 body_file = opened.folder / PR_BODIES_DIR / f"{safe_file_name(target.session)}.md"
-                event = push(target, message, pull_request_body(notes, message), body_file).event
+                event = push(target, message, pull_request_body(notes, message), body_file)
             else:
                 event = land_branch(target, message)
         except LandingError as exc:

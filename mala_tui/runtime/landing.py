@@ -82,21 +82,18 @@ class Target:
         return f"refs/heads/{self.base_branch}"
 
 
-@dataclass(frozen=True)
-class Pushed:
-    event: ev.WorktreePushed
-    body_file: Path
-
-
-def _git(
-    target: Target | Path, *args: str, cwd: Path | None = None, stdin: str | None = None
-) -> str:
-    """git in the repository (or `cwd`); a failure is a LandingError with git's reason."""
-    where = cwd or (target.repository if isinstance(target, Target) else target)
+def _run(args: list[str], cwd: Path, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    """git, whatever its exit status; a git that cannot run at all is a LandingError."""
     try:
-        done = run_git(args, where, stdin=stdin)
+        return run_git(args, cwd, stdin=stdin)
     except WorktreeError as exc:
         raise LandingError(str(exc)) from None
+
+
+def _git(target: Target, *args: str, cwd: Path | None = None, stdin: str | None = None) -> str:
+    """git in the repository (or `cwd`); a failure is a LandingError with git's reason."""
+    where = cwd or target.repository
+    done = _run(list(args), where, stdin)
     if done.returncode != 0:
         raise LandingError(f"git {args[0]} in {where}: {last_line(done)}")
     return done.stdout.strip()
@@ -104,18 +101,12 @@ def _git(
 
 def _resolve(target: Target, ref: str) -> str | None:
     """The commit `ref` names, or None when there is no such ref."""
-    try:
-        done = run_git(["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], target.repository)
-    except WorktreeError as exc:
-        raise LandingError(str(exc)) from None
+    done = _run(["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], target.repository)
     return done.stdout.strip() if done.returncode == 0 else None
 
 
 def _is_ancestor(target: Target, older: str, newer: str) -> bool:
-    try:
-        done = run_git(["merge-base", "--is-ancestor", older, newer], target.repository)
-    except WorktreeError as exc:
-        raise LandingError(str(exc)) from None
+    done = _run(["merge-base", "--is-ancestor", older, newer], target.repository)
     if done.returncode > 1:
         raise LandingError(f"git merge-base in {target.repository}: {last_line(done)}")
     return done.returncode == 0
@@ -215,13 +206,10 @@ def _plan_merge(target: Target, base: str, head: str, message: str) -> _Merge:
     """The base branch's new tip, made as objects only; a conflict is refused here."""
     if _is_ancestor(target, base, head):
         return _Merge(head, "fast-forward")
-    try:
-        done = run_git(
-            ["merge-tree", "--write-tree", "-z", "--name-only", "--no-messages", base, head],
-            target.repository,
-        )
-    except WorktreeError as exc:
-        raise LandingError(str(exc)) from None
+    done = _run(
+        ["merge-tree", "--write-tree", "-z", "--name-only", "--no-messages", base, head],
+        target.repository,
+    )
     parts = [part for part in done.stdout.split("\0") if part]
     if done.returncode == 1:
         files = list(dict.fromkeys(parts[1:]))
@@ -299,10 +287,7 @@ def land(target: Target, message: str, *, now: float | None = None) -> ev.Worktr
 
 def _merge_in(target: Target, checkout: Path, tip: str) -> None:
     """Fast-forward the clean checkout of the base branch to its new tip (its files follow)."""
-    try:
-        done = run_git(["merge", "--ff-only", "--quiet", tip], checkout)
-    except WorktreeError as exc:
-        raise LandingError(str(exc)) from None
+    done = _run(["merge", "--ff-only", "--quiet", tip], checkout)
     if done.returncode != 0:
         raise LandingError(
             f"{target.session}: git merge in {checkout} refused: {said(done)} (nothing was changed)"
@@ -318,7 +303,7 @@ def _remote(target: Target) -> str:
             "(git remote add origin URL) or land without --pr"
         )
     if target.base_branch:
-        done = run_git(["config", f"branch.{target.base_branch}.remote"], target.repository)
+        done = _run(["config", f"branch.{target.base_branch}.remote"], target.repository)
         if done.returncode == 0 and done.stdout.strip() in remotes:
             return done.stdout.strip()
     if "origin" in remotes:
@@ -342,7 +327,7 @@ def pr_command(target: Target, title: str, body_file: Path) -> list[str]:
 
 def push(
     target: Target, message: str, body: str, body_file: Path, *, now: float | None = None
-) -> Pushed:
+) -> ev.WorktreePushed:
     """Commit the agent's uncommitted edits with `message`, push the branch, check the
     remote has it, and open a draft pull request with `body` (or say how to).
 
@@ -374,18 +359,15 @@ def push(
     url = ""
     if shutil.which("gh") is not None:
         url = _open_pr(target, command)
-    return Pushed(
-        ev.WorktreePushed(
-            at=time.time() if now is None else now,
-            session=target.session,
-            branch=target.branch,
-            remote=remote,
-            commit=tip,
-            committed=edits or "",
-            pr_url=url,
-            pr_command="" if url else shlex.join(command),
-        ),
-        body_file,
+    return ev.WorktreePushed(
+        at=time.time() if now is None else now,
+        session=target.session,
+        branch=target.branch,
+        remote=remote,
+        commit=tip,
+        committed=edits or "",
+        pr_url=url,
+        pr_command="" if url else shlex.join(command),
     )
 
 

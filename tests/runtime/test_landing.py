@@ -234,9 +234,8 @@ def test_push_without_gh_verifies_the_remote_and_gives_the_command(
     path_without_gh(tmp_path, monkeypatch)
     body_file = tmp_path / "run" / "pr" / "a.md"
 
-    pushed = push(target, "Add A\n\nbody\n", "## Completed Work\n- A\n", body_file)
+    event = push(target, "Add A\n\nbody\n", "## Completed Work\n- A\n", body_file)
 
-    event = pushed.event
     assert event.commit == event.committed == git(remote, "rev-parse", target.branch)
     assert (event.remote, event.pr_url) == ("origin", "")
     assert event.pr_command == (
@@ -265,7 +264,7 @@ def test_push_with_gh_opens_a_draft_pr_with_the_body(
 
     pushed = push(target, "Work\n", "the checkpoint\n", tmp_path / "pr.md")
 
-    assert (pushed.event.pr_url, pushed.event.pr_command, pushed.event.committed) == (
+    assert (pushed.pr_url, pushed.pr_command, pushed.committed) == (
         "https://github.com/o/r/pull/7",
         "",
         "",
