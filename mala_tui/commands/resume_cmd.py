@@ -76,8 +76,7 @@ def resume(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.s
     trackers = [t for t in supervisor.listeners.events if isinstance(t, WorktreeTracker)]
     if trackers and supervisor.runners:
         # A session added to the resumed run gets a worktree of its own, as in `run`.
-        first = next(iter(supervisor.runners.values())).spec
-        supervisor.spec_for_new = _in_worktree(first, trackers[0].worktrees, journal)
+        supervisor.spec_for_new = _in_worktree(resumed.template, trackers[0].worktrees, journal)
     try:
         event = supervisor.resumed
         pause = gap(event.gap_seconds) if event is not None else "?"

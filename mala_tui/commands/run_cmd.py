@@ -213,6 +213,7 @@ def run(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.stdo
         agent_spec,
         build_supervisor,
         open_journal,
+        plain_spec,
         plan_tasks,
     )
     from mala_tui.runtime.worktree import (
@@ -259,6 +260,7 @@ def run(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.stdo
             return EXIT_USAGE
         plans = [replace(plan, cwd=worktrees[plan.name].cwd) for plan in plans]
     specs = [agent_spec(plan, settings, model=args.model) for plan in plans]
+    template = plain_spec(plans[0], settings, model=args.model)
     try:
         supervisor = build_supervisor(
             loaded=loaded,
@@ -268,10 +270,11 @@ def run(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.stdo
             approval_mode=args.approve,
             mode="run",
             profiles={plan.name: plan.profile for plan in plans},
+            template=template,
         )
         if worktrees:
             supervisor.listeners.events.append(WorktreeTracker(worktrees, supervisor.record))
-            supervisor.spec_for_new = _in_worktree(specs[0], worktrees, journal)
+            supervisor.spec_for_new = _in_worktree(template, worktrees, journal)
         out.write(f"run {journal.run_id}: journal in {journal.directory}\n")
         for name, worktree in worktrees.items():
             out.write(f"{name}: worktree {worktree.path} on branch {worktree.branch}\n")

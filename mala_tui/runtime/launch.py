@@ -256,9 +256,11 @@ def build_supervisor(
     approval_mode: ApprovalMode | None,
     mode: str,
     profiles: Mapping[str, Profile] | None = None,
+    template: SessionSpec | None = None,
 ) -> Supervisor:
     """The run's supervisor with a session per spec; a session with a profile gets the
-    thresholds, management mode and budgets of its profile."""
+    thresholds, management mode and budgets of its profile. Sessions added while it runs
+    are made like `template` (default: the first spec)."""
     supervisor = Supervisor(
         settings=loaded.settings,
         backend=backend,
@@ -276,9 +278,15 @@ def build_supervisor(
         supervisor.add_session(spec, limits=limits_from(task_settings, spec.model, spec.betas))
         if task_settings.budget != loaded.settings.budget:
             supervisor.budget.set_limits(spec.name, task_settings.budget.session_limits())
-    if specs:
-        supervisor.spec_for_new = like(specs[0])
+    if template is not None or specs:
+        supervisor.spec_for_new = like(template or specs[0])
     return supervisor
+
+
+def plain_spec(plan: TaskPlan, settings: Settings, **extra: Any) -> SessionSpec:
+    """`agent_spec` without the task's profile: what a session added to the run gets (its
+    own task, the run's settings), since a profile belongs to the task that named it."""
+    return agent_spec(replace(plan, profile=Profile()), settings, **extra)
 
 
 def like(template: SessionSpec) -> Callable[[str, str, Path], SessionSpec]:

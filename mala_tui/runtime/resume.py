@@ -28,7 +28,7 @@ from mala_tui.runtime.approvals import ApprovalMode
 from mala_tui.runtime.backends.base import Backend, SessionSpec
 from mala_tui.runtime.backends.claude_history import read_conversation
 from mala_tui.runtime.journal import JournalInUse, RunJournal
-from mala_tui.runtime.launch import TaskPlan, agent_spec, build_supervisor
+from mala_tui.runtime.launch import TaskPlan, agent_spec, build_supervisor, plain_spec
 from mala_tui.runtime.profiles import Profile, ProfileError
 from mala_tui.runtime.run_source import (
     PID_KEY,
@@ -57,6 +57,8 @@ class Resumed:
     plan: ResumePlan
     journal: RunJournal
     supervisor: Supervisor
+    template: SessionSpec
+    """What a session added to the resumed run is made like (without any task's profile)."""
 
 
 def profiles_of(source: ResumeSource) -> dict[str, Profile]:
@@ -133,6 +135,7 @@ def prepare(
         raise ResumeError(f"run {source.folder.name} has nothing to resume ({ended})")
     profiles = profiles_of(source)
     specs = specs_for(first, loaded, source, profiles)
+    template = _template(first, loaded, source, profiles)
 
     def transcript_there(name: str, session_id: str) -> bool:
         spec = specs.get(name)
@@ -154,11 +157,33 @@ def prepare(
             journal=journal,
             mode=approval_mode,
             profiles=profiles,
+            template=template,
         )
     except BaseException:
         journal.close()
         raise
-    return Resumed(plan, journal, supervisor)
+    return Resumed(plan, journal, supervisor, template)
+
+
+def _template(
+    plan: ResumePlan, loaded: LoadedSettings, source: ResumeSource, profiles: Mapping[str, Profile]
+) -> SessionSpec:
+    """The first resuming session's spec without its profile (its model only when the run,
+    not a profile, gave it)."""
+    first = plan.resuming[0]
+    model = None
+    if first.name not in profiles:
+        model = next(
+            (
+                e.model
+                for e in source.events
+                if isinstance(e, ev.SessionStarted) and e.session == first.name and e.model
+            ),
+            None,
+        )
+    return plain_spec(
+        TaskPlan(first.name, first.task, Path(first.cwd)), loaded.settings, model=model
+    )
 
 
 def _carry_on(
@@ -171,6 +196,7 @@ def _carry_on(
     journal: RunJournal,
     mode: ApprovalMode | None,
     profiles: Mapping[str, Profile],
+    template: SessionSpec,
 ) -> Supervisor:
     """The supervisor of the resumed sessions, its view holding the run's history so far."""
     now = time.time()
@@ -182,6 +208,7 @@ def _carry_on(
         approval_mode=mode,
         mode=str(source.meta.get("mode", "run")),
         profiles=profiles,
+        template=template,
     )
     supervisor.state.apply_all(source.events)  # the history so far, in the app too
     worktrees = {

@@ -17,6 +17,7 @@ from mala_tui.runtime.launch import (
     agent_spec,
     build_supervisor,
     open_journal,
+    plain_spec,
     plan_tasks,
 )
 from mala_tui.runtime.profiles import Profile, ProfileError
@@ -120,7 +121,17 @@ def test_the_supervisor_gives_each_session_its_profiles_limits_and_budget(
             approval_mode="auto",
             mode="run",
             profiles={plan.name: plan.profile for plan in plans},
+            template=plain_spec(plans[0], run_settings),
         )
+    # A session added while the run runs gets the run's settings, not the first task's profile.
+    assert supervisor.spec_for_new is not None
+    added = supervisor.spec_for_new("added", "a new task", tmp_path)
+    assert (added.model, added.permission_mode, added.disallowed_tools, dict(added.env)) == (
+        None,
+        "acceptEdits",
+        (),
+        {},
+    )
     limits = {name: runner.manager.limits for name, runner in supervisor.runners.items()}
     assert (limits["review"].soft_threshold, limits["review"].hard_threshold) == (0.5, 0.9)
     assert limits["review"].manage is ManageMode.MASK

@@ -308,6 +308,12 @@ def test_a_session_resumes_with_the_profile_its_task_had(tmp_path: Path) -> None
     assert dict(a.spec.env) == {"MODE": "review"}
     assert (a.manager.limits.soft_threshold, b.manager.limits.soft_threshold) == (0.5, 0.3)
     assert b.spec.permission_mode == "acceptEdits"
+    template = resumed.template  # what a session added to the resumed run is made like
+    assert (template.model, template.permission_mode, template.disallowed_tools) == (
+        None,
+        "acceptEdits",
+        (),
+    )
 
 
 def test_a_profile_the_current_settings_refuse_is_named(tmp_path: Path) -> None:
