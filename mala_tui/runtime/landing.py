@@ -45,6 +45,9 @@ from mala_tui.runtime.worktree import (
     working_tree,
 )
 
+#: git's exit status for an option it does not know (an older git's merge-tree).
+GIT_USAGE_ERROR = 129
+
 
 class LandingError(Exception):
     """Refused, or git failed: one line says why (and what, if anything, was done)."""
@@ -211,6 +214,11 @@ def _plan_merge(target: Target, base: str, head: str, message: str) -> _Merge:
         target.repository,
     )
     parts = [part for part in done.stdout.split("\0") if part]
+    if done.returncode == GIT_USAGE_ERROR:
+        raise LandingError(
+            f"{target.session}: merging {target.branch} into {target.base_branch} needs "
+            "git 2.38 or newer (git merge-tree --write-tree); nothing was changed"
+        )
     if done.returncode == 1:
         files = list(dict.fromkeys(parts[1:]))
         raise LandingError(

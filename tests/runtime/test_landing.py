@@ -280,3 +280,24 @@ def test_push_without_a_remote_is_refused_before_anything(repo: Path, tmp_path: 
     with pytest.raises(LandingError, match="has no remote to push to"):
         push(target, "x\n", "b\n", tmp_path / "pr.md")
     assert git(target.path, "status", "--porcelain") == "?? A.md"
+
+
+def test_a_git_too_old_for_merge_tree_is_named(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first, second = session(repo, "a"), session(repo, "b")
+    (first.path / "A.md").write_text("a\n")
+    (second.path / "B.md").write_text("b\n")
+    land(first, "First\n")
+    bin_dir = path_without_gh(tmp_path, monkeypatch)
+    real = (bin_dir / "git").resolve()
+    (bin_dir / "git").unlink()
+    (bin_dir / "git").write_text(  # as git 2.37 answers `merge-tree --write-tree`
+        f'#!/bin/sh\nif [ "$1" = merge-tree ]; then echo "usage: git merge-tree" >&2; exit 129; fi\n'
+        f'exec {real} "$@"\n'
+    )
+    (bin_dir / "git").chmod(0o755)
+    before = refs(repo)
+    with pytest.raises(LandingError, match=r"needs git 2\.38 or newer"):
+        land(second, "Second\n")
+    assert refs(repo) == before
