@@ -44,6 +44,28 @@ def register(commands: Any) -> None:
         help="token density: report X times the chars/4 count for every prompt, "
         "count_tokens and output (default: the scenario's token_ratio, else 1)",
     )
+    serve.add_argument(
+        "--cache-ttl",
+        type=_cache_ttl,
+        default=300.0,
+        metavar="SECONDS",
+        help="the prompt cache's lifetime in simulated seconds: 300 (the default, the "
+        "API's 5-minute cache) or 3600 for the 1-hour cache, whose writes are billed at 2x",
+    )
+    serve.add_argument(
+        "--time-scale",
+        type=_time_scale,
+        metavar="X",
+        help="simulated seconds per second, for the cache's lifetime (default: the "
+        "scenario's time_scale, else 1): at 60, a 6-minute wait takes 6 seconds",
+    )
+    serve.add_argument(
+        "--compact-at",
+        type=_compact_at,
+        metavar="TOKENS",
+        help="apply the API's server-side compaction (compact_20260112) to every request, "
+        "summarising past this many input tokens (the API's default is 150000; at least 50000)",
+    )
     serve.add_argument("--log", type=Path, metavar="FILE", help="write the request log (JSONL)")
     serve.add_argument(
         "--delay",
@@ -95,6 +117,37 @@ def _delay(text: str) -> float:
     if not math.isfinite(seconds) or seconds < 0:
         raise argparse.ArgumentTypeError(f"{text}: must be 0 or more seconds")
     return seconds
+
+
+def _positive_float(text: str, what: str, largest: float) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of {what}") from None
+    if not math.isfinite(value) or value <= 0 or value > largest:
+        raise argparse.ArgumentTypeError(f"{text}: must be above 0 and at most {largest:g}")
+    return value
+
+
+def _cache_ttl(text: str) -> float:
+    return _positive_float(text, "seconds", 86_400.0)
+
+
+def _time_scale(text: str) -> float:
+    return _positive_float(text, "simulated seconds per second", 3_600.0)
+
+
+# The API's floor for compact_20260112's trigger; kept here so registering imports nothing.
+_MIN_COMPACT_AT = 50_000
+
+
+def _compact_at(text: str) -> int:
+    tokens = _int(text)
+    if tokens < _MIN_COMPACT_AT:
+        raise argparse.ArgumentTypeError(
+            f"{tokens}: the API compacts at {_MIN_COMPACT_AT} input tokens at the least"
+        )
+    return tokens
 
 
 def _check_log(path: Path) -> str | None:
@@ -155,6 +208,9 @@ def run(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
         delay_s=args.delay,
         workspace=args.workspace,
         token_ratio=getattr(args, "token_ratio", None),
+        cache_ttl_s=args.cache_ttl,
+        time_scale=args.time_scale,
+        compact_at=args.compact_at,
     )
     try:
         serve_forever(scenario, options, out)

@@ -119,6 +119,20 @@ class ScriptedAgent:
     def step_for(self, key: tuple[str, str]) -> PlannedStep | None:
         return self._by_key.get(key)
 
+    def compaction_summary(self, view: RequestView) -> str:
+        """The summary the API's server-side compaction writes of this request: what a
+        summary keeps (the steps done and pending, the facts decided or current)."""
+        progress = Progress(self._plan, view)
+        done = progress.done_steps()
+        return replies.compaction_block_text(
+            self.scenario,
+            done,
+            progress.remaining_steps(),
+            self.workspace_of(view),
+            replies.facts_a_summary_keeps(self.scenario, view, done),
+            skipped=progress.skipped_steps(),
+        )
+
     def reply(self, view: RequestView) -> Reply:
         progress = Progress(self._plan, view)
         done, remaining = progress.done_steps(), progress.remaining_steps()

@@ -7,9 +7,13 @@ the prefix up to the request's last breakpoint (the new part bills as
 ``input_tokens``. A prefix is identified by its content, so rewriting an old block (masking
 a tool result) changes every prefix from that block on: a cache miss from there, as for real.
 
+Entries expire after a TTL that every hit refreshes: the API's 5-minute default, or the
+1-hour cache (``--cache-ttl 3600``, whose writes cost 2x the input price instead of 1.25x).
+The server reads the time off its clock scaled by the scenario's ``time_scale``, so a wait
+of simulated minutes expires entries in seconds.
+
 Simplifications, on purpose: the cache is shared by all routes of one server (the API's is
-shared by an organisation), the lookback is not limited to 20 blocks, and entries expire
-after a TTL that every hit refreshes (the API's 5-minute default).
+shared by an organisation) and the lookback is not limited to 20 blocks.
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ from dataclasses import dataclass
 from mala_tui.loopback.tokens import PromptBlock
 
 DEFAULT_TTL_S = 300.0
+#: The 1-hour cache's lifetime; its writes cost more (see ``write_price``).
+HOUR_TTL_S = 3600.0
 # The API does not cache prefixes shorter than this (1,024 tokens for Sonnet models).
 MIN_CACHEABLE_TOKENS = 1024
 
@@ -49,6 +55,11 @@ def prefix_keys(blocks: Sequence[PromptBlock]) -> list[bytes]:
     return keys
 
 
+def write_price(ttl_s: float) -> float:
+    """A cache write's price, input = 1: 1.25 for the 5-minute cache, 2 for a longer one."""
+    return 1.25 if ttl_s <= DEFAULT_TTL_S else 2.0
+
+
 class PromptCache:
     """Cached prefixes with their expiry times; ``bill`` reads and updates it per request."""
 
@@ -58,6 +69,10 @@ class PromptCache:
         self._ttl_s = ttl_s
         self._min_cacheable_tokens = min_cacheable_tokens
         self._expiry: dict[bytes, float] = {}
+
+    @property
+    def ttl_s(self) -> float:
+        return self._ttl_s
 
     def __len__(self) -> int:
         return len(self._expiry)
@@ -106,6 +121,25 @@ class PromptCache:
             input_tokens=total - read - created,
             cache_creation_input_tokens=created,
             cache_read_input_tokens=read,
+        )
+
+    def peek(self, blocks: Sequence[PromptBlock], now: float) -> CacheSplit:
+        """How a read of this prompt is billed when nothing of it is written: the longest
+        cached prefix as cache reads (its entry refreshed, as any hit refreshes it), the
+        rest as input. The server-side compaction's summarising step reads a prompt so."""
+        self._expire(now)
+        keys = prefix_keys(blocks)
+        read = 0
+        running = 0
+        hit: bytes | None = None
+        for key, block in zip(keys, blocks, strict=True):
+            running += block.tokens
+            if key in self._expiry:
+                read, hit = running, key
+        if hit is not None:
+            self._expiry[hit] = now + self._ttl_s
+        return CacheSplit(
+            input_tokens=running - read, cache_creation_input_tokens=0, cache_read_input_tokens=read
         )
 
     def _expire(self, now: float) -> None:

@@ -142,6 +142,24 @@ def compaction_summary_text(
     )
 
 
+def compaction_block_text(
+    scenario: Scenario,
+    done: Sequence[PlannedStep],
+    remaining: Sequence[PlannedStep],
+    workspace: Path | None,
+    facts: Sequence[Fact] = (),
+    *,
+    skipped: Sequence[PlannedStep] = (),
+) -> str:
+    """The summary the API's server-side compaction writes: the same rule as the CLI's
+    compaction summary, and the working directory, which a summary of a coding session
+    keeps (the environment block it replaces said it)."""
+    text = compaction_summary_text(scenario, done, remaining, facts, skipped=skipped)
+    summary = text[text.index("<summary>") :]
+    where = f"- Working directory: {workspace}\n" if workspace is not None else ""
+    return summary.replace("3. Key Decisions and Facts:\n", "3. Key Decisions and Facts:\n" + where)
+
+
 def wind_down_text(done: Sequence[PlannedStep], remaining: Sequence[PlannedStep]) -> str:
     """The short answer to a wind-down message."""
     if not remaining:

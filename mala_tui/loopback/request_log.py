@@ -67,6 +67,26 @@ class RequestRecord:
     operator_step: bool = False
     """The step played is an extra one an operator's message asked for (step_id
     ``operator-N``, its label ending "(asked by the operator)")."""
+    compaction_prompt_tokens: int = 0
+    """The prompt the server-side compaction summarised before this answer (0: none)."""
+    compaction_cache_read_input_tokens: int = 0
+    """Of that prompt, what was read from the cache; the rest is billed as input."""
+    compaction_output_tokens: int = 0
+    """The summary the compaction wrote."""
+    cache_write_price: float = CACHE_WRITE_COST
+    """What a cache write costs here, input = 1: 1.25 for the 5-minute cache, 2 for the
+    1-hour one."""
+
+    @property
+    def compacted(self) -> bool:
+        """The server-side compaction summarised the conversation before this answer."""
+        return self.compaction_prompt_tokens > 0
+
+    @property
+    def peak_tokens(self) -> int:
+        """The largest prompt the model read for this request (the summarised one, when
+        a compaction came first)."""
+        return max(self.prompt_tokens, self.compaction_prompt_tokens)
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -89,16 +109,25 @@ class LogSummary:
     cache_read_input_tokens: int
     output_tokens: int
     cost_units: float
-    """Cost in input-token units: cache reads 0.1x, cache writes 1.25x, output 5x."""
+    """Cost in input-token units: cache reads 0.1x, cache writes 1.25x (2x for the
+    1-hour cache), output 5x; server-side compaction steps included."""
     peak_prompt_tokens: int
 
 
 def cost_units(record: RequestRecord) -> float:
+    """The request's cost in input-token units, its compaction step included."""
+    compaction = (
+        record.compaction_prompt_tokens
+        - record.compaction_cache_read_input_tokens
+        + CACHE_READ_COST * record.compaction_cache_read_input_tokens
+        + OUTPUT_COST * record.compaction_output_tokens
+    )
     return (
         record.input_tokens
         + CACHE_READ_COST * record.cache_read_input_tokens
-        + CACHE_WRITE_COST * record.cache_creation_input_tokens
+        + record.cache_write_price * record.cache_creation_input_tokens
         + OUTPUT_COST * record.output_tokens
+        + compaction
     )
 
 
@@ -111,13 +140,21 @@ def summarize(records: Iterable[RequestRecord]) -> LogSummary:
         redone_steps=sum(1 for r in items if r.redone),
         rereads=sum(1 for r in items if r.reread is not None and r.status == 200),
         reread_tokens=sum(r.reread_tokens for r in items),
-        prompt_tokens=sum(r.prompt_tokens for r in items if r.status == 200),
-        input_tokens=sum(r.input_tokens for r in items),
+        # A compaction step reads a whole prompt too: what a provider without caching bills.
+        prompt_tokens=sum(
+            r.prompt_tokens + r.compaction_prompt_tokens for r in items if r.status == 200
+        ),
+        input_tokens=sum(
+            r.input_tokens + r.compaction_prompt_tokens - r.compaction_cache_read_input_tokens
+            for r in items
+        ),
         cache_creation_input_tokens=sum(r.cache_creation_input_tokens for r in items),
-        cache_read_input_tokens=sum(r.cache_read_input_tokens for r in items),
-        output_tokens=sum(r.output_tokens for r in items),
+        cache_read_input_tokens=sum(
+            r.cache_read_input_tokens + r.compaction_cache_read_input_tokens for r in items
+        ),
+        output_tokens=sum(r.output_tokens + r.compaction_output_tokens for r in items),
         cost_units=round(sum(cost_units(r) for r in items), 2),
-        peak_prompt_tokens=max((r.prompt_tokens for r in items if r.status == 200), default=0),
+        peak_prompt_tokens=max((r.peak_tokens for r in items if r.status == 200), default=0),
     )
 
 

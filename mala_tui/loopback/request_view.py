@@ -144,7 +144,8 @@ class RequestView:
         return str(call.input.get("pattern", ""))
 
 
-def _session_id(body: Mapping[str, Any], headers: Mapping[str, str]) -> str | None:
+def session_id_of(body: Mapping[str, Any], headers: Mapping[str, str]) -> str | None:
+    """The client's session id: a Claude Code header, or its metadata's ``user_id``."""
     for name, value in headers.items():
         if name.lower() == "x-claude-code-session-id" and value:
             return value
@@ -274,6 +275,6 @@ def parse_request(body: Mapping[str, Any], headers: Mapping[str, str] | None = N
         user_texts=tuple(user_texts),
         last_message_role=str(messages[-1].get("role", "")) if messages else "",
         masked_placeholders=masked,
-        session_id=_session_id(body, headers or {}),
+        session_id=session_id_of(body, headers or {}),
         assistant_texts=tuple(assistant_texts),
     )

@@ -21,6 +21,7 @@ agent first runs the fact's source step again: a re-read, which the server logs.
 from __future__ import annotations
 
 import json
+import re
 import string
 import tomllib
 from collections.abc import Mapping
@@ -47,6 +48,8 @@ CheckpointStyle = Literal["tagged", "untagged", "code_fence"]
 TOOL_NAMES: tuple[ToolName, ...] = ("Read", "Bash", "Grep", "Glob", "Edit", "Write")
 SCENARIO_SUFFIXES = (".toml", ".json")
 SHIPPED_DIR = Path(__file__).resolve().parent / "scenarios"
+#: Largest time scale accepted: an hour a second.
+MAX_TIME_SCALE = 3600.0
 
 
 class ScenarioError(ValueError):
@@ -233,10 +236,14 @@ class WorkspaceSpec(_Strict):
 _OUTPUT_TOOLS = frozenset({"Read", "Bash", "Grep"})
 
 
-class FactSpec(_Strict):
-    """One line of a workspace file that a later step needs to see again."""
+_FACT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
-    id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+class FactSpec(_Strict):
+    """One line of a workspace file that a later step needs to see again (or ``count``
+    of them from a template: ``{i}`` in the id, path, text and source)."""
+
+    id: str
     path: str
     """The workspace file that holds the line."""
     text: str = Field(min_length=8, max_length=400)
@@ -245,6 +252,15 @@ class FactSpec(_Strict):
     """Id of the step whose result shows the line; default: the step that Reads ``path``."""
     at: float = Field(default=0.5, ge=0.0, le=1.0)
     """Where a generated file gets the line, as a fraction of its length."""
+    count: int = Field(default=1, ge=1, le=10_000)
+    start: int = 1
+
+    @field_validator("id")
+    @classmethod
+    def check_id(cls, value: str) -> str:
+        if not _FACT_ID.match(_expand(_check_template(value), 1)):
+            raise ValueError(f"{value!r}: a fact id is letters, digits, '_', '.' and '-'")
+        return value
 
     @field_validator("path")
     @classmethod
@@ -252,14 +268,60 @@ class FactSpec(_Strict):
         path = PurePosixPath(value)
         if not value or path.is_absolute() or ".." in path.parts:
             raise ValueError(f"{value!r} must be a relative path inside the workspace")
-        return value
+        return _check_template(value)
 
     @field_validator("text")
     @classmethod
     def check_text(cls, value: str) -> str:
         if "\n" in value or not value.strip():
             raise ValueError("a fact is one non-empty line")
-        return value
+        return _check_template(value)
+
+    @field_validator("source")
+    @classmethod
+    def check_source(cls, value: str | None) -> str | None:
+        return None if value is None else _check_template(value)
+
+    def expanded(self) -> list[FactSpec]:
+        """One spec a fact, ``{i}`` filled in."""
+        if self.count == 1 and self.start == 1 and "{" not in self.id:
+            return [self]
+        return [
+            self.model_copy(
+                update={
+                    "id": _expand(self.id, i),
+                    "path": _expand(self.path, i),
+                    "text": _expand(self.text, i),
+                    "source": None if self.source is None else _expand(self.source, i),
+                    "count": 1,
+                    "start": 1,
+                }
+            )
+            for i in range(self.start, self.start + self.count)
+        ]
+
+
+WaitKind = Literal["permission", "pause"]
+
+
+class WaitSpec(_Strict):
+    """An operator's wait, in simulated minutes (the scenario's ``time_scale`` applies).
+
+    ``permission``: the step's tool call is one Claude Code asks permission for (a Bash
+    step, Bash then left out of the allowed tools), answered after ``minutes``.
+    ``pause``: once the step has been played, the operator pauses the session for
+    ``minutes``, then resumes it.
+    """
+
+    kind: WaitKind
+    step: str
+    """Id of the step the wait comes with."""
+    minutes: float = Field(gt=0, le=24 * 60, allow_inf_nan=False)
+
+    @property
+    def seconds(self) -> float:
+        """The wait in simulated seconds."""
+        return self.minutes * 60
 
 
 @dataclass(frozen=True)
@@ -403,10 +465,14 @@ class Scenario(_Strict):
     """If set, the agent writes its progress to this workspace file when asked to wrap up."""
     token_ratio: float = Field(default=1.0, gt=0, le=MAX_TOKEN_RATIO, allow_inf_nan=False)
     """Token density: every count the server reports is this many times chars/4."""
+    time_scale: float = Field(default=1.0, gt=0, le=MAX_TIME_SCALE, allow_inf_nan=False)
+    """Simulated seconds per real second: the prompt cache's lifetime and the operator's
+    waits are in simulated time, so at 60 a 6-minute wait takes 6 seconds."""
     workspace: WorkspaceSpec = Field(default_factory=WorkspaceSpec)
     steps: list[StepSpec] = Field(min_length=1)
     facts: list[FactSpec] = Field(default_factory=list)
     faults: list[FaultSpec] = Field(default_factory=list)
+    waits: list[WaitSpec] = Field(default_factory=list)
 
     _plan: tuple[PlannedStep, ...] = PrivateAttr(default=())
     _facts: dict[str, Fact] = PrivateAttr(default_factory=dict)
@@ -438,6 +504,17 @@ class Scenario(_Strict):
         for index, fault in enumerate(self.faults):
             if fault.at_step is not None and fault.at_step not in ids:
                 raise ValueError(f"faults.{index}.at_step: no step has id {fault.at_step!r}")
+        for index, wait in enumerate(self.waits):
+            if wait.step not in ids:
+                raise ValueError(f"waits.{index}.step: no step has id {wait.step!r}")
+            tool = plan[ids[wait.step] - 1].tool
+            if wait.kind == "permission" and tool != "Bash":
+                raise ValueError(
+                    f"waits.{index}: a permission wait needs a Bash step, not a {tool} one "
+                    "(Claude Code, accepting edits, asks about no other tool in its workspace)"
+                )
+        if len({wait.step for wait in self.waits}) < len(self.waits):
+            raise ValueError("waits: one wait a step")
         self._plan = tuple(plan)
         self._facts = self._resolve_facts(ids, keys)
         return self
@@ -452,7 +529,7 @@ class Scenario(_Strict):
         }
         files = {path for path, _ in self._workspace_entries()}
         facts: dict[str, Fact] = {}
-        for index, spec in enumerate(self.facts):
+        for index, spec in self._fact_specs():
             where = f"facts.{index}"
             if spec.id in facts:
                 raise ValueError(f"{where}.id: fact id {spec.id!r} is used twice")
@@ -483,8 +560,35 @@ class Scenario(_Strict):
                     )
         return facts
 
+    def _fact_specs(self) -> list[tuple[int, FactSpec]]:
+        return [(index, one) for index, spec in enumerate(self.facts) for one in spec.expanded()]
+
     def fact(self, fact_id: str) -> Fact:
         return self._facts[fact_id]
+
+    def wait_at(self, step_id: str) -> WaitSpec | None:
+        """The operator's wait that comes with this step, if any."""
+        return next((wait for wait in self.waits if wait.step == step_id), None)
+
+    def permission_wait(self, tool: str, tool_input: Mapping[str, Any]) -> WaitSpec | None:
+        """The permission wait for a tool call Claude Code asks about, if it is one."""
+        steps = {step.id: step for step in self._plan}
+        for wait in self.waits:
+            step = steps[wait.step]
+            if (
+                wait.kind == "permission"
+                and tool == step.tool
+                and tool_input.get("command") == step.primary
+            ):
+                return wait
+        return None
+
+    @property
+    def allowed_tools(self) -> list[str]:
+        """The tools Claude Code may use without asking: every tool the scenario uses,
+        but Bash when a permission wait needs Claude Code to ask about a command."""
+        asked = {"Bash"} if any(wait.kind == "permission" for wait in self.waits) else set()
+        return [name for name in self.tools if name not in asked]
 
     @property
     def fact_list(self) -> tuple[Fact, ...]:
@@ -521,7 +625,7 @@ class Scenario(_Strict):
                 if entry.content is not None:
                     files.append((path, _expand(entry.content, i)))
                     continue
-                facts = [fact for fact in self.facts if fact.path == path]
+                facts = [fact for _, fact in self._fact_specs() if fact.path == path]
                 files.append((path, _with_facts(path, entry.size or 0, entry.kind, facts)))
         return files
 

@@ -6,23 +6,27 @@ under its own path prefix, so ``ANTHROPIC_BASE_URL=http://127.0.0.1:PORT/agents/
 picks the scenario (the CLI keeps the prefix: it calls ``<prefix>/v1/messages?beta=true``).
 With a single route the bare base URL serves it too.
 
-Per request: estimate the prompt (tokens.py, at the route's token density), apply the
-API's tool-result clearing when it is on (clearing.py), refuse it above the window as the
-API does (1M with the 1M beta or a ``[1m]`` model name), let the route's scripted agent
-decide a reply (agent.py), apply a fault if one is due (faults.py), bill the prompt against
-the simulated cache (cache.py), log it (request_log.py) and stream the answer (wire.py).
+Per request: estimate the prompt (tokens.py, at the route's token density), put the
+conversation's server-side compaction summary in place of what it covered when that is on
+(compaction.py), apply the API's tool-result clearing when it is on (clearing.py), refuse
+it above the window as the API does (1M with the 1M beta or a ``[1m]`` model name),
+summarise the conversation first when it passes the compaction trigger, let the route's
+scripted agent decide a reply (agent.py), apply a fault if one is due (faults.py), bill the
+prompt against the simulated cache (cache.py, on the scenario's scaled clock), log it
+(request_log.py) and stream the answer (wire.py).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import math
 import socket
 import struct
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
@@ -31,8 +35,15 @@ from aiohttp import web
 
 from mala_tui.loopback import wire
 from mala_tui.loopback.agent import Reply, ScriptedAgent
-from mala_tui.loopback.cache import DEFAULT_TTL_S, CacheSplit, PromptCache
+from mala_tui.loopback.cache import DEFAULT_TTL_S, CacheSplit, PromptCache, write_price
 from mala_tui.loopback.clearing import ClearToolUses, clear_tool_results, first_changed_block
+from mala_tui.loopback.compaction import (
+    Compacted,
+    ServerCompaction,
+    apply_compaction,
+    compacted,
+    summarised_body,
+)
 from mala_tui.loopback.faults import (
     BROKEN_STREAM_TEXT,
     HTTP_ERROR_STATUS,
@@ -40,7 +51,7 @@ from mala_tui.loopback.faults import (
     FaultSpec,
 )
 from mala_tui.loopback.request_log import RequestRecord, write_jsonl
-from mala_tui.loopback.request_view import RequestView, parse_request
+from mala_tui.loopback.request_view import RequestView, parse_request, session_id_of
 from mala_tui.loopback.scenario import Scenario
 from mala_tui.loopback.tokens import (
     check_token_ratio,
@@ -73,6 +84,17 @@ class _Route:
     results_seen: set[tuple[str, str]] = field(default_factory=set)
     rereads_pending: dict[str, str] = field(default_factory=dict)
     """tool_use id -> fact, for re-reads whose result has not come back yet."""
+    compacted: dict[str, Compacted] = field(default_factory=dict)
+    """Each conversation's latest server-side compaction, by the client's session id."""
+
+
+@dataclass(frozen=True)
+class _CompactionStep:
+    """The server-side compaction's summarising step before an answer, as billed."""
+
+    prompt: int
+    split: CacheSplit
+    produced: int
 
 
 @dataclass(frozen=True)
@@ -90,6 +112,7 @@ class _Exchange:
     message_id: str
     cleared_results: int = 0
     reread_tokens: int = 0
+    compaction: _CompactionStep | None = None
 
     @property
     def request_id(self) -> str:
@@ -144,6 +167,12 @@ class LoopbackServer:
     ``token_ratio`` (counts are ``ratio`` times chars/4); ValueError unless positive, finite.
     ``clear_tool_uses``: apply the API's tool-result clearing to every request (a request's
     own ``context_management`` edit wins).
+    ``server_compaction``: apply the API's server-side compaction to every request (a
+    request's own ``compact_20260112`` edit wins).
+    ``cache_ttl_s``: the prompt cache's lifetime in simulated seconds (300; 3,600 for the
+    1-hour cache, whose writes are billed at 2x).
+    ``time_scale``: simulated seconds per second of ``clock``, for the cache's lifetime
+    (default: the scenarios', which must agree; 1 when they say nothing).
     """
 
     def __init__(
@@ -158,22 +187,39 @@ class LoopbackServer:
         keep_bodies: bool = False,
         token_ratio: float | None = None,
         clear_tool_uses: ClearToolUses | None = None,
+        server_compaction: ServerCompaction | None = None,
         cache_ttl_s: float = DEFAULT_TTL_S,
+        time_scale: float | None = None,
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
     ) -> None:
         if token_ratio is not None:
             token_ratio = check_token_ratio(token_ratio)
+        if not math.isfinite(cache_ttl_s) or cache_ttl_s <= 0:
+            raise ValueError(f"the cache's lifetime must be above 0 seconds, got {cache_ttl_s!r}")
+        routes = _routes_from(scenarios)
+        if time_scale is None:
+            scales = {scenario.time_scale for scenario in routes.values()}
+            if len(scales) > 1:
+                raise ValueError(
+                    "the scenarios scale time differently: pass one time_scale for the server"
+                )
+            time_scale = scales.pop()
+        if not math.isfinite(time_scale) or time_scale <= 0:
+            raise ValueError(f"time_scale must be above 0, got {time_scale!r}")
+        self.time_scale = time_scale
         self.window = window
         self.clear_tool_uses = clear_tool_uses
+        self.server_compaction = server_compaction
         self.host = host
         self._port = port
         self._keep_bodies = keep_bodies
         self._clock = clock
         self._wall_clock = wall_clock
         self._cache = PromptCache(ttl_s=cache_ttl_s)
+        self._write_price = write_price(cache_ttl_s)
         self._routes: dict[str, _Route] = {}
-        for name, scenario in _routes_from(scenarios).items():
+        for name, scenario in routes.items():
             fallback = workspace.get(name) if isinstance(workspace, Mapping) else workspace
             delay = scenario.response_delay_s if response_delay_s is None else response_delay_s
             self._routes[name] = _Route(
@@ -303,6 +349,15 @@ class LoopbackServer:
             await self._changed.wait()
         return self.request_log
 
+    def simulated_now(self) -> float:
+        """The clock the cache lives by: ``clock`` scaled by ``time_scale``."""
+        return self._clock() * self.time_scale
+
+    @property
+    def cache_ttl_s(self) -> float:
+        """The prompt cache's lifetime, in simulated seconds."""
+        return self._cache.ttl_s
+
     def _notify(self) -> None:
         changed, self._changed = self._changed, asyncio.Event()
         changed.set()
@@ -371,9 +426,14 @@ class LoopbackServer:
 
     async def _messages(self, request: web.Request) -> web.StreamResponse:
         route = self._route_of(request)
-        body = await _json_body(request)
+        body = client_body = await _json_body(request)
         route.requests += 1
         ratio = route.token_ratio
+        compaction = ServerCompaction.from_request(body) or self.server_compaction
+        conversation = session_id_of(body, request.headers) or ""
+        earlier = route.compacted.get(conversation) if compaction is not None else None
+        if earlier is not None:
+            body = apply_compaction(body, earlier) or body
         blocks = prompt_blocks(body, ratio)
         invalid_from: int | None = None
         cleared = 0
@@ -405,6 +465,30 @@ class LoopbackServer:
             message = wire.prompt_too_long_message(exchange.prompt, exchange.window)
             self._record(exchange, None, status=400, error=message)
             raise _ApiError(400, "invalid_request_error", message)
+        # What the client sent, seen before a compaction summarises it: the results it
+        # carries were seen, whatever the model reads next.
+        sent = view
+        summarised: Compacted | None = None
+        if compaction is not None and exchange.prompt > compaction.trigger_input_tokens:
+            # Past the trigger: the conversation is summarised first (billed as a step of
+            # its own), and the answer is made on the summary alone.
+            summary = route.agent.compaction_summary(view)
+            step = _CompactionStep(
+                exchange.prompt,
+                self._cache.peek(blocks, self.simulated_now()),
+                output_tokens(({"type": "text", "text": summary},), ratio),
+            )
+            summarised = compacted(client_body, summary)
+            body = summarised_body(body, summary)
+            blocks, invalid_from = prompt_blocks(body, ratio), None
+            view = parse_request(body, request.headers)
+            exchange = replace(
+                exchange,
+                view=view,
+                body=body,
+                prompt=sum(block.tokens for block in blocks),
+                compaction=step,
+            )
 
         reply = route.agent.reply(view)
         fault = route.faults.take(route.requests, reply.step.id if reply.step else None)
@@ -413,8 +497,10 @@ class LoopbackServer:
             error_type, message = _HTTP_ERROR_BODIES[fault.kind]
             self._record(exchange, _Answer(reply, None, 0, fault), status=status, error=message)
             raise _ApiError(status, error_type, message)
+        if summarised is not None:
+            route.compacted[conversation] = summarised
 
-        split = self._cache.bill(blocks, self._clock(), invalid_from=invalid_from)
+        split = self._cache.bill(blocks, self.simulated_now(), invalid_from=invalid_from)
         answer = _Answer(reply, split, output_tokens(reply.content, ratio), fault)
         step_key = reply.step.key if reply.step is not None else None
         # A re-read fetches a fact on purpose, and an operator's step is asked for: neither
@@ -429,9 +515,9 @@ class LoopbackServer:
             for block in reply.content:
                 if block.get("type") == "tool_use":
                     route.rereads_pending[str(block["id"])] = reply.reread
-        for call in view.calls:
+        for call in sent.calls:
             if call.succeeded:
-                route.results_seen.add((call.name, view.primary_argument(call)))
+                route.results_seen.add((call.name, sent.primary_argument(call)))
         self._record(exchange, answer, status=200, redone=redone)
         index = len(self._records)
         try:
@@ -474,6 +560,8 @@ class LoopbackServer:
         reply = answer.reply if answer is not None and status == 200 else None
         split = answer.split if answer is not None else None
         fault = answer.fault if answer is not None else None
+        # A compaction is billed with its answer: refused, neither happened.
+        step = exchange.compaction if status == 200 else None
         record = RequestRecord(
             index=len(self._records) + 1,
             route_request=exchange.route_request,
@@ -504,6 +592,12 @@ class LoopbackServer:
             token_ratio=exchange.route.token_ratio,
             body=exchange.body if self._keep_bodies else None,
             operator_step=reply.operator if reply else False,
+            compaction_prompt_tokens=step.prompt if step is not None else 0,
+            compaction_cache_read_input_tokens=(
+                step.split.cache_read_input_tokens if step is not None else 0
+            ),
+            compaction_output_tokens=step.produced if step is not None else 0,
+            cache_write_price=self._write_price,
         )
         self._records.append(record)
         self._notify()

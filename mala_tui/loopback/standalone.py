@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from mala_tui.loopback.cache import DEFAULT_TTL_S
+from mala_tui.loopback.compaction import ServerCompaction
 from mala_tui.loopback.env import offline_cli_env
 from mala_tui.loopback.request_log import summarize
 from mala_tui.loopback.scenario import Scenario
@@ -34,6 +36,12 @@ class ServeOptions:
     """Generate the scenario's files here; also the fallback working directory."""
     token_ratio: float | None = None
     """Token density for every count; None: the scenario's own ``token_ratio``."""
+    cache_ttl_s: float = DEFAULT_TTL_S
+    """The prompt cache's lifetime, in simulated seconds."""
+    time_scale: float | None = None
+    """Simulated seconds per second; None: the scenario's own ``time_scale``."""
+    compact_at: int | None = None
+    """Apply the API's server-side compaction past this many input tokens."""
 
 
 def serve_forever(scenario: Scenario, options: ServeOptions, out: TextIO) -> None:
@@ -48,6 +56,11 @@ def serve_forever(scenario: Scenario, options: ServeOptions, out: TextIO) -> Non
         response_delay_s=options.delay_s,
         workspace=workspace,
         token_ratio=options.token_ratio,
+        cache_ttl_s=options.cache_ttl_s,
+        time_scale=options.time_scale,
+        server_compaction=(
+            ServerCompaction(options.compact_at) if options.compact_at is not None else None
+        ),
     )
     asyncio.run(_serve(server, scenario, options, workspace, out))
 
@@ -63,6 +76,7 @@ async def _serve(
     try:
         ratio = scenario.token_ratio if options.token_ratio is None else options.token_ratio
         _print_banner(out, base_url, options.home.resolve(), scenario, workspace, ratio=ratio)
+        out.write(_cache_line(server))
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGINT, signal.SIGTERM):
@@ -83,6 +97,16 @@ async def _serve(
         server.write_log(options.log)
         out.write(f"request log: {options.log}\n")
     out.flush()
+
+
+def _cache_line(server: LoopbackServer) -> str:
+    """What the banner says of the prompt cache and of the server-side compaction."""
+    scale = f", time x{server.time_scale:g}" if server.time_scale != 1 else ""
+    line = f"prompt cache: {server.cache_ttl_s:g} s{scale}"
+    if server.server_compaction is not None:
+        trigger = server.server_compaction.trigger_input_tokens
+        line += f"; server-side compaction past {trigger} input tokens"
+    return line + "\n"
 
 
 def _print_banner(
