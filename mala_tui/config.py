@@ -28,6 +28,7 @@ from pydantic import (
 )
 
 from mala_tui.core.budget import BudgetLimits
+from mala_tui.core.numbers import NumberOutOfRange, loads_toml
 from mala_tui.core.pricing import PriceTable
 
 APP_NAME = "mala-tui"
@@ -419,14 +420,17 @@ def parse_override(text: str) -> tuple[str, Any]:
             f"--set {text!r}: expected section.key=value, e.g. context.soft_threshold=0.6"
         )
     dotted, raw = text.split("=", 1)
-    return dotted.strip(), _parse_scalar(raw.strip())
+    dotted = dotted.strip()
+    return dotted, _parse_scalar(raw.strip(), f"--set {dotted}")
 
 
 def _apply_file(layered: _Layered, path: Path) -> None:
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = loads_toml(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"config file {path}: TOML syntax error: {exc}") from None
+    except NumberOutOfRange as exc:
+        raise ConfigError(f"config file {path}: {exc}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"config file {path}: cannot be read: {exc}") from None
     source = f"file {path}"
@@ -456,7 +460,7 @@ def _apply_env(layered: _Layered, env: Mapping[str, str]) -> None:
         section, key = section.lower(), key.lower()
         if section not in SECTIONS:
             raise ConfigError(_unknown_section(section, env[name], source))
-        layered.put(section, key, _parse_scalar(env[name]), source)
+        layered.put(section, key, _parse_scalar(env[name], name), source)
 
 
 def _split_key(dotted: str, source: str) -> tuple[str, str]:
@@ -468,12 +472,18 @@ def _split_key(dotted: str, source: str) -> tuple[str, str]:
     return section, key
 
 
-def _parse_scalar(raw: str) -> Any:
-    """Read an env or --set value as TOML (numbers, booleans, arrays); anything else is a string."""
+def _parse_scalar(raw: str, source: str) -> Any:
+    """Read an env or --set value as TOML (numbers, booleans, arrays); anything else is a string.
+
+    Raises:
+        ConfigError: a number too large to be any setting's value (named by `source`).
+    """
     try:
-        return tomllib.loads(f"v = {raw}")["v"]
+        return loads_toml(f"v = {raw}")["v"]
     except tomllib.TOMLDecodeError:
         return raw
+    except NumberOutOfRange as exc:
+        raise ConfigError(f"{source}: {exc}") from None
 
 
 def _unknown_section(section: str, value: Any, source: str) -> str:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mala_tui.core import events as ev
+from mala_tui.core.numbers import NumberOutOfRange, loads_json
 
 EVENTS_FILE = "events.jsonl"
 
@@ -58,9 +59,11 @@ def read_events(path: Path) -> JournalContents:
             continue
         last = number == len(lines)
         try:
-            data = json.loads(line)
-        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
-            if last and torn_tail:
+            data = loads_json(line)
+        except (ValueError, RecursionError) as exc:  # JSON and number errors are ValueErrors
+            if isinstance(exc, NumberOutOfRange):
+                reason = str(exc)
+            elif last and torn_tail:
                 reason = f"torn last line ({len(line)} bytes, cut off mid-write)"
             elif isinstance(exc, RecursionError):
                 reason = "not JSON this reader accepts: nested too deeply"

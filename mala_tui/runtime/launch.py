@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from mala_tui.config import LoadedSettings, Settings, suggest, user_config_dir
+from mala_tui.core.numbers import NumberOutOfRange, loads_json, loads_toml
 from mala_tui.core.phases import ManageMode
 from mala_tui.core.prompts import PromptSet
 from mala_tui.prompt_files import load_prompts
@@ -106,7 +107,9 @@ def _read_tasks_file(path: Path, settings: Settings) -> list[TaskPlan]:
         ) from None
     kind = "JSON" if path.suffix == ".json" else "TOML"
     try:
-        data: Any = json.loads(text) if kind == "JSON" else tomllib.loads(text)
+        data: Any = loads_json(text) if kind == "JSON" else loads_toml(text)
+    except NumberOutOfRange as exc:
+        raise TaskFileError(f"tasks file {path}: {exc}") from None
     except (json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
         raise TaskFileError(f"tasks file {path}: not valid {kind}: {exc}") from None
     except RecursionError:

@@ -6,13 +6,13 @@ Light on purpose (no SDK): `land` and `discard` only need to know the run is not
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from mala_tui.core import events as ev
+from mala_tui.core.numbers import loads_json
 from mala_tui.core.resume_plan import TaskRecord
 from mala_tui.runtime.journal import (
     EVENTS_FILE,
@@ -72,10 +72,10 @@ def read_source(folder: Path) -> ResumeSource:
             + detail
         )
     try:
-        meta = json.loads((folder / RUN_FILE).read_text(encoding="utf-8"))
+        meta = loads_json((folder / RUN_FILE).read_text(encoding="utf-8"))
     except FileNotFoundError:
         meta = {}  # the journal alone still names each session's task and folder
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:  # ValueError: JSON or a number
         raise ResumeError(f"{folder / RUN_FILE}: cannot be read: {exc}") from None
     return ResumeSource(folder, contents, meta if isinstance(meta, dict) else {})
 
