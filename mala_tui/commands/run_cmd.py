@@ -108,7 +108,12 @@ def with_permissions_flag(args: argparse.Namespace, loaded: LoadedSettings) -> L
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     run = commands.add_parser("run", help="supervise real Claude Code agents on your tasks")
     run.add_argument("tasks", nargs="*", metavar="TASK", help="a task for one agent (repeatable)")
-    run.add_argument("--cwd", type=Path, default=Path(), help="folder the agents work in")
+    run.add_argument(
+        "--cwd",
+        type=Path,
+        help="folder the agents work in (default: the current folder; for a tasks file's "
+        "task that names no cwd of its own, the tasks file's folder)",
+    )
     run.add_argument(
         "--tasks",
         dest="tasks_file",

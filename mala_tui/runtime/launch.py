@@ -54,24 +54,32 @@ class TaskPlan:
 
 
 def plan_tasks(
-    tasks: Sequence[str], tasks_file: Path | None, cwd: Path, settings: Settings | None = None
+    tasks: Sequence[str],
+    tasks_file: Path | None,
+    cwd: Path | None,
+    settings: Settings | None = None,
 ) -> list[TaskPlan]:
     """Tasks from the command line, then from a TOML or JSON file of [[task]] entries.
 
-    A file entry is a table with `task` and optionally `name`, `cwd` (relative to the
-    file), `profile` (one of the file's `[profile.NAME]` tables) and any profile key of
-    its own. Names must be unique; missing ones are task-1, task-2... Each task's
-    profile is checked against `settings` (the defaults when None).
+    A file entry is a table with `task` and optionally `name`, `cwd`, `profile` (one of
+    the file's `[profile.NAME]` tables) and any profile key of its own. Names must be
+    unique; missing ones are task-1, task-2... Each task's profile is checked against
+    `settings` (the defaults when None).
+
+    Where each task works: a file entry's own `cwd` (relative to the file), else `cwd`
+    (`--cwd`, relative to the current folder), else the file's folder; a task from the
+    command line works in `cwd`, else the current folder.
     """
     plans = []
+    given = None if cwd is None else _task_folder(cwd, "--cwd")
     if tasks:
-        folder = _task_folder(cwd, "--cwd")
+        folder = given or _task_folder(Path(), "--cwd")
         for index, text in enumerate(tasks, start=1):
             if not text.strip():
                 raise TaskFileError(f"task {index} on the command line is empty")
             plans.append(TaskPlan("", text, folder))
     if tasks_file is not None:
-        plans += _read_tasks_file(tasks_file, settings or Settings())
+        plans += _read_tasks_file(tasks_file, settings or Settings(), given)
     named: list[TaskPlan] = []
     seen: set[str] = set()
     for index, plan in enumerate(plans, start=1):
@@ -96,7 +104,7 @@ def _task_folder(folder: Path, where: str) -> Path:
     raise TaskFileError(f"{where}: {str(folder)!r} is not a folder")
 
 
-def _read_tasks_file(path: Path, settings: Settings) -> list[TaskPlan]:
+def _read_tasks_file(path: Path, settings: Settings, cwd: Path | None) -> list[TaskPlan]:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
@@ -140,12 +148,15 @@ def _read_tasks_file(path: Path, settings: Settings) -> list[TaskPlan]:
             raise TaskFileError(
                 f"{where}: unknown key {key!r}{hint}; allowed: {', '.join(allowed)}"
             )
-        task, name, cwd = entry.get("task"), entry.get("name", ""), entry.get("cwd", ".")
+        task, name, own = entry.get("task"), entry.get("name", ""), entry.get("cwd")
         if not isinstance(task, str) or not task.strip():
             raise TaskFileError(f"{where}: `task` must be a non-empty string")
-        if not isinstance(name, str) or not isinstance(cwd, str):
+        if not isinstance(name, str) or not isinstance(own, str | None):
             raise TaskFileError(f"{where}: `name` and `cwd` must be strings")
-        folder = _task_folder(path.parent / cwd, f"{where}: cwd")
+        if own is not None:
+            folder = _task_folder(path.parent / own, f"{where}: cwd")
+        else:
+            folder = cwd or _task_folder(path.parent, f"{where}: the tasks file's folder")
         profile = _task_profile(path, where, entry, profiles, settings)
         plans.append(TaskPlan(name, task, folder, profile))
     return plans

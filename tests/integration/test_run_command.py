@@ -105,3 +105,35 @@ async def test_run_with_a_bad_tasks_file_exits_2_naming_the_entry(tmp_path: Path
         "allowed: task, name, cwd, profile, model, permission_mode,"
     )
     assert err.count("\n") == 1
+
+
+async def test_a_tasks_files_task_works_in_cwd_not_the_files_folder(tmp_path: Path) -> None:
+    """`--cwd` with `--tasks`: a task that names no folder works in `--cwd`; the agent's
+    edit lands there, and nothing is written next to the tasks file."""
+    scenario = load_scenario("quickstart")
+    workspace = tmp_path / "project"
+    workspace.mkdir()
+    materialize_workspace(scenario, workspace)
+    folder = tmp_path / "tasks"
+    folder.mkdir()
+    tasks = folder / "tasks.toml"
+    tasks.write_text(f"[[task]]\nname = 'edit'\ntask = {json.dumps(scenario.task)}\n")
+    async with LoopbackServer(scenario, response_delay_s=0) as server:
+        env = dict(os.environ, **offline_cli_env(server.base_url, tmp_path / "claude-home"))
+        env["MALA_TUI_STORAGE__DATA_DIR"] = str(tmp_path / "data")
+        code, out, err = await run_cli(
+            *("--set", "agent.model=claude-sonnet-4-5", "run", "--tasks", str(tasks)),
+            *("--cwd", "project", "--headless"),
+            env=env,
+            cwd=tmp_path,  # a relative --cwd is the caller's, not the tasks file's
+        )
+    assert code == 0, out + err
+    assert "VERSION = 2" in (workspace / "src" / "app.py").read_text()
+    assert sorted(p.name for p in folder.iterdir()) == ["tasks.toml"]
+    (run,) = list_runs(tmp_path / "data")
+    (started,) = [
+        e
+        for e in read_events(run.directory / "events.jsonl").events
+        if isinstance(e, ev.SessionStarted)
+    ]
+    assert started.cwd == str(workspace)
