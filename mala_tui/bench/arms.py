@@ -9,6 +9,9 @@ sent, how it was billed, which steps were redone), never from what the client th
 - ``unmanaged``: the 200,000 window, the CLI's compaction off, nothing else;
 - ``compaction``: the CLI's own compaction (``CLAUDE_CODE_AUTO_COMPACT_WINDOW``, swept by
   the caller for its best setting);
+- ``server-compaction``: the API's server-side compaction (``compact_20260112``, its
+  trigger swept by the caller for its best setting), applied by the model server; the
+  CLI's compaction off;
 - ``clearing``: the API's server-side tool-result clearing (``clear_tool_uses_20250919``
   with its documented defaults), applied by the model server to every request it gets;
   the CLI's compaction off, its transcript whole;
@@ -35,10 +38,12 @@ from mala_tui.loopback import (
     LoopbackServer,
     RequestRecord,
     Scenario,
+    ServerCompaction,
     materialize_workspace,
     offline_cli_env,
     summarize,
 )
+from mala_tui.loopback.compaction import DEFAULT_TRIGGER_INPUT_TOKENS
 from mala_tui.prompt_files import load_prompts
 from mala_tui.runtime.backends.base import SessionSpec
 from mala_tui.runtime.backends.claude import ClaudeBackend
@@ -46,8 +51,10 @@ from mala_tui.runtime.journal import RunJournal, new_run_id
 from mala_tui.runtime.launch import TaskPlan, agent_spec
 from mala_tui.runtime.supervisor import Supervisor
 
-ARMS = ("raw", "unmanaged", "compaction", "clearing", "managed")
-CLI_ARMS = ("raw", "unmanaged", "compaction", "clearing")
+ARMS = ("raw", "unmanaged", "compaction", "server-compaction", "clearing", "managed")
+CLI_ARMS = ("raw", "unmanaged", "compaction", "server-compaction", "clearing")
+#: The arms that summarise the conversation: mala-tui is judged against each at its best.
+SUMMARISING = ("compaction", "server-compaction")
 BETA_1M: Final = "context-1m-2025-08-07"
 WINDOW = 200_000
 COMPACT_WINDOW = 200_000
@@ -88,6 +95,13 @@ class ArmResult:
     settings: Mapping[str, Any] = field(default_factory=dict)
     compact_window: int | None = None
     """The compaction arm's ``CLAUDE_CODE_AUTO_COMPACT_WINDOW``."""
+    compact_trigger: int | None = None
+    """The server-side compaction arm's trigger, in input tokens."""
+
+    @property
+    def setting(self) -> int | None:
+        """What a swept arm was run at: its compaction window or trigger."""
+        return self.compact_window if self.compact_window is not None else self.compact_trigger
 
     def to_json(self) -> dict[str, Any]:
         data = {name: getattr(self, name) for name in self.__dataclass_fields__}
@@ -97,11 +111,18 @@ class ArmResult:
 
 
 def _trace(records: list[RequestRecord]) -> tuple[tuple[float, int], ...]:
+    """Each model request's prompt; a server-side compaction's summarising step is a
+    request of its own, before the answer it came with."""
     answered = [r for r in records if r.status == 200 and r.response_kind != "error"]
     if not answered:
         return ()
     start = answered[0].time
-    return tuple((round(r.time - start, 3), r.prompt_tokens) for r in answered)
+    points: list[tuple[float, int]] = []
+    for r in answered:
+        if r.compacted:
+            points.append((round(r.time - start, 3), r.compaction_prompt_tokens))
+        points.append((round(r.time - start, 3), r.prompt_tokens))
+    return tuple(points)
 
 
 def _result(
@@ -117,6 +138,7 @@ def _result(
     restarts: int = 0,
     settings: Mapping[str, Any] | None = None,
     compact_window: int | None = None,
+    compact_trigger: int | None = None,
 ) -> ArmResult:
     records = server.request_log
     totals = summarize(records)
@@ -135,12 +157,15 @@ def _result(
         masks=masks,
         masked_results=masked_results,
         restarts=restarts,
-        compactions=sum(1 for r in records if r.response_kind == "compaction_summary"),
+        compactions=sum(
+            1 for r in records if r.response_kind == "compaction_summary" or r.compacted
+        ),
         cleared_results=sum(r.cleared_results for r in records),
         wall_s=round(wall_s, 1),
         trace=_trace(records),
         settings=settings or {},
         compact_window=compact_window,
+        compact_trigger=compact_trigger,
     )
 
 
@@ -155,11 +180,13 @@ async def run_cli_arm(
     folder: Path,
     *,
     compact_window: int = COMPACT_WINDOW,
+    compact_trigger: int = DEFAULT_TRIGGER_INPUT_TOKENS,
     token_ratio: float | None = None,
     timeout_s: float = ARM_TIMEOUT_S,
 ) -> ArmResult:
-    """``raw``, ``unmanaged``, ``compaction`` or ``clearing``: the CLI alone, as people run
-    it today (``compact_window`` is the compaction arm's setting)."""
+    """``raw``, ``unmanaged``, ``compaction``, ``server-compaction`` or ``clearing``: the
+    CLI alone, as people run it today (``compact_window`` is the compaction arm's setting,
+    ``compact_trigger`` the server-side compaction's)."""
     from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, ResultMessage
 
     if arm not in CLI_ARMS:
@@ -173,6 +200,9 @@ async def run_cli_arm(
         response_delay_s=0.0,
         token_ratio=token_ratio,
         clear_tool_uses=ClearToolUses() if arm == "clearing" else None,
+        server_compaction=(
+            ServerCompaction(compact_trigger) if arm == "server-compaction" else None
+        ),
     )
     async with server:
         env = offline_cli_env(
@@ -227,6 +257,7 @@ async def run_cli_arm(
         wall_s=wall,
         window=1_000_000 if arm == "raw" else WINDOW,
         compact_window=compact_window if arm == "compaction" else None,
+        compact_trigger=compact_trigger if arm == "server-compaction" else None,
     )
 
 

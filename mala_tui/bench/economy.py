@@ -1,16 +1,19 @@
-"""Token economy: a set of scenarios, five ways of handling the window, side by side.
+"""Token economy: a set of scenarios, six ways of handling the window, side by side.
 
-    python -m mala_tui.bench economy --jobs 1         # the whole set, every arm, gated
+    python -m mala_tui.bench economy --jobs 1         # the whole set, every arm, 1x and 2x
     python -m mala_tui.bench economy --scenario code-change --arms managed,clearing
+    python -m mala_tui.bench economy --token-ratio 2  # one density only
     python -m mala_tui.bench economy --sweep          # and mala-tui's knobs, one at a time
     python -m mala_tui.bench economy --out docs/bench --chart-dir docs
 
 Each arm is the real CLI against its own loopback model (see arms.py); figures come from
-the model's request log. The CLI's compaction is run at each ``--compact-windows`` value
-and judged at its best (the cheapest that finishes). Prints markdown tables, writes
-``results.json`` (every figure and each arm's context trace) and a context-over-time chart
-per scenario. The exit status is 1 when any target below is missed in any scenario; a
-subset of arms is gated on the targets its arms can decide.
+the model's request log. The CLI's compaction is run at each ``--compact-windows`` value,
+the API's server-side compaction at each ``--compact-triggers`` value, and each is judged
+at its best (the cheapest that finishes). Every scenario runs at each token density of
+``--densities`` (1x and 2x). Prints markdown tables, writes ``results.json`` (every figure
+and each arm's context trace) and a context-over-time chart per scenario and density. The
+exit status is 1 when any target below is missed in any scenario at any density; a subset
+of arms is gated on the targets its arms can decide.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from typing import Any
 
 from mala_tui.bench.arms import (
     ARMS,
+    SUMMARISING,
     WINDOW,
     ArmResult,
     run_cli_arm,
@@ -47,6 +51,11 @@ SCENARIO_SET = ("economy-long", "code-change", "log-investigation")
 #: ``CLAUDE_CODE_AUTO_COMPACT_WINDOW`` values tried for the CLI's compaction (it compacts
 #: at about the window minus 33,000 tokens); the cheapest that finishes is its best.
 COMPACT_WINDOWS = (80_000, 120_000, 160_000, 200_000)
+#: Triggers tried for the API's server-side compaction: its documented default (150,000)
+#: and below; above it the CLI itself refuses to send (past about 177,000 of 200,000).
+COMPACT_TRIGGERS = (100_000, 120_000, 150_000)
+#: Token densities the set is judged at: the scenarios' own and twice as dense.
+DENSITIES = (1.0, 2.0)
 
 #: Values tried for each knob, the others held at their defaults.
 KNOBS: dict[str, tuple[float | int, ...]] = {
@@ -60,6 +69,7 @@ COLOURS = {
     "raw": "#888888",
     "unmanaged": "#d62728",
     "compaction": "#1f77b4",
+    "server-compaction": "#9467bd",
     "clearing": "#ff7f0e",
     "managed": "#2ca02c",
 }
@@ -67,11 +77,23 @@ LABELS = {
     "raw": "raw (1M window)",
     "unmanaged": "unmanaged (200K)",
     "compaction": "CLI compaction (200K)",
+    "server-compaction": "API server-side compaction (200K)",
     "clearing": "API tool-result clearing (200K)",
     "managed": "mala-tui (200K)",
 }
+#: The summarising peers as the targets name them.
+PEER_NAMES = {"compaction": "the CLI's compaction", "server-compaction": "server-side compaction"}
+#: What each swept arm's setting is called.
+SETTING_NAMES = {
+    "compaction": "CLAUDE_CODE_AUTO_COMPACT_WINDOW",
+    "server-compaction": "compact_20260112 trigger (input tokens)",
+}
 
-CHART_LABELS = {**LABELS, "clearing": "API clearing (200K)"}
+CHART_LABELS = {
+    **LABELS,
+    "clearing": "API clearing (200K)",
+    "server-compaction": "API compaction (200K)",
+}
 
 
 @dataclass(frozen=True)
@@ -83,17 +105,19 @@ class Target:
 
 @dataclass
 class ScenarioRun:
-    """One scenario's arms (the CLI's compaction at its best) and its sweeps."""
+    """One scenario's arms at one density (the swept ones at their best) and its sweeps."""
 
     scenario: Scenario
     arms: dict[str, ArmResult]
-    compaction_sweep: list[ArmResult] = field(default_factory=list)
+    sweeps: dict[str, list[ArmResult]] = field(default_factory=dict)
+    """Each swept arm (the two compactions) at each of its settings."""
     knob_sweep: list[tuple[str, float | int, ArmResult]] = field(default_factory=list)
     targets: list[Target] = field(default_factory=list)
+    token_ratio: float | None = None
 
 
 def best_compaction(runs: Sequence[ArmResult]) -> ArmResult:
-    """The CLI's compaction at its best: the cheapest run that finishes (else the cheapest)."""
+    """A compaction at its best: the cheapest run that finishes (else the cheapest)."""
     finished = [run for run in runs if run.finished]
     return min(finished or runs, key=lambda run: run.cost_units)
 
@@ -102,8 +126,8 @@ def check_targets(arms: dict[str, ArmResult], settings: Settings) -> list[Target
     """Issue 11's targets for the mala-tui arm, and the scenario's own point, each judged
     only when the arms it needs were run."""
     targets: list[Target] = []
-    raw, unmanaged = arms.get("raw"), arms.get("unmanaged")
-    compaction, managed = arms.get("compaction"), arms.get("managed")
+    raw, unmanaged, managed = arms.get("raw"), arms.get("unmanaged"), arms.get("managed")
+    summarising = {name: arms[name] for name in SUMMARISING if name in arms}
     if raw is not None:
         targets.append(Target("scenario: raw (1M) finishes", raw.finished, raw.ending))
     if unmanaged is not None:
@@ -125,12 +149,13 @@ def check_targets(arms: dict[str, ArmResult], settings: Settings) -> list[Target
             f"peak {managed.peak_prompt_tokens:,} of {hard:,}",
         ),
     ]
-    if compaction is not None:
+    if summarising:
+        fewest = min(summarising, key=lambda name: summarising[name].rereads)
         targets.append(
             Target(
-                "re-reads no more than the CLI compaction's",
-                managed.rereads <= compaction.rereads,
-                f"{managed.rereads} against {compaction.rereads}",
+                "re-reads no more than the best summarising peer's",
+                managed.rereads <= summarising[fewest].rereads,
+                f"{managed.rereads} against {summarising[fewest].rereads} ({PEER_NAMES[fewest]})",
             )
         )
     if raw is not None:
@@ -149,16 +174,23 @@ def check_targets(arms: dict[str, ArmResult], settings: Settings) -> list[Target
                 detail,
             )
         )
-    if compaction is not None:
-        ratio = managed.cost_units / compaction.cost_units
+    for name, peer in summarising.items():
+        ratio = managed.cost_units / peer.cost_units
+        setting = f" ({_setting_label(peer)})" if peer.setting is not None else ""
         targets.append(
             Target(
-                "cache-adjusted cost <= 0.8x the CLI's compaction at its best",
+                f"cache-adjusted cost <= 0.8x {PEER_NAMES[name]} at its best",
                 ratio <= 0.8,
-                f"{ratio:.2f}x (window {compaction.compact_window:,})",
+                f"{ratio:.2f}x{setting}",
             )
         )
     return targets
+
+
+def _setting_label(arm: ArmResult) -> str:
+    if arm.compact_window is not None:
+        return f"window {arm.compact_window:,}"
+    return f"trigger {arm.compact_trigger:,}"
 
 
 async def run_scenario(
@@ -168,32 +200,36 @@ async def run_scenario(
     settings: Settings,
     *,
     compact_windows: Sequence[int],
+    compact_triggers: Sequence[int] = COMPACT_TRIGGERS,
     token_ratio: float | None,
 ) -> ScenarioRun:
     arms: dict[str, ArmResult] = {}
-    sweep: list[ArmResult] = []
+    sweeps: dict[str, list[ArmResult]] = {}
     for name in names:
         if name == "managed":
             arms[name] = await run_managed_arm(
                 scenario, out / name, settings, token_ratio=token_ratio
             )
-        elif name == "compaction":
-            for window in compact_windows:
+        elif name in SUMMARISING:
+            sweep = sweeps[name] = []
+            values = compact_windows if name == "compaction" else compact_triggers
+            for value in values:
+                setting = "compact_window" if name == "compaction" else "compact_trigger"
                 result = await run_cli_arm(
                     name,
                     scenario,
-                    out / f"compaction-{window}",
-                    compact_window=window,
+                    out / f"{name}-{value}",
                     token_ratio=token_ratio,
+                    **{setting: value},
                 )
-                _progress(scenario, f"compaction at {window:,}", result)
+                _progress(scenario, f"{name} at {value:,}", result)
                 sweep.append(result)
             arms[name] = best_compaction(sweep)
             continue
         else:
             arms[name] = await run_cli_arm(name, scenario, out / name, token_ratio=token_ratio)
         _progress(scenario, name, arms[name])
-    return ScenarioRun(scenario, arms, sweep)
+    return ScenarioRun(scenario, arms, sweeps, token_ratio=token_ratio)
 
 
 def _progress(scenario: Scenario, name: str, result: ArmResult) -> None:
@@ -259,6 +295,8 @@ def arms_table(arms: dict[str, ArmResult]) -> str:
         label = LABELS.get(name, name)
         if arm.compact_window is not None:
             label += f", best window {arm.compact_window:,}"
+        if arm.compact_trigger is not None:
+            label += f", best trigger {arm.compact_trigger:,}"
         rows.append(
             f"| {label} | {finished} | {arm.rereads} ({arm.reread_tokens:,}) "
             f"| {arm.redone_steps} | {arm.peak_prompt_tokens:,} of {arm.window:,} "
@@ -270,14 +308,14 @@ def arms_table(arms: dict[str, ArmResult]) -> str:
     return "\n".join(rows)
 
 
-def compaction_table(sweep: Sequence[ArmResult], best: ArmResult) -> str:
+def compaction_table(sweep: Sequence[ArmResult], best: ArmResult, name: str = "compaction") -> str:
     rows = [
-        "| CLAUDE_CODE_AUTO_COMPACT_WINDOW | finished | re-reads | steps redone "
+        f"| {SETTING_NAMES[name]} | finished | re-reads | steps redone "
         "| peak context | compactions | total prompt tokens | cache-adjusted cost |",
         "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for arm in sweep:
-        window = f"{arm.compact_window:,}"
+        window = f"{arm.setting or 0:,}"
         if arm is best:
             window = f"**{window}**"
         rows.append(
@@ -291,6 +329,7 @@ def compaction_table(sweep: Sequence[ArmResult], best: ArmResult) -> str:
 def sweep_table(
     sweep: list[tuple[str, float | int, ArmResult]], raw: ArmResult, compaction: ArmResult
 ) -> str:
+    """mala-tui's knobs one at a time, against raw and the CLI's compaction at its best."""
     rows = [
         "| knob | value | finished | re-reads | peak context | masks | total prompt tokens "
         "| vs raw | cache-adjusted cost | vs CLI compaction |",
@@ -325,6 +364,8 @@ def chart(run: ScenarioRun, settings: Settings) -> str:
         label = CHART_LABELS.get(name, name)
         if arm.compact_window is not None:
             label = f"CLI compaction, {arm.compact_window // 1000}K"
+        if arm.compact_trigger is not None:
+            label = f"API compaction, {arm.compact_trigger // 1000}K"
         series.append(Series(label, COLOURS.get(name, "#000000"), points, note))
     context = settings.context
     levels = [
@@ -333,11 +374,12 @@ def chart(run: ScenarioRun, settings: Settings) -> str:
         Level(f"soft {context.soft_threshold:g}", int(context.soft_threshold * WINDOW)),
     ]
     scenario = run.scenario
+    density = f", {run.token_ratio:g}x density" if run.token_ratio not in (None, 1.0) else ""
     return context_chart(
         series,
         levels,
         y_max=250_000,
-        title=f"Context per model request: {scenario.name} ({len(scenario.plan())} steps)",
+        title=f"Context per model request: {scenario.name} ({len(scenario.plan())} steps{density})",
     )
 
 
@@ -351,8 +393,9 @@ class Options:
     scenarios: list[Scenario]
     arms: list[str]
     compact_windows: list[int]
-    token_ratio: float | None
+    token_ratios: list[float]
     settings: Settings
+    compact_triggers: list[int] = field(default_factory=lambda: list(COMPACT_TRIGGERS))
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -371,10 +414,22 @@ def _parser() -> argparse.ArgumentParser:
         help="CLAUDE_CODE_AUTO_COMPACT_WINDOW values for the compaction arm (best is kept)",
     )
     parser.add_argument(
+        "--compact-triggers",
+        default=",".join(str(t) for t in COMPACT_TRIGGERS),
+        metavar="N,N,...",
+        help="input-token triggers for the server-side compaction arm (best is kept)",
+    )
+    parser.add_argument(
+        "--densities",
+        default=",".join(f"{d:g}" for d in DENSITIES),
+        metavar="X,X,...",
+        help="token densities to run the set at, every arm's model alike (default 1,2)",
+    )
+    parser.add_argument(
         "--token-ratio",
         type=float,
         metavar="X",
-        help="token density for every arm's model (default: each scenario's own)",
+        help="one token density only (instead of --densities)",
     )
     parser.add_argument("--sweep", action="store_true", help="also sweep mala-tui's knobs")
     parser.add_argument("--jobs", type=int, default=1, help="sweep runs at once (default 1)")
@@ -406,14 +461,25 @@ def _options(args: argparse.Namespace, error: Callable[[str], Any]) -> Options:
         error(f"--compact-windows wants whole numbers, got {args.compact_windows!r}")
     if not windows or any(not 50_000 <= window <= 1_000_000 for window in windows):
         error("--compact-windows: each value must be from 50,000 to 1,000,000 tokens")
+    try:
+        triggers = [int(text) for text in args.compact_triggers.split(",") if text.strip()]
+    except ValueError:
+        error(f"--compact-triggers wants whole numbers, got {args.compact_triggers!r}")
+    if not triggers or any(not 50_000 <= trigger < WINDOW for trigger in triggers):
+        error("--compact-triggers: each value must be from 50,000 (the API's least) to 199,999")
     if args.jobs < 1:
         error(f"--jobs must be at least 1, got {args.jobs}")
-    ratio = None
-    if args.token_ratio is not None:
-        try:
-            ratio = check_token_ratio(args.token_ratio)
-        except ValueError as exc:
-            error(f"--token-ratio: {exc}")
+    ratios: list[float] = []
+    try:
+        if args.token_ratio is not None:
+            ratios = [check_token_ratio(args.token_ratio)]
+        else:
+            ratios = [check_token_ratio(float(x)) for x in args.densities.split(",") if x.strip()]
+    except ValueError as exc:
+        which = "--token-ratio" if args.token_ratio is not None else "--densities"
+        error(f"{which}: {exc}")
+    if not ratios:
+        error("--densities: no density given")
     scenarios = []
     for name in args.scenario or SCENARIO_SET:
         try:
@@ -427,7 +493,7 @@ def _options(args: argparse.Namespace, error: Callable[[str], Any]) -> Options:
         error(f"--set: {exc}")
     # Arms run in the canonical order, whatever order they were asked in.
     ordered = [name for name in ARMS if name in names]
-    return Options(scenarios, ordered, windows, ratio, settings)
+    return Options(scenarios, ordered, windows, ratios, settings, triggers)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -441,39 +507,40 @@ def main(argv: list[str] | None = None) -> int:
 
     started = time.monotonic()
     runs: list[ScenarioRun] = []
-    for scenario in options.scenarios:
-        steps = len(scenario.plan())
-        print(f"scenario {scenario.name}, {steps} steps; {machine()}", file=sys.stderr)
-        folder = args.out / scenario.name
-        run = asyncio.run(
-            run_scenario(
-                scenario,
-                options.arms,
-                folder,
-                settings,
-                compact_windows=options.compact_windows,
-                token_ratio=options.token_ratio,
+    for ratio in options.token_ratios:
+        for scenario in options.scenarios:
+            steps = len(scenario.plan())
+            print(
+                f"scenario {scenario.name} at {ratio:g}x, {steps} steps; {machine()}",
+                file=sys.stderr,
             )
-        )
-        if args.sweep:
-            run.knob_sweep = asyncio.run(
-                run_sweep(
+            folder = args.out / density_name(ratio) / scenario.name
+            run = asyncio.run(
+                run_scenario(
                     scenario,
-                    folder / "sweep",
+                    options.arms,
+                    folder,
                     settings,
-                    KNOBS,
-                    args.jobs,
-                    token_ratio=options.token_ratio,
+                    compact_windows=options.compact_windows,
+                    compact_triggers=options.compact_triggers,
+                    token_ratio=ratio,
                 )
             )
-        run.targets = check_targets(run.arms, settings)
-        runs.append(run)
-        chart_text = chart(run, settings)
-        (folder / "context-over-time.svg").write_text(chart_text, encoding="utf-8")
-        if args.chart_dir is not None:
-            args.chart_dir.mkdir(parents=True, exist_ok=True)
-            target = args.chart_dir / f"{scenario.name}-context.svg"
-            target.write_text(chart_text, encoding="utf-8")
+            if args.sweep:
+                run.knob_sweep = asyncio.run(
+                    run_sweep(
+                        scenario, folder / "sweep", settings, KNOBS, args.jobs, token_ratio=ratio
+                    )
+                )
+            run.targets = check_targets(run.arms, settings)
+            runs.append(run)
+            chart_text = chart(run, settings)
+            (folder / "context-over-time.svg").write_text(chart_text, encoding="utf-8")
+            if args.chart_dir is not None:
+                args.chart_dir.mkdir(parents=True, exist_ok=True)
+                suffix = "" if ratio == 1.0 else f"-{density_name(ratio)}"
+                target = args.chart_dir / f"{scenario.name}-context{suffix}.svg"
+                target.write_text(chart_text, encoding="utf-8")
     if not args.keep_workspaces:
         for folder in args.out.rglob("workspace"):
             shutil.rmtree(folder, ignore_errors=True)
@@ -481,22 +548,32 @@ def main(argv: list[str] | None = None) -> int:
     print(f"# Economy, {machine()}")
     for run in runs:
         print_run(run)
-    missed = [(run.scenario.name, t) for run in runs for t in run.targets if not t.met]
+    missed = [(run, t) for run in runs for t in run.targets if not t.met]
     print("\n## Targets, every scenario\n")
-    print("| scenario | target | met | measured |\n| --- | --- | --- | --- |")
+    print("| scenario | density | target | met | measured |\n| --- | ---: | --- | --- | --- |")
     for run in runs:
         for t in run.targets:
-            print(f"| {run.scenario.name} | {t.name} | {'yes' if t.met else 'NO'} | {t.detail} |")
+            print(
+                f"| {run.scenario.name} | {run.token_ratio or 1:g}x | {t.name} "
+                f"| {'yes' if t.met else 'NO'} | {t.detail} |"
+            )
     results = {
         "machine": machine(),
         "settings": settings.context.model_dump(mode="json"),
-        "token_ratio": options.token_ratio,
-        "scenarios": {run.scenario.name: _run_json(run) for run in runs},
-        "missed": [{"scenario": name, **vars(t)} for name, t in missed],
+        "densities": {
+            density_name(ratio): {
+                run.scenario.name: _run_json(run) for run in runs if run.token_ratio == ratio
+            }
+            for ratio in options.token_ratios
+        },
+        "missed": [
+            {"scenario": run.scenario.name, "token_ratio": run.token_ratio, **vars(t)}
+            for run, t in missed
+        ],
     }
     (args.out / "results.json").write_text(json.dumps(results, indent=1), encoding="utf-8")
     print(
-        f"\nfigures: {args.out / 'results.json'}; charts: {args.out}/*/context-over-time.svg; "
+        f"\nfigures: {args.out / 'results.json'}; charts: {args.out}/*/*/context-over-time.svg; "
         f"{time.monotonic() - started:.0f} s in all; "
         f"{len(missed)} target(s) missed",
         file=sys.stderr,
@@ -504,13 +581,19 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if missed else 0
 
 
+def density_name(ratio: float | None) -> str:
+    """A density as folders and results.json name it: "1x", "2x", "1.5x"."""
+    return f"{ratio or 1:g}x"
+
+
 def print_run(run: ScenarioRun) -> None:
     scenario = run.scenario
-    print(f"\n## {scenario.name} ({len(scenario.plan())} steps)\n")
+    density = density_name(run.token_ratio)
+    print(f"\n## {scenario.name} at {density} ({len(scenario.plan())} steps)\n")
     print(arms_table(run.arms))
-    if run.compaction_sweep:
-        print("\nThe CLI's compaction, by setting (best in bold):\n")
-        print(compaction_table(run.compaction_sweep, run.arms["compaction"]))
+    for name, sweep in run.sweeps.items():
+        print(f"\n{LABELS[name]}, by setting (best in bold):\n")
+        print(compaction_table(sweep, run.arms[name], name))
     if run.targets:
         print()
         print(targets_table(run.targets))
@@ -522,8 +605,9 @@ def print_run(run: ScenarioRun) -> None:
 def _run_json(run: ScenarioRun) -> dict[str, Any]:
     return {
         "steps": len(run.scenario.plan()),
+        "token_ratio": run.token_ratio,
         "arms": {name: arm.to_json() for name, arm in run.arms.items()},
-        "compaction_sweep": [arm.to_json() for arm in run.compaction_sweep],
+        "sweeps": {name: [arm.to_json() for arm in sweep] for name, sweep in run.sweeps.items()},
         "targets": [vars(t) for t in run.targets],
         "sweep": [
             {"knob": knob, "value": value, **arm.to_json()} for knob, value, arm in run.knob_sweep

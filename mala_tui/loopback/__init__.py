@@ -9,9 +9,11 @@ Public API:
 - ``RequestRecord``, ``LogSummary``, ``summarize``, ``read_jsonl``: the request log
 - ``FaultSpec``; ``prompt_tokens`` (the estimator count_tokens answers with)
 - ``ClearToolUses``: the API's tool-result clearing, applied by the server when given
+- ``ServerCompaction``: the API's server-side compaction, applied by the server when given
 """
 
 from mala_tui.loopback.clearing import ClearToolUses
+from mala_tui.loopback.compaction import ServerCompaction
 from mala_tui.loopback.env import offline_cli_env
 from mala_tui.loopback.faults import FaultSpec
 from mala_tui.loopback.request_log import LogSummary, RequestRecord, read_jsonl, summarize
@@ -39,6 +41,7 @@ __all__ = [
     "RequestRecord",
     "Scenario",
     "ScenarioError",
+    "ServerCompaction",
     "load_scenario",
     "materialize_workspace",
     "offline_cli_env",

@@ -58,6 +58,7 @@ def test_the_documented_economy_command_masks_with_its_relative_default_folder(
     )
     assert done.returncode == 0, done.stdout + done.stderr
     results = json.loads((checkout / "economy-results" / "results.json").read_text())
-    managed = results["scenarios"]["code-change"]["arms"]["managed"]
-    assert managed["masks"] > 0, managed
+    for density in ("1x", "2x"):
+        managed = results["densities"][density]["code-change"]["arms"]["managed"]
+        assert managed["masks"] > 0, managed
     assert results["missed"] == []

@@ -17,6 +17,7 @@ from mala_tui.loopback import (
     load_scenario,
     materialize_workspace,
     offline_cli_env,
+    read_jsonl,
 )
 
 pytestmark = [pytest.mark.integration]
@@ -55,6 +56,24 @@ async def test_under_the_apis_clearing_the_cli_finishes_and_the_lost_fact_is_re_
     assert result.rereads == 1
     # The client kept its whole transcript; the model saw the cleared one, under 100K + 3.
     assert result.peak_prompt_tokens < 100_000 + 3 * 25_000
+
+
+async def test_under_server_side_compaction_the_cli_finishes_on_the_summary(
+    tmp_path: Path,
+) -> None:
+    result = await run_cli_arm(
+        "server-compaction", NEEDS_THE_FIRST, tmp_path, compact_trigger=100_000
+    )
+    assert result.finished, result.ending
+    assert result.compactions >= 1 and result.compact_trigger == 100_000
+    # The summary kept the steps done (nothing redone) but not the early detail the
+    # Write needs: it is read again.
+    assert (result.redone_steps, result.rereads) == (0, 1)
+    # The CLI sent its whole transcript; the model read the summary and what followed it.
+    records = read_jsonl(tmp_path / "loopback-requests.jsonl")
+    compacting = [r for r in records if r.compacted]
+    assert all(r.compaction_prompt_tokens > 100_000 for r in compacting)
+    assert max(r.prompt_tokens for r in records[records.index(compacting[0]) :]) < 100_000
 
 
 async def test_with_the_whole_window_nothing_is_re_read(tmp_path: Path) -> None:
@@ -110,10 +129,17 @@ def test_the_economy_command_exits_1_when_a_scenario_misses_a_target(
     )
     printed = capsys.readouterr().out
     assert status == 1
-    assert "| quickstart | scenario: raw (1M) finishes | yes |" in printed
-    assert "| quickstart | scenario: an unmanaged 200K window does not finish | NO |" in printed
+    for density in ("1x", "2x"):  # the set is judged at both densities by default
+        assert f"| quickstart | {density} | scenario: raw (1M) finishes | yes |" in printed
+        assert (
+            f"| quickstart | {density} | scenario: an unmanaged 200K window does not finish | NO |"
+            in printed
+        )
+        chart = out / density / "quickstart" / "context-over-time.svg"
+        assert chart.read_text().startswith("<svg")
     results = json.loads((out / "results.json").read_text())
-    assert [m["name"] for m in results["missed"]] == [
-        "scenario: an unmanaged 200K window does not finish"
+    assert [(m["name"], m["token_ratio"]) for m in results["missed"]] == [
+        ("scenario: an unmanaged 200K window does not finish", 1.0),
+        ("scenario: an unmanaged 200K window does not finish", 2.0),
     ]
-    assert (out / "quickstart" / "context-over-time.svg").read_text().startswith("<svg")
+    assert set(results["densities"]) == {"1x", "2x"}
