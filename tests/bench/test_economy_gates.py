@@ -43,9 +43,7 @@ def all_arms(**managed: int) -> dict[str, ArmResult]:
         "raw": arm("raw", cost=2000, prompt=8_000_000, peak=300_000),
         "unmanaged": arm("unmanaged", finished=False, cost=300),
         "compaction": arm("compaction", cost=1000, rereads=5, compact_window=120_000),
-        "server-compaction": arm(
-            "server-compaction", cost=950, rereads=6, compact_trigger=150_000
-        ),
+        "server-compaction": arm("server-compaction", cost=950, rereads=6, compact_trigger=150_000),
         "clearing": arm("clearing", cost=1200, rereads=5),
         "managed": arm(
             "managed",
