@@ -93,7 +93,11 @@ def still_live(source: ResumeSource) -> int | None:
     """The pid of a mala-tui process still writing this run (not ended, alive), or None."""
     if isinstance(source.events[-1], ev.RunEnded):
         return None
-    pid = writer_pid(source)
+    return mala_process(writer_pid(source))
+
+
+def mala_process(pid: int | None) -> int | None:
+    """`pid` if it is another live mala-tui process (a journal's writer, say), else None."""
     if pid is None or pid == os.getpid() or not pid_alive(pid):
         return None
     try:
