@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from mala_tui import __version__
-from mala_tui.commands import land_cmd, loopback_cmd, resume_cmd, run_cmd, runs_cmd
+from mala_tui.commands import land_cmd, loopback_cmd, resume_cmd, run_cmd, runs_cmd, serve_cmd
 from mala_tui.commands.internal_error import report_internal_error
 from mala_tui.config import ConfigError, LoadedSettings, load_settings, parse_override
 from mala_tui.runtime.journal import forget_opened_runs
@@ -54,6 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     loopback_cmd.register(commands)
     resume_cmd.register(commands)
     land_cmd.register(commands)
+    serve_cmd.register(commands)
     return parser
 
 
@@ -126,6 +127,8 @@ def _dispatch(
         return land_cmd.land(args, loaded)
     if args.command == "discard":
         return land_cmd.discard(args, loaded)
+    if args.command == "serve":
+        return serve_cmd.serve(args, loaded)
     parser.print_help()
     return EXIT_USAGE
 

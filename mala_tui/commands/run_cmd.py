@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import replace
@@ -185,9 +186,16 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data-dir", type=Path, help="where runs are journaled")
 
 
+def on_the_web() -> bool:
+    """Whether this app is a browser tab's (`mala-tui serve` runs it with Textual's web driver,
+    which draws on stdout and reads keys from stdin through pipes)."""
+    return os.environ.get("TEXTUAL_DRIVER", "").startswith("textual.drivers.web_driver")
+
+
 def has_terminal() -> bool:
-    """The app draws on stdout and reads keys from stdin: both must be a terminal."""
-    return sys.stdin.isatty() and sys.stdout.isatty()
+    """The app draws on stdout and reads keys from stdin: both must be a terminal (or a
+    browser tab's pipes)."""
+    return on_the_web() or (sys.stdin.isatty() and sys.stdout.isatty())
 
 
 def refusal(args: argparse.Namespace, loaded: LoadedSettings) -> str | None:

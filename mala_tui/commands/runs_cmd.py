@@ -150,7 +150,9 @@ def show(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.std
         data["resume"] = resume
         out.write(json.dumps(data, indent=2) + "\n")
         return 0
-    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+    from mala_tui.commands.run_cmd import has_terminal, on_the_web
+
+    if not has_terminal():
         print(
             "mala-tui show: the app needs a terminal (stdin and stdout); without one, use --json",
             file=sys.stderr,
@@ -167,7 +169,8 @@ def show(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.std
         resumed.append(resume_run(again, loaded, out))
         return resumed[-1]
 
-    command = resume["command"] if resume is not None else None
+    # A run resumed from a browser tab would end with the tab: the page only shows it.
+    command = resume["command"] if resume is not None and not on_the_web() else None
     status = run_app(state, loaded.settings, resume_command=command, resume=resume_now)
     if command is not None and not resumed:  # said on the terminal the app leaves behind
         out.write(f"this run can be resumed: {command}\n")

@@ -37,6 +37,9 @@ def test_wheel_ships_prompts_and_themes_and_finds_them(tmp_path: Path) -> None:
     assert {f"mala_tui/prompts/{n}" for n in shipped_prompts} <= names
     assert {f"mala_tui/themes/{n}" for n in shipped_themes} <= names
     assert "mala_tui/core/manager.py" in names
+    # The web console's page templates ship beside its code.
+    assert "mala_tui/web/templates/app_index.html" in names
+    assert "mala_tui/web/templates/picker.html" in names
     assert not any(name.startswith(("tests/", "prompts/", "themes/")) for name in names)
 
     unpacked = tmp_path / "site"

@@ -1,0 +1,90 @@
+"""The web console's access token: made once per server, checked on every request.
+
+Whoever can load the page can approve tools on this machine, so nothing is served
+without the token: not the page, not its scripts, not the WebSocket that starts an
+app process. The token is printed once, in a URL (`?token=`, as Jupyter does). The
+first request that carries it gets it back as an HttpOnly cookie and is sent on to
+the same address without it, so the token leaves the address bar and every later
+request (the scripts, the WebSocket) carries the cookie instead. Tokens are
+compared in constant time.
+"""
+
+from __future__ import annotations
+
+import hmac
+import secrets
+from collections.abc import Awaitable, Callable
+
+from aiohttp import web
+
+TOKEN_BYTES = 32
+"""Random bytes in a token: 256 bits, beyond guessing at any request rate."""
+QUERY_KEY = "token"
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+REFUSED = (
+    "mala-tui serve: this console needs its access token. Open the URL with ?token= "
+    "that `mala-tui serve` printed when it started.\n"
+)
+
+
+def new_token() -> str:
+    """A fresh token: TOKEN_BYTES random bytes, URL-safe (43 characters)."""
+    return secrets.token_urlsafe(TOKEN_BYTES)
+
+
+def cookie_name(port: int) -> str:
+    """The cookie's name for a server on `port`.
+
+    Browsers keep cookies per host, not per port: two servers on one machine (or
+    two tunnels to localhost) would overwrite each other's cookie under one name.
+    """
+    return f"mala_tui_token_{port}"
+
+
+class TokenGuard:
+    """aiohttp middleware that refuses every request without the token, before any handler."""
+
+    def __init__(self, token: str, cookie: str) -> None:
+        if len(token) < 43:  # secrets.token_urlsafe(32) is 43 characters
+            raise ValueError("an access token needs at least 32 random bytes")
+        self._token = token.encode()
+        self.cookie = cookie
+
+    def matches(self, given: str | None) -> bool:
+        """Whether `given` is the token; the comparison takes as long whatever `given` is."""
+        if given is None:
+            return False
+        return hmac.compare_digest(given.encode(), self._token)
+
+    @web.middleware
+    async def middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        given = request.query.get(QUERY_KEY)
+        if given is not None:
+            if not self.matches(given):
+                raise web.HTTPForbidden(text=REFUSED)
+            if request.method == "GET" and not _is_websocket(request):
+                # The cookie from now on; the address without the token (nor in the history).
+                query = request.rel_url.query.copy()
+                del query[QUERY_KEY]
+                found = web.HTTPFound(location=str(request.rel_url.with_query(query)))
+                self.set_cookie(found, request)
+                raise found
+        elif not self.matches(request.cookies.get(self.cookie)):
+            raise web.HTTPForbidden(text=REFUSED)
+        return await handler(request)
+
+    def set_cookie(self, response: web.StreamResponse, request: web.Request) -> None:
+        response.set_cookie(
+            self.cookie,
+            self._token.decode(),
+            httponly=True,  # no script on the page (nor one injected) can read it
+            samesite="Strict",  # another site's page cannot make the browser send it
+            secure=request.secure,
+            path="/",
+        )
+
+
+def _is_websocket(request: web.Request) -> bool:
+    return request.headers.get("Upgrade", "").lower() == "websocket"

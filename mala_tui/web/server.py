@@ -1,0 +1,319 @@
+"""The web console: textual-serve's `Server`, extended for mala-tui.
+
+Each browser tab gets its own app process, opened on one run: attached when the
+run is live, read-only when it has ended. textual-serve 1.1 starts one command
+for every tab, builds the page's WebSocket URL from the host it was told to
+listen on, and leaves the page's title alone. Here:
+
+- every request passes the access token first (`access.TokenGuard`); a refused
+  request reaches no handler, so it starts no app process;
+- the WebSocket URL is built from the Host header the browser sent, so the page
+  connects back to wherever it was loaded from (`ssh -L`, a server on 0.0.0.0);
+- the command a tab runs is one function of the run chosen (`TabCommand`);
+- the page's title says what the run waits for, and follows it (`/title/...`);
+- a page with no run chosen lists the runs to choose from, unless exactly one is live.
+
+The textual-serve surface used: `Server` (its app setup, static files and
+download routes), `AppService` (the pipe protocol to a Textual app under its web
+driver) with one override, `_open_app_process`, so the command runs without a
+shell and in a session of its own (a Ctrl-C on the server's terminal reaches the
+server, which closes each tab in turn, not every tab's app at once). pyproject
+pins textual-serve to the minor version this was written against.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import time
+from asyncio.subprocess import PIPE, Process
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, urlsplit
+
+import aiohttp_jinja2
+from aiohttp import WSMsgType, web
+from textual_serve.app_service import AppService
+from textual_serve.server import Server
+
+from mala_tui.core.text import clean, flatten, shorten
+from mala_tui.web.access import TokenGuard, cookie_name
+from mala_tui.web.runs import JournalError, RunBook, RunChoice
+
+TEMPLATES = Path(__file__).parent / "templates"
+TITLE_EVERY_MS = 2000
+"""How often an open page asks for its title: a glance at a background tab is this fresh."""
+FINISHED_LISTED = 50
+"""Finished runs the picker lists (newest first); `mala-tui runs` lists them all."""
+STOP_GRACE_SECONDS = 10.0
+"""How long a tab's app has to quit when its tab closes before it is killed."""
+
+TabCommand = Callable[[RunChoice], Sequence[str]]
+"""The command line a tab's app process runs for the run it opens."""
+
+
+class ListenError(Exception):
+    """The server cannot listen where it was asked to; the message says where and why."""
+
+
+class Tab(AppService):
+    """One browser tab's app process."""
+
+    def __init__(self, argv: Sequence[str], **kwargs: Any) -> None:
+        super().__init__(" ".join(argv), **kwargs)  # the command as textual-serve logs it
+        self.argv = list(argv)
+        self.process: Process | None = None
+
+    async def _open_app_process(self, width: int = 80, height: int = 24) -> Process:
+        environment = self._build_environment(width=width, height=height)
+        self.process = self._process = process = await asyncio.create_subprocess_exec(
+            *self.argv,
+            stdin=PIPE,
+            stdout=PIPE,
+            stderr=PIPE,
+            env=environment,
+            start_new_session=True,
+        )
+        assert process.stdin is not None
+        self._stdin = process.stdin
+        return process
+
+    async def close(self) -> None:
+        """Ask the app to quit (as closing the tab does); kill it if it has not within the grace."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.stop(), STOP_GRACE_SECONDS)
+        process = self.process
+        if process is not None and process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            await process.wait()
+
+
+class ConsoleServer(Server):
+    """`mala-tui serve`: the app for every run under a data dir, one process per browser tab."""
+
+    def __init__(
+        self,
+        *,
+        data_dir: Path,
+        tab_command: TabCommand,
+        token: str,
+        host: str = "127.0.0.1",
+        port: int = 8000,
+    ) -> None:
+        super().__init__("mala-tui", host=host, port=port, templates_path=TEMPLATES)
+        self.book = RunBook(data_dir)
+        self.tab_command = tab_command
+        self.guard = TokenGuard(token, cookie_name(port))
+        self.tabs: set[Tab] = set()
+        """The app processes open now, one per connected tab."""
+        self.opened = 0
+        """App processes started since the server started."""
+        self._stopping: asyncio.Event | None = None
+
+    # -- the aiohttp application -------------------------------------------------------------------
+
+    async def _make_app(self) -> web.Application:
+        app = await super()._make_app()
+        app.middlewares.insert(0, self.guard.middleware)  # before every route, the static files too
+        app.router.add_get("/ws/{run}", self.handle_websocket, name="tab")
+        app.router.add_get("/title/{run}", self.handle_title, name="title")
+        return app
+
+    async def on_startup(self, app: web.Application) -> None:
+        """Nothing printed here: `run` announces the URL once the port is bound."""
+
+    async def on_shutdown(self, app: web.Application) -> None:
+        """Every tab's app quits (or is killed) before the server's process ends."""
+        await asyncio.gather(*(tab.close() for tab in list(self.tabs)))
+
+    async def run(self, announce: Callable[[int], object]) -> None:
+        """Serve until `stop()`; `announce(port)` once listening (the port is known then).
+
+        Raises:
+            ListenError: the address cannot be listened on (in use, not this machine's).
+        """
+        self._stopping = asyncio.Event()
+        runner = web.AppRunner(await self._make_app(), handle_signals=False, access_log=None)
+        await runner.setup()
+        try:
+            site = web.TCPSite(runner, self.host, self.port)
+            try:
+                await site.start()
+            except OSError as exc:
+                reason = exc.strerror or str(exc)
+                raise ListenError(f"cannot listen on {self.host}:{self.port}: {reason}") from None
+            port = int(runner.addresses[0][1])
+            self.guard.cookie = cookie_name(port)
+            announce(port)
+            await self._stopping.wait()
+        finally:
+            await runner.cleanup()
+
+    def stop(self) -> None:
+        if self._stopping is not None:
+            self._stopping.set()
+
+    # -- pages -------------------------------------------------------------------------------------
+
+    async def handle_index(self, request: web.Request) -> web.StreamResponse:
+        """A run's app page (`?run=`), or the list of runs to choose from."""
+        wanted = request.query.get("run")
+        if wanted is None:
+            choices = self._choices()
+            live = [choice for choice in choices if choice.live]
+            if len(live) == 1:  # nothing to choose: the one live run, under its own address
+                raise web.HTTPFound(location=_page_path(live[0].run_id))
+            return self._picker(request, choices)
+        choice = self._find(wanted)
+        font_size = _to_int(request.query.get("fontsize"), 16, 6, 64)
+        scheme = "wss" if request.secure else "ws"
+        context = {
+            "title": choice.title,
+            "heading": choice.title,
+            "static_url": "/static/",
+            # Where the browser reached this page (Host), never where the server listens.
+            "websocket_url": f"{scheme}://{request.host}/ws/{quote(choice.run_id, safe='')}",
+            "title_url": f"/title/{quote(choice.run_id, safe='')}",
+            "title_every_ms": TITLE_EVERY_MS,
+            "picker_url": "/",
+            "font_size": font_size,
+        }
+        response = aiohttp_jinja2.render_template("app_index.html", request, context)
+        response.headers["Cache-Control"] = "no-store"
+        return response
+
+    def _picker(self, request: web.Request, choices: list[RunChoice]) -> web.StreamResponse:
+        live = [choice for choice in choices if choice.live]
+        finished = [choice for choice in choices if not choice.live]
+        context = {
+            "title": f"mala-tui \u2014 {len(live)} live runs" if live else "mala-tui \u2014 runs",
+            "live": [_row(choice) for choice in live],
+            "finished": [_row(choice) for choice in finished[:FINISHED_LISTED]],
+            "more": max(0, len(finished) - FINISHED_LISTED),
+        }
+        response = aiohttp_jinja2.render_template("picker.html", request, context)
+        response.headers["Cache-Control"] = "no-store"
+        return response
+
+    async def handle_title(self, request: web.Request) -> web.StreamResponse:
+        choice = self._find(request.match_info["run"])
+        return web.json_response(
+            {"title": choice.title, "live": choice.live}, headers={"Cache-Control": "no-store"}
+        )
+
+    # -- a tab's app -------------------------------------------------------------------------------
+
+    async def handle_websocket(self, request: web.Request) -> web.WebSocketResponse:
+        """The WebSocket of one tab: its app process runs while the socket is open."""
+        if not _same_origin(request):
+            # A page of another site cannot drive an app here, even with the cookie.
+            raise web.HTTPForbidden(text="mala-tui serve: a WebSocket from another origin\n")
+        choice = self._find(request.match_info.get("run", ""))
+        width = _to_int(request.query.get("width"), 80, 10, 1000)
+        height = _to_int(request.query.get("height"), 24, 5, 1000)
+        websocket = web.WebSocketResponse(heartbeat=15)
+        await websocket.prepare(request)
+        tab = Tab(
+            self.tab_command(choice),
+            write_bytes=websocket.send_bytes,
+            write_str=websocket.send_str,
+            close=websocket.close,
+            download_manager=self.download_manager,
+            debug=self.debug,
+        )
+        self.tabs.add(tab)
+        self.opened += 1
+        try:
+            await tab.start(width, height)
+            await _pump(websocket, tab)
+        except asyncio.CancelledError:
+            await websocket.close()
+        finally:
+            await tab.close()
+            self.tabs.discard(tab)
+        return websocket
+
+    # -- runs --------------------------------------------------------------------------------------
+
+    def _choices(self) -> list[RunChoice]:
+        try:
+            return self.book.choices()
+        except JournalError as exc:
+            raise web.HTTPInternalServerError(text=f"mala-tui serve: {exc}\n") from None
+
+    def _find(self, run: str) -> RunChoice:
+        try:
+            choice = self.book.find(run)
+        except JournalError as exc:
+            raise web.HTTPInternalServerError(text=f"mala-tui serve: {exc}\n") from None
+        if choice is None:
+            shown = shorten(flatten(clean(run, one_line=True)), 80)
+            raise web.HTTPNotFound(text=f"mala-tui serve: no run {shown!r}; / lists them\n")
+        return choice
+
+
+async def _pump(websocket: web.WebSocketResponse, tab: Tab) -> None:
+    """What the page sends, to the app: keys, sizes, focus; malformed messages are dropped."""
+    async for message in websocket:
+        if message.type != WSMsgType.TEXT:
+            continue
+        try:
+            envelope = json.loads(message.data)
+        except ValueError:
+            continue
+        if not isinstance(envelope, list) or len(envelope) != 2:
+            continue
+        kind, data = envelope
+        if kind == "stdin" and isinstance(data, str):
+            await tab.send_bytes(data.encode("utf-8"))
+        elif kind == "resize" and isinstance(data, dict):
+            width = _to_int(data.get("width"), 80, 10, 1000)
+            height = _to_int(data.get("height"), 24, 5, 1000)
+            await tab.set_terminal_size(width, height)
+        elif kind == "ping":
+            await websocket.send_json(["pong", data])
+        elif kind == "blur":
+            await tab.blur()
+        elif kind == "focus":
+            await tab.focus()
+
+
+def _same_origin(request: web.Request) -> bool:
+    """Whether the request's Origin (sent by every browser on a WebSocket) is this page's host."""
+    origin = request.headers.get("Origin")
+    if origin is None:
+        return True  # not a browser; the token was checked all the same
+    return urlsplit(origin).netloc.lower() == request.host.lower()
+
+
+def _to_int(value: object, default: int, low: int, high: int) -> int:
+    try:
+        number = int(str(value))
+    except ValueError:
+        return default
+    return min(max(number, low), high)
+
+
+def _page_path(run_id: str) -> str:
+    return f"/?run={quote(run_id, safe='')}"
+
+
+def _row(choice: RunChoice) -> dict[str, str]:
+    started = (
+        time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(choice.started_at))
+        if choice.started_at
+        else "?"
+    )
+    return {
+        "run_id": choice.run_id,
+        "url": _page_path(choice.run_id),
+        "started": started,
+        # Names come from the journal: one line each; the template escapes them for HTML.
+        "sessions": shorten(flatten(clean(", ".join(choice.sessions), one_line=True)), 200),
+        "waits": "; ".join(choice.waiting) or "nothing",
+    }
