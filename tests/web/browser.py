@@ -1,0 +1,51 @@
+"""A real browser for the web console's tests: Debian's chromium, headless, driven by Playwright.
+
+Playwright cannot download a browser of its own here: it drives the system's
+chromium through `executable_path` (.ci/run installs the package when missing).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from playwright.sync_api import Browser, Page, sync_playwright
+
+CHROMIUM = "/usr/bin/chromium"
+FLAGS = (
+    "--headless",
+    "--no-sandbox",  # we run as root, where chromium's sandbox will not start
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",  # nothing but the server under test is asked
+    "--disable-component-update",
+    "--disable-sync",
+)
+
+
+@contextlib.contextmanager
+def chromium() -> Iterator[Browser]:
+    """Headless chromium; Playwright gives each launch a fresh profile (no cookie kept)."""
+    assert shutil.which("chromium") or Path(CHROMIUM).exists(), (
+        "Debian's chromium is needed for this test (.ci/run installs it)"
+    )
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=list(FLAGS))
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+def wait_for(check: Callable[[], object], seconds: float, what: str, page: Page) -> None:
+    """Poll `check` while the page keeps running its scripts, until it holds or time runs out."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if check():
+            return
+        page.wait_for_timeout(200)
+    raise AssertionError(f"timed out waiting for {what} (title {page.title()!r})")
