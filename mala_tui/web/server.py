@@ -41,7 +41,7 @@ from textual_serve.app_service import AppService
 from textual_serve.server import Server
 
 from mala_tui.core.text import clean, flatten, shorten
-from mala_tui.web.access import TokenGuard, cookie_name
+from mala_tui.web.access import Handler, TokenGuard, cookie_name
 from mala_tui.web.runs import JournalError, RunBook, RunChoice
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -120,6 +120,7 @@ class ConsoleServer(Server):
     async def _make_app(self) -> web.Application:
         app = await super()._make_app()
         app.middlewares.insert(0, self.guard.middleware)  # before every route, the static files too
+        app.middlewares.insert(0, _guarded_headers)  # on every response, refusals included
         app.router.add_get("/ws/{run}", self.handle_websocket, name="tab")
         app.router.add_get("/title/{run}", self.handle_title, name="title")
         return app
@@ -255,6 +256,28 @@ class ConsoleServer(Server):
             shown = shorten(flatten(clean(run, one_line=True)), 80)
             raise web.HTTPNotFound(text=f"mala-tui serve: no run {shown!r}; / lists them\n")
         return choice
+
+
+GUARDED_HEADERS = {
+    # No other site may frame the console and have a person click "allow" unawares.
+    "X-Frame-Options": "DENY",
+    "Content-Security-Policy": "frame-ancestors 'none'",
+    # The first address carries the token: no request from the page may pass it on.
+    "Referrer-Policy": "no-referrer",
+    "X-Content-Type-Options": "nosniff",
+}
+
+
+@web.middleware
+async def _guarded_headers(request: web.Request, handler: Handler) -> web.StreamResponse:
+    try:
+        response = await handler(request)
+    except web.HTTPException as refusal:  # a refusal, a redirect: a response all the same
+        refusal.headers.update(GUARDED_HEADERS)
+        raise
+    if not response.prepared:  # a WebSocket's headers are sent before its handler returns
+        response.headers.update(GUARDED_HEADERS)
+    return response
 
 
 async def _pump(websocket: web.WebSocketResponse, tab: Tab) -> None:

@@ -63,6 +63,9 @@ def test_a_request_without_the_token_is_refused_and_starts_no_app(tmp_path: Path
                     )
                 # A wrong token, in the query or in the cookie, is no token.
                 assert await refused(session, f"{served.base}/?token={WRONG}") == 403
+                async with session.get(served.base) as refusal:
+                    assert refusal.headers["X-Frame-Options"] == "DENY"
+                    assert refusal.headers["Referrer-Policy"] == "no-referrer"
                 assert await refused(session, f"{served.base}/?token=") == 403
                 assert (
                     await refused(
@@ -115,6 +118,10 @@ def test_the_printed_token_becomes_an_httponly_cookie_and_leaves_the_address(
                     assert cookie["path"] == "/"
                 async with session.get(f"{served.base}/") as response:  # the cookie alone
                     assert response.status == 200
+                    # No other site may frame it, nor learn its address from a Referer.
+                    assert response.headers["X-Frame-Options"] == "DENY"
+                    assert "frame-ancestors 'none'" in response.headers["Content-Security-Policy"]
+                    assert response.headers["Referrer-Policy"] == "no-referrer"
                     page = await response.text()
                 assert f'href="/?run={RUN}"' in page and "Finished runs" in page
                 async with session.get(f"{served.base}/static/js/textual.js") as response:
