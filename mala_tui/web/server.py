@@ -27,7 +27,9 @@ import asyncio
 import contextlib
 import json
 import os
+import shutil
 import signal
+import sys
 import time
 from asyncio.subprocess import PIPE, Process
 from collections.abc import Callable, Sequence
@@ -71,7 +73,7 @@ class Tab(AppService):
     async def _open_app_process(self, width: int = 80, height: int = 24) -> Process:
         environment = self._build_environment(width=width, height=height)
         self.process = self._process = process = await asyncio.create_subprocess_exec(
-            *self.argv,
+            *_ending_with_this_process(self.argv),
             stdin=PIPE,
             stdout=PIPE,
             stderr=PIPE,
@@ -91,6 +93,20 @@ class Tab(AppService):
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(process.pid, signal.SIGKILL)
             await process.wait()
+
+
+def _ending_with_this_process(argv: Sequence[str]) -> list[str]:
+    """`argv`, made to get SIGTERM when the server's process dies, where Linux can say so.
+
+    A Textual app under the web driver does not end when its input closes: a server
+    killed outright (kill -9) would leave every tab's app running for nobody. util-linux's
+    `setpriv --pdeathsig` asks the kernel to signal it then (PR_SET_PDEATHSIG); a
+    console closed that way leaves its run alone, as any console's end does.
+    """
+    setpriv = shutil.which("setpriv") if sys.platform == "linux" else None
+    if setpriv is None:
+        return list(argv)
+    return [setpriv, "--pdeathsig", "TERM", "--", *argv]
 
 
 class ConsoleServer(Server):

@@ -281,3 +281,23 @@ def test_ctrl_c_closes_every_tab_before_the_server_exits(tmp_path: Path) -> None
         apps = asyncio.run(two_tabs_then_ctrl_c())
         assert served.process.wait(timeout=60) == 0
     assert [pid for pid in apps if alive(pid)] == []
+
+
+def test_a_server_killed_outright_takes_its_tabs_apps_with_it(tmp_path: Path) -> None:
+    write_finished(tmp_path)
+    with serve(tmp_path) as served:
+
+        async def tab_then_kill() -> list[int]:
+            async with (
+                aiohttp.ClientSession(headers=served.cookie_header) as session,
+                session.ws_connect(f"{served.base}/ws/{RUN}") as websocket,
+            ):
+                assert (await websocket.receive(timeout=60)).type is aiohttp.WSMsgType.BINARY
+                apps = served.children()
+                served.process.kill()
+                served.process.wait(timeout=30)
+                return apps
+
+        apps = asyncio.run(tab_then_kill())
+    assert len(apps) == 1
+    wait_until(lambda: not alive(apps[0]), 30, "the tab's app to end with its server")
