@@ -226,6 +226,7 @@ def run(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.stdo
         agent_spec,
         build_supervisor,
         open_journal,
+        oversized,
         plain_spec,
         plan_tasks,
     )
@@ -241,7 +242,7 @@ def run(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.stdo
     except TaskFileError as exc:
         print(f"mala-tui run: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    problem = refusal(args, loaded)
+    problem = oversized(plans, loaded.settings, args.model) or refusal(args, loaded)
     if problem is not None:
         print(f"mala-tui run: {problem}", file=sys.stderr)
         return EXIT_USAGE

@@ -206,7 +206,7 @@ def harness_checkpoint(
     parts = [
         f"(Written by mala-tui, not by the agent: {reason}.)",
         "## Goal",
-        shorten(goal, 4000),
+        goal,  # whole: cut, the fresh session would work on part of its task
         "## Completed Work",
         "\n".join(completed) or "- (no tool call finished)",
         "## Remaining Tasks",
@@ -249,8 +249,13 @@ def checkpoint_for_prompt(checkpoint: Checkpoint, max_chars: int) -> str:
     """The checkpoint as it goes into the continuation prompt, cut to a bound.
 
     The full text is journaled and saved; only the prompt copy is shortened, with
-    a note saying so, so a runaway answer cannot fill the fresh window.
+    a note saying so, so a runaway answer cannot fill the fresh window. The goal of a
+    checkpoint mala-tui wrote is the task itself, word for word: it is never cut (the
+    task was checked to fit the window before it ran), and the rest gets half the bound.
     """
+    if checkpoint.harness_made:
+        goal_ends = checkpoint.text.find("\n## Completed Work")
+        max_chars = max(max_chars, goal_ends + max_chars // 2)
     if len(checkpoint.text) <= max_chars:
         return checkpoint.text
     dropped = len(checkpoint.text) - max_chars

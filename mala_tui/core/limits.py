@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mala_tui.core.phases import ManageMode
+from mala_tui.core.usage import CHARS_PER_TOKEN, estimate_tokens
 from mala_tui.core.window import WindowSource
 
 
@@ -40,3 +41,35 @@ class Limits:
     manage: ManageMode
     never_mask_tools: frozenset[str]
     """Tools whose results are never masked."""
+
+    @property
+    def task_room(self) -> int:
+        """The most a task may take of the window: what a session may fill before it
+        is restarted (the whole window when mala-tui does not restart it)."""
+        if self.manage is ManageMode.FULL:
+            return int(self.hard_threshold * self.context_limit)
+        return self.context_limit
+
+
+def oversized_task(task: str, limits: Limits) -> str | None:
+    """Why `task` cannot be given to a session under `limits`, or None when it fits.
+
+    The size is the chars/4 estimate (the API counts only once it is sent): a task the
+    estimate lets through and the API refuses ends its session at the refusal instead.
+    A task past the room cannot be worked on as given: its session would be restarted,
+    or refused, before the agent did any of it.
+    """
+    tokens = estimate_tokens(len(task))
+    room = limits.task_room
+    if tokens <= room:
+        return None
+    size = f"about {tokens:,} tokens ({len(task):,} characters at {CHARS_PER_TOKEN} a token)"
+    window = f"{limits.context_limit:,}-token window"
+    if room < limits.context_limit:
+        bound = (
+            f"more than the {room:,} of its {window} a session may fill before it restarts "
+            f"(hard threshold {limits.hard_threshold:g})"
+        )
+    else:
+        bound = f"more than its {window}"
+    return f"{size}: {bound}; shorten it, or put its bulk in a file the agent reads"

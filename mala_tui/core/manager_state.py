@@ -255,6 +255,14 @@ class ManagerState:
         floor = self.restart_floor
         return floor is None or floor < self.hard_tokens()
 
+    def nothing_taken(self) -> bool:
+        """No request of this agent session was taken yet: no call was measured, and its
+        transcript holds only what mala-tui sent (and Claude Code's errors). A refusal
+        now is of its first prompt, which a restart would only send again."""
+        return self.tracker.latest_call is None and all(
+            message.from_harness for message in self.transcript.messages
+        )
+
     def hard_tokens(self) -> int:
         return int(self.limits.hard_threshold * self.window)
 

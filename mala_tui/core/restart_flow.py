@@ -49,6 +49,7 @@ from mala_tui.core.phases import Cause, IllegalTransition, ManageMode, Trigger
 from mala_tui.core.prompts import PromptKind
 from mala_tui.core.resume_plan import ResumeFrom, SessionResume
 from mala_tui.core.transcript import Message, Transcript
+from mala_tui.core.usage import estimate_tokens
 from mala_tui.core.window import RefusalBounds
 
 
@@ -136,8 +137,22 @@ class RestartFlow:
             (moved, ev.CheckpointRequested(at=at, session=self._state.name, tokens=usage.tokens)),
         )
 
+    def emergency_trigger(self) -> Trigger:
+        """Where an emergency leads: a restart from a checkpoint, or the session's end."""
+        if self._state.manage is not ManageMode.FULL or self._state.nothing_taken():
+            return Trigger.FAIL
+        return self.checkpoint_trigger()
+
     def emergency(self, at: float, reason: str) -> Outcome:
-        """The agent can no longer write a checkpoint: build one from the transcript."""
+        """The agent can no longer write a checkpoint: build one from the transcript.
+
+        Not when the refused request was the session's first: its prompt (the task, or
+        the checkpoint a fresh session starts from) does not fit, and a checkpoint of
+        nothing done would cut the task to fit or send the same prompt again. The
+        session ends instead, saying so: never done on a task it could not read."""
+        if self._state.nothing_taken():
+            self._state.check(Trigger.FAIL)
+            return self._state.end(at, Trigger.FAIL, EndStatus.FAILED, self._first_prompt_refused())
         if self._state.manage is not ManageMode.FULL:
             self._state.check(Trigger.FAIL)
             return self._state.end(
@@ -158,6 +173,22 @@ class RestartFlow:
             self._state.turn.stopping = StopFor.EMERGENCY
             return Outcome((Interrupt(), *outcome.actions), outcome.events)
         return outcome
+
+    def _first_prompt_refused(self) -> str:
+        messages = self._state.transcript.messages
+        first = messages[0].text if messages else self._state.turn.prompt
+        is_task = self._state.counters.continuation == 0 and first == self._state.task
+        what = "the task" if is_task else "this fresh session's first prompt"
+        return (
+            f"{what} ({len(first):,} characters, about {estimate_tokens(len(first)):,} tokens) "
+            "does not fit the window: its first request was refused as too long for the "
+            f"{self._state.window:,}-token window, and a restart would only send it again; "
+            + (
+                "shorten the task, or put its bulk in a file the agent reads"
+                if is_task
+                else "its checkpoint is kept"
+            )
+        )
 
     def harness_checkpoint(self, reason: str) -> Checkpoint:
         """A checkpoint built from the transcript, for when the agent cannot write one."""

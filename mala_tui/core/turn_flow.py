@@ -241,11 +241,7 @@ class TurnFlow:
                     f"{self._state.name}: a turn ended while {self._state.phase.value}"
                 )
             if obs.prompt_too_long:  # the emergency's own check, before anything changes
-                self._state.check(
-                    self._restart_flow.checkpoint_trigger()
-                    if self._state.manage is ManageMode.FULL
-                    else Trigger.FAIL
-                )
+                self._state.check(self._restart_flow.emergency_trigger())
         # The request the API refused, as projected before this turn's end moves anything.
         refused = (
             self._state.projected_tokens()

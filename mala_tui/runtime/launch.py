@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from mala_tui.config import LoadedSettings, Settings, suggest, user_config_dir
+from mala_tui.core.limits import oversized_task
 from mala_tui.core.numbers import NumberOutOfRange, loads_json, loads_toml
 from mala_tui.core.phases import ManageMode
 from mala_tui.core.prompts import PromptSet
@@ -233,6 +234,18 @@ def agent_spec(plan: TaskPlan, settings: Settings, **extra: Any) -> SessionSpec:
         own_compaction=ManageMode(task_settings.context.manage) is ManageMode.OFF,
         **extra,
     )
+
+
+def oversized(plans: Sequence[TaskPlan], settings: Settings, model: str | None) -> str | None:
+    """Why a task cannot run as given (its estimate past what its window holds, with its
+    own profile's model and thresholds), or None when every task fits."""
+    for plan in plans:
+        spec = agent_spec(plan, settings, model=model)
+        limits = limits_from(plan.profile.apply(settings), spec.model, spec.betas)
+        problem = oversized_task(plan.task, limits)
+        if problem is not None:
+            return f"task {plan.name!r} is {problem}"
+    return None
 
 
 def prompts_for(settings: Settings) -> PromptSet:

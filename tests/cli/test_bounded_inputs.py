@@ -92,3 +92,43 @@ def test_a_huge_number_in_a_tasks_file_is_one_line_and_exit_2(
     assert line.startswith(f"mala-tui run: tasks file {tasks}: number too large")
     assert len(line) < 300
     assert not (tmp_path / "d" / "runs").exists()
+
+
+# -- a task larger than the window -------------------------------------------------------------
+
+
+def test_a_task_larger_than_its_window_is_refused_before_the_run(tmp_path: Path) -> None:
+    tasks = tmp_path / "tasks.json"
+    big = "Summarise this. " + "lorem ipsum " * 75_000  # about 229,000 tokens
+    tasks.write_text(json.dumps([{"name": "small", "task": "t"}, {"name": "big", "task": big}]))
+    done = mala(
+        *("--set", "agent.model=claude-sonnet-4-5", "run", "--tasks", str(tasks)),
+        *("--headless", "--data-dir", str(tmp_path / "d")),
+    )
+    assert done.returncode == 2
+    assert one_line(done) == (
+        f"mala-tui run: task 'big' is about {-(-len(big) // 4):,} tokens ({len(big):,} "
+        "characters at 4 a token): more than the 160,000 of its 200,000-token window a session "
+        "may fill before it restarts (hard threshold 0.8); shorten it, or put its bulk in a "
+        "file the agent reads"
+    )
+    assert not (tmp_path / "d" / "runs").exists()
+
+
+def test_a_profiles_window_and_thresholds_are_the_ones_a_task_is_held_to(tmp_path: Path) -> None:
+    tasks = tmp_path / "tasks.toml"
+    big = "x" * 700_000  # 175,000 tokens: past a 200K window's hard threshold, not a 1M one's
+    tasks.write_text(
+        '[profile.wide]\nmodel = "claude-sonnet-4-5[1m]"\n\n'
+        f'[[task]]\nname = "wide"\nprofile = "wide"\ntask = "{big}"\n\n'
+        f'[[task]]\nname = "unmanaged"\nmanage = "off"\ntask = "{"y" * 900_000}"\n'
+    )
+    done = mala(
+        *("--set", "agent.model=claude-sonnet-4-5", "run", "--tasks", str(tasks)),
+        *("--headless", "--data-dir", str(tmp_path / "d")),
+    )
+    assert done.returncode == 2
+    assert one_line(done).startswith(
+        "mala-tui run: task 'unmanaged' is about 225,000 tokens (900,000 characters at 4 a "
+        "token): more than its 200,000-token window;"
+    )

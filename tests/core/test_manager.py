@@ -237,7 +237,11 @@ def fire(m: ContextManager, phase: Phase, trigger: Trigger) -> None:
         Trigger.CHECKPOINT_ACCEPTED,
         Trigger.CHECKPOINT_AT_LIMIT,
     ):
-        m.observe(done(CHECKPOINT_ANSWER) if phase is Phase.CHECKPOINTING else TOO_LONG)
+        if phase is Phase.CHECKPOINTING:
+            m.observe(done(CHECKPOINT_ANSWER))
+        else:
+            feed_reads(m, count=1, size=400)  # a first prompt refused fails: see test_task_size
+            m.observe(TOO_LONG)
     elif trigger is Trigger.APPROVED:
         m.observe(ApprovalGiven(3.0, Decision.APPROVE))
     elif trigger is Trigger.DENIED:

@@ -137,3 +137,31 @@ async def test_a_tasks_files_task_works_in_cwd_not_the_files_folder(tmp_path: Pa
         if isinstance(e, ev.SessionStarted)
     ]
     assert started.cwd == str(workspace)
+
+
+async def test_a_task_the_model_refuses_as_too_long_fails_and_is_never_done(tmp_path: Path) -> None:
+    """A task under its estimate but over the model's real window (a gateway's smaller one
+    here): its first request is refused, and the session ends failed, saying the task does
+    not fit, instead of running on an emergency checkpoint holding part of the task."""
+    scenario = load_scenario("quickstart")
+    workspace = tmp_path / "project"
+    workspace.mkdir()
+    materialize_workspace(scenario, workspace)
+    task = scenario.task + "\n" + "lorem ipsum dolor " * 8_000 + "\nLAST: also say banana."
+    tasks = tmp_path / "tasks.json"
+    tasks.write_text(json.dumps([{"name": "big", "task": task}]))
+    async with LoopbackServer(scenario, response_delay_s=0, window=20_000) as server:
+        env = dict(os.environ, **offline_cli_env(server.base_url, tmp_path / "claude-home"))
+        env["MALA_TUI_STORAGE__DATA_DIR"] = str(tmp_path / "data")
+        code, out, err = await run_cli(
+            *("--set", "agent.model=claude-sonnet-4-5", "run", "--tasks", str(tasks)),
+            *("--cwd", str(workspace), "--headless"),
+            env=env,
+        )
+    assert code == 1, out + err
+    assert f"big: failed - the task ({len(task):,} characters" in out
+    assert "does not fit the window: its first request was refused as too long" in out
+    (run,) = list_runs(tmp_path / "data")
+    events = read_events(run.directory / "events.jsonl").events
+    assert not [e for e in events if isinstance(e, ev.CheckpointSaved | ev.Restarted)]
+    assert "VERSION = 1" in (workspace / "src" / "app.py").read_text()
