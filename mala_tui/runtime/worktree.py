@@ -13,6 +13,7 @@ worktree's own index is never touched.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import re
 import shutil
@@ -28,6 +29,9 @@ from mala_tui.core import events as ev
 BRANCH_PREFIX: Final = "mala"
 GIT_TIMEOUT_SECONDS: Final = 60
 _UNSAFE_REF = re.compile(r"[^A-Za-z0-9._-]+")
+_DOTS = re.compile(r"\.{2,}")
+NAME_CHARS: Final = 60
+"""A session's part of its branch and folder names is at most this long (a hash aside)."""
 
 
 class WorktreeError(Exception):
@@ -139,10 +143,26 @@ def current_branch(cwd: Path) -> str:
         return ""  # detached: symbolic-ref exits 1 with nothing to say
 
 
+def safe_name(session: str) -> str:
+    """The session's name as a branch's last part and a folder's name: safe, bounded, unique.
+
+    What a ref or a file name cannot hold (a slash, a space, `..`, a leading dot or dash,
+    a trailing `.lock`) becomes '-', and it is cut at NAME_CHARS. A name that had to
+    change gains a short hash of the original, so `a/b` and `a-b`, or `.` and `..`, never
+    share a branch or a folder, and none is `.`, `..` or past a file name's length.
+    """
+    cleaned = _DOTS.sub("-", _UNSAFE_REF.sub("-", session))[:NAME_CHARS].strip(".-")
+    if cleaned.lower().endswith(".lock"):
+        cleaned = cleaned[: -len(".lock")] + "-lock"
+    if cleaned and cleaned == session:
+        return cleaned
+    digest = hashlib.sha256(session.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return f"{cleaned or 'session'}-{digest}"
+
+
 def branch_name(run_id: str, session: str) -> str:
-    """`mala/<run id>/<session>`, with whatever a ref name cannot hold replaced by '-'."""
-    safe = _UNSAFE_REF.sub("-", session).strip(".-") or "session"
-    return f"{BRANCH_PREFIX}/{run_id}/{safe}"
+    """`mala/<run id>/<session's safe name>` (see `safe_name`)."""
+    return f"{BRANCH_PREFIX}/{run_id}/{safe_name(session)}"
 
 
 def create(cwd: Path, run_id: str, session: str, parent: Path) -> Worktree:
@@ -153,7 +173,7 @@ def create(cwd: Path, run_id: str, session: str, parent: Path) -> Worktree:
     """
     repository, commit = repository_root(cwd)
     branch = branch_name(run_id, session)
-    path = parent / _UNSAFE_REF.sub("-", session)
+    path = parent / safe_name(session)
     parent.mkdir(parents=True, exist_ok=True)
     _git(["worktree", "add", "--quiet", "-b", branch, str(path), commit], repository)
     inside = cwd.resolve().relative_to(repository.resolve())

@@ -70,8 +70,39 @@ def test_without_git_on_path_the_error_says_so(
 
 def test_branch_names_are_safe_refs() -> None:
     assert branch_name("20261123-1-ab", "task-1") == "mala/20261123-1-ab/task-1"
-    assert branch_name("r", "fix: the ~parser^") == "mala/r/fix-the-parser"
-    assert branch_name("r", "..") == "mala/r/session"
+    # A name that had to change keeps a short hash of the original: never two alike.
+    assert branch_name("r", "fix: the ~parser^").startswith("mala/r/fix-the-parser-")
+    assert branch_name("r", "..").startswith("mala/r/session-")
+    assert branch_name("r", "..") != branch_name("r", ".")
+
+
+#: Names that read alike once made safe, or that no folder or ref can take as they are.
+HOSTILE_NAMES = (
+    ["a/b", "a-b", "a b", "a:b"],
+    [".", "..", "...", "-", ""],
+    ["x" * 300, "x" * 301, "é" * 200],
+    ["a..b", "b.lock", "-lead", "@{x}", "c.", "d/", "HEAD", "a\\b", "tab\there"],
+)
+
+
+@pytest.mark.parametrize("names", HOSTILE_NAMES, ids=["alike", "dots", "long", "ref-rules"])
+def test_every_name_gets_its_own_safe_bounded_branch_and_folder(
+    tmp_path: Path, names: list[str]
+) -> None:
+    repo = tmp_path / "repo"
+    make_repo(repo)
+    parent = tmp_path / "run" / "worktrees"
+    made = create_all([(name, repo) for name in names], "20261123-1-ab", parent)
+    assert set(made) == set(names)
+    branches = {worktree.branch for worktree in made.values()}
+    folders = {worktree.path for worktree in made.values()}
+    assert len(branches) == len(folders) == len(names)
+    listed = git(repo, "branch", "--list", "mala/*", "--format=%(refname:short)").split()
+    assert set(listed) == branches
+    for worktree in made.values():
+        assert worktree.path.parent == parent  # inside the run's folder, never above it
+        assert len(worktree.path.name) <= 80 and len(worktree.branch) <= 120
+        assert (worktree.path / "src" / "app.py").is_file()
 
 
 def test_create_checks_out_the_current_commit_on_a_new_branch(tmp_path: Path) -> None:
