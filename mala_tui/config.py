@@ -95,6 +95,12 @@ class ContextSettings(BaseModel):
     the cache-write price after every mask; fewer is cheaper, more lets the agent see
     more of its latest work. What the agent fetches again after a mask is kept too."""
 
+    cache_ttl_seconds: float = Field(default=300.0, gt=0)
+    """The prompt cache's lifetime: 300 s (the API's default), 3600 for the 1-hour cache.
+    A session in the soft zone that waited longer (an approval, a permission request, a
+    pause) finds its cache cold: it applies the mask that was waiting before its next
+    request, free, since that request writes the whole prompt anyway."""
+
     mask_min_batch_tokens: int = Field(default=30_000, ge=0)
     """Mask only when at least this many tokens (estimated, calibrated to the session's
     measured density) can go at once: masking breaks the prompt cache from the first

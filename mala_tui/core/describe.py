@@ -36,9 +36,15 @@ def summary(event: ev.Event) -> str:
                 if event.projected_tokens is not None
                 else ""
             )
+            free = (
+                f"; free: the prompt cache had gone cold ({gap(event.idle_seconds)} since the "
+                "last request)"
+                if event.free and event.idle_seconds is not None
+                else ""
+            )
             return (
                 f"masked {event.count} results (~{tokens(event.estimated_tokens)}, "
-                f"{event.trigger}{projected}), {event.total_masked} in all"
+                f"{event.trigger}{projected}), {event.total_masked} in all{free}"
             )
         case ev.MaskMeasured():
             change = f"{tokens(event.tokens_before)} -> {tokens(event.tokens_after)}"
@@ -90,6 +96,11 @@ def summary(event: ev.Event) -> str:
                 f"window believed ({event.believed_source}): window ~{tokens(event.window)}, "
                 f"an estimate between {tokens(event.accepted)} accepted and "
                 f"~{tokens(event.refused)} refused"
+            )
+        case ev.CacheCooling():
+            return (
+                f"waiting for {event.waiting_for} past half the prompt cache's lifetime "
+                f"({gap(event.ttl)}): it goes cold in {gap(event.cold_in)}"
             )
         case ev.ManageModeSet():
             return f"management mode {event.mode}"

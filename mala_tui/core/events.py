@@ -67,6 +67,8 @@ class SessionStarted(EventBase):
     window_source: WindowSource = WindowSource.DEFAULT
     """Where the window came from (see core.window.WindowSource)."""
     manage: ManageMode = ManageMode.FULL
+    cache_ttl_seconds: float | None = None
+    """The prompt cache's lifetime the session is judged by (context.cache_ttl_seconds)."""
 
 
 class PhaseChanged(EventBase):
@@ -92,6 +94,9 @@ class UsageRecorded(EventBase):
     """Tokens per chars/4 token that calibrates this session's per-block estimates."""
     density_measured: bool = False
     """False while the density is the prior (too few calls to fit it)."""
+    call_started: bool = False
+    """The first report of a new API call: the request that read (and so kept warm) the
+    prompt cache was sent then."""
 
     @property
     def pressure(self) -> float:
@@ -126,6 +131,11 @@ class MaskApplied(EventBase):
     """Why: operator, soft_threshold or projection."""
     projected_tokens: int | None = None
     """The next request's projected size when the mask was decided at a tool result."""
+    free: bool = False
+    """The prompt cache had gone cold while the session waited: the next request writes
+    the whole prompt anyway, so the mask's own rewrite costs nothing."""
+    idle_seconds: float | None = None
+    """With `free`: how long it had been since the session's last request."""
 
 
 class MaskMeasured(EventBase):
@@ -315,6 +325,18 @@ class WindowLearned(EventBase):
     believed_source: WindowSource
 
 
+class CacheCooling(EventBase):
+    """A question (an approval, a permission request) has kept its session waiting past
+    half the prompt cache's lifetime: the cache goes cold unless it is answered."""
+
+    type: Literal["cache_cooling"] = "cache_cooling"
+    waiting_for: str
+    """What the session waits for, e.g. "permission to use Bash (request #2)"."""
+    cold_in: float
+    """Seconds until the cache goes cold (its lifetime from the last request)."""
+    ttl: float
+
+
 class ManageModeSet(EventBase):
     type: Literal["manage_mode"] = "manage_mode"
     mode: ManageMode
@@ -351,6 +373,7 @@ Event = Annotated[
     | ErrorRecorded
     | WarningRecorded
     | WindowLearned
+    | CacheCooling
     | ManageModeSet
     | MessageQueued
     | MessageDelivered

@@ -41,6 +41,9 @@ class Limits:
     manage: ManageMode
     never_mask_tools: frozenset[str]
     """Tools whose results are never masked."""
+    cache_ttl_seconds: float
+    """The prompt cache's lifetime: a request after a longer silence finds the cache
+    cold and writes its whole prompt again, so a mask just before it costs nothing."""
 
     @property
     def task_room(self) -> int:

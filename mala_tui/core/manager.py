@@ -151,6 +151,10 @@ class ContextManager:
     def usage(self) -> ContextUsage:
         return self._state.usage
 
+    def cache_warm_until(self) -> float | None:
+        """When the prompt cache goes cold unless a request comes first (None: unknown)."""
+        return self._state.cache_warm_until()
+
     def projected_tokens(self) -> int:
         """The next request's size, as decisions at a tool result see it."""
         return self._state.projected_tokens()

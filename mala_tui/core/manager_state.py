@@ -28,7 +28,7 @@ from mala_tui.core.actions import Action, EndSession, EndStatus
 from mala_tui.core.calibration import Calibration, Density
 from mala_tui.core.checkpoint import Checkpoint
 from mala_tui.core.limits import Limits
-from mala_tui.core.mask_economics import GrowthRate
+from mala_tui.core.mask_economics import GrowthRate, cache_cold
 from mala_tui.core.masking import MaskPlan
 from mala_tui.core.operator_messages import Delivery, MessageQueue, messages_block
 from mala_tui.core.phases import TRANSITIONS, Cause, IllegalTransition, ManageMode, Phase, Trigger
@@ -100,6 +100,9 @@ class PendingMask:
     """Masked so that the wind-down request fits: wind down once it is applied."""
     projected: int | None = None
     """The next request's projected size, when decided at a tool result."""
+    idle_seconds: float | None = None
+    """Set when the prompt cache had gone cold (seconds since the last request): the mask
+    is free, as the next request writes the whole prompt anyway."""
 
 
 @dataclass
@@ -165,6 +168,9 @@ class ManagerState:
     growth: GrowthRate = field(default_factory=GrowthRate)
     chars_at_call: int | None = None
     """Transcript characters when the latest per-call usage arrived."""
+    cache_refreshed_at: float | None = None
+    """When the latest API call began: its request read the prompt cache and so kept it
+    warm for `limits.cache_ttl_seconds` more."""
     usage_missing: bool = False
     """An answer came without per-call usage: decide on the estimate."""
     masked_keys: set[tuple[str, str]] = field(default_factory=set)
@@ -231,6 +237,17 @@ class ManagerState:
         else:
             now = usage.tokens
         return now + self.calibrated(pending)
+
+    def cache_cold(self, at: float) -> bool:
+        """The prompt cache has gone cold by `at`: the next request writes the whole
+        prompt again, whatever masking does (core.mask_economics)."""
+        return cache_cold(self.cache_refreshed_at, at, self.limits.cache_ttl_seconds)
+
+    def cache_warm_until(self) -> float | None:
+        """When the prompt cache goes cold unless a request comes first (None: unknown)."""
+        if self.cache_refreshed_at is None:
+            return None
+        return self.cache_refreshed_at + self.limits.cache_ttl_seconds
 
     def zone_of(self, tokens: int) -> Zone:
         """The zone decisions act on (see `restart_makes_room` for when that is not

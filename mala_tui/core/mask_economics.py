@@ -26,19 +26,38 @@ from typing import Final
 #: The API's prompt-cache prices as multiples of the input price (5-minute cache).
 CACHE_WRITE: Final = 1.25
 CACHE_READ: Final = 0.1
+#: A write to the 1-hour cache.
+CACHE_WRITE_HOUR: Final = 2.0
+#: The 5-minute cache's lifetime, in seconds: longer lifetimes are the 1-hour cache's.
+FIVE_MINUTES: Final = 300.0
 
 
-def worthwhile_batch(after: int, cached_prefix: int, growth: float) -> int:
+def write_price(cache_ttl_seconds: float) -> float:
+    """A cache write's price for a cache of this lifetime (the 1-hour cache's costs more)."""
+    return CACHE_WRITE if cache_ttl_seconds <= FIVE_MINUTES else CACHE_WRITE_HOUR
+
+
+def worthwhile_batch(
+    after: int, cached_prefix: int, growth: float, write: float = CACHE_WRITE
+) -> int:
     """The least a mask leaving `after` tokens should free to pay for its rewrite."""
     rewritten = max(0, after - cached_prefix)
-    return math.isqrt(round(2 * (CACHE_WRITE - CACHE_READ) / CACHE_READ * rewritten * growth))
+    return math.isqrt(round(2 * (write - CACHE_READ) / CACHE_READ * rewritten * growth))
 
 
-def pays_for_itself(freed: int, after: int, cached_prefix: int, growth: float | None) -> bool:
+def pays_for_itself(
+    freed: int, after: int, cached_prefix: int, growth: float | None, write: float = CACHE_WRITE
+) -> bool:
     """True when masking `freed` tokens now costs less than waiting; unknown growth: True."""
     if growth is None or growth <= 0:
         return True
-    return freed >= worthwhile_batch(after, cached_prefix, growth)
+    return freed >= worthwhile_batch(after, cached_prefix, growth, write)
+
+
+def cache_cold(last_request_at: float | None, now: float, ttl_seconds: float) -> bool:
+    """Whether the prompt cache has expired: no request for at least its lifetime (every
+    request that reads it keeps it warm). Unknown (no request yet): not cold."""
+    return last_request_at is not None and now - last_request_at >= ttl_seconds
 
 
 class GrowthRate:

@@ -14,6 +14,13 @@ Every size a decision uses is a chars/4 estimate scaled by the session's measure
 density (core.calibration), so the batch minimum and what a mask frees mean the
 same tokens the gauge shows.
 
+The prompt cache has a lifetime (`limits.cache_ttl_seconds`). A session in the soft
+zone whose cache went cold while it waited (a permission request, a pause: no
+request for longer than the lifetime, judged on the observations' times) writes its
+whole prompt again on its next request whatever happens; a mask then costs nothing of
+its own. So the mask that was waiting to pay for itself is applied before that
+request, whatever its size, and journaled as free (`MaskApplied.free`).
+
 A part of the ContextManager (core.manager): `MaskingDecisions` is given the
 session's state (core.manager_state) and the restart flow (core.restart_flow),
 the one other part it calls. The turn flow and operator handling call it.
@@ -26,7 +33,7 @@ from typing import Final
 from mala_tui.core import events as ev
 from mala_tui.core.actions import ApplyMask, SendPrompt, StopTurn
 from mala_tui.core.manager_state import ManagerState, Outcome, PendingMask, StopFor, news_key
-from mala_tui.core.mask_economics import pays_for_itself
+from mala_tui.core.mask_economics import pays_for_itself, write_price
 from mala_tui.core.masking import MaskPlan, call_key, maskable, placeholder, plan_masking
 from mala_tui.core.observations import MaskConfirmed, MaskFailed, ToolResultSeen
 from mala_tui.core.operator_messages import Delivery
@@ -102,7 +109,18 @@ class MaskingDecisions:
             tokens - plan.estimated_tokens,
             self._state.density.overhead,
             self._state.growth.rate,
+            write_price(self._state.limits.cache_ttl_seconds),
         )
+
+    def _idle_if_cold(self, at: float, tokens: int) -> float | None:
+        """Seconds since the last request when the prompt cache has gone cold and the
+        window is in the soft zone (a mask now is free); None otherwise."""
+        refreshed = self._state.cache_refreshed_at
+        if refreshed is None or not self._state.cache_cold(at):
+            return None
+        if self._state.zone_of(tokens) is not Zone.SOFT:
+            return None
+        return at - refreshed
 
     def _target_tokens(self) -> int:
         return int(self._state.limits.mask_target_threshold * self._state.window)
@@ -119,8 +137,14 @@ class MaskingDecisions:
         plan: MaskPlan | None = None,
         resume_after: bool = False,
         then_wind_down: bool = False,
+        idle_seconds: float | None = None,
     ) -> Outcome:
-        """Mask down towards the target; `tokens` is the window now (or projected)."""
+        """Mask down towards the target; `tokens` is the window now (or projected).
+
+        `idle_seconds`: the prompt cache went cold this long after the last request, so
+        the mask is free: it goes ahead whatever its size and whatever it would save.
+        """
+        free = idle_seconds is not None
         if self._state.manage is ManageMode.OFF and cause is not Cause.OPERATOR:
             return Outcome()  # watching only; a mask asked for by hand still happens
         goal = tokens - self._target_tokens() if cause is not Cause.OPERATOR else 0
@@ -128,15 +152,16 @@ class MaskingDecisions:
             return self._skip(at, tokens, "masking failed twice in a row; not tried again")
         if (
             cause is Cause.SOFT_THRESHOLD
+            and not free
             and self._state.pending.skip_revision == self._state.transcript.revision
         ):
             # Nothing was worth masking and no result has come since: planning again
             # would find the same (the batch minimum does not depend on the pressure).
             return Outcome()
-        plan = plan if plan is not None else self.plan_mask(goal, cause)
+        plan = plan if plan is not None else self.plan_mask(goal, cause, any_size=free)
         if not plan:
             return self._skip(at, tokens, plan.skipped_reason or "nothing to mask")
-        if cause is not Cause.OPERATOR and not self._worth_it_now(plan, tokens):
+        if cause is not Cause.OPERATOR and not free and not self._worth_it_now(plan, tokens):
             return self._skip(
                 at,
                 tokens,
@@ -161,6 +186,7 @@ class MaskingDecisions:
             resume=stop or resume_after,
             then_wind_down=then_wind_down,
             projected=tokens if cause is Cause.PROJECTION else None,
+            idle_seconds=idle_seconds,
         )
         self._state.pending.skip_reason = None
         self._state.pending.skip_revision = None
@@ -222,10 +248,14 @@ class MaskingDecisions:
         )
         keep = max(0, self._state.limits.keep_recent_observations - arriving)
         if zone is Zone.SOFT:
+            free = self._idle_if_cold(obs.at, projected) is not None
             plan = self.plan_mask(
-                projected - self._target_tokens(), Cause.PROJECTION, keep_recent=keep
+                projected - self._target_tokens(),
+                Cause.PROJECTION,
+                keep_recent=keep,
+                any_size=free,
             )
-            if not plan or not self._worth_it_now(plan, projected):
+            if not plan or not (free or self._worth_it_now(plan, projected)):
                 return Outcome()
         self._state.turn.stopping = StopFor.PROJECTION
         return Outcome(
@@ -254,7 +284,10 @@ class MaskingDecisions:
         zone = self._state.zone_of(projected)
         hard = self._state.hard_tokens()
         if zone is not Zone.NORMAL:
-            plan = self.plan_mask(projected - self._target_tokens(), Cause.PROJECTION)
+            idle = self._idle_if_cold(at, projected)
+            plan = self.plan_mask(
+                projected - self._target_tokens(), Cause.PROJECTION, any_size=idle is not None
+            )
             if plan and projected - plan.estimated_tokens < hard:
                 return self.mask(
                     at,
@@ -263,6 +296,7 @@ class MaskingDecisions:
                     Cause.PROJECTION,
                     plan=plan,
                     resume_after=True,
+                    idle_seconds=idle,
                 )
         if zone is Zone.HARD:
             # Old results cannot make room: mask the new ones too, so that the request
@@ -287,6 +321,28 @@ class MaskingDecisions:
                     f"larger than the room left ({room:,} tokens)",
                 )
         return Outcome()
+
+    # -- a wait that let the cache go cold ------------------------------------------------------
+
+    def mask_before_resuming(self, at: float) -> Outcome | None:
+        """The session goes back to work after a wait (a pause): when the wait let the
+        prompt cache go cold in the soft zone, the waiting mask goes first, free, and the
+        agent resumes on the masked transcript. None when there is nothing to do so."""
+        if self._state.manage is ManageMode.OFF or self._state.phase is not Phase.RUNNING:
+            return None
+        tokens = self._state.projected_tokens()
+        idle = self._idle_if_cold(at, tokens)
+        if idle is None:
+            return None
+        decided = self.mask(
+            at,
+            tokens,
+            Trigger.SOFT_PRESSURE,
+            Cause.SOFT_THRESHOLD,
+            resume_after=True,
+            idle_seconds=idle,
+        )
+        return decided if decided.actions else None
 
     # -- the runtime's answer ----------------------------------------------------------------
 
@@ -334,6 +390,10 @@ class MaskingDecisions:
                 total_masked=self._state.counters.masked_total,
                 trigger=pending.cause.value,
                 projected_tokens=pending.projected,
+                free=pending.idle_seconds is not None,
+                idle_seconds=(
+                    round(pending.idle_seconds, 1) if pending.idle_seconds is not None else None
+                ),
             ),
         ]
         if pending.then_wind_down:

@@ -101,6 +101,10 @@ class OperatorFlow:
                 return Outcome((Interrupt(),) if stop else (), (moved,))
             case Command.RESUME:
                 moved = self._state.move(at, Trigger.RESUME)
+                freed = self._masking.mask_before_resuming(at)
+                if freed is not None:
+                    # The pause let the prompt cache go cold: the waiting mask first.
+                    return Outcome(freed.actions, (moved, *freed.events))
                 kind, text, delivered = self._state.back_to_work(
                     at, PromptKind.OPERATOR_RESUME, Delivery.RESUME, session_name=self._state.name
                 )

@@ -168,6 +168,23 @@ class SessionSnapshot:
     """Why the latest of them could not be applied."""
     worktree_status: BranchStatus | None = None
     """With --worktree: its commits to land, or merged (None: no worktree, or not known)."""
+    cache_warm_until: float | None = None
+    """When the session's prompt cache goes cold unless a request comes first (wall-clock
+    seconds; None: not known)."""
+
+    @property
+    def waiting(self) -> bool:
+        """Held for a person (an approval, a permission) or paused: it sends no request,
+        so its prompt cache cools."""
+        return self.status is None and (
+            self.phase in (Phase.PAUSED, Phase.AWAITING_APPROVAL) or self.pending_permissions > 0
+        )
+
+    def cache_warm_for(self, now: float) -> float | None:
+        """Seconds the prompt cache stays warm from `now` (0: cold; None: not known)."""
+        if self.cache_warm_until is None:
+            return None
+        return max(0.0, self.cache_warm_until - now)
 
     @property
     def pressure(self) -> float:

@@ -94,10 +94,15 @@ class TurnFlow:
         self._state.chars_at_call = self._state.transcript.characters
         if obs.starts_call:
             self._state.growth.observe(obs.call.context_tokens)
+        if obs.starts_call or self._state.cache_refreshed_at is None:
+            self._state.cache_refreshed_at = obs.at
         if self._state.turn.stopping is StopFor.PROJECTION and obs.starts_call:
             self._state.turn.stopping = None  # a new request: the CLI did not stop at the hook
         usage = self._state.usage
-        events: list[ev.Event] = [self._usage_event(obs.at, usage, obs.notes), *noted]
+        events: list[ev.Event] = [
+            self._usage_event(obs.at, usage, obs.notes, call_started=obs.starts_call),
+            *noted,
+        ]
         if self._state.pending.measure_from is not None:
             before = self._state.pending.measure_from
             self._state.pending.measure_from = None
@@ -114,7 +119,12 @@ class TurnFlow:
         return Outcome(decided.actions, (*events, *decided.events))
 
     def _usage_event(
-        self, at: float, usage: ContextUsage, notes: tuple[str, ...] = ()
+        self,
+        at: float,
+        usage: ContextUsage,
+        notes: tuple[str, ...] = (),
+        *,
+        call_started: bool = False,
     ) -> ev.UsageRecorded:
         call = usage.call
         density = self._state.density
@@ -132,6 +142,7 @@ class TurnFlow:
             window_source=self._state.window_source.value,
             density=round(density.ratio, 4),
             density_measured=density.measured,
+            call_started=call_started,
         )
 
     def _decide_on(self, at: float, usage: ContextUsage) -> Outcome:

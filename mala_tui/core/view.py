@@ -78,6 +78,10 @@ class SessionState:
     manage: ManageMode = ManageMode.FULL
     model: str | None = None
     started_at: float | None = None
+    cache_ttl_seconds: float | None = None
+    """The prompt cache's lifetime the session is judged by (from its start)."""
+    cache_refreshed_at: float | None = None
+    """When its latest API call began: the cache stays warm a lifetime from then."""
     messages_waiting: set[int] = field(default_factory=set)
     prices: PriceTable = field(default_factory=PriceTable, repr=False)
     """List prices the spend is costed at (the `[pricing]` settings)."""
@@ -116,6 +120,7 @@ class SessionState:
                     event.require_approval,
                 )
                 self.window_source, self.manage = event.window_source, event.manage
+                self.cache_ttl_seconds = event.cache_ttl_seconds
             case ev.PhaseChanged():
                 self.phase = event.after
                 if event.after is not Phase.AWAITING_APPROVAL:
@@ -127,6 +132,8 @@ class SessionState:
                 self.usage.append(UsagePoint(event.at, event.tokens, event.window))
                 self._trend.append(event.pressure)
                 self._observe_spend(event)
+                if event.call_started:
+                    self.cache_refreshed_at = event.at
                 if self._await_after_restart and self.restarts:
                     self.restarts[-1] = replace(self.restarts[-1], tokens_after=event.tokens)
                     self._await_after_restart = False
@@ -298,6 +305,11 @@ class SessionState:
                 isinstance(question, PermissionQuestion) for question in self.questions.values()
             ),
             worktree_status=self.worktree.status if self.worktree is not None else None,
+            cache_warm_until=(
+                self.cache_refreshed_at + self.cache_ttl_seconds
+                if self.cache_refreshed_at is not None and self.cache_ttl_seconds is not None
+                else None
+            ),
         )
 
 

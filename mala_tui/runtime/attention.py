@@ -1,11 +1,12 @@
 """Getting a person's attention: a bell, and a desktop notification where the terminal has one.
 
 Some moments need the operator: a restart waiting for approval, a tool waiting for
-permission, a session that failed. The app and the headless output both ring the
-terminal's bell then and, where the terminal can, raise a desktop notification
-with an OSC escape: OSC 9 (iTerm2, WezTerm, Ghostty, kitty, Windows Terminal) or
-OSC 777 (VTE terminals such as GNOME Terminal, foot, urxvt). Inside tmux the
-escape is wrapped in tmux's passthrough (it needs `allow-passthrough on`).
+permission, a question that has kept its session waiting past half the prompt cache's
+lifetime (the cache is about to go cold), a session that failed. The app and the
+headless output both ring the terminal's bell then and, where the terminal can, raise
+a desktop notification with an OSC escape: OSC 9 (iTerm2, WezTerm, Ghostty, kitty,
+Windows Terminal) or OSC 777 (VTE terminals such as GNOME Terminal, foot, urxvt).
+Inside tmux the escape is wrapped in tmux's passthrough (it needs `allow-passthrough on`).
 Which one a terminal understands is guessed from its environment, as terminals
 do not answer for it; `ui.desktop_notifications` sets it outright.
 
@@ -89,9 +90,20 @@ def needs_attention(event: ev.Event) -> tuple[str, str] | None:
             )
         case ev.PermissionRequested() if event.waiting:
             return "mala-tui: permission", f"{event.session} asks to use {event.tool}"
+        case ev.CacheCooling():
+            return (
+                "mala-tui: cache going cold",
+                f"{event.session} still waits for {event.waiting_for}: its prompt cache "
+                f"goes cold in {_minutes(event.cold_in)}",
+            )
         case ev.SessionEnded() if event.status is EndStatus.FAILED:
             return "mala-tui: session failed", f"{event.session}: {event.reason}"
     return None
+
+
+def _minutes(seconds: float) -> str:
+    whole = max(0, round(seconds))
+    return f"{whole // 60}:{whole % 60:02d}"
 
 
 class Attention:

@@ -66,6 +66,7 @@ from mala_tui.runtime.backends.base import (
     UsageItem,
     carries_tool_result,
 )
+from mala_tui.runtime.cache_watch import CacheWatch
 from mala_tui.runtime.desk import Desk, Reply
 from mala_tui.runtime.inbox import (
     Answer,
@@ -133,6 +134,14 @@ class SessionRunner:
             gate=self._feed.tool_gate,
             permission_gate=self._permission_gate if permissions is not None else None,
         )
+        self._cache_watch = CacheWatch(
+            session=spec.name,
+            warm_until=manager.cache_warm_until,
+            ttl=manager.limits.cache_ttl_seconds,
+            clock=clock,
+            emit=self._feed.emit,
+        )
+        """Says when a question has kept the session waiting past half its cache's life."""
         self._started = False
         self._approval_at_start: bool | None = None
         """Approval switched before the manager started: it is told as it starts."""
@@ -216,6 +225,7 @@ class SessionRunner:
                 require_approval=self.manager.require_approval if held is None else held,
                 window_source=self.manager.window_source.value,
                 manage=self.manager.manage.value,
+                cache_ttl_seconds=limits.cache_ttl_seconds,
             )
         )
         try:
@@ -239,6 +249,7 @@ class SessionRunner:
             with contextlib.suppress(IllegalTransition):
                 self._feed.observe(AgentFailed(self._clock(), f"internal error: {exc!r}"))
         finally:
+            await self._cache_watch.close()
             await uncancellable(self._process.close_everything(self.limits.disconnect_timeout))
         return self.status or EndStatus.FAILED
 
@@ -306,9 +317,12 @@ class SessionRunner:
         assert self._permissions is not None
         self._permission_waits += 1
         self._inbox.put_nowait(PermissionWait())  # wakes the loop: the idle timeout goes off
+        key = f"permission {ask.tool_use_id or id(ask)}"
+        self._cache_watch.start(key, f"permission to use {ask.tool}")
         try:
             return await self._permissions(ask)
         finally:
+            self._cache_watch.stop(key)
             self._permission_waits -= 1
             self._inbox.put_nowait(PermissionWait())  # and back on, counted from now
 
@@ -331,6 +345,7 @@ class SessionRunner:
                 return await self._apply_mask(action)
             case RequestApproval():
                 number = self.approval_pending = action.checkpoint_number
+                self._cache_watch.start("approval", f"approval of checkpoint #{number}")
                 self._approvals.ask(
                     self.spec.name, number, lambda reply: self._approval_answered(number, reply)
                 )
@@ -363,6 +378,7 @@ class SessionRunner:
     def _approval_answered(self, number: int, reply: Reply) -> None:
         """The desk's answer (a person's, the policy's, the timeout's): to the inbox, as
         operator input is, unless the session has ended meanwhile (nobody reads it)."""
+        self._cache_watch.stop("approval")
         if self.status is None:
             decision = Decision(reply.answer)
             self._inbox.put_nowait(Answer(number, decision, reply.edited_text, reply.by))

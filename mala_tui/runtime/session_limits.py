@@ -32,6 +32,7 @@ def limits_from(
         window_source=window.source,
         manage=ManageMode(context.manage),
         never_mask_tools=frozenset(context.never_mask_tools),
+        cache_ttl_seconds=context.cache_ttl_seconds,
         keep_recent_observations=context.keep_recent_observations,
         mask_min_batch_tokens=context.mask_min_batch_tokens,
         carryover_turns=context.carryover_turns,

@@ -6,6 +6,7 @@ shared with the event describer.
 
 from __future__ import annotations
 
+import math
 from typing import Final
 
 from mala_tui.core.actions import EndStatus
@@ -40,6 +41,19 @@ def state_label(snapshot: SessionSnapshot) -> str:
 
 def source_label(source: UsageSource) -> str:
     return SOURCE_LABELS[source]
+
+
+def cache_text(snapshot: SessionSnapshot, now: float) -> str:
+    """How long a waiting session's prompt cache stays warm: "cache warm 3:12", or
+    "cache cold" once it has expired; "" for a session that is not waiting, or whose
+    cache is not known."""
+    if not snapshot.waiting:
+        return ""
+    left = snapshot.cache_warm_for(now)
+    if left is None:
+        return ""
+    # Rounded up: "0:00" would read as warm while it is not.
+    return f"cache warm {elapsed(math.ceil(left))}" if left > 0 else "cache cold"
 
 
 def elapsed(seconds: float) -> str:

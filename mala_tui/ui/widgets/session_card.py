@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from typing import ClassVar, Final
 
 from rich.cells import cell_len, set_cell_size
@@ -19,7 +21,7 @@ from mala_tui.core.text import ELLIPSIS, clean
 from mala_tui.core.usage import Zone
 from mala_tui.core.view import SessionSnapshot
 from mala_tui.ui.drawing import Reading, gauge_bar, gauge_figures, trend_blocks
-from mala_tui.ui.format import state_label
+from mala_tui.ui.format import cache_text, state_label
 from mala_tui.ui.text import literal
 from mala_tui.ui.widgets.cost_panel import spend_summary
 
@@ -50,11 +52,16 @@ def state_text(snapshot: SessionSnapshot) -> str:
     return text
 
 
-def counters_text(snapshot: SessionSnapshot) -> str:
-    return (
+def counters_text(snapshot: SessionSnapshot, now: float | None = None) -> str:
+    """The card's counters; with `now`, a waiting session's cache's warm time first."""
+    counters = (
         f"masked {snapshot.masked_session} ({snapshot.masked_total} all) \u00b7 "
         f"restarts {snapshot.restarts}/{snapshot.max_restarts} \u00b7 idle {snapshot.idle_retries}"
     )
+    cache = cache_text(snapshot, now) if now is not None else ""
+    # What waiting costs, before the counters: once cold, the next request writes the
+    # whole prompt again.
+    return f"{cache} \u00b7 {counters}" if cache else counters
 
 
 class SessionCard(Widget, can_focus=True):
@@ -154,6 +161,10 @@ class SessionCard(Widget, can_focus=True):
     snapshot: reactive[SessionSnapshot | None] = reactive(None, init=False, repaint=False)
     """The session as of the last update (the card repaints only the lines that changed)."""
 
+    clock: Callable[[], float] = staticmethod(time.time)
+    """Wall-clock seconds, as the events' times: what a waiting session's cache time is
+    counted down against."""
+
     class Open(Message):
         """The user asked to open this session (double click); handled by `on_session_card_open`."""
 
@@ -169,8 +180,18 @@ class SessionCard(Widget, can_focus=True):
         self._state = ""
         self._zone = ""
         self._palette: tuple[tuple[str, str, str], dict[str, Style]] | None = None
+        self._counters_line = ""
         self.set_reactive(SessionCard.snapshot, snapshot)
         self._show(snapshot)
+
+    def on_mount(self) -> None:
+        self.set_interval(1.0, self._tick)
+
+    def _tick(self) -> None:
+        """Once a second: a waiting session's cache time counts down on its own."""
+        snap = self.snapshot
+        if snap is not None and snap.waiting and snap.cache_warm_until is not None:
+            self._show(snap)
 
     def watch_snapshot(self, new: SessionSnapshot | None) -> None:
         if new is not None:
@@ -192,12 +213,13 @@ class SessionCard(Widget, can_focus=True):
         if str(self.border_subtitle or "") != subtitle:
             self.border_subtitle = subtitle
         reading = Reading.of(snap)
+        self._counters_line = counters_text(snap, self.clock())
         keys: dict[str, object] = {
             "task": snap.task,
             "state": (state, state_text(snap)),
             "bar": reading,
             "figures": reading,
-            "counters": counters_text(snap),
+            "counters": self._counters_line,
             "trend": (snap.trend, snap.soft_threshold, snap.hard_threshold),
         }
         changed = [y for y, line in enumerate(LINES) if self._keys.get(line) != keys[line]]
@@ -258,7 +280,7 @@ class SessionCard(Widget, can_focus=True):
             return _text_line(snap.task or "(no task)", width, styles["task"], styles["base"])
         if line == "state":
             return _text_line(state_text(snap), width, styles["state"], styles["base"])
-        return _text_line(counters_text(snap), width, styles["counters"], styles["base"])
+        return _text_line(self._counters_line, width, styles["counters"], styles["base"])
 
     def on_click(self, event: events.Click) -> None:
         if event.chain >= 2:
