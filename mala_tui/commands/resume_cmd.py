@@ -43,6 +43,16 @@ def resume_command(run_id: str) -> str:
 
 
 def resume(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.stdout) -> int:
+    from mala_tui.runtime.signals import stop_requests
+
+    # As `run`: a signal while the run is prepared stops it before any session starts.
+    with stop_requests() as shutdown:
+        return _resume(args, loaded, out, shutdown)
+
+
+def _resume(
+    args: argparse.Namespace, loaded: LoadedSettings, out: TextIO, shutdown: Shutdown
+) -> int:
     from mala_tui.commands.run_cmd import _finish, _in_worktree, _supervise, _until_done, refusal
     from mala_tui.runtime.backends.claude import ClaudeBackend
     from mala_tui.runtime.headless import one_line
@@ -65,7 +75,7 @@ def resume(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.s
         print(f"mala-tui resume: skipped line {skipped.line}: {skipped.reason}", file=sys.stderr)
     backend = ClaudeBackend.for_run(folder)
     try:
-        resumed = prepare(source, loaded, backend, args.approve)
+        resumed = prepare(source, loaded, backend, args.approve, until=lambda: shutdown.requested)
     except ResumeError as exc:
         print(f"mala-tui resume: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -86,7 +96,7 @@ def resume(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.s
             out.write(f"{one_line(session.name, 80)}: {one_line(session.reason, 400)}\n")
 
         async def main() -> RunResult | Shutdown | int:
-            return await _supervise(supervisor, args.headless, out)
+            return await _supervise(supervisor, args.headless, out, shutdown)
 
         return _finish(_until_done(main), supervisor, out)
     finally:

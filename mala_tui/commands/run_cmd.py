@@ -218,6 +218,14 @@ def refusal(args: argparse.Namespace, loaded: LoadedSettings) -> str | None:
 
 
 def run(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.stdout) -> int:
+    from mala_tui.runtime.signals import stop_requests
+
+    # Before anything is made: a signal during start-up stops it at its next step.
+    with stop_requests() as shutdown:
+        return _run(args, loaded, out, shutdown)
+
+
+def _run(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO, shutdown: Shutdown) -> int:
     loaded = with_permissions_flag(args, with_budget_flags(args, loaded))
     from mala_tui.runtime.backends.claude import ClaudeBackend
     from mala_tui.runtime.journal import StorageError
@@ -256,7 +264,7 @@ def run(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.stdo
             print(f"mala-tui run: {exc}", file=sys.stderr)
             return EXIT_USAGE
     try:
-        journal = open_journal(loaded, "run", plans)
+        journal = open_journal(loaded, "run", plans, worktree=use_worktrees)
     except StorageError as exc:
         print(f"mala-tui run: {exc}", file=sys.stderr)
         return EXIT_STORAGE
@@ -267,12 +275,19 @@ def run(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.stdo
                 [(plan.name, plan.cwd) for plan in plans],
                 journal.run_id,
                 journal.directory / "worktrees",
+                until=lambda: shutdown.requested,  # stopped meanwhile: make no more
             )
         except WorktreeError as exc:
             journal.close()
+            _discard_unstarted(journal)
             print(f"mala-tui run: {exc}", file=sys.stderr)
             return EXIT_USAGE
-        plans = [replace(plan, cwd=worktrees[plan.name].cwd) for plan in plans]
+        # A session whose worktree was not made (the run stopped first) never starts; its
+        # resume makes it one.
+        plans = [
+            replace(plan, cwd=worktrees[plan.name].cwd) if plan.name in worktrees else plan
+            for plan in plans
+        ]
     specs = [agent_spec(plan, settings, model=args.model) for plan in plans]
     template = plain_spec(plans[0], settings, model=args.model)
     try:
@@ -294,11 +309,19 @@ def run(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.stdo
             out.write(f"{name}: worktree {worktree.path} on branch {worktree.branch}\n")
 
         async def main() -> RunResult | Shutdown | int:
-            return await _supervise(supervisor, args.headless, out)
+            return await _supervise(supervisor, args.headless, out, shutdown)
 
         return _finish(_until_done(main), supervisor, out)
     finally:
         journal.close()
+
+
+def _discard_unstarted(journal: RunJournal) -> None:
+    """A run refused after its folder was made (a worktree git would not add): nothing
+    ran, so nothing is left to be listed as "running?"."""
+    import shutil
+
+    shutil.rmtree(journal.directory, ignore_errors=True)
 
 
 def _in_worktree(
@@ -319,6 +342,13 @@ def _in_worktree(
 
 
 def demo(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.stdout) -> int:
+    from mala_tui.runtime.signals import stop_requests
+
+    with stop_requests() as shutdown:
+        return _demo(args, loaded, out, shutdown)
+
+
+def _demo(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO, shutdown: Shutdown) -> int:
     loaded = with_budget_flags(args, loaded)
     from mala_tui.runtime.demo import demo_run
     from mala_tui.runtime.journal import StorageError
@@ -335,7 +365,7 @@ def demo(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.std
             out.write(
                 f"demo run {started.journal.run_id}: journal in {started.journal.directory}\n"
             )
-            return await _supervise(started.supervisor, args.headless, out)
+            return await _supervise(started.supervisor, args.headless, out, shutdown)
 
     try:
         outcome = _until_done(main)
@@ -366,51 +396,86 @@ def _finish(outcome: RunResult | Shutdown | int, supervisor: Supervisor | None, 
             status = exit_status(outcome, out)
             outcome = status
         if supervisor is not None:
+            out.write(resume_hint(supervisor))
             out.write(cost_line(supervisor.state.spend))
         out.flush()
     if isinstance(outcome, Shutdown):
-        return outcome.exit_status
+        return outcome.exit_status or EXIT_INTERRUPTED
     if supervisor is not None and supervisor.storage_failure is not None:
         print(f"mala-tui: {supervisor.stop_cause}; every session was stopped", file=sys.stderr)
         return EXIT_STORAGE
     return outcome if isinstance(outcome, int) else 1
 
 
-async def _supervise(
-    supervisor: Supervisor, headless: bool, out: TextIO
-) -> RunResult | Shutdown | int:
-    """Run in the app or headless; SIGTERM and SIGHUP stop it as Ctrl-C (or `q`) would."""
-    from mala_tui.runtime.signals import on_shutdown_signals
+def resume_hint(supervisor: Supervisor) -> str:
+    """How to carry on the sessions the run was stopped with, when it was stopped with any."""
+    from mala_tui.commands.resume_cmd import resume_command
+    from mala_tui.core.actions import EndStatus
 
+    cause, journal = supervisor.stop_cause, supervisor.journal
+    if not cause or journal is None or supervisor.mode == "demo":
+        return ""  # a demo's model server ended with it: it cannot be resumed
+    result = supervisor.result()
+    stopped = [
+        name
+        for name, status in result.statuses.items()
+        if status is EndStatus.STOPPED and result.reasons[name].startswith(cause)
+    ]
+    if not stopped:
+        return ""
+    return f"{len(stopped)} stopped with the run; carry on: {resume_command(journal.run_id)}\n"
+
+
+async def _supervise(
+    supervisor: Supervisor, headless: bool, out: TextIO, shutdown: Shutdown
+) -> RunResult | Shutdown | int:
+    """Run in the app or headless until the run ends or a stop is asked for (Ctrl-C,
+    SIGTERM, SIGHUP: `shutdown`, whose handlers the command installed before start-up).
+
+    A stop asked for before the run started (during start-up) ends every session
+    before any starts; asked for again while stopping, the agents are killed at once."""
+    from mala_tui.runtime.signals import StopRoute
+
+    if shutdown.requested:
+        supervisor.set_stop_cause(shutdown.cause)
+        await supervisor.run()
+        return shutdown
     main = asyncio.current_task()
     assert main is not None
     apps: list[MalaApp] = []
 
-    def stop(shutdown: Shutdown) -> None:
-        if apps:
-            supervisor.stop_for(shutdown.cause)
-            apps[0].call_later(apps[0].action_quit)  # the app's own quit: waits for the stop
-        else:
-            supervisor.set_stop_cause(shutdown.cause)
-            main.cancel()  # what Ctrl-C does to a headless run
+    def act(times: int) -> None:
+        if times > 1:
+            supervisor.hurry()
+            return
+        if shutdown.route is StopRoute.STOP:
+            if apps:
+                supervisor.stop_for(shutdown.cause)
+                apps[0].call_later(apps[0].action_quit)  # the app's own quit waits for it
+            else:
+                supervisor.set_stop_cause(shutdown.cause)
+                main.cancel()  # each session stops as its task is cancelled
 
-    with on_shutdown_signals(stop) as shutdown:
+    with shutdown.acted_on(act):
         try:
             if headless:
                 result = await _headless(supervisor, out)
             else:
                 result = await _app(supervisor, apps.append)
         except asyncio.CancelledError:
-            if shutdown.signal is None:
+            if shutdown.reason is None:  # (`requested` reads as still False to mypy)
                 raise
             main.uncancel()
-    return shutdown if shutdown.signal is not None else result
+    return result if shutdown.reason is None else shutdown
 
 
-async def _app(supervisor: Supervisor, on_app: Callable[[MalaApp], object]) -> int:
+async def _app(supervisor: Supervisor, on_app: Callable[[MalaApp], object]) -> RunResult | int:
+    """The app until it is quit; then the run's own status, as headless gives it (the app's
+    when it ended on an error or left an agent process behind)."""
     from mala_tui.ui.app import run_app_async
 
-    return await run_app_async(supervisor, supervisor.settings, on_app)
+    status = await run_app_async(supervisor, supervisor.settings, on_app)
+    return status if status else supervisor.result()
 
 
 async def _headless(supervisor: Supervisor, out: TextIO) -> RunResult | int:

@@ -65,6 +65,8 @@ class AgentProcess:
         self._started_at: dict[int, float] = {}
         self._closing: set[asyncio.Future[None]] = set()
         """Disconnects under way, seen out before the runner returns."""
+        self._hurried = False
+        """Killed without waiting for a disconnect (the stop was asked for again)."""
 
     def current(self) -> AgentClient | None:
         """The open client now (a call, not an attribute: it changes across every await)."""
@@ -144,6 +146,8 @@ class AgentProcess:
         elif closing.exception() is not None:
             how = f"disconnect failed ({closing.exception()!r}); killed"
             _kill(pid)
+        if self._hurried and how == "disconnected":
+            how = "killed: the stop was asked for again"
         started = self._started_at.pop(pid, None) if pid is not None else None
         self._sink(
             ev.ProcessEnded(
@@ -154,6 +158,14 @@ class AgentProcess:
                 seconds=time.monotonic() - started if started is not None else 0.0,
             )
         )
+
+    def kill_now(self) -> None:
+        """Kill every process of the session that has not been seen to end: a stop asked
+        for twice does not wait out the disconnect bound. The closes under way then see
+        their process gone and journal its end as usual."""
+        self._hurried = True
+        for pid in self._started_at:
+            _kill(pid)
 
     async def close_everything(self, bound: float) -> None:
         """Close the current process and wait out any close still under way."""

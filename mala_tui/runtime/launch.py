@@ -39,6 +39,8 @@ EXIT_OK = 0
 EXIT_NOT_ALL_DONE = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
+#: run.json's mark of a run whose sessions each work in a git worktree of their own.
+WORKTREE_KEY = "worktree"
 
 
 class TaskFileError(ValueError):
@@ -253,9 +255,13 @@ def prompts_for(settings: Settings) -> PromptSet:
     return load_prompts(user_config_dir() / "prompts")
 
 
-def open_journal(loaded: LoadedSettings, mode: str, tasks: Sequence[TaskPlan]) -> RunJournal:
+def open_journal(
+    loaded: LoadedSettings, mode: str, tasks: Sequence[TaskPlan], *, worktree: bool = False
+) -> RunJournal:
+    """The run's folder, run.json and journal; `worktree`: each session works in a worktree
+    of its own (a resume makes one for a session whose start-up was stopped before it had)."""
     settings = loaded.settings
-    meta = {
+    meta: dict[str, Any] = {
         "mode": mode,
         "pid": os.getpid(),  # `mala-tui resume` refuses a run this process still writes
         "tasks": [_task_json(t) for t in tasks],
@@ -263,6 +269,8 @@ def open_journal(loaded: LoadedSettings, mode: str, tasks: Sequence[TaskPlan]) -
         "settings_sources": dict(loaded.sources),
         "config_file": str(loaded.config_file),
     }
+    if worktree:
+        meta[WORKTREE_KEY] = True
     return RunJournal.create(settings.resolved_data_dir(), new_run_id(), meta)
 
 

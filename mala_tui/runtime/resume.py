@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from mala_tui.config import LoadedSettings
@@ -28,7 +28,13 @@ from mala_tui.runtime.approvals import ApprovalMode
 from mala_tui.runtime.backends.base import Backend, SessionSpec
 from mala_tui.runtime.backends.claude_history import read_conversation
 from mala_tui.runtime.journal import JournalInUse, RunJournal
-from mala_tui.runtime.launch import TaskPlan, agent_spec, build_supervisor, plain_spec
+from mala_tui.runtime.launch import (
+    WORKTREE_KEY,
+    TaskPlan,
+    agent_spec,
+    build_supervisor,
+    plain_spec,
+)
 from mala_tui.runtime.profiles import Profile, ProfileError
 from mala_tui.runtime.run_source import (
     PID_KEY,
@@ -39,7 +45,13 @@ from mala_tui.runtime.run_source import (
     writer_pid,
 )
 from mala_tui.runtime.supervisor import Supervisor
-from mala_tui.runtime.worktree import Worktree, WorktreeTracker
+from mala_tui.runtime.worktree import (
+    Worktree,
+    WorktreeError,
+    WorktreeTracker,
+    create_all,
+    remove,
+)
 
 
 def plan_for(source: ResumeSource, check: TranscriptCheck | None = None) -> ResumePlan:
@@ -110,12 +122,17 @@ def prepare(
     loaded: LoadedSettings,
     backend: Backend,
     approval_mode: ApprovalMode | None,
+    *,
+    until: Callable[[], bool] = lambda: False,
 ) -> Resumed:
     """Plan, open the journal again, and build the supervisor that carries the run on.
 
+    In a worktree run, a session whose worktree was never made (its start-up was stopped
+    first) gets one now, unless `until()` says the resume is being stopped.
+
     Raises:
         ResumeError: still live (its pid alive, or its journal locked), nothing to resume,
-            or a session's folder is gone.
+            a session's folder is gone, or its worktree cannot be made.
         StorageError: the journal cannot be written.
     """
     mode = source.meta.get("mode", "run")
@@ -135,6 +152,8 @@ def prepare(
         raise ResumeError(f"run {source.folder.name} has nothing to resume ({ended})")
     profiles = profiles_of(source)
     specs = specs_for(first, loaded, source, profiles)
+    worktrees = worktrees_of(source, specs)
+    specs.update({name: replace(specs[name], cwd=w.cwd) for name, w in worktrees.items()})
     template = _template(first, loaded, source, profiles)
 
     def transcript_there(name: str, session_id: str) -> bool:
@@ -147,7 +166,15 @@ def prepare(
         journal = RunJournal.reopen(source.folder)
     except JournalInUse as exc:  # a live run whose pid was not recorded, or a resume racing
         raise ResumeError(f"run {source.folder.name} is still running: {exc}") from None
+    made: dict[str, Worktree] = {}
     try:
+        if source.meta.get(WORKTREE_KEY) is True:
+            missing = [(name, spec.cwd) for name, spec in specs.items() if name not in worktrees]
+            try:
+                made = create_all(missing, plan.run_id, source.folder / "worktrees", until=until)
+            except WorktreeError as exc:
+                raise ResumeError(str(exc)) from None
+            specs.update({name: replace(specs[name], cwd=w.cwd) for name, w in made.items()})
         supervisor = _carry_on(
             source,
             plan,
@@ -158,11 +185,34 @@ def prepare(
             mode=approval_mode,
             profiles=profiles,
             template=template,
+            worktrees=worktrees | made,
         )
     except BaseException:
         journal.close()
+        for worktree in made.values():
+            remove(worktree)  # not journaled yet: the resume leaves none behind
         raise
     return Resumed(plan, journal, supervisor, template)
+
+
+def worktrees_of(source: ResumeSource, specs: Mapping[str, SessionSpec]) -> dict[str, Worktree]:
+    """The worktree each resuming session had (its latest `worktree_created`), the agent's
+    folder in it where the session worked, or, for one that never started, where its task's
+    folder is in the repository."""
+    found = {}
+    for e in source.events:
+        if isinstance(e, ev.WorktreeCreated) and e.session in specs:
+            path, repository = Path(e.path), Path(e.repository)
+            cwd = specs[e.session].cwd
+            if not cwd.is_relative_to(path):
+                try:
+                    cwd = path / cwd.resolve().relative_to(repository.resolve())
+                except (OSError, ValueError):
+                    cwd = path
+            found[e.session] = Worktree(
+                e.session, repository, path, cwd, e.branch, e.base_commit, e.base_branch
+            )
+    return found
 
 
 def _template(
@@ -197,6 +247,7 @@ def _carry_on(
     mode: ApprovalMode | None,
     profiles: Mapping[str, Profile],
     template: SessionSpec,
+    worktrees: dict[str, Worktree],
 ) -> Supervisor:
     """The supervisor of the resumed sessions, its view holding the run's history so far."""
     now = time.time()
@@ -211,19 +262,6 @@ def _carry_on(
         template=template,
     )
     supervisor.state.apply_all(source.events)  # the history so far, in the app too
-    worktrees = {
-        e.session: Worktree(
-            e.session,
-            Path(e.repository),
-            Path(e.path),
-            specs[e.session].cwd,
-            e.branch,
-            e.base_commit,
-            e.base_branch,
-        )
-        for e in source.events
-        if isinstance(e, ev.WorktreeCreated) and e.session in specs
-    }
     if worktrees:  # what each session changed is measured again when it ends
         supervisor.listeners.events.append(WorktreeTracker(worktrees, supervisor.record))
     gap = plan.gap(now)

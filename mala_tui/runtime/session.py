@@ -171,6 +171,10 @@ class SessionRunner:
         """`reason`: why, when it is not the operator's own doing (shown and journaled)."""
         self._inbox.put_nowait(OperatorCommand(self._clock(), command, reason))
 
+    def hurry(self) -> None:
+        """The stop was asked for again: kill the agent process now (runtime.agent_process)."""
+        self._process.kill_now()
+
     def set_require_approval(self, required: bool) -> None:
         """Recorded at once, not queued behind what the session is busy with: the manager
         only takes note (its answer is an event, never an action), so every console shows

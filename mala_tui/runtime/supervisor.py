@@ -52,6 +52,10 @@ from mala_tui.runtime.session_limits import limits_from, runner_limits_from
 QUEUE = "queue"
 #: The longest session name a new task may have (a card's title).
 MAX_NAME = 60
+#: Why a session ended unstarted, after the cause: the run stopped while it waited for a
+#: slot, or before the run had started any.
+QUEUED_NEVER_STARTED = "it was queued, never started"
+BEFORE_START = "before it started"
 
 
 class Supervisor:
@@ -182,6 +186,10 @@ class Supervisor:
         )
         ok, reason = False, "cancelled"
         slots = self._slots = asyncio.Semaphore(self.max_concurrent)
+        if self.stop_cause:  # stopped during start-up: no session starts, each ends resumable
+            self.queued = list(self.runners)
+            for name in list(self.queued):
+                self._end_unstarted(name, EndStatus.STOPPED, self.stop_cause, BEFORE_START)
         self.queued = list(self.runners)[self.max_concurrent :]
         for position, name in enumerate(self.queued, start=1):
             self.record(
@@ -280,17 +288,13 @@ class Supervisor:
         for name in list(self.queued):
             self._end_unstarted(name, status, reason)
 
-    def _end_unstarted(self, name: str, status: EndStatus, reason: str) -> None:
+    def _end_unstarted(
+        self, name: str, status: EndStatus, reason: str, why: str = QUEUED_NEVER_STARTED
+    ) -> None:
         self.queued.remove(name)
-        self._never_started[name] = (status, reason)
-        self.record(
-            ev.SessionEnded(
-                at=self.clock(),
-                session=name,
-                status=status,
-                reason=f"{reason} (it was queued, never started)",
-            )
-        )
+        said = f"{reason} ({why})"  # a resume tells a stop with the run by the cause first
+        self._never_started[name] = (status, said)
+        self.record(ev.SessionEnded(at=self.clock(), session=name, status=status, reason=said))
 
     def result(self) -> RunResult:
         statuses: dict[str, EndStatus] = {}
@@ -298,13 +302,11 @@ class Supervisor:
         for name, runner in self.runners.items():
             if name in self._never_started:
                 statuses[name], reasons[name] = self._never_started[name]
-                reasons[name] += " (it was queued, never started)"
                 continue
+            # As journaled: a session stopped with the run gives the run's cause, one
+            # stopped on its own (`x`) says so, whatever stopped the run later.
             statuses[name] = runner.status or EndStatus.FAILED
             reasons[name] = runner.end_reason
-            if self.stop_cause and statuses[name] is EndStatus.STOPPED:
-                # The runner says "stopped by the operator"; say who really stopped it.
-                reasons[name] = self.stop_cause
         return RunResult(
             statuses=statuses, reasons=reasons, pids=self.pids(), stop_cause=self.stop_cause
         )
@@ -348,6 +350,12 @@ class Supervisor:
         self.stop_cause = self.stop_cause or cause
         for runner in self.runners.values():
             runner.stop_reason = self.stop_cause
+
+    def hurry(self) -> None:
+        """The stop was asked for again: every agent process is killed now, not waited
+        for (each one's end is still journaled as its session stops)."""
+        for runner in self.runners.values():
+            runner.hurry()
 
     def stop_all(self) -> None:
         self._end_queued(EndStatus.STOPPED, self.stop_cause or "stopped by the operator")

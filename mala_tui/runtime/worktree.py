@@ -262,8 +262,17 @@ def _with_scratch_index(path: Path, args: Sequence[str]) -> str:
         return _git(["-c", "diff.renames=false", *args], path, env)
 
 
-def create_all(plans: Sequence[tuple[str, Path]], run_id: str, parent: Path) -> dict[str, Worktree]:
+def create_all(
+    plans: Sequence[tuple[str, Path]],
+    run_id: str,
+    parent: Path,
+    *,
+    until: Callable[[], bool] = lambda: False,
+) -> dict[str, Worktree]:
     """A worktree per (session, cwd); on a failure the ones already made are removed again.
+
+    Once `until()` is true (the run was stopped meanwhile) no more are made, and the ones
+    made are returned: the run journals them.
 
     Raises:
         WorktreeError: as `create`.
@@ -271,6 +280,8 @@ def create_all(plans: Sequence[tuple[str, Path]], run_id: str, parent: Path) -> 
     made: dict[str, Worktree] = {}
     try:
         for session, cwd in plans:
+            if until():
+                break
             made[session] = create(cwd, run_id, session, parent)
     except WorktreeError:
         for worktree in made.values():
@@ -291,18 +302,25 @@ def remove(worktree: Worktree) -> None:
 class WorktreeTracker:
     """Journals each session's worktree when it starts, and what it changed when it ends.
 
+    A session that ends without having started (queued when the run stopped, or the run
+    stopped during its start-up) has its worktree journaled as it ends: no worktree or
+    branch the run made is left out of its journal.
+
     An event listener of the run: `record` is the supervisor's sink.
     """
 
     def __init__(self, worktrees: dict[str, Worktree], record: Callable[[ev.Event], object]):
         self.worktrees = worktrees
         self._record = record
+        self._journaled: set[str] = set()
 
     def __call__(self, event: ev.Event) -> None:
         worktree = self.worktrees.get(event.session)
         if worktree is None:
             return
-        if isinstance(event, ev.SessionStarted):
+        unstarted_end = isinstance(event, ev.SessionEnded) and event.session not in self._journaled
+        if isinstance(event, ev.SessionStarted) or unstarted_end:
+            self._journaled.add(event.session)
             self._record(
                 ev.WorktreeCreated(
                     at=event.at,
@@ -314,7 +332,7 @@ class WorktreeTracker:
                     base_branch=worktree.base_branch,
                 )
             )
-        elif isinstance(event, ev.SessionEnded):
+        if isinstance(event, ev.SessionEnded):
             ahead: int | None = None
             uncommitted: bool | None = None
             try:

@@ -26,6 +26,7 @@ from textual.worker import Worker, WorkerState
 from mala_tui.config import Settings
 from mala_tui.core.questions import QuestionKind
 from mala_tui.runtime.attention import Attention, Desktop, desktop_protocol
+from mala_tui.runtime.signals import StopReason
 from mala_tui.ui.answer_queue import AnswerQueue
 from mala_tui.ui.bridge import UpdateBridge
 from mala_tui.ui.commands import SessionCommands
@@ -43,7 +44,7 @@ from mala_tui.ui.themes import load_themes, own_variable_defaults, theme_folders
 DEFAULT_THEME: Final = "mala-dark"
 STOP_WAIT_SECONDS: Final = 30.0
 """How long quitting waits for the sessions to stop (each disconnect is bounded at 10 s)."""
-QUIT_CAUSE: Final = "the app was quit"
+QUIT_CAUSE: Final = StopReason.QUIT.cause
 """Why every session stopped when the app is quit: the run's stop, which a resume carries on."""
 
 

@@ -167,7 +167,7 @@ def test_ctrl_c_stops_every_session_and_no_process_is_left(tmp_path: Path) -> No
             process.kill()
             process.wait()
     assert process.returncode == 130, err
-    assert "interrupted: every session was stopped" in out
+    assert "interrupted by Ctrl-C: every session was stopped" in out
     assert "Traceback" not in err
     events = read_events(list_runs(tmp_path)[0].directory / "events.jsonl").events
     pids = [e.pid for e in events if isinstance(e, ev.ProcessStarted) and e.pid is not None]

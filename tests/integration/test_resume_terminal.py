@@ -64,6 +64,7 @@ async def test_a_quit_run_is_resumed_from_show_with_r(tmp_path: Path) -> None:
             await wait_for(lambda: both_under_way(data), 120, "both sessions under way", name)
             tmux("send-keys", "-t", name, "q")
             await wait_for(ran.exists, 60, "the app to quit", name)
+            assert ran.read_text().strip() == "1"  # quit mid-run: not every session finished
             quit_events = journal_events(data)
             assert isinstance(quit_events[-1], ev.RunEnded)
             assert not any(

@@ -67,7 +67,8 @@ def test_the_demo_in_a_real_terminal(tmp_path: Path) -> None:
         assert "soft-zone-reader" in screen(name)
         tmux("send-keys", "-t", name, "q")
         wait_for(status_file.exists, 60, "the app to exit", name)
-        assert status_file.read_text().strip() == "0"
+        # Quit mid-run: not every session finished, and the status says so, as headless.
+        assert status_file.read_text().strip() == "1"
     finally:
         subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True)
     (run,) = list_runs(tmp_path)

@@ -1,4 +1,4 @@
-"""SIGTERM and SIGHUP stop a run the way Ctrl-C does, then give the conventional status."""
+"""Ctrl-C, SIGTERM and SIGHUP stop a run resumably, then give the conventional status."""
 
 from __future__ import annotations
 
@@ -15,11 +15,13 @@ from mala_tui.commands.run_cmd import _finish, _supervise
 from mala_tui.config import IdleSettings, Settings
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
+from mala_tui.core.observations import Command
 from mala_tui.prompt_files import load_prompts
 from mala_tui.runtime.backends.base import SessionIdItem, SessionSpec
 from mala_tui.runtime.backends.scripted import HANG, ScriptedBackend, ScriptedClient
 from mala_tui.runtime.journal import RunJournal, read_events
-from mala_tui.runtime.signals import Shutdown
+from mala_tui.runtime.resume import plan_for, read_source
+from mala_tui.runtime.signals import ROUTES, Shutdown, StopReason, stop_requests
 from mala_tui.runtime.supervisor import Supervisor
 
 
@@ -44,9 +46,16 @@ def journal(tmp_path: Path) -> Iterator[RunJournal]:
         yield opened
 
 
-@pytest.mark.parametrize(("number", "status"), [(signal.SIGTERM, 143), (signal.SIGHUP, 129)])
+@pytest.mark.parametrize(
+    ("number", "status", "cause"),
+    [
+        (signal.SIGTERM, 143, "stopped by SIGTERM"),
+        (signal.SIGHUP, 129, "stopped by SIGHUP"),
+        (signal.SIGINT, 130, "interrupted by Ctrl-C"),
+    ],
+)
 async def test_a_signal_stops_every_session_ends_the_journal_and_gives_its_status(
-    number: signal.Signals, status: int, journal: RunJournal, tmp_path: Path
+    number: signal.Signals, status: int, cause: str, journal: RunJournal, tmp_path: Path
 ) -> None:
     backend = PerName()
     sup = Supervisor(
@@ -62,26 +71,86 @@ async def test_a_signal_stops_every_session_ends_the_journal_and_gives_its_statu
         lambda e: running.set() if isinstance(e, ev.SessionStarted) and e.session == "b" else None
     )
     out = io.StringIO()
+    before = signal.getsignal(number)
 
     async def send_when_running() -> None:
         await running.wait()
         os.kill(os.getpid(), number)
 
     sender = asyncio.create_task(send_when_running())
-    outcome = await asyncio.wait_for(_supervise(sup, True, out), 30)
+    with stop_requests() as shutdown:
+        outcome = await asyncio.wait_for(_supervise(sup, True, out, shutdown), 30)
     await sender
     assert isinstance(outcome, Shutdown) and outcome.signal is number
     assert sup.result().statuses == {"a": EndStatus.STOPPED, "b": EndStatus.STOPPED}
     assert all(client.disconnected for client in backend.clients.values())
     events = read_events(journal.events_path).events
     assert isinstance(events[-1], ev.RunEnded)
-    assert events[-1].reason == f"stopped by {number.name}"
+    assert events[-1].reason == cause
     ended = [e for e in events if isinstance(e, ev.SessionEnded)]
     assert {e.session for e in ended} == {"a", "b"}
     # Each session's own ending says why, not "stopped by the operator".
-    assert {e.reason for e in ended} == {f"stopped by {number.name}"}
-    # The default handlers are back once the run is over.
-    assert signal.getsignal(number) is signal.SIG_DFL
+    assert {e.reason for e in ended} == {cause}
+    # The handlers before the run are back once it is over.
+    assert signal.getsignal(number) is before
     printed = io.StringIO()
     assert _finish(outcome, sup, printed) == status
-    assert printed.getvalue() == f"stopped by {number.name}: every session was stopped\n"
+    assert printed.getvalue() == (
+        f"{cause}: every session was stopped\n"
+        "2 stopped with the run; carry on: mala-tui resume run-1\n"
+    )
+
+
+async def test_a_session_stopped_with_x_stays_ended_when_ctrl_c_stops_the_rest(
+    journal: RunJournal, tmp_path: Path
+) -> None:
+    """Ctrl-C stops the run resumably; a session stopped one by one before it stays ended,
+    and its line says so, not the run's cause."""
+    sup = Supervisor(
+        settings=Settings(idle=IdleSettings(idle_timeout_seconds=30)),
+        backend=PerName(),  # type: ignore[arg-type]
+        prompts=load_prompts(),
+        journal=journal,
+    )
+    for name in ("a", "b"):
+        sup.add_session(SessionSpec(name=name, task=f"task {name}", cwd=tmp_path))
+    seen: list[ev.Event] = []
+    sup.listeners.events.append(seen.append)
+
+    async def stop_a_then_interrupt() -> None:
+        while {e.session for e in seen if isinstance(e, ev.SessionStarted)} != {"a", "b"}:
+            await asyncio.sleep(0.01)
+        sup.command("a", Command.STOP)  # `x` on a's card
+        while not any(isinstance(e, ev.SessionEnded) for e in seen):
+            await asyncio.sleep(0.01)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    sender = asyncio.create_task(stop_a_then_interrupt())
+    with stop_requests() as shutdown:
+        outcome = await asyncio.wait_for(_supervise(sup, True, io.StringIO(), shutdown), 30)
+    await sender
+    assert isinstance(outcome, Shutdown) and outcome.exit_status == 130
+    assert sup.result().reasons == {"a": "stopped by the operator", "b": "interrupted by Ctrl-C"}
+    plan = plan_for(read_source(journal.directory))
+    assert [s.name for s in plan.resuming] == ["b"]
+    (a,) = [s for s in plan.sessions if s.name == "a"]
+    assert a.reason == "ended stopped: stopped by the operator"
+
+
+def test_stop_requests_leave_an_ignored_signal_ignored() -> None:
+    """`nohup` (SIGHUP ignored) and a background job (SIGINT ignored) keep them ignored."""
+    before = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    try:
+        with stop_requests():
+            assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+            assert signal.getsignal(signal.SIGTERM) not in (signal.SIG_DFL, signal.SIG_IGN)
+        assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGHUP, before)
+
+
+def test_every_reason_has_a_route_and_a_cause_a_resume_can_tell_apart() -> None:
+    causes = {reason.cause for reason in StopReason}
+    assert len(causes) == len(StopReason) and "stopped by the operator" not in causes
+    assert set(ROUTES) == set(StopReason)
+    assert [r.exit_status for r in StopReason] == [130, None, 143, 129]

@@ -236,7 +236,10 @@ def test_the_tracker_keeps_the_files_when_the_base_branch_is_gone(tmp_path: Path
     WorktreeTracker({"a": worktree}, recorded.append)(
         ev.SessionEnded(at=2.0, session="a", status="done")
     )
-    (changed,) = recorded
+    # It ended without having started (queued, or the run stopped during its start-up):
+    # its worktree is journaled all the same, as it ends.
+    created, changed = recorded
+    assert isinstance(created, ev.WorktreeCreated) and created.branch == worktree.branch
     assert isinstance(changed, ev.WorktreeChanged)
     assert [f.path for f in changed.files] == ["NEW.md"] and changed.error == ""
     assert changed.commits_ahead is None and changed.uncommitted is None
