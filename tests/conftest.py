@@ -36,3 +36,12 @@ def isolated_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[P
         monkeypatch.setenv(var, str(home / sub))
     monkeypatch.setenv("MALA_TUI_CONFIG_FILE", str(home / "config" / "mala-tui" / "config.toml"))
     yield home
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--web-screenshot",
+        metavar="PATH",
+        help="the browser test also saves its picture of the web console here "
+        "(how screenshots/web-console.png is made)",
+    )
