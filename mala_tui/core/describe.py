@@ -146,6 +146,13 @@ def summary(event: ev.Event) -> str:
         case ev.RunResumed():
             how = ", ".join(f"{name} from its {way}" for name, way in event.resumed.items())
             return f"run {event.run_id} resumed after {gap(event.gap_seconds)}: {how or 'nothing'}"
+        case ev.HostPlaced():
+            again = "found again" if event.reattached else f"host #{event.attempt}"
+            return f"{again} on node {event.node[:12]} ({event.address})"
+        case ev.HostLost():
+            then = "restarts on another host" if event.restart else "ends here"
+            where = f"node {event.node[:12]} ({event.address})"
+            return f"host lost with {where}: {event.reason}; {then}"
 
 
 def gap(seconds: float) -> str:

@@ -11,7 +11,8 @@ serialises as its value), so journals written before the fields were typed
 read back unchanged, and in memory a misspelt value is a type error.
 
 The events of the operator's console and of resumes (messages, permissions, sessions
-added, resumes) are defined in core.console_events and are part of the one union here.
+added, resumes) are defined in core.console_events, those of sessions on a cluster (a
+host placed, a host lost) in core.cluster_events; both are part of the one union here.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from mala_tui.core.actions import EndStatus
+from mala_tui.core.cluster_events import HostLost, HostPlaced
 from mala_tui.core.console_events import (
     AgentSessionNamed,
     MessageDelivered,
@@ -381,7 +383,9 @@ Event = Annotated[
     | PermissionRequested
     | PermissionDecided
     | AgentSessionNamed
-    | RunResumed,
+    | RunResumed
+    | HostPlaced
+    | HostLost,
     Field(discriminator="type"),
 ]
 
@@ -428,6 +432,8 @@ def event_json(event: Event) -> str:
 __all__ = [
     "AgentSessionNamed",
     "EventBase",
+    "HostLost",
+    "HostPlaced",
     "MessageDelivered",
     "MessageQueued",
     "PermissionDecided",

@@ -115,7 +115,7 @@ class OperatorFlow:
                     at, self._state.usage.tokens, Trigger.OPERATOR_MASK, Cause.OPERATOR
                 )
             case Command.CANCEL:
-                return self._cancel(at)
+                return self._cancel(at, obs.reason or "cancelled by the operator")
             case Command.RESTART_NOW:
                 if self._state.phase in (Phase.STOPPED, Phase.FAILED):
                     self._state.budget_stop = (
@@ -128,10 +128,9 @@ class OperatorFlow:
                 return self._restart_flow.request_checkpoint(at, Trigger.OPERATOR_CHECKPOINT)
         raise IllegalTransition(f"{self._state.name}: unknown command {obs.command!r}")
 
-    def _cancel(self, at: float) -> Outcome:
+    def _cancel(self, at: float, reason: str) -> Outcome:
         """Out of the run, its work kept: a checkpoint first (unless one is already on its
-        way or waiting for approval), then stopped."""
-        reason = "cancelled by the operator"
+        way or waiting for approval), then stopped. `reason`: who cancelled it, and why."""
         if self._state.phase in (Phase.AWAITING_APPROVAL, Phase.RESTARTING) or (
             self._state.manage is not ManageMode.FULL and not self._state.phase.terminal
         ):

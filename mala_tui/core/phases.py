@@ -134,6 +134,9 @@ class Cause(StrEnum):
     """The window was already gone: a harness-made checkpoint."""
     BUDGET = "budget"
     """Near or at a cost, turn or time limit (core.budget): checkpoint, then stop."""
+    NODE_LOST = "node_lost"
+    """The session's host was lost with its node (`--engine ray`): a fresh session on
+    another host, from its latest checkpoint or one built from what the driver received."""
 
 
 class ManageMode(StrEnum):

@@ -405,6 +405,10 @@ class RestartFlow:
             how = Delivery.RESUME
         elif plan.how is ResumeFrom.CHECKPOINT and plan.checkpoint is not None:
             self._state.checkpoint = plan.checkpoint
+            lost = plan.lost_host
+            if lost is not None and self._state.require_approval:
+                # A host lost is a restart like any other: a person approves it first.
+                return self._ask_again(at, plan.checkpoint_number, lost, Cause.NODE_LOST)
             if plan.awaiting_approval is not None and self._state.require_approval:
                 return self._ask_again(at, plan.checkpoint_number, plan.awaiting_approval)
             # A fresh session seeded with the checkpoint: a restart, numbered after the last.
@@ -420,11 +424,12 @@ class RestartFlow:
                     at=at,
                     session=self._state.name,
                     continuation=number,
-                    reason=f"resumed after the run was interrupted ({gap(gap_seconds)} earlier)",
+                    reason=lost
+                    or f"resumed after the run was interrupted ({gap(gap_seconds)} earlier)",
                     tokens_before=0,
                     checkpoint_number=plan.checkpoint_number,
-                    approved_by="resume",
-                    trigger="resume",
+                    approved_by="auto" if lost is not None else "resume",
+                    trigger=Cause.NODE_LOST.value if lost is not None else "resume",
                 ),
             )
         else:
@@ -435,11 +440,13 @@ class RestartFlow:
         self._state.begin_turn(prompt)
         return Outcome((SendPrompt(kind, prompt),), (*events, *delivered))
 
-    def _ask_again(self, at: float, number: int, reason: str) -> Outcome:
-        """The restart was waiting for a person when the run was interrupted: ask again,
-        and on the answer restart (or end) as the approval would have done."""
+    def _ask_again(
+        self, at: float, number: int, reason: str, cause: Cause = Cause.OPERATOR
+    ) -> Outcome:
+        """The restart was waiting for a person when the run was interrupted (or its host
+        was lost): ask, and on the answer restart (or end) as the approval would have done."""
         self._state.pending.restart_reason = reason
-        self._state.pending.restart_cause = Cause.OPERATOR
+        self._state.pending.restart_cause = cause
         moved = self._state.move(at, Trigger.CHECKPOINT_FOR_APPROVAL)
         assert self._state.checkpoint is not None
         asked = ev.ApprovalRequested(

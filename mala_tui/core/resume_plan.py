@@ -91,6 +91,9 @@ class SessionResume:
     ended: EndStatus | None = None
     awaiting_approval: str | None = None
     """The restart from `checkpoint` was waiting for a person's approval: why it was asked."""
+    lost_host: str | None = None
+    """The session goes on because its host was lost (`--engine ray`), and how it was: the
+    restart from `checkpoint` is a `node_lost` one, approved as any restart is."""
 
     @property
     def resumes(self) -> bool:

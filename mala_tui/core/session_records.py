@@ -168,6 +168,12 @@ class SessionSnapshot:
     """Why the latest of them could not be applied."""
     worktree_status: BranchStatus | None = None
     """With --worktree: its commits to land, or merged (None: no worktree, or not known)."""
+    host: str = ""
+    """With `--engine ray`: the address of the node its host runs on ("" when local)."""
+    hosts_lost: int = 0
+    """With `--engine ray`: its hosts lost with their node."""
+    host_lost: str = ""
+    """How the latest was lost."""
     cache_warm_until: float | None = None
     """When the session's prompt cache goes cold unless a request comes first (wall-clock
     seconds; None: not known)."""

@@ -98,6 +98,13 @@ class SessionState:
     (core.questions)."""
     pids: dict[int, bool] = field(default_factory=dict)
     """CLI processes started for this session, and whether each has ended."""
+    host: str = ""
+    """Where the session's host runs (`--engine ray`): the node's address; "" when local,
+    or while its host is lost."""
+    hosts_lost: int = 0
+    """Hosts of this session lost with their node."""
+    host_lost: str = ""
+    """How the latest was lost."""
     _trend: deque[float] = field(default_factory=lambda: deque(maxlen=TREND_POINTS))
     _await_after_restart: bool = False
 
@@ -226,6 +233,11 @@ class SessionState:
                 self._ask(permission_asked(event))
             case ev.PermissionDecided():
                 self.questions.pop(permission_id(event.session, event.request_id), None)
+            case ev.HostPlaced():
+                self.host = event.address
+            case ev.HostLost():
+                self.host, self.hosts_lost, self.host_lost = "", self.hosts_lost + 1, event.reason
+                self.questions.clear()  # whoever waited went with the host; asked again
             case _:
                 pass
 
@@ -305,6 +317,9 @@ class SessionState:
                 isinstance(question, PermissionQuestion) for question in self.questions.values()
             ),
             worktree_status=self.worktree.status if self.worktree is not None else None,
+            host=self.host,
+            hosts_lost=self.hosts_lost,
+            host_lost=self.host_lost,
             cache_warm_until=(
                 self.cache_refreshed_at + self.cache_ttl_seconds
                 if self.cache_refreshed_at is not None and self.cache_ttl_seconds is not None

@@ -49,14 +49,20 @@ def state_text(snapshot: SessionSnapshot) -> str:
         # The window is not managed as it should be: said on the card, not only in the log.
         times = f" {snapshot.mask_failures}x" if snapshot.mask_failures > 1 else ""
         text += f" \u00b7 mask failed{times}: {snapshot.mask_problem}"
+    if snapshot.hosts_lost:
+        # Its work since the last checkpoint was redone elsewhere: said on the card.
+        times = f" {snapshot.hosts_lost}x" if snapshot.hosts_lost > 1 else ""
+        text += f" \u00b7 host lost{times}: {snapshot.host_lost}"
     return text
 
 
 def counters_text(snapshot: SessionSnapshot, now: float | None = None) -> str:
     """The card's counters; with `now`, a waiting session's cache's warm time first."""
+    host = f" \u00b7 on {snapshot.host}" if snapshot.host else ""
     counters = (
         f"masked {snapshot.masked_session} ({snapshot.masked_total} all) \u00b7 "
         f"restarts {snapshot.restarts}/{snapshot.max_restarts} \u00b7 idle {snapshot.idle_retries}"
+        f"{host}"
     )
     cache = cache_text(snapshot, now) if now is not None else ""
     # What waiting costs, before the counters: once cold, the next request writes the
