@@ -292,6 +292,18 @@ class BudgetSettings(BaseModel):
         )
 
 
+class ClusterSettings(BaseModel):
+    """Sessions on a Ray cluster (`run --engine ray`)."""
+
+    model_config = _STRICT
+
+    orphan_minutes: float = Field(default=30.0, gt=0)
+    """A session host whose driver has been gone this long winds its session down to a
+    checkpoint and stops."""
+    session_memory_mb: int = Field(default=1024, ge=0)
+    """Memory reserved on a host for each session (Claude Code takes about 1 GiB); 0: none."""
+
+
 class Settings(BaseModel):
     """All of mala-tui's settings."""
 
@@ -304,6 +316,7 @@ class Settings(BaseModel):
     ui: UiSettings = UiSettings()
     pricing: PricingSettings = PricingSettings()
     budget: BudgetSettings = BudgetSettings()
+    cluster: ClusterSettings = ClusterSettings()
 
     def resolved_data_dir(self) -> Path:
         """The folder runs are journaled under."""
@@ -320,6 +333,7 @@ SECTIONS: dict[str, type[BaseModel]] = {
     "ui": UiSettings,
     "pricing": PricingSettings,
     "budget": BudgetSettings,
+    "cluster": ClusterSettings,
 }
 
 

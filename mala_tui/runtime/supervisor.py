@@ -29,6 +29,7 @@ from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.breakdown import WindowContents
 from mala_tui.core.budget import BudgetCheck, BudgetLimits
+from mala_tui.core.calibration import Density
 from mala_tui.core.manager import ContextManager, Limits
 from mala_tui.core.observations import Command, Decision
 from mala_tui.core.operator_messages import MessageError, checked_text
@@ -44,9 +45,14 @@ from mala_tui.runtime.journal import RunJournal, describe_os_error
 from mala_tui.runtime.permission_requests import PermissionRequests
 from mala_tui.runtime.processes import pid_alive
 from mala_tui.runtime.recorder import Listeners, RunRecorder
+from mala_tui.runtime.remote_runner import HostEngine, RemoteRunner
 from mala_tui.runtime.run_types import RunResult
 from mala_tui.runtime.session import SessionRunner
+from mala_tui.runtime.session_host import BackendFactory
 from mala_tui.runtime.session_limits import limits_from, runner_limits_from
+
+Runner = SessionRunner | RemoteRunner
+"""A session as the supervisor drives it: run here, or by a host a cluster engine placed."""
 
 #: Where the warning that journals a queued session comes from.
 QUEUE = "queue"
@@ -69,8 +75,14 @@ class Supervisor:
         approval_mode: ApprovalMode | None = None,
         clock: Callable[[], float] = time.time,
         mode: str = "run",
+        engine: HostEngine | None = None,
+        host_backend: BackendFactory | None = None,
     ) -> None:
+        """`engine`: place each session on a host of a cluster (runtime.remote_runner),
+        whose backend `host_backend` makes there; None: every session runs here."""
         self.settings = settings
+        self.engine = engine
+        self.host_backend = host_backend
         self.backend = backend
         self.prompts = prompts
         self.clock = clock
@@ -86,7 +98,7 @@ class Supervisor:
             on_storage_failure=self._storage_failed,
         )
         self.budget = BudgetWatch(settings.budget.session_limits(), settings.budget.run_limits())
-        self.runners: dict[str, SessionRunner] = {}
+        self.runners: dict[str, Runner] = {}
         self.desk = Desk()
         """Where every question a person's answer is awaited for waits (runtime.desk)."""
         self.approvals = Approvals.from_settings(settings, self.desk, self.approval_mode)
@@ -149,7 +161,7 @@ class Supervisor:
 
     # -- building the run -----------------------------------------------------------------------
 
-    def add_session(self, spec: SessionSpec, *, limits: Limits | None = None) -> SessionRunner:
+    def add_session(self, spec: SessionSpec, *, limits: Limits | None = None) -> Runner:
         if spec.name in self.runners:
             raise ValueError(f"two sessions are named {spec.name!r}")
         limits = limits or limits_from(self.settings, spec.model, spec.betas)
@@ -160,6 +172,25 @@ class Supervisor:
         manager = ContextManager(
             name=spec.name, task=spec.task, limits=limits, prompts=self.prompts
         )
+        runner: Runner
+        if self.engine is not None:
+            runner = RemoteRunner(
+                spec=spec,
+                manager=manager,
+                engine=self.engine,
+                run_id=self.journal.run_id if self.journal else "",
+                runner_limits=runner_limits_from(self.settings),
+                backend=self.host_backend or _no_backend,
+                prompts=self.prompts,
+                sink=self.record,
+                approvals=self.approvals,
+                desk=self.desk,
+                permissions=self.permissions.gate_for(spec.name),
+                orphan_seconds=self.settings.cluster.orphan_minutes * 60,
+                clock=self.clock,
+            )
+            self.runners[spec.name] = runner
+            return runner
         runner = SessionRunner(
             spec=spec,
             backend=self.backend,
@@ -221,9 +252,7 @@ class Supervisor:
             self.record(ev.RunEnded(at=self.clock(), run_id=run_id, ok=ok, reason=reason))
             self.recorder.redact_transcript_copies()
 
-    async def _run_in_slot(
-        self, name: str, runner: SessionRunner, slots: asyncio.Semaphore
-    ) -> EndStatus:
+    async def _run_in_slot(self, name: str, runner: Runner, slots: asyncio.Semaphore) -> EndStatus:
         async with slots:
             if name in self._never_started:
                 return self._never_started[name][0]
@@ -254,7 +283,7 @@ class Supervisor:
             raise ValueError(f"a session is already named {name!r}")
         self.add_live(self.spec_for_new(name, task, folder))
 
-    def add_live(self, spec: SessionSpec) -> SessionRunner:
+    def add_live(self, spec: SessionSpec) -> Runner:
         """A session joining the run while it runs; it waits for a slot like the others.
 
         Raises:
@@ -425,7 +454,17 @@ class Supervisor:
         if runner is None:
             return None
         manager = runner.manager
+        if isinstance(runner, RemoteRunner):  # its manager runs on its host: the copy here
+            state = self.state.sessions.get(session)
+            density = Density(1.0, False)
+            if state is not None:
+                density = Density(state.density, state.density_measured)
+            return WindowContents(runner.mirror, density, str(runner.spec.cwd))
         return WindowContents(manager.transcript, manager.density, str(runner.spec.cwd))
+
+
+def _no_backend(folder: Path) -> Backend:
+    raise ValueError("a session placed on a cluster needs the backend its host makes")
 
 
 def _with(limits: Limits, **changes: bool) -> Limits:

@@ -92,6 +92,8 @@ class ScriptedClient:
     """Promise the stop but carry on regardless, as a CLI that ignores its hook's answer."""
     stops: int = 0
     """Turns this client ended after a tool result (asked by stop_after_tools or the gate)."""
+    pace: float = 0.0
+    """Seconds between two items of a turn, as a model streaming at that rate (0: at once)."""
     _stop_requested: bool = False
     _gate: ToolGate | None = None
     _permission_gate: PermissionGate | None = None
@@ -134,7 +136,7 @@ class ScriptedClient:
                 self.stops += 1
                 await self._queue.put(hook_stopped())
                 return
-            await asyncio.sleep(0)
+            await asyncio.sleep(self.pace)
 
     async def _ask_gate(self, item: StreamItem) -> bool:
         """The gate's answer for the tool results in this item (True if any says stop)."""

@@ -1,0 +1,80 @@
+"""An engine that places session hosts in this process: the driver's side of a cluster
+(runtime.remote_runner) and the host's (runtime.session_host), without a cluster.
+
+`lose()` makes a host vanish as a dead node's does: its stream breaks, nothing more of
+it reaches the driver, and it stops. The Ray engine itself is tested on a real cluster
+(tests/cluster).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+
+from mala_tui.runtime.host_wire import Batch
+from mala_tui.runtime.remote_runner import HostLost
+from mala_tui.runtime.session_host import HostSetup, SessionHost
+
+
+@dataclass
+class InProcessLink:
+    host: SessionHost
+    node: str
+    address: str = "127.0.0.1"
+    lost: asyncio.Event = field(default_factory=asyncio.Event)
+    calls: list[tuple[str, tuple[object, ...]]] = field(default_factory=list)
+    released: bool = False
+
+    async def batches(self, after: int) -> AsyncIterator[Batch]:
+        stream = aiter(self.host.batches(after))
+        while True:
+            if self.lost.is_set():
+                raise HostLost("its node died", self.node, self.address)
+            following = asyncio.ensure_future(anext(stream))
+            gone = asyncio.ensure_future(self.lost.wait())
+            done, _ = await asyncio.wait({following, gone}, return_when=asyncio.FIRST_COMPLETED)
+            if gone in done:
+                following.cancel()
+                raise HostLost("its node died", self.node, self.address)
+            gone.cancel()
+            try:
+                batch = following.result()
+            except StopAsyncIteration:
+                return
+            yield batch
+
+    def tell(self, method: str, *args: object) -> None:
+        self.calls.append((method, args))
+        if not self.lost.is_set():
+            getattr(self.host, method)(*args)
+
+    async def release(self) -> None:
+        self.released = True
+        await self.host.close()
+
+    async def kill(self) -> None:
+        await self.host.close()
+
+    async def lose(self) -> None:
+        """The node dies: the host stops where it is, and the driver hears no more of it."""
+        self.lost.set()
+        await self.host.close()
+
+
+@dataclass
+class InProcessEngine:
+    slots: int = 8
+    links: list[InProcessLink] = field(default_factory=list)
+    placed: asyncio.Event = field(default_factory=asyncio.Event)
+
+    async def place(self, name: str, attempt: int, setup: HostSetup) -> InProcessLink:
+        host = SessionHost(setup)
+        host.start()
+        link = InProcessLink(host, node=f"node-{len(self.links) + 1}")
+        self.links.append(link)
+        self.placed.set()
+        return link
+
+    def of(self, session: str) -> list[InProcessLink]:
+        return [link for link in self.links if link.host.spec.name == session]

@@ -1,0 +1,343 @@
+"""Sessions on hosts placed elsewhere (runtime.remote_runner, runtime.session_host).
+
+The hosts here run in this process (tests/runtime/host_engine.py), on the scripted
+backend: everything between the driver and the host is the real code (batches, the
+questions relayed to the driver's desk, commands, a host lost and the restart that
+follows). The Ray engine runs the same code on a real cluster in tests/cluster.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from mala_tui.config import ContextSettings, IdleSettings, Settings
+from mala_tui.core import events as ev
+from mala_tui.core.actions import EndStatus
+from mala_tui.core.observations import Command, Decision
+from mala_tui.core.permissions import PermissionAnswer
+from mala_tui.core.phases import Cause, Phase
+from mala_tui.core.transcript import Message, Role, TextBlock, ToolCall, ToolResult
+from mala_tui.core.usage import CallUsage
+from mala_tui.prompt_files import load_prompts
+from mala_tui.runtime.backends.base import (
+    MessageItem,
+    PermissionAsk,
+    SessionIdItem,
+    SessionSpec,
+    UsageItem,
+)
+from mala_tui.runtime.backends.scripted import (
+    HANG,
+    AskPermission,
+    ScriptedBackend,
+    ScriptedClient,
+    finished,
+)
+from mala_tui.runtime.journal import RunJournal, read_events
+from mala_tui.runtime.supervisor import Supervisor
+from tests.runtime.host_engine import InProcessEngine
+
+CHECKPOINT = "<checkpoint>\n## Goal\nG\n## Completed Work\n- Read /ws/a.py\n</checkpoint>"
+OPEN: list[RunJournal] = []
+
+
+@pytest.fixture(autouse=True)
+def close_journals() -> Iterator[None]:
+    yield
+    while OPEN:
+        OPEN.pop().close()
+
+
+def read(tool_id: str, path: str) -> list[MessageItem]:
+    call = MessageItem(
+        Message(
+            Role.ASSISTANT,
+            (TextBlock(f"Reading {path}."), ToolCall(tool_id, "Read", {"file_path": path})),
+        )
+    )
+    return [call, MessageItem(Message(Role.USER, (ToolResult(tool_id, "x = 1\n"),)))]
+
+
+def usage(tokens: int) -> UsageItem:
+    return UsageItem(CallUsage(input_tokens=3, cache_read_input_tokens=tokens), final=True)
+
+
+class PerSession:
+    """Clients chosen by session name, in order (each host makes its backend from this)."""
+
+    def __init__(self, clients: dict[str, list[ScriptedClient]]) -> None:
+        self.by_name = {name: ScriptedBackend(list(found)) for name, found in clients.items()}
+
+    def create(self, spec: SessionSpec, *, resume: str | None) -> ScriptedClient:
+        return self.by_name[spec.name].create(spec, resume=resume)
+
+    def transcript_path(self, spec: SessionSpec, session_id: str) -> None:
+        return None
+
+    async def mask_transcript(
+        self, spec: SessionSpec, session_id: str, placeholders: object
+    ) -> int:
+        return 0
+
+
+def supervisor(
+    tmp_path: Path,
+    backend: PerSession,
+    names: list[str],
+    engine: InProcessEngine,
+    **context: object,
+) -> Supervisor:
+    journal = RunJournal.create(tmp_path, "run-1", {"mode": "test"})
+    OPEN.append(journal)
+    approval = context.pop("approval_mode", "auto")
+    sup = Supervisor(
+        settings=Settings(
+            context=ContextSettings(context_limit=100_000, **context),  # type: ignore[arg-type]
+            idle=IdleSettings(idle_timeout_seconds=30),
+        ),
+        backend=None,  # type: ignore[arg-type]
+        prompts=load_prompts(),
+        journal=journal,
+        approval_mode=approval,  # type: ignore[arg-type]
+        engine=engine,
+        host_backend=lambda folder: backend,  # type: ignore[arg-type,return-value]
+    )
+    for name in names:
+        sup.add_session(SessionSpec(name=name, task=f"task {name}", cwd=tmp_path))
+    return sup
+
+
+def journaled(sup: Supervisor) -> list[ev.Event]:
+    assert sup.journal is not None
+    return read_events(sup.journal.events_path).events
+
+
+def of(events: list[ev.Event], kind: type, session: str | None = None) -> list:  # type: ignore[type-arg]
+    return [e for e in events if isinstance(e, kind) and (session is None or e.session == session)]
+
+
+async def until(sup: Supervisor, test: object) -> None:
+    """Wait (bounded) until `test(event)` holds for an event recorded from now on."""
+    reached = asyncio.Event()
+    sup.listeners.events.append(lambda event: reached.set() if test(event) else None)  # type: ignore[operator]
+    await asyncio.wait_for(reached.wait(), 10)
+
+
+async def test_sessions_on_hosts_are_journaled_by_the_driver_as_local_ones_are(
+    tmp_path: Path,
+) -> None:
+    backend = PerSession(
+        {
+            name: [
+                ScriptedClient(
+                    [
+                        [
+                            SessionIdItem(f"s-{name}"),
+                            usage(9_000),
+                            *read("t1", "/ws/a.py"),
+                            finished("Done.", f"s-{name}"),
+                        ]
+                    ]
+                )
+            ]
+            for name in ("a", "b")
+        }
+    )
+    engine = InProcessEngine()
+    sup = supervisor(tmp_path, backend, ["a", "b"], engine)
+    result = await asyncio.wait_for(sup.run(), 20)
+    assert result.statuses == {"a": EndStatus.DONE, "b": EndStatus.DONE}
+    events = journaled(sup)
+    for name in ("a", "b"):
+        kinds = [type(e).__name__ for e in events if e.session == name]
+        assert kinds[0] == "HostPlaced" and kinds[1] == "SessionStarted"
+        assert kinds.count("SessionEnded") == 1
+        assert "UsageRecorded" in kinds and kinds.count("MessageRecorded") >= 3
+    assert all(link.released for link in engine.links), "each host let go once journaled"
+    # Everything a host sent reached the journal, once, in order: positions 1..n.
+    for link in engine.links:
+        assert (
+            link.host.sent_up_to == len([e for e in events if e.session == link.host.spec.name]) - 1
+        )
+    assert sup.state.sessions["a"].host == "127.0.0.1"
+
+
+async def test_commands_messages_and_approvals_go_to_the_host_and_back(tmp_path: Path) -> None:
+    hard = usage(85_000)
+    old = ScriptedClient(
+        [
+            [SessionIdItem("sa"), *read("t1", "/ws/a.py"), hard, HANG],
+            [finished("saved", "sa")],
+            [finished(CHECKPOINT, "sa")],
+        ]
+    )
+    new = ScriptedClient([[SessionIdItem("sa-2"), finished("done", "sa-2")]])
+    engine = InProcessEngine()
+    sup = supervisor(tmp_path, PerSession({"a": [old, new]}), ["a"], engine, approval_mode="ask")
+    run = asyncio.create_task(sup.run())
+    await until(sup, lambda e: isinstance(e, ev.ApprovalRequested))
+    await asyncio.sleep(0.3)  # the question reaches the driver's desk with its batch
+    (question,) = sup.state.questions()
+    assert question.session == "a"
+    sup.decide("a", Decision.APPROVE)
+    with pytest.raises(KeyError, match="answered already: approved by the operator"):
+        sup.decide("a", Decision.DENY)
+    result = await asyncio.wait_for(run, 20)
+    assert result.statuses == {"a": EndStatus.DONE}
+    events = journaled(sup)
+    (decided,) = of(events, ev.ApprovalDecided)
+    assert decided.decided_by == "operator"
+    assert [r.trigger for r in of(events, ev.Restarted)] == ["hard_threshold"]
+
+
+async def test_a_permission_request_is_answered_at_the_drivers_desk(tmp_path: Path) -> None:
+    ask = AskPermission(PermissionAsk("t9", "Bash", {"command": "make deploy"}))
+    call = MessageItem(
+        Message(Role.ASSISTANT, (ToolCall("t9", "Bash", {"command": "make deploy"}),))
+    )
+    result_item = MessageItem(Message(Role.USER, (ToolResult("t9", "deployed"),)))
+    client = ScriptedClient([[SessionIdItem("sa"), call, ask, result_item, finished("ok", "sa")]])
+    engine = InProcessEngine()
+    sup = supervisor(tmp_path, PerSession({"a": [client]}), ["a"], engine)
+    run = asyncio.create_task(sup.run())
+    await until(sup, lambda e: isinstance(e, ev.PermissionRequested))
+    (question,) = sup.state.questions()
+    sup.answer_permission("a", question.request_id, PermissionAnswer.DENY, "not today")  # type: ignore[attr-defined]
+    result = await asyncio.wait_for(run, 20)
+    assert result.statuses == {"a": EndStatus.DONE}
+    assert [v.allow for v in client.verdicts] == [False]
+    assert client.verdicts[0].message.endswith("denied by the operator: not today")
+
+
+async def test_a_stop_from_the_operator_reaches_a_busy_host(tmp_path: Path) -> None:
+    client = ScriptedClient([[SessionIdItem("sa"), usage(9_000), HANG]])
+    engine = InProcessEngine()
+    sup = supervisor(tmp_path, PerSession({"a": [client]}), ["a"], engine)
+    run = asyncio.create_task(sup.run())
+    await until(sup, lambda e: isinstance(e, ev.UsageRecorded))
+    sup.say("a", "look at b.py too")
+    sup.command("a", Command.STOP)
+    result = await asyncio.wait_for(run, 20)
+    assert result.statuses == {"a": EndStatus.STOPPED}
+    assert of(journaled(sup), ev.MessageQueued)[0].text == "look at b.py too"
+
+
+def working_then_hang(session_id: str) -> ScriptedClient:
+    return ScriptedClient(
+        [
+            [
+                SessionIdItem(session_id),
+                usage(9_000),
+                *read("t1", "/ws/a.py"),
+                *read("t2", "/ws/b.py"),
+                HANG,
+            ]
+        ]
+    )
+
+
+async def test_a_lost_host_restarts_elsewhere_from_a_checkpoint_built_from_what_was_received(
+    tmp_path: Path,
+) -> None:
+    again = ScriptedClient([[SessionIdItem("sa-2"), finished("done", "sa-2")]])
+    engine = InProcessEngine()
+    sup = supervisor(tmp_path, PerSession({"a": [working_then_hang("sa"), again]}), ["a"], engine)
+    run = asyncio.create_task(sup.run())
+    await until(sup, lambda e: isinstance(e, ev.MessageRecorded) and "b.py" in e.excerpt)
+    await asyncio.sleep(0.3)  # the transcript delta of that step reaches the driver
+    first = engine.links[0]
+    await first.lose()
+    result = await asyncio.wait_for(run, 20)
+    assert result.statuses == {"a": EndStatus.DONE}
+    events = journaled(sup)
+    (lost,) = of(events, ev.HostLost)
+    assert lost.restart and lost.reason == "its node died" and lost.node == "node-1"
+    (saved,) = of(events, ev.CheckpointSaved)
+    assert saved.origin == "harness" and saved.number == 1
+    assert "Read /ws/a.py" in saved.text and "Read /ws/b.py" in saved.text
+    (restart,) = of(events, ev.Restarted)
+    assert restart.trigger == Cause.NODE_LOST.value == "node_lost"
+    assert restart.checkpoint_number == 1 and restart.continuation == 1
+    assert [p.attempt for p in of(events, ev.HostPlaced)] == [1, 2]
+    # Never twice at once: the first host was gone before the second was placed.
+    assert events.index(lost) < events.index(of(events, ev.HostPlaced)[1])
+    assert first.host.end is not None and engine.links[1].host.end is not None
+    # The events received before the loss stay; the second host's follow them.
+    kinds = [type(e).__name__ for e in events]
+    assert kinds.count("SessionStarted") == 2 and kinds.count("SessionEnded") == 1
+    assert "Read /ws/b.py" in again.queries[0], "the fresh session starts from that checkpoint"
+    card = sup.state.sessions["a"].snapshot()
+    assert card.hosts_lost == 1 and card.host_lost == "its node died"
+
+
+async def test_a_lost_host_asks_for_approval_first_when_approval_is_on(tmp_path: Path) -> None:
+    again = ScriptedClient([[SessionIdItem("sa-2"), finished("done", "sa-2")]])
+    engine = InProcessEngine()
+    sup = supervisor(
+        tmp_path,
+        PerSession({"a": [working_then_hang("sa"), again]}),
+        ["a"],
+        engine,
+        approval_mode="ask",
+    )
+    run = asyncio.create_task(sup.run())
+    await until(sup, lambda e: isinstance(e, ev.MessageRecorded) and "b.py" in e.excerpt)
+    await engine.links[0].lose()
+    await until(sup, lambda e: isinstance(e, ev.ApprovalRequested))
+    await asyncio.sleep(0.3)
+    (question,) = sup.state.questions()
+    assert "was lost" in question.reason  # type: ignore[attr-defined]
+    assert sup.state.sessions["a"].phase is Phase.AWAITING_APPROVAL
+    sup.decide("a", Decision.APPROVE)
+    result = await asyncio.wait_for(run, 20)
+    assert result.statuses == {"a": EndStatus.DONE}
+    (restart,) = of(journaled(sup), ev.Restarted)
+    assert restart.trigger == "node_lost" and restart.approved_by == "operator"
+
+
+async def test_the_latest_checkpoint_is_used_when_nothing_was_done_since(tmp_path: Path) -> None:
+    # A checkpoint written, its restart waiting for a person, when the host goes.
+    old = ScriptedClient(
+        [
+            [SessionIdItem("sa"), *read("t1", "/ws/a.py"), usage(85_000), HANG],
+            [finished("saved", "sa")],
+            [finished(CHECKPOINT, "sa")],
+        ]
+    )
+    again = ScriptedClient([[SessionIdItem("sa-2"), finished("done", "sa-2")]])
+    engine = InProcessEngine()
+    sup = supervisor(tmp_path, PerSession({"a": [old, again]}), ["a"], engine, approval_mode="ask")
+    run = asyncio.create_task(sup.run())
+    await until(sup, lambda e: isinstance(e, ev.ApprovalRequested))
+    await asyncio.sleep(0.3)
+    await engine.links[0].lose()
+    await until(sup, lambda e: isinstance(e, ev.ApprovalRequested) and "was lost" in e.reason)
+    await asyncio.sleep(0.3)
+    (question,) = sup.state.questions()
+    sup.decide("a", Decision.APPROVE, checkpoint_number=question.checkpoint_number)  # type: ignore[attr-defined]
+    result = await asyncio.wait_for(run, 20)
+    assert result.statuses == {"a": EndStatus.DONE}
+    events = journaled(sup)
+    assert [c.origin for c in of(events, ev.CheckpointSaved)] == ["tagged"]
+    (restart,) = of(events, ev.Restarted)
+    assert restart.checkpoint_number == 1 and restart.trigger == "node_lost"
+
+
+async def test_past_max_restarts_a_lost_host_ends_the_session_failed(tmp_path: Path) -> None:
+    engine = InProcessEngine()
+    sup = supervisor(
+        tmp_path, PerSession({"a": [working_then_hang("sa")]}), ["a"], engine, max_restarts=0
+    )
+    run = asyncio.create_task(sup.run())
+    await until(sup, lambda e: isinstance(e, ev.UsageRecorded))
+    await engine.links[0].lose()
+    result = await asyncio.wait_for(run, 20)
+    assert result.statuses == {"a": EndStatus.FAILED}
+    assert "was lost" in result.reasons["a"] and "max restarts (0) reached" in result.reasons["a"]
+    (lost,) = of(journaled(sup), ev.HostLost)
+    assert not lost.restart
+    assert len(engine.links) == 1
