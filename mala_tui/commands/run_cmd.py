@@ -24,6 +24,8 @@ from mala_tui.core.pricing import Spend, format_cost
 if TYPE_CHECKING:
     from mala_tui.runtime.backends.base import SessionSpec
     from mala_tui.runtime.journal import RunJournal
+    from mala_tui.runtime.launch import TaskPlan
+    from mala_tui.runtime.ray_engine import RayEngine
     from mala_tui.runtime.run_types import RunResult
     from mala_tui.runtime.signals import Shutdown
     from mala_tui.runtime.supervisor import Supervisor
@@ -141,6 +143,19 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="a tool use outside agent.allowed_tools: ask a person (in the app, or on the "
         "terminal when headless), allow it, or deny it (default: the agent.permissions setting)",
     )
+    run.add_argument(
+        "--engine",
+        choices=("local", "ray"),
+        default="local",
+        help="where the sessions run: here (local), or each on a host of a Ray cluster (ray; "
+        "needs `pip install 'mala-tui[ray]'`)",
+    )
+    run.add_argument(
+        "--ray-address",
+        metavar="HOST:PORT",
+        help="with --engine ray: the cluster's head, as `ray start --head` printed it "
+        "(default: a local Ray started for the run and stopped after it)",
+    )
     _common(run)
     demo = commands.add_parser(
         "demo", help="four agents on a local scripted model: offline, no API key"
@@ -227,23 +242,8 @@ def run(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.stdo
 
 def _run(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO, shutdown: Shutdown) -> int:
     loaded = with_permissions_flag(args, with_budget_flags(args, loaded))
-    from mala_tui.runtime.backends.claude import ClaudeBackend
-    from mala_tui.runtime.journal import StorageError
-    from mala_tui.runtime.launch import (
-        TaskFileError,
-        agent_spec,
-        build_supervisor,
-        open_journal,
-        oversized,
-        plain_spec,
-        plan_tasks,
-    )
-    from mala_tui.runtime.worktree import (
-        WorktreeError,
-        WorktreeTracker,
-        create_all,
-        repository_root,
-    )
+    from mala_tui.runtime.launch import TaskFileError, oversized, plan_tasks
+    from mala_tui.runtime.worktree import WorktreeError, repository_root
 
     try:
         plans = plan_tasks(args.tasks, args.tasks_file, args.cwd, loaded.settings)
@@ -251,6 +251,8 @@ def _run(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO, shutdown
         print(f"mala-tui run: {exc}", file=sys.stderr)
         return EXIT_USAGE
     problem = oversized(plans, loaded.settings, args.model) or refusal(args, loaded)
+    if problem is None and args.ray_address is not None and args.engine != "ray":
+        problem = "--ray-address needs --engine ray"
     if problem is not None:
         print(f"mala-tui run: {problem}", file=sys.stderr)
         return EXIT_USAGE
@@ -263,11 +265,61 @@ def _run(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO, shutdown
         except WorktreeError as exc:
             print(f"mala-tui run: {exc}", file=sys.stderr)
             return EXIT_USAGE
+    engine = None
+    if args.engine == "ray":
+        from mala_tui.runtime.ray_engine import EngineRefused, RayEngine
+
+        try:
+            engine = RayEngine.connect(
+                args.ray_address,
+                local_slots=settings.agent.max_concurrent,
+                memory_mb=settings.cluster.session_memory_mb,
+            )
+        except EngineRefused as exc:
+            print(f"mala-tui run: {exc}", file=sys.stderr)
+            return EXIT_USAGE
     try:
-        journal = open_journal(loaded, "run", plans, worktree=use_worktrees)
+        return _run_on(
+            args,
+            loaded,
+            plans,
+            engine=engine,
+            use_worktrees=use_worktrees,
+            out=out,
+            shutdown=shutdown,
+        )
+    finally:
+        if engine is not None:
+            engine.close()
+
+
+def _run_on(
+    args: argparse.Namespace,
+    loaded: LoadedSettings,
+    plans: list[TaskPlan],
+    *,
+    engine: RayEngine | None,
+    use_worktrees: bool,
+    out: TextIO,
+    shutdown: Shutdown,
+) -> int:
+    """The run, its sessions here or (with `engine`) each on a host of the cluster."""
+    from mala_tui.runtime.backends.claude import ClaudeBackend
+    from mala_tui.runtime.journal import StorageError
+    from mala_tui.runtime.launch import agent_spec, build_supervisor, open_journal, plain_spec
+    from mala_tui.runtime.worktree import WorktreeError, WorktreeTracker, create_all
+
+    settings = loaded.settings
+    where: dict[str, object] = {}
+    if engine is not None:
+        where = {"engine": "ray", "ray_address": engine.address}
+    try:
+        journal = open_journal(loaded, "run", plans, worktree=use_worktrees, where=where)
     except StorageError as exc:
         print(f"mala-tui run: {exc}", file=sys.stderr)
         return EXIT_STORAGE
+    if engine is not None:
+        engine.run_id = journal.run_id
     worktrees: dict[str, Worktree] = {}
     if use_worktrees:
         try:
@@ -300,6 +352,8 @@ def _run(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO, shutdown
             mode="run",
             profiles={plan.name: plan.profile for plan in plans},
             template=template,
+            engine=engine,
+            host_backend=ClaudeBackend.for_run if engine is not None else None,
         )
         if worktrees:
             supervisor.listeners.events.append(WorktreeTracker(worktrees, supervisor.record))

@@ -31,7 +31,9 @@ from mala_tui.runtime.headless import LineReader, answer_from_terminal, one_line
 from mala_tui.runtime.journal import RunJournal, new_run_id
 from mala_tui.runtime.profiles import PROFILE_KEYS, Profile, ProfileError, parse_profile, shown
 from mala_tui.runtime.redaction import redact
+from mala_tui.runtime.remote_runner import HostEngine
 from mala_tui.runtime.run_types import RunResult
+from mala_tui.runtime.session_host import BackendFactory
 from mala_tui.runtime.session_limits import limits_from
 from mala_tui.runtime.supervisor import Supervisor
 
@@ -256,12 +258,19 @@ def prompts_for(settings: Settings) -> PromptSet:
 
 
 def open_journal(
-    loaded: LoadedSettings, mode: str, tasks: Sequence[TaskPlan], *, worktree: bool = False
+    loaded: LoadedSettings,
+    mode: str,
+    tasks: Sequence[TaskPlan],
+    *,
+    worktree: bool = False,
+    where: Mapping[str, object] | None = None,
 ) -> RunJournal:
     """The run's folder, run.json and journal; `worktree`: each session works in a worktree
-    of its own (a resume makes one for a session whose start-up was stopped before it had)."""
+    of its own (a resume makes one for a session whose start-up was stopped before it had);
+    `where`: where the sessions run, when not here (the engine, the cluster's address)."""
     settings = loaded.settings
     meta: dict[str, Any] = {
+        **(where or {}),
         "mode": mode,
         "pid": os.getpid(),  # `mala-tui resume` refuses a run this process still writes
         "tasks": [_task_json(t) for t in tasks],
@@ -292,6 +301,8 @@ def build_supervisor(
     mode: str,
     profiles: Mapping[str, Profile] | None = None,
     template: SessionSpec | None = None,
+    engine: HostEngine | None = None,
+    host_backend: BackendFactory | None = None,
 ) -> Supervisor:
     """The run's supervisor with a session per spec; a session with a profile gets the
     thresholds, management mode and budgets of its profile. Sessions added while it runs
@@ -303,7 +314,13 @@ def build_supervisor(
         journal=journal,
         approval_mode=approval_mode,
         mode=mode,
+        engine=engine,
+        host_backend=host_backend,
     )
+    if engine is not None:  # a cluster runs as many as it has slots for, unless capped
+        capped = loaded.sources.get("agent.max_concurrent", "default") != "default"
+        cap = loaded.settings.agent.max_concurrent if capped else engine.slots
+        supervisor.max_concurrent = max(1, min(engine.slots, cap))
     for spec in specs:
         profile = (profiles or {}).get(spec.name)
         if profile is None or profile.empty:

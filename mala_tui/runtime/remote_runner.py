@@ -183,6 +183,10 @@ class RemoteRunner:
     def say(self, text: str) -> None:
         self._tell("say", text)
 
+    def hurry(self) -> None:
+        """The stop was asked for again: the host kills the agent process now."""
+        self._tell("hurry")
+
     def set_require_approval(self, required: bool) -> None:
         self._require_approval = required
         self._tell("set_require_approval", required)

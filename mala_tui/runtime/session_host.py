@@ -304,6 +304,10 @@ class SessionHost:
         self.touch()
         self.runner.say(text)
 
+    def hurry(self) -> None:
+        self.touch()
+        self.runner.hurry()
+
     def set_require_approval(self, required: bool) -> None:
         self.touch()
         self.runner.set_require_approval(required)

@@ -1,0 +1,322 @@
+"""The Ray engine: session hosts as Ray actors, placed over a cluster's hosts.
+
+The only module that imports `ray` (an extra: `pip install 'mala-tui[ray]'`). Ray
+places the hosts and says when one died; everything else (the idle timeout, retries,
+restarts, the journal) is mala-tui's own (runtime.session_host, runtime.remote_runner).
+
+- Each session host is an async actor, named after the run, the session and the
+  attempt, detached so it outlives its driver, never restarted by Ray
+  (`max_restarts=0`: recovery is mala-tui's, from checkpoints). It takes one
+  `mala_slot`, the logical resource each host declares (`ray start --resources
+  '{"mala_slot": 8}'`), and the memory a session needs, spread over the hosts.
+- Events come back through the actor's streaming generator, in batches.
+- Commands, approvals, permission answers and messages are actor method calls.
+
+Connecting is refused, with one line and before anything is made, when Ray is not
+installed, when the address cannot be reached (probed first, with a short timeout:
+Ray itself would wait a long time), when the cluster's Ray or Python differs from this
+one, or when it declares no `mala_slot`: it never hangs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ctypes
+import logging
+import os
+import signal
+import socket
+import sys
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+from mala_tui.runtime.host_wire import Batch
+from mala_tui.runtime.remote_runner import HostLost
+from mala_tui.runtime.session_host import HostSetup, SessionHost
+
+#: The namespace every mala-tui actor lives in (`resume` finds a run's hosts there).
+NAMESPACE = "mala-tui"
+#: The logical resource a host declares, one per session it can run.
+SLOT = "mala_slot"
+EXTRA = "pip install 'mala-tui[ray]'"
+#: How long reaching the cluster's address may take before the run is refused.
+PROBE_SECONDS = 3.0
+_PR_SET_PDEATHSIG = 1
+
+
+class EngineRefused(Exception):
+    """The cluster cannot be used as asked; the message is one line saying why and what to do."""
+
+
+def _ray() -> Any:
+    """The `ray` module (typed loosely: its stubs are partial), or the refusal to run without it."""
+    try:
+        import ray
+    except ImportError:
+        raise EngineRefused(f"--engine ray needs Ray, which is not installed: {EXTRA}") from None
+    return ray
+
+
+def split_address(address: str) -> tuple[str, int]:
+    """HOST:PORT of a cluster's GCS (`ray start --head` prints it).
+
+    Raises:
+        EngineRefused: not of that shape, or a Ray Client address (ray://).
+    """
+    if "://" in address:
+        raise EngineRefused(
+            f"--ray-address {address}: Ray Client addresses are not supported; run mala-tui on "
+            "a host of the cluster and give the head's address as HOST:PORT (e.g. 10.0.0.5:6379)"
+        )
+    host, sep, port = address.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise EngineRefused(
+            f"--ray-address {address}: expected HOST:PORT, the address `ray start --head` printed"
+        )
+    return host.strip("[]"), int(port)
+
+
+def probe(address: str, timeout: float = PROBE_SECONDS) -> None:
+    """Raise EngineRefused unless something answers at the address within `timeout`."""
+    host, port = split_address(address)
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            pass
+    except OSError as exc:
+        reason = exc.strerror or str(exc) or type(exc).__name__
+        raise EngineRefused(
+            f"cannot reach the Ray cluster at {address}: {reason} (is `ray start --head` running "
+            "there, and is this host allowed to reach its port?)"
+        ) from None
+
+
+def version_refusal(message: str, address: str) -> EngineRefused | None:
+    """The refusal for Ray's "Version mismatch" error (None for any other message)."""
+    if "Version mismatch" not in message:
+        return None
+    versions: list[tuple[str, str]] = []
+    ray_version = ""
+    for line in message.splitlines():
+        key, _, value = line.strip().partition(":")
+        if key == "Ray":
+            ray_version = value.strip()
+        elif key == "Python":
+            versions.append((ray_version, value.strip()))
+    if len(versions) != 2:
+        return EngineRefused(f"the Ray cluster at {address} runs another Ray or Python version")
+    (theirs_ray, theirs_py), (ours_ray, ours_py) = versions
+    return EngineRefused(
+        f"the Ray cluster at {address} runs Ray {theirs_ray} on Python {theirs_py}, this mala-tui "
+        f"Ray {ours_ray} on Python {ours_py}: every host and the driver need the same versions"
+    )
+
+
+def _die_with_parent() -> None:
+    """The host's worker dies the moment its raylet (its parent) does, and with it the CLI
+    (which dies with the worker): a node gone takes its sessions with it, at once."""
+    if not sys.platform.startswith("linux"):
+        return
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+class HostActor:
+    """A session host in a Ray worker (the actor class; `ray.remote` is applied on use)."""
+
+    def __init__(self, setup: HostSetup) -> None:
+        _die_with_parent()
+        ray = _ray()
+        self.host = SessionHost(setup, on_exit=self._exit)
+        context = ray.get_runtime_context()
+        self.node = context.get_node_id()
+        self.address = ray.util.get_node_ip_address()
+
+    async def where(self) -> tuple[str, str, int]:
+        """Start the session (in the actor's event loop) and say where it runs."""
+        self.host.start()
+        return self.node, self.address, os.getpid()
+
+    async def batches(self, after: int) -> AsyncIterator[Batch]:
+        async for batch in self.host.batches(after):
+            yield batch
+
+    async def ack(self, position: int) -> None:
+        self.host.ack(position)
+
+    async def command(self, command: str, reason: str) -> None:
+        self.host.command(command, reason)
+
+    async def say(self, text: str) -> None:
+        self.host.say(text)
+
+    async def hurry(self) -> None:
+        self.host.hurry()
+
+    async def set_require_approval(self, required: bool) -> None:
+        self.host.set_require_approval(required)
+
+    async def set_manage_mode(self, mode: str) -> None:
+        self.host.set_manage_mode(mode)
+
+    async def budget_reached(self, over: bool, reason: str) -> None:
+        self.host.budget_reached(over, reason)
+
+    async def answer_approval(
+        self, number: int, decision: str, edited_text: str | None, by: str, reason: str
+    ) -> bool:
+        return self.host.answer_approval(number, decision, edited_text, by, reason)
+
+    async def answer_permission(self, key: int, allow: bool, message: str) -> bool:
+        return self.host.answer_permission(key, allow, message)
+
+    async def release(self) -> None:
+        """The driver has what it needs: the host goes."""
+        ray = _ray()
+        await self.host.close()
+        ray.actor.exit_actor()
+
+    def _exit(self) -> None:
+        """Orphaned, its session wound down, and nobody came for the rest: the host goes."""
+        os._exit(0)
+
+
+def _lost(exc: BaseException, node: str = "", address: str = "") -> HostLost:
+    text = str(exc)
+    reason = "its node died" if "node has died" in text or "node died" in text else ""
+    if not reason:
+        first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+        reason = f"{type(exc).__name__}: {first}"[:300]
+    return HostLost(reason, node, address)
+
+
+@dataclass
+class RayLink:
+    """The driver's end of one host actor."""
+
+    handle: Any
+    node: str
+    address: str
+    pid: int = 0
+    """The host's process on its node."""
+
+    async def batches(self, after: int) -> AsyncIterator[Batch]:
+        ray = _ray()
+        try:
+            stream = self.handle.batches.options(num_returns="streaming").remote(after)
+            async for ref in stream:
+                batch: Batch = await ref
+                yield batch
+        except ray.exceptions.RayError as exc:
+            raise _lost(exc, self.node, self.address) from None
+
+    def tell(self, method: str, *args: object) -> None:
+        ray = _ray()
+        with contextlib.suppress(ray.exceptions.RayError):
+            getattr(self.handle, method).remote(*args)
+
+    async def release(self) -> None:
+        ray = _ray()
+        with contextlib.suppress(ray.exceptions.RayError):
+            await self.handle.release.remote()
+
+    async def kill(self) -> None:
+        ray = _ray()
+        with contextlib.suppress(ray.exceptions.RayError, ValueError):
+            ray.kill(self.handle, no_restart=True)
+
+
+class RayEngine:
+    """A connection to a Ray cluster (or a local Ray started for the run)."""
+
+    def __init__(self, *, address: str | None, slots: int, memory_mb: int, run_id: str) -> None:
+        self.address = address
+        """None: a local instance started for this run (and stopped with it)."""
+        self.slots = slots
+        self.memory_mb = memory_mb
+        self.run_id = run_id
+        self._actor: Any = None
+
+    @classmethod
+    def connect(
+        cls, address: str | None, *, local_slots: int, memory_mb: int, run_id: str = ""
+    ) -> RayEngine:
+        """Join the cluster at `address`, or start a local one with `local_slots` slots.
+
+        Raises:
+            EngineRefused: Ray missing, the address unreachable, other versions, no slots.
+        """
+        if address is not None:
+            split_address(address)
+        ray = _ray()
+        if address is not None:
+            probe(address)
+        # Ray's own processes log to the driver's stderr, which is the app's screen.
+        os.environ.setdefault("RAY_BACKEND_LOG_LEVEL", "error")
+        # A host's CLI is a grandchild of its worker: killed with it, whatever happens.
+        os.environ.setdefault("RAY_kill_child_processes_on_worker_exit_with_raylet_subreaper", "1")
+        options: dict[str, Any] = {
+            "namespace": NAMESPACE,
+            "include_dashboard": False,
+            "log_to_driver": False,
+            "logging_level": logging.ERROR,
+        }
+        if address is None:
+            options.update(num_cpus=1, resources={SLOT: local_slots})
+        try:
+            ray.init(address=address, **options)
+        except (RuntimeError, ConnectionError, ValueError, TimeoutError) as exc:
+            where = address or "a local Ray"
+            refusal = version_refusal(str(exc), where)
+            first = next((line for line in str(exc).splitlines() if line.strip()), "")
+            raise (refusal or EngineRefused(f"cannot join {where}: {first}")) from None
+        slots = int(ray.cluster_resources().get(SLOT, 0))
+        if slots < 1:
+            ray.shutdown()
+            raise EngineRefused(
+                f"the Ray cluster at {address} declares no {SLOT}: start each host with "
+                f"`ray start --resources '{{\"{SLOT}\": 8}}'` (8 sessions on that host)"
+            )
+        return cls(address=address, slots=slots, memory_mb=memory_mb, run_id=run_id)
+
+    def _actor_class(self) -> Any:
+        ray = _ray()
+        if self._actor is None:
+            self._actor = ray.remote(HostActor)
+        return self._actor
+
+    def actor_name(self, session: str, attempt: int) -> str:
+        return f"{self.run_id}/{session}/{attempt}"
+
+    async def place(self, name: str, attempt: int, setup: HostSetup) -> RayLink:
+        ray = _ray()
+        options: dict[str, Any] = {
+            "name": self.actor_name(name, attempt),
+            "namespace": NAMESPACE,
+            "lifetime": "detached",
+            "num_cpus": 0,
+            "resources": {SLOT: 1},
+            "max_restarts": 0,
+            "max_task_retries": 0,
+            "scheduling_strategy": "SPREAD",
+        }
+        if self.memory_mb:
+            options["memory"] = self.memory_mb * 1024 * 1024
+        handle = self._actor_class().options(**options).remote(setup)
+        try:
+            node, address, pid = await handle.where.remote()
+        except ray.exceptions.RayError as exc:
+            raise _lost(exc) from None
+        except asyncio.CancelledError:
+            with contextlib.suppress(ray.exceptions.RayError, ValueError):
+                ray.kill(handle, no_restart=True)
+            raise
+        return RayLink(handle, node, address, pid)
+
+    def close(self) -> None:
+        """Leave the cluster (a local instance started for the run stops with it)."""
+        ray = _ray()
+        if ray.is_initialized():
+            ray.shutdown()
