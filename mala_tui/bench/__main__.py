@@ -7,6 +7,7 @@ import importlib
 import sys
 
 BENCHMARKS = {
+    "cluster": "mala_tui.bench.cluster_bench",
     "core": "mala_tui.bench.core_bench",
     "economy": "mala_tui.bench.economy",
     "faults": "mala_tui.bench.faults",

@@ -1,0 +1,479 @@
+"""`python -m mala_tui.bench cluster`: sessions on a Ray cluster, and the loss of a node.
+
+Not a test: a measurement (tests/cluster holds the cluster to the same targets on a
+smaller run). Everything runs on simulated nodes (`ray.cluster_utils.Cluster`) in a
+private network namespace with only loopback up: the command re-executes itself in one
+(mala_tui.bench.netns) unless it is in one already.
+
+- `scripted`: 100 sessions of the scripted backend (no CLI: 100 real ones would not fit
+  in 24 GiB) over 3 nodes, each journaling events at about 4 Hz, the driver in this
+  process. Once every session runs, the node with the most sessions is removed.
+  Targets: every session finishes, every session of the lost node restarts from a
+  checkpoint, no journal line lost, no process left.
+- `cli`: real Claude Code sessions (6 by default) on the loopback model over 2 nodes,
+  through `mala-tui run --engine ray --ray-address ...`; one node is removed once each
+  session has worked a little. The same targets.
+- `compare`: the same 20-session scripted run on the local engine and on Ray (one node):
+  wall time and CPU, what Ray costs.
+
+Figures: the driver's event throughput and lag (journal write - event time, p50/p99),
+the memory of each session host (RSS of the actor processes, sampled mid-run), the time
+from the node's removal to each lost session's new host and to its restart.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mala_tui.bench.netns import NetnsUnavailable, inside, private_network
+from mala_tui.bench.paced import paced_backend
+from mala_tui.bench.sim_cluster import SimCluster, simulated_cluster
+from mala_tui.config import Settings
+from mala_tui.core import events as ev
+from mala_tui.core.actions import EndStatus
+from mala_tui.runtime.backends.base import Backend, SessionSpec
+from mala_tui.runtime.journal import RunJournal, read_events
+from mala_tui.runtime.processes import pid_alive
+from mala_tui.runtime.supervisor import Supervisor
+
+#: Events a session journals per scripted step: usage, the call, the result (and more).
+HZ = 4.0
+
+
+@dataclass
+class Figures:
+    """What one scenario measured; `ok` when it met every target."""
+
+    scenario: str
+    sessions: int
+    nodes: int
+    finished: int = 0
+    lost_sessions: list[str] = field(default_factory=list)
+    restarted_from_checkpoint: list[str] = field(default_factory=list)
+    lines_lost: int = 0
+    unreadable_lines: int = 0
+    processes_left: int = 0
+    events: int = 0
+    seconds: float = 0.0
+    throughput: float = 0.0
+    lag_p50_ms: float | None = None
+    lag_p99_ms: float | None = None
+    host_rss_mb: float | None = None
+    to_new_host_s: list[float] = field(default_factory=list)
+    to_restart_s: list[float] = field(default_factory=list)
+    driver_cpu_s: float = 0.0
+    cluster_cpu_s: float | None = None
+    run_dir: str = ""
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        lost = set(self.lost_sessions)
+        return (
+            self.finished == self.sessions
+            and lost == set(self.restarted_from_checkpoint)
+            and self.lines_lost == 0
+            and self.unreadable_lines == 0
+            and self.processes_left == 0
+        )
+
+
+def percentile(values: Sequence[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, math.ceil(share * len(ordered)) - 1))]
+
+
+def host_rss_mb() -> list[float]:
+    """RSS of every session host process on this machine (Ray names them after the actor)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+            if not cmdline.startswith(b"ray::HostActor"):
+                continue
+            for line in (entry / "status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    found.append(int(line.split()[1]) / 1024)
+        except OSError:
+            continue
+    return found
+
+
+def cpu_seconds(pids: Sequence[int]) -> float:
+    """User + system CPU time of these processes so far."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])
+    return total / ticks
+
+
+def judge(figures: Figures, events: Sequence[ev.Event], lost_at: float | None) -> None:
+    """Fill in what the journal says: who finished, who was lost and how they restarted."""
+    ended = {e.session: e for e in events if isinstance(e, ev.SessionEnded)}
+    figures.finished = sum(1 for e in ended.values() if e.status is EndStatus.DONE)
+    lost = sorted({e.session for e in events if isinstance(e, ev.HostLost)})
+    figures.lost_sessions = lost
+    figures.restarted_from_checkpoint = sorted(
+        {
+            e.session
+            for e in events
+            if isinstance(e, ev.Restarted) and e.trigger == "node_lost" and e.checkpoint_number
+        }
+    )
+    figures.lines_lost = sum(
+        1
+        for e in events
+        if isinstance(e, ev.ErrorRecorded) and "never reached the journal" in e.message
+    )
+    figures.events = len(events)
+    if lost_at is None:
+        return
+    for name in lost:
+        placed = [
+            e.at
+            for e in events
+            if isinstance(e, ev.HostPlaced) and e.session == name and e.attempt > 1
+        ]
+        restarted = [
+            e.at
+            for e in events
+            if isinstance(e, ev.Restarted) and e.session == name and e.trigger == "node_lost"
+        ]
+        if placed:
+            figures.to_new_host_s.append(round(min(placed) - lost_at, 2))
+        if restarted:
+            figures.to_restart_s.append(round(min(restarted) - lost_at, 2))
+
+
+# -- the scripted scenario, the driver in this process -------------------------------------
+
+
+class PerSession:
+    """The local engine's backend for paced sessions: one paced backend per session, made
+    as each host makes its own on a cluster."""
+
+    def __init__(self, steps: int, hz: float) -> None:
+        self._factory = paced_backend(steps, hz)
+        self._made: dict[str, Backend] = {}
+
+    def _of(self, name: str) -> Backend:
+        if name not in self._made:
+            self._made[name] = self._factory(Path())
+        return self._made[name]
+
+    def create(self, spec: SessionSpec, *, resume: str | None) -> Any:
+        return self._of(spec.name).create(spec, resume=resume)
+
+    def transcript_path(self, spec: SessionSpec, session_id: str) -> None:
+        return None
+
+    async def mask_transcript(self, spec: SessionSpec, session_id: str, placeholders: Any) -> int:
+        return 0
+
+
+async def drive(
+    data: Path,
+    sessions: int,
+    steps: int,
+    *,
+    engine: Any = None,
+    cluster: SimCluster | None = None,
+    kill: bool = False,
+) -> tuple[Figures, list[ev.Event]]:
+    """One scripted run; with `kill`, the busiest node is removed once every session runs."""
+    from mala_tui.runtime.launch import prompts_for
+
+    settings = Settings()
+    journal = RunJournal.create(data, f"bench-{time.time_ns()}", {"mode": "bench"})
+    if engine is not None:
+        engine.run_id = journal.run_id
+    sup = Supervisor(
+        settings=settings,
+        backend=PerSession(steps, HZ),
+        prompts=prompts_for(settings),
+        journal=journal,
+        approval_mode="auto",
+        engine=engine,
+        host_backend=paced_backend(steps, HZ) if engine is not None else None,
+    )
+    sup.max_concurrent = sessions
+    for index in range(sessions):
+        sup.add_session(SessionSpec(name=f"s{index:03d}", task="read every module", cwd=data))
+    nodes = len(cluster.nodes) if cluster else 0
+    figures = Figures("", sessions, nodes, run_dir=str(journal.directory))
+    lags: list[float] = []
+    placed: dict[str, str] = {}
+    started: set[str] = set()
+    everyone = asyncio.Event()
+
+    def listen(event: ev.Event) -> None:
+        now = time.time()
+        if not isinstance(event, ev.HostPlaced | ev.HostLost | ev.RunStarted | ev.RunEnded):
+            lags.append(now - event.at)
+        if isinstance(event, ev.HostPlaced):
+            placed[event.session] = event.node
+        elif isinstance(event, ev.UsageRecorded):
+            started.add(event.session)
+            if len(started) == sessions:
+                everyone.set()
+
+    sup.listeners.events.append(listen)
+    lost_at: float | None = None
+    rss: list[float] = []
+
+    async def killer() -> None:
+        nonlocal lost_at
+        await everyone.wait()
+        await asyncio.sleep(2.0)
+        rss.extend(host_rss_mb())
+        if not kill or cluster is None:
+            return
+        busiest, _ = Counter(placed.values()).most_common(1)[0]
+        lost_at = time.time()
+        await asyncio.to_thread(cluster.remove, cluster.node_of(busiest))
+
+    cpu0, wall0 = time.process_time(), time.monotonic()
+    watcher = asyncio.create_task(killer())
+    try:
+        await sup.run()
+    finally:
+        watcher.cancel()
+        journal.close()
+    figures.seconds = round(time.monotonic() - wall0, 2)
+    figures.driver_cpu_s = round(time.process_time() - cpu0, 2)
+    contents = read_events(journal.events_path)
+    figures.unreadable_lines = len(contents.skipped)
+    judge(figures, contents.events, lost_at)
+    figures.throughput = round(len(lags) / figures.seconds, 1) if figures.seconds else 0.0
+    if lags:
+        figures.lag_p50_ms = round(1000 * percentile(lags, 0.5), 1)
+        figures.lag_p99_ms = round(1000 * percentile(lags, 0.99), 1)
+    if rss:
+        figures.host_rss_mb = round(statistics.mean(rss), 1)
+    return figures, contents.events
+
+
+async def scripted(sessions: int, nodes: int, steps: int, data: Path) -> Figures:
+    from mala_tui.runtime.ray_engine import RayEngine
+
+    slots = math.ceil(sessions / nodes) + math.ceil(sessions / nodes / max(1, nodes - 1))
+    with simulated_cluster(nodes, slots) as cluster:
+        engine = RayEngine.connect(cluster.address, local_slots=0, memory_mb=0)
+        try:
+            figures, _ = await drive(
+                data, sessions, steps, engine=engine, cluster=cluster, kill=True
+            )
+        finally:
+            engine.close()
+    figures.scenario, figures.nodes = "scripted", nodes
+    figures.processes_left = len(cluster.leftover)
+    return figures
+
+
+async def compare(sessions: int, steps: int, data: Path) -> list[Figures]:
+    """The same run on the local engine, then on Ray (one node holding every session)."""
+    from mala_tui.runtime.ray_engine import RayEngine
+
+    local, _ = await drive(data, sessions, steps)
+    local.scenario = "compare: local engine"
+    with simulated_cluster(1, sessions) as cluster:
+        engine = RayEngine.connect(cluster.address, local_slots=0, memory_mb=0)
+        try:
+            before = cpu_seconds(cluster.processes())
+            remote, _ = await drive(data, sessions, steps, engine=engine, cluster=cluster)
+            remote.cluster_cpu_s = round(cpu_seconds(cluster.processes()) - before, 2)
+        finally:
+            engine.close()
+    remote.scenario, remote.nodes = "compare: ray engine", 1
+    remote.processes_left = len(cluster.leftover)
+    return [local, remote]
+
+
+# -- real Claude Code sessions, through `mala-tui run --engine ray` ----------------------
+
+
+def _tasks_file(folder: Path, server: Any, names: Sequence[str], scenario: Any) -> Path:
+    from mala_tui.loopback import materialize_workspace, offline_cli_env
+
+    lines = []
+    for name in names:
+        workspace = folder / name
+        workspace.mkdir()
+        materialize_workspace(scenario, workspace)
+        env = offline_cli_env(server.url_for(name), folder / "homes" / name)
+        table = ", ".join(f"{key} = {json.dumps(value)}" for key, value in sorted(env.items()))
+        lines += [
+            "[[task]]",
+            f'name = "{name}"',
+            f"task = {json.dumps(scenario.task)}",
+            f'cwd = "{workspace}"',
+            f"env = {{ {table} }}",
+            "",
+        ]
+    path = folder / "tasks.toml"
+    path.write_text("\n".join(lines))
+    return path
+
+
+async def real_cli(sessions: int, data: Path, *, delay: float = 1.0) -> Figures:
+    """`mala-tui run --engine ray` on `sessions` loopback sessions over 2 nodes, one lost."""
+    from mala_tui.loopback import LoopbackServer, load_scenario
+
+    scenario = load_scenario("quickstart")
+    names = [f"c{index}" for index in range(sessions)]
+    figures = Figures("cli", sessions, 2)
+    folder = Path(tempfile.mkdtemp(prefix="cli-", dir=data))
+    routes = {name: scenario for name in names}
+    async with LoopbackServer(routes, response_delay_s=delay) as server:
+        tasks = _tasks_file(folder, server, names, scenario)
+        with simulated_cluster(2, math.ceil(sessions / 2) + 1) as cluster:
+            env = dict(os.environ, MALA_TUI_STORAGE__DATA_DIR=str(data / "runs"))
+            env["MALA_TUI_AGENT__ALLOWED_TOOLS"] = json.dumps(list(scenario.tools))
+            command = [
+                sys.executable,
+                "-m",
+                "mala_tui",
+                "run",
+                "--tasks",
+                str(tasks),
+                "--headless",
+                "--approve",
+                "auto",
+                "--engine",
+                "ray",
+                "--ray-address",
+                cluster.address,
+            ]
+            process = await asyncio.create_subprocess_exec(
+                *command, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+            )
+            lost_at = await _remove_a_busy_node(cluster, data / "runs", names, process)
+            _, err = await asyncio.wait_for(process.communicate(), 600)
+            if process.returncode != 0:
+                said = err.decode(errors="replace")[-400:]
+                figures.notes.append(f"mala-tui run exited {process.returncode}: {said}")
+        figures.processes_left = len(cluster.leftover)
+    runs = sorted((data / "runs" / "runs").iterdir())
+    contents = read_events(runs[-1] / "events.jsonl")
+    figures.run_dir = str(runs[-1])
+    figures.unreadable_lines = len(contents.skipped)
+    judge(figures, contents.events, lost_at)
+    pids = [e.pid for e in contents.events if isinstance(e, ev.ProcessStarted) and e.pid]
+    figures.processes_left += sum(1 for pid in pids if pid_alive(pid))
+    return figures
+
+
+async def _remove_a_busy_node(
+    cluster: SimCluster, runs: Path, names: Sequence[str], process: Any
+) -> float | None:
+    """Once every session has worked a little, remove the node with the most of them."""
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and process.returncode is None:
+        await asyncio.sleep(0.5)
+        found = sorted((runs / "runs").glob("*/events.jsonl")) if (runs / "runs").is_dir() else []
+        if not found:
+            continue
+        events = read_events(found[-1]).events
+        placed = {e.session: e.node for e in events if isinstance(e, ev.HostPlaced)}
+        steps = Counter(
+            e.session
+            for e in events
+            if isinstance(e, ev.MessageRecorded) and e.kind == "tool_result"
+        )
+        if set(placed) == set(names) and all(steps[name] >= 2 for name in names):
+            busiest, _ = Counter(placed.values()).most_common(1)[0]
+            lost_at = time.time()
+            await asyncio.to_thread(cluster.remove, cluster.node_of(busiest))
+            return lost_at
+    return None
+
+
+# -- the report -----------------------------------------------------------------------------
+
+
+def lines(figures: Figures) -> list[str]:
+    said = [f"{figures.scenario}: {figures.sessions} sessions over {figures.nodes} node(s)"]
+    said.append(
+        f"  finished {figures.finished}/{figures.sessions}; lost with the node: "
+        f"{len(figures.lost_sessions)}, each restarted from a checkpoint: "
+        f"{len(figures.restarted_from_checkpoint)}"
+    )
+    said.append(
+        f"  journal lines lost {figures.lines_lost}, unreadable {figures.unreadable_lines}; "
+        f"processes left {figures.processes_left}"
+    )
+    said.append(
+        f"  {figures.events} events in {figures.seconds} s: {figures.throughput} events/s at the "
+        f"driver; lag p50 {figures.lag_p50_ms} ms, p99 {figures.lag_p99_ms} ms"
+    )
+    if figures.host_rss_mb is not None:
+        said.append(f"  memory per session host: {figures.host_rss_mb} MB RSS")
+    if figures.to_new_host_s:
+        new, restart = figures.to_new_host_s, figures.to_restart_s or [0.0]
+        said.append(
+            f"  node removed -> new host: median {statistics.median(new):.1f} s, "
+            f"max {max(new):.1f} s; -> restarted: median {statistics.median(restart):.1f} s, "
+            f"max {max(restart):.1f} s"
+        )
+    said.append(
+        f"  CPU: driver {figures.driver_cpu_s} s"
+        + (f", cluster {figures.cluster_cpu_s} s" if figures.cluster_cpu_s is not None else "")
+    )
+    said += [f"  note: {note}" for note in figures.notes]
+    said.append(f"  targets {'met' if figures.ok else 'NOT met'}")
+    return said
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m mala_tui.bench cluster")
+    parser.add_argument("--scenario", choices=("scripted", "cli", "compare", "all"), default="all")
+    parser.add_argument("--sessions", type=int, help="sessions (default: 100, cli 6, compare 20)")
+    parser.add_argument("--nodes", type=int, default=3, help="nodes of the scripted run (3)")
+    parser.add_argument("--steps", type=int, default=40, help="steps of each scripted session")
+    parser.add_argument("--json", type=Path, help="write the figures here too")
+    args = parser.parse_args(argv)
+    if not inside():
+        rest = sys.argv[1:] if argv is None else argv
+        try:
+            command = private_network([sys.executable, "-m", "mala_tui.bench", "cluster", *rest])
+        except NetnsUnavailable as exc:
+            print(f"cluster benchmark: {exc}", file=sys.stderr)
+            return 2
+        return subprocess.run(command, check=False).returncode
+    data = Path(tempfile.mkdtemp(prefix="mala-cluster-bench-"))
+    os.environ.setdefault("XDG_DATA_HOME", str(data / "xdg"))
+    results: list[Figures] = []
+    if args.scenario in ("scripted", "all"):
+        results.append(asyncio.run(scripted(args.sessions or 100, args.nodes, args.steps, data)))
+    if args.scenario in ("cli", "all"):
+        results.append(asyncio.run(real_cli(args.sessions or 6, data)))
+    if args.scenario in ("compare", "all"):
+        results += asyncio.run(compare(args.sessions or 20, args.steps, data))
+    for figures in results:
+        for line in lines(figures):
+            print(line)
+    if args.json is not None:
+        args.json.write_text(json.dumps([asdict(f) | {"ok": f.ok} for f in results], indent=2))
+    compared = [f for f in results if f.scenario.startswith("compare")]
+    return 0 if all(f.ok for f in results if f not in compared) else 1
