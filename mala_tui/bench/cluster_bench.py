@@ -28,6 +28,7 @@ import asyncio
 import json
 import math
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -379,6 +380,11 @@ async def real_cli(sessions: int, data: Path, *, delay: float = 1.0) -> Figures:
     figures.run_dir = str(runs[-1])
     figures.unreadable_lines = len(contents.skipped)
     judge(figures, contents.events, lost_at)
+    began = [e.at for e in contents.events if isinstance(e, ev.RunStarted)]
+    ended = [e.at for e in contents.events if isinstance(e, ev.RunEnded)]
+    if began and ended:
+        figures.seconds = round(ended[-1] - began[0], 2)
+        figures.throughput = round(figures.events / figures.seconds, 1)
     pids = [e.pid for e in contents.events if isinstance(e, ev.ProcessStarted) and e.pid]
     figures.processes_left += sum(1 for pid in pids if pid_alive(pid))
     return figures
@@ -423,9 +429,14 @@ def lines(figures: Figures) -> list[str]:
         f"  journal lines lost {figures.lines_lost}, unreadable {figures.unreadable_lines}; "
         f"processes left {figures.processes_left}"
     )
+    lag = (
+        f"; lag p50 {figures.lag_p50_ms} ms, p99 {figures.lag_p99_ms} ms"
+        if figures.lag_p50_ms is not None
+        else ""
+    )
     said.append(
         f"  {figures.events} events in {figures.seconds} s: {figures.throughput} events/s at the "
-        f"driver; lag p50 {figures.lag_p50_ms} ms, p99 {figures.lag_p99_ms} ms"
+        f"driver{lag}"
     )
     if figures.host_rss_mb is not None:
         said.append(f"  memory per session host: {figures.host_rss_mb} MB RSS")
@@ -436,10 +447,11 @@ def lines(figures: Figures) -> list[str]:
             f"max {max(new):.1f} s; -> restarted: median {statistics.median(restart):.1f} s, "
             f"max {max(restart):.1f} s"
         )
-    said.append(
-        f"  CPU: driver {figures.driver_cpu_s} s"
-        + (f", cluster {figures.cluster_cpu_s} s" if figures.cluster_cpu_s is not None else "")
-    )
+    if figures.driver_cpu_s:
+        said.append(
+            f"  CPU: driver {figures.driver_cpu_s} s"
+            + (f", cluster {figures.cluster_cpu_s} s" if figures.cluster_cpu_s is not None else "")
+        )
     said += [f"  note: {note}" for note in figures.notes]
     said.append(f"  targets {'met' if figures.ok else 'NOT met'}")
     return said
@@ -452,6 +464,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--nodes", type=int, default=3, help="nodes of the scripted run (3)")
     parser.add_argument("--steps", type=int, default=40, help="steps of each scripted session")
     parser.add_argument("--json", type=Path, help="write the figures here too")
+    parser.add_argument(
+        "--data", type=Path, help="keep the runs' journals here (default: a temporary folder)"
+    )
     args = parser.parse_args(argv)
     if not inside():
         rest = sys.argv[1:] if argv is None else argv
@@ -461,8 +476,17 @@ def main(argv: list[str] | None = None) -> int:
             print(f"cluster benchmark: {exc}", file=sys.stderr)
             return 2
         return subprocess.run(command, check=False).returncode
-    data = Path(tempfile.mkdtemp(prefix="mala-cluster-bench-"))
+    data = args.data or Path(tempfile.mkdtemp(prefix="mala-cluster-bench-"))
+    data.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("XDG_DATA_HOME", str(data / "xdg"))
+    try:
+        return _scenarios(args, data)
+    finally:
+        if args.data is None:
+            shutil.rmtree(data, ignore_errors=True)
+
+
+def _scenarios(args: argparse.Namespace, data: Path) -> int:
     results: list[Figures] = []
     if args.scenario in ("scripted", "all"):
         results.append(asyncio.run(scripted(args.sessions or 100, args.nodes, args.steps, data)))

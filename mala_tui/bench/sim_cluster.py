@@ -82,6 +82,7 @@ class SimCluster:
 
 def cluster_env(folder: Path) -> dict[str, str]:
     """What the cluster's processes (and a driver joining it) need in their environment."""
+    (folder / "ray").mkdir(exist_ok=True)
     token = folder / "auth_token"
     if not token.exists():
         token.write_text(secrets.token_hex(32))
@@ -92,6 +93,8 @@ def cluster_env(folder: Path) -> dict[str, str]:
         "RAY_BACKEND_LOG_LEVEL": "error",
         "RAY_kill_child_processes_on_worker_exit_with_raylet_subreaper": "1",
         "RAY_USAGE_STATS_ENABLED": "0",
+        # Ray's own files (the current cluster's address among them) stay in here too.
+        "RAY_TMPDIR": str(folder),
     }
 
 
@@ -111,7 +114,7 @@ def simulated_cluster(nodes: int, slots: int) -> Iterator[SimCluster]:
 
     cluster: Any = Cluster(
         initialize_head=True,
-        head_node_args={"num_cpus": 0, "include_dashboard": False, "temp_dir": str(folder)},
+        head_node_args={"num_cpus": 0, "include_dashboard": False, "temp_dir": str(folder / "ray")},
     )
     sim = SimCluster(cluster, folder)
     try:

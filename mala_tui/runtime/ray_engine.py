@@ -28,7 +28,8 @@ import os
 import signal
 import socket
 import sys
-from collections.abc import AsyncIterator
+import tempfile
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,6 +49,24 @@ _PR_SET_PDEATHSIG = 1
 
 class EngineRefused(Exception):
     """The cluster cannot be used as asked; the message is one line saying why and what to do."""
+
+
+@contextlib.contextmanager
+def _quiet_stderr() -> Iterator[None]:
+    """Ray's native code writes to the process's stderr (file descriptor 2) as it loads and
+    connects, whatever its log level: warnings about the network, a line saying which level
+    it took. That is the app's screen, or the one line a refusal must be; so while Ray
+    starts, descriptor 2 writes into a scratch file instead, which is then dropped."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as scratch:
+        os.dup2(scratch.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
 
 
 def _ray() -> Any:
@@ -250,10 +269,18 @@ class RayEngine:
         """
         if address is not None:
             split_address(address)
+        with _quiet_stderr():
+            return cls._connect(
+                address, local_slots=local_slots, memory_mb=memory_mb, run_id=run_id
+            )
+
+    @classmethod
+    def _connect(
+        cls, address: str | None, *, local_slots: int, memory_mb: int, run_id: str
+    ) -> RayEngine:
         ray = _ray()
         if address is not None:
             probe(address)
-        # Ray's own processes log to the driver's stderr, which is the app's screen.
         os.environ.setdefault("RAY_BACKEND_LOG_LEVEL", "error")
         # A host's CLI is a grandchild of its worker: killed with it, whatever happens.
         os.environ.setdefault("RAY_kill_child_processes_on_worker_exit_with_raylet_subreaper", "1")
@@ -319,4 +346,6 @@ class RayEngine:
         """Leave the cluster (a local instance started for the run stops with it)."""
         ray = _ray()
         if ray.is_initialized():
-            ray.shutdown()
+            with _quiet_stderr():
+                # A local instance is waited for: nothing of it outlives the run.
+                ray.shutdown(wait_for_processes=self.address is None)

@@ -1,0 +1,141 @@
+"""Checks that start Ray, run inside a private network namespace (tests/cluster drives them).
+
+`python -m tests.cluster.inside OUT.json` (only inside a namespace made by
+mala_tui.bench.netns): `mala-tui run --engine ray` against a cluster that declares no
+`mala_slot`, then against a local Ray started for the run (one real Claude Code session
+on the loopback model). What each did is written to OUT.json for the tests to judge.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import secrets
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from mala_tui.bench.netns import inside
+from mala_tui.bench.sim_cluster import simulated_cluster
+from mala_tui.core import events as ev
+from mala_tui.loopback import LoopbackServer, load_scenario, materialize_workspace, offline_cli_env
+from mala_tui.runtime.journal import list_runs, read_events
+from mala_tui.runtime.processes import pid_alive
+
+
+def mala(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "mala_tui", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
+
+
+def no_slots(root: Path) -> dict[str, Any]:
+    data = root / "no-slots"
+    with simulated_cluster(0, 0) as cluster:  # a head alone, no mala_slot anywhere
+        env = dict(os.environ, MALA_TUI_STORAGE__DATA_DIR=str(data))
+        began = time.monotonic()
+        done = mala(
+            [
+                "run",
+                "fix it",
+                "--cwd",
+                str(root),
+                "--headless",
+                "--engine",
+                "ray",
+                "--ray-address",
+                cluster.address,
+            ],
+            env,
+        )
+        seconds = time.monotonic() - began
+        address = cluster.address
+    return {
+        "returncode": done.returncode,
+        "stdout": done.stdout,
+        "stderr": done.stderr,
+        "seconds": seconds,
+        "address": address,
+        "made_anything": data.exists(),
+        "left": cluster.leftover,
+    }
+
+
+def ray_processes(marker: str) -> list[str]:
+    """Processes whose environment names `marker` (every process of that Ray has it)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if marker in (entry / "environ").read_bytes().decode(errors="replace") and pid_alive(
+                int(entry.name)
+            ):
+                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ")
+                found.append(f"{entry.name} {cmdline.decode(errors='replace')[:200]}")
+        except OSError:
+            continue
+    return found
+
+
+async def local_ray(root: Path) -> dict[str, Any]:
+    """One real session on a Ray started for the run, and stopped with it."""
+    scenario = load_scenario("quickstart")
+    workspace = root / "local" / "project"
+    workspace.mkdir(parents=True)
+    materialize_workspace(scenario, workspace)
+    ray_dir = Path(tempfile.mkdtemp(prefix="mr", dir="/tmp"))
+    token = ray_dir / "auth_token"
+    token.write_text(secrets.token_hex(32))
+    async with LoopbackServer(scenario, response_delay_s=0) as server:
+        env = dict(os.environ, **offline_cli_env(server.base_url, root / "local" / "home"))
+        env.update(
+            MALA_TUI_STORAGE__DATA_DIR=str(root / "local" / "data"),
+            MALA_TUI_AGENT__ALLOWED_TOOLS=json.dumps(list(scenario.tools)),
+            RAY_TMPDIR=str(ray_dir),
+            RAY_AUTH_MODE="token",
+            RAY_AUTH_TOKEN_PATH=str(token),
+        )
+        done = await asyncio.to_thread(
+            mala,
+            ["run", scenario.task, "--cwd", str(workspace), "--headless", "--engine", "ray"],
+            env,
+        )
+    (run,) = list_runs(root / "local" / "data")
+    events = read_events(run.directory / "events.jsonl").events
+    pids = [e.pid for e in events if isinstance(e, ev.ProcessStarted) and e.pid]
+    return {
+        "returncode": done.returncode,
+        "stdout": done.stdout,
+        "stderr": done.stderr,
+        "run_dir": str(run.directory),
+        "meta": json.loads((run.directory / "run.json").read_text()),
+        "cli_alive": [pid for pid in pids if pid_alive(pid)],
+        "ray_left": ray_processes(str(ray_dir)),
+        "version_2": "VERSION = 2" in (workspace / "src" / "app.py").read_text(),
+    }
+
+
+def main() -> int:
+    if not inside():
+        print("run me through mala_tui.bench.netns", file=sys.stderr)
+        return 2
+    root = Path(tempfile.mkdtemp(prefix="inside-"))
+    os.environ["XDG_DATA_HOME"] = str(root / "xdg")
+    out = Path(sys.argv[1])
+    results = {"no_slots": no_slots(root), "local": asyncio.run(local_ray(root))}
+    out.write_text(json.dumps(results, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,147 @@
+"""Sessions on a real Ray cluster: simulated nodes, real Claude Code, a node lost.
+
+Ray must only ever use 127.0.0.1, and it advertises the machine's first interface
+even when told otherwise, so everything that starts Ray runs in a private network
+namespace with only loopback up (mala_tui.bench.netns; we are root, CI too). Each
+fixture starts Ray once for its module, runs its whole scenario inside, and the tests
+judge what it left: journals, workspaces, exit statuses, processes.
+
+- `cli_run`: `mala-tui run --engine ray --ray-address ...` on three real Claude Code
+  sessions (the loopback model) over two simulated nodes; once each has worked a
+  little, the node with the most of them is removed (the benchmark's `cli` scenario).
+- `inside`: a cluster that declares no `mala_slot` (refused at once), then a local Ray
+  started for a one-session run and stopped after it (tests/cluster/inside.py).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mala_tui.bench.netns import run as in_private_network
+from mala_tui.core import events as ev
+from mala_tui.core.actions import EndStatus
+from mala_tui.runtime.journal import read_events
+
+pytestmark = [pytest.mark.cluster, pytest.mark.integration]
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def cli_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    folder = tmp_path_factory.mktemp("cluster-cli")
+    out = folder / "figures.json"
+    done = in_private_network(
+        [
+            sys.executable,
+            "-m",
+            "mala_tui.bench",
+            "cluster",
+            "--scenario",
+            "cli",
+            "--sessions",
+            "3",
+            "--data",
+            str(folder / "data"),
+            "--json",
+            str(out),
+        ],
+        cwd=ROOT,
+        timeout=900,
+    )
+    assert out.exists(), done.stdout + done.stderr
+    (figures,) = json.loads(out.read_text())
+    figures["report"] = done.stdout
+    figures["returncode"] = done.returncode
+    figures["workspaces"] = sorted((folder / "data").glob("cli-*/c*"))
+    return dict(figures)
+
+
+@pytest.fixture(scope="module")
+def inside(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    out = tmp_path_factory.mktemp("cluster-inside") / "inside.json"
+    done = in_private_network(
+        [sys.executable, "-m", "tests.cluster.inside", str(out)], cwd=ROOT, timeout=900
+    )
+    assert done.returncode == 0 and out.exists(), done.stdout + done.stderr
+    return dict(json.loads(out.read_text()))
+
+
+def journal(figures: dict[str, Any]) -> list[ev.Event]:
+    contents = read_events(Path(figures["run_dir"]) / "events.jsonl")
+    assert not contents.skipped
+    return contents.events
+
+
+def test_sessions_survive_the_loss_of_a_node_and_every_target_is_met(
+    cli_run: dict[str, Any],
+) -> None:
+    assert cli_run["returncode"] == 0, cli_run["report"]
+    assert cli_run["ok"], cli_run["report"]
+    assert cli_run["finished"] == 3
+    assert cli_run["lost_sessions"], "the removed node held sessions"
+    assert cli_run["restarted_from_checkpoint"] == cli_run["lost_sessions"]
+    assert cli_run["lines_lost"] == 0 and cli_run["processes_left"] == 0
+
+
+def test_each_lost_session_restarted_on_the_surviving_node_never_twice_at_once(
+    cli_run: dict[str, Any],
+) -> None:
+    events = journal(cli_run)
+    for name in cli_run["lost_sessions"]:
+        mine = [e for e in events if e.session == name]
+        placed = [e for e in mine if isinstance(e, ev.HostPlaced)]
+        (lost,) = [e for e in mine if isinstance(e, ev.HostLost)]
+        assert [p.attempt for p in placed] == [1, 2]
+        assert lost.node == placed[0].node != placed[1].node and lost.restart
+        assert lost.reason == "its node died"
+        # The second host came only after the first was known gone.
+        assert mine.index(lost) < mine.index(placed[1])
+        (restart,) = [e for e in mine if isinstance(e, ev.Restarted)]
+        assert restart.trigger == "node_lost" and restart.checkpoint_number >= 1
+        assert mine.index(lost) < mine.index(restart)
+        # The work received before the loss is in the journal, and the checkpoint says so.
+        before = mine[: mine.index(lost)]
+        assert any(isinstance(e, ev.MessageRecorded) and e.kind == "tool_result" for e in before)
+        saved = [e for e in mine if isinstance(e, ev.CheckpointSaved)]
+        assert saved and saved[-1].number == restart.checkpoint_number
+        assert Path(saved[-1].path).is_file()
+        (ended,) = [e for e in mine if isinstance(e, ev.SessionEnded)]
+        assert ended.status is EndStatus.DONE
+
+
+def test_the_restarted_agents_finished_the_work_in_their_folders(cli_run: dict[str, Any]) -> None:
+    workspaces = cli_run["workspaces"]
+    assert len(workspaces) == 3
+    for workspace in workspaces:
+        assert "VERSION = 2" in (workspace / "src" / "app.py").read_text()
+        assert (workspace / "REPORT.md").is_file()
+
+
+def test_a_cluster_without_slots_is_refused_at_once_in_one_line(inside: dict[str, Any]) -> None:
+    refused = inside["no_slots"]
+    assert refused["returncode"] == 2
+    assert refused["stdout"] == ""
+    assert refused["stderr"] == (
+        f"mala-tui run: the Ray cluster at {refused['address']} declares no mala_slot: start "
+        "each host with `ray start --resources '{\"mala_slot\": 8}'` (8 sessions on that host)\n"
+    )
+    assert not refused["made_anything"], "refused before any run was made"
+    assert refused["left"] == []
+
+
+def test_without_an_address_a_local_ray_runs_the_session_and_stops_after(
+    inside: dict[str, Any],
+) -> None:
+    local = inside["local"]
+    assert local["returncode"] == 0, local["stderr"]
+    assert local["stderr"] == "", "Ray's own chatter stays off the terminal"
+    assert "task-1: done - the agent finished its task" in local["stdout"]
+    assert "host_placed" in local["stdout"]
+    assert local["meta"]["engine"] == "ray" and local["meta"]["ray_address"] is None
+    assert local["version_2"]
+    assert local["cli_alive"] == [] and local["ray_left"] == [], "nothing outlives the run"
