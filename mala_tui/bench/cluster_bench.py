@@ -35,7 +35,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -487,17 +487,26 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _scenarios(args: argparse.Namespace, data: Path) -> int:
-    results: list[Figures] = []
+    runs: list[tuple[str, Callable[[], Coroutine[Any, Any, list[Figures]]]]] = []
     if args.scenario in ("scripted", "all"):
-        results.append(asyncio.run(scripted(args.sessions or 100, args.nodes, args.steps, data)))
+        runs.append(
+            ("scripted", lambda: _one(scripted(args.sessions or 100, args.nodes, args.steps, data)))
+        )
     if args.scenario in ("cli", "all"):
-        results.append(asyncio.run(real_cli(args.sessions or 6, data)))
+        runs.append(("cli", lambda: _one(real_cli(args.sessions or 6, data))))
     if args.scenario in ("compare", "all"):
-        results += asyncio.run(compare(args.sessions or 20, args.steps, data))
-    for figures in results:
-        for line in lines(figures):
-            print(line)
-    if args.json is not None:
-        args.json.write_text(json.dumps([asdict(f) | {"ok": f.ok} for f in results], indent=2))
+        runs.append(("compare", lambda: compare(args.sessions or 20, args.steps, data)))
+    results: list[Figures] = []
+    for _, scenario in runs:
+        figures: list[Figures] = asyncio.run(scenario())
+        for each in figures:  # as each scenario ends: a long benchmark says what it has
+            print("\n".join(lines(each)), flush=True)
+        results += figures
+        if args.json is not None:
+            args.json.write_text(json.dumps([asdict(f) | {"ok": f.ok} for f in results], indent=2))
     compared = [f for f in results if f.scenario.startswith("compare")]
     return 0 if all(f.ok for f in results if f not in compared) else 1
+
+
+async def _one(figures: Awaitable[Figures]) -> list[Figures]:
+    return [await figures]

@@ -80,12 +80,17 @@ class SimCluster:
         return found
 
 
+#: One token for every cluster this process starts: Ray's client keeps the first token it
+#: read for the life of the process, so a second cluster with another would refuse it.
+_TOKEN = secrets.token_hex(32)
+
+
 def cluster_env(folder: Path) -> dict[str, str]:
     """What the cluster's processes (and a driver joining it) need in their environment."""
     (folder / "ray").mkdir(exist_ok=True)
     token = folder / "auth_token"
     if not token.exists():
-        token.write_text(secrets.token_hex(32))
+        token.write_text(_TOKEN)
         token.chmod(0o600)
     return {
         "RAY_AUTH_MODE": "token",

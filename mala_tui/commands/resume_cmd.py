@@ -16,6 +16,8 @@ from mala_tui.config import LoadedSettings
 from mala_tui.core.describe import gap
 
 if TYPE_CHECKING:
+    from mala_tui.runtime.ray_engine import RayEngine
+    from mala_tui.runtime.run_source import ResumeSource
     from mala_tui.runtime.run_types import RunResult
     from mala_tui.runtime.signals import Shutdown
 
@@ -53,12 +55,9 @@ def resume(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.s
 def _resume(
     args: argparse.Namespace, loaded: LoadedSettings, out: TextIO, shutdown: Shutdown
 ) -> int:
-    from mala_tui.commands.run_cmd import _finish, _in_worktree, _supervise, _until_done, refusal
-    from mala_tui.runtime.backends.claude import ClaudeBackend
-    from mala_tui.runtime.headless import one_line
-    from mala_tui.runtime.journal import JournalError, StorageError, find_run
-    from mala_tui.runtime.resume import ResumeError, prepare, read_source
-    from mala_tui.runtime.worktree import WorktreeTracker
+    from mala_tui.commands.run_cmd import refusal
+    from mala_tui.runtime.journal import JournalError, find_run
+    from mala_tui.runtime.resume import ResumeError, read_source
 
     loaded = run_cmd.with_permissions_flag(args, run_cmd.with_budget_flags(args, loaded))
     problem = refusal(args, loaded)
@@ -73,9 +72,58 @@ def _resume(
         return EXIT_USAGE
     for skipped in source.contents.skipped:
         print(f"mala-tui resume: skipped line {skipped.line}: {skipped.reason}", file=sys.stderr)
-    backend = ClaudeBackend.for_run(folder)
+    engine = None
+    if source.meta.get("engine") == "ray":
+        # The run's sessions ran on a cluster: the same one again (or a local Ray, as then).
+        from mala_tui.runtime.ray_engine import EngineRefused, RayEngine
+
+        address = source.meta.get("ray_address")
+        try:
+            engine = RayEngine.connect(
+                address if isinstance(address, str) else None,
+                local_slots=loaded.settings.agent.max_concurrent,
+                memory_mb=loaded.settings.cluster.session_memory_mb,
+                run_id=folder.name,
+            )
+        except EngineRefused as exc:
+            print(f"mala-tui resume: {exc}", file=sys.stderr)
+            return EXIT_USAGE
     try:
-        resumed = prepare(source, loaded, backend, args.approve, until=lambda: shutdown.requested)
+        return _resume_on(args, loaded, out, shutdown, source=source, engine=engine)
+    finally:
+        if engine is not None:
+            engine.close()
+
+
+def _resume_on(
+    args: argparse.Namespace,
+    loaded: LoadedSettings,
+    out: TextIO,
+    shutdown: Shutdown,
+    *,
+    source: ResumeSource,
+    engine: RayEngine | None,
+) -> int:
+    from mala_tui.commands.run_cmd import _finish, _in_worktree, _supervise, _until_done
+    from mala_tui.runtime.backends.claude import ClaudeBackend
+    from mala_tui.runtime.headless import one_line
+    from mala_tui.runtime.journal import StorageError
+    from mala_tui.runtime.resume import ResumeError, prepare
+    from mala_tui.runtime.worktree import WorktreeTracker
+
+    backend = ClaudeBackend.for_run(source.folder)
+    if engine is not None:
+        engine.log_to(source.folder / "ray.log")
+    try:
+        resumed = prepare(
+            source,
+            loaded,
+            backend,
+            args.approve,
+            until=lambda: shutdown.requested,
+            engine=engine,
+            host_backend=ClaudeBackend.for_run if engine is not None else None,
+        )
     except ResumeError as exc:
         print(f"mala-tui resume: {exc}", file=sys.stderr)
         return EXIT_USAGE

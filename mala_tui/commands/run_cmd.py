@@ -320,6 +320,7 @@ def _run_on(
         return EXIT_STORAGE
     if engine is not None:
         engine.run_id = journal.run_id
+        engine.log_to(journal.directory / "ray.log")
     worktrees: dict[str, Worktree] = {}
     if use_worktrees:
         try:

@@ -31,6 +31,9 @@ from mala_tui.core.phases import ManageMode
 
 #: Answers "is the transcript of this agent session still there?" for (session, agent id).
 TranscriptCheck = Callable[[str, str], bool]
+#: How a session host begins the reason it stopped its session for: its driver was gone
+#: too long (`cluster.orphan_minutes`). Stopped for the run's sake, not its own: resumable.
+ORPHANED = "its driver has been gone"
 
 
 class ResumeFrom(StrEnum):
@@ -249,7 +252,8 @@ def _stopped_by(state: _Seen, run_reason: str) -> bool:
 def _decide(name: str, state: _Seen, transcript_exists: TranscriptCheck) -> SessionResume:
     carried = state.carried()
     base = SessionResume(name, state.task, state.cwd, None, "", carried=carried)
-    if state.status is not None and not state.stopped_with_run:
+    orphaned = state.status is EndStatus.STOPPED and state.end_reason.startswith(ORPHANED)
+    if state.status is not None and not state.stopped_with_run and not orphaned:
         reason = f"ended {state.status.value}" + (
             f": {state.end_reason}" if state.end_reason else ""
         )
@@ -259,6 +263,8 @@ def _decide(name: str, state: _Seen, transcript_exists: TranscriptCheck) -> Sess
     if not state.task:
         return _with(base, how=None, reason="its task is not in the journal or run.json")
     why = "stopped with the run" if state.status is not None else "had not ended"
+    if orphaned:
+        why = "wound down by its host while no driver was there"
     checkpoint = _checkpoint_of(state)
     fresh_id = state.named_at > max(state.restarted_at, state.checkpoint_at)
     if state.session_id is not None and fresh_id:

@@ -29,11 +29,14 @@ import signal
 import socket
 import sys
 import tempfile
+from collections import deque
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from mala_tui.runtime.host_wire import Batch
+from mala_tui.runtime.redaction import redact
 from mala_tui.runtime.remote_runner import HostLost
 from mala_tui.runtime.session_host import HostSetup, SessionHost
 
@@ -130,6 +133,29 @@ def version_refusal(message: str, address: str) -> EngineRefused | None:
         f"the Ray cluster at {address} runs Ray {theirs_ray} on Python {theirs_py}, this mala-tui "
         f"Ray {ours_ray} on Python {ours_py}: every host and the driver need the same versions"
     )
+
+
+#: What the cluster's raylets said to this driver (their warnings, a worker that died),
+#: kept for the run's `ray.log` (see `RayEngine.log_to`) instead of printed.
+RAYLET_MESSAGES: deque[str] = deque(maxlen=500)
+_log_file: list[Path] = []
+
+
+def _keep(data: dict[str, Any], ignore_prefix: bool = False) -> None:
+    lines = [str(line) for line in data.get("lines", ())]
+    RAYLET_MESSAGES.extend(lines)
+    if _log_file:
+        with contextlib.suppress(OSError), _log_file[0].open("a", encoding="utf-8") as log:
+            log.writelines(f"{redact(line)}\n" for line in lines)
+
+
+def _keep_raylet_messages_off_the_terminal(ray: Any) -> None:
+    """Ray's driver prints what the raylets report (start-up warnings, a worker that died)
+    on this process's stdout: the headless lines, or the app's screen. They are kept for
+    the run's `ray.log` instead (the journal says what matters: a host lost)."""
+    worker_module = sys.modules.get("ray._private.worker")
+    if worker_module is not None:
+        setattr(worker_module, "print_to_stdstream", _keep)  # noqa: B010 (no stub for it)
 
 
 def _die_with_parent() -> None:
@@ -299,6 +325,7 @@ class RayEngine:
             refusal = version_refusal(str(exc), where)
             first = next((line for line in str(exc).splitlines() if line.strip()), "")
             raise (refusal or EngineRefused(f"cannot join {where}: {first}")) from None
+        _keep_raylet_messages_off_the_terminal(ray)
         slots = int(ray.cluster_resources().get(SLOT, 0))
         if slots < 1:
             ray.shutdown()
@@ -307,6 +334,12 @@ class RayEngine:
                 f"`ray start --resources '{{\"{SLOT}\": 8}}'` (8 sessions on that host)"
             )
         return cls(address=address, slots=slots, memory_mb=memory_mb, run_id=run_id)
+
+    def log_to(self, path: Path) -> None:
+        """Keep what the raylets say in `path` (the run's folder's `ray.log`) from now on."""
+        _log_file[:] = [path]
+        if RAYLET_MESSAGES:
+            _keep({"lines": list(RAYLET_MESSAGES)})
 
     def _actor_class(self) -> Any:
         ray = _ray()
@@ -341,6 +374,36 @@ class RayEngine:
                 ray.kill(handle, no_restart=True)
             raise
         return RayLink(handle, node, address, pid)
+
+    def _named(self, name: str, attempt: int) -> Any:
+        """The host actor of that name, if the cluster still knows one."""
+        ray = _ray()
+        try:
+            return ray.get_actor(self.actor_name(name, attempt), namespace=NAMESPACE)
+        except ValueError:
+            return None
+
+    async def find(self, name: str, attempt: int) -> RayLink | None:
+        ray = _ray()
+        handle = self._named(name, attempt)
+        if handle is None:
+            return None
+        try:
+            node, address, pid = await handle.where.remote()
+        except ray.exceptions.RayError:
+            return None
+        return RayLink(handle, node, address, pid)
+
+    def alive(self, name: str, attempt: int) -> bool:
+        ray = _ray()
+        handle = self._named(name, attempt)
+        if handle is None:
+            return False
+        try:
+            ray.get(handle.where.remote(), timeout=PROBE_SECONDS * 10)
+        except (ray.exceptions.RayError, TimeoutError):
+            return False
+        return True
 
     def close(self) -> None:
         """Leave the cluster (a local instance started for the run stops with it)."""

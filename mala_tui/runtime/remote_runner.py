@@ -48,6 +48,7 @@ from mala_tui.runtime.host_wire import (
     PermissionWithdrawn,
     message_from_json,
 )
+from mala_tui.runtime.redaction import redact_json_line
 from mala_tui.runtime.session import RunnerLimits
 from mala_tui.runtime.session_host import BackendFactory, HostSetup
 
@@ -57,6 +58,33 @@ HOST = "host"
 ACK_SECONDS = 1.0
 #: How long a stopping driver waits for a host to say how its session ended.
 STOP_WAIT_SECONDS = 60.0
+
+
+#: How many of the journal's last events of a session a reattached host's replay is
+#: compared with (a host keeps only what no driver acknowledged: about a second's worth).
+REPLAY_WINDOW = 2_000
+
+
+def _same(event: ev.Event) -> str:
+    """An event as the journal keeps it, less what the driver adds (a checkpoint's file)."""
+    if isinstance(event, ev.CheckpointSaved):
+        event = event.model_copy(update={"path": ""})
+    return redact_json_line(ev.event_json(event))
+
+
+def _overlap(journaled: list[str], lines: tuple[str, ...]) -> int:
+    """How many of `lines` (a reattached host's first events) the journal has already: the
+    longest start of them that is the journal's end."""
+    received: list[str] = []
+    for line in lines:
+        try:
+            received.append(_same(ev.parse_event(json.loads(line))))
+        except (ValueError, ev.UnknownEventError, ev.BadEventError):
+            break
+    for count in range(min(len(received), len(journaled)), 0, -1):
+        if received[:count] == journaled[-count:]:
+            return count
+    return 0
 
 
 class HostLost(Exception):
@@ -97,6 +125,12 @@ class HostEngine(Protocol):
     async def place(self, name: str, attempt: int, setup: HostSetup) -> HostLink:
         """Start a host for the session (its `attempt`-th); returns once it runs.
         Raises HostLost when it died before it ran."""
+
+    async def find(self, name: str, attempt: int) -> HostLink | None:
+        """The session's `attempt`-th host, if it still runs (it outlived an earlier driver)."""
+
+    def alive(self, name: str, attempt: int) -> bool:
+        """Whether that host still runs (asked before the event loop, by `resume`)."""
 
 
 class RemoteRunner:
@@ -151,8 +185,23 @@ class RemoteRunner:
         self._status: EndStatus | None = None
         self._end_reason = ""
         self._last_ack = 0.0
-        self.attempts = 0
+        self.attempts = max(
+            (e.attempt for e in self._events if isinstance(e, ev.HostPlaced)), default=0
+        )
+        """Hosts placed for the session so far (a resumed run's count goes on)."""
+        self.reattach = False
+        """Set by `resume`: the session's latest host may still run; take it up again first."""
+        self._replayed: list[str] | None = None
+        """After a reattach: the journal's last events of the session, which the host's
+        first batch may repeat (acknowledged by no driver before it went)."""
         self.stop_reason = ""
+
+    def remember(self, history: Sequence[ev.Event]) -> None:
+        """The session's events journaled before (a resumed run's), before it runs."""
+        self._events = [*history, *self._events]
+        self.attempts = max(
+            (e.attempt for e in self._events if isinstance(e, ev.HostPlaced)), default=0
+        )
 
     # -- what the supervisor reads -------------------------------------------------------------
 
@@ -202,6 +251,11 @@ class RemoteRunner:
     async def run(self) -> EndStatus:
         manager: ContextManager | None = self.manager
         try:
+            if self.reattach and self.attempts:
+                link = await self._engine.find(self.spec.name, self.attempts)
+                if link is not None:
+                    self._replayed = [_same(e) for e in self._events[-REPLAY_WINDOW:]]
+                    manager = await self._host(link, reattached=True)
             while manager is not None:
                 self.attempts += 1
                 try:
@@ -227,7 +281,7 @@ class RemoteRunner:
             orphan_seconds=self._orphan_seconds,
         )
 
-    async def _host(self, link: HostLink) -> ContextManager | None:
+    async def _host(self, link: HostLink, *, reattached: bool = False) -> ContextManager | None:
         """Follow one placed host to the session's end; after a loss, the next manager."""
         self._link, self._position = link, 0
         self._record(
@@ -237,6 +291,7 @@ class RemoteRunner:
                 node=link.node,
                 address=link.address,
                 attempt=self.attempts,
+                reattached=reattached,
             )
         )
         waiting, self._waiting = self._waiting, []
@@ -277,7 +332,11 @@ class RemoteRunner:
             link.tell("ack", self._position)
 
     def _take(self, batch: Batch, link: HostLink) -> None:
-        for line in batch.events:
+        lines = batch.events
+        if self._replayed is not None:
+            lines = lines[_overlap(self._replayed, lines) :]
+            self._replayed = None
+        for line in lines:
             try:
                 event = ev.parse_event(json.loads(line))
             except (ValueError, ev.UnknownEventError, ev.BadEventError) as exc:

@@ -36,6 +36,7 @@ from mala_tui.runtime.launch import (
     plain_spec,
 )
 from mala_tui.runtime.profiles import Profile, ProfileError
+from mala_tui.runtime.remote_runner import HostEngine, RemoteRunner
 from mala_tui.runtime.run_source import (
     PID_KEY,
     ResumeError,
@@ -44,6 +45,7 @@ from mala_tui.runtime.run_source import (
     still_live,
     writer_pid,
 )
+from mala_tui.runtime.session_host import BackendFactory
 from mala_tui.runtime.supervisor import Supervisor
 from mala_tui.runtime.worktree import (
     Worktree,
@@ -124,11 +126,18 @@ def prepare(
     approval_mode: ApprovalMode | None,
     *,
     until: Callable[[], bool] = lambda: False,
+    engine: HostEngine | None = None,
+    host_backend: BackendFactory | None = None,
 ) -> Resumed:
     """Plan, open the journal again, and build the supervisor that carries the run on.
 
     In a worktree run, a session whose worktree was never made (its start-up was stopped
     first) gets one now, unless `until()` says the resume is being stopped.
+
+    With `engine` (a run whose sessions ran on a cluster's hosts) a session whose latest
+    host still runs (it outlived the driver) is taken up again there, never started a
+    second time; the others are placed anew, from a checkpoint or their task: an agent's
+    transcript stayed on its host.
 
     Raises:
         ResumeError: still live (its pid alive, or its journal locked), nothing to resume,
@@ -157,11 +166,16 @@ def prepare(
     template = _template(first, loaded, source, profiles)
 
     def transcript_there(name: str, session_id: str) -> bool:
+        if engine is not None:
+            return False  # on the host that ran it, or gone with it
         spec = specs.get(name)
         path = backend.transcript_path(spec, session_id) if spec is not None else None
         return path is not None and path.is_file()
 
     plan = plan_for(source, transcript_there)
+    hosts: set[str] = set()
+    if engine is not None:
+        plan, hosts = _live_hosts(plan, source, engine)
     try:
         journal = RunJournal.reopen(source.folder)
     except JournalInUse as exc:  # a live run whose pid was not recorded, or a resume racing
@@ -186,6 +200,9 @@ def prepare(
             profiles=profiles,
             template=template,
             worktrees=worktrees | made,
+            engine=engine,
+            host_backend=host_backend,
+            hosts=hosts,
         )
     except BaseException:
         journal.close()
@@ -248,8 +265,13 @@ def _carry_on(
     profiles: Mapping[str, Profile],
     template: SessionSpec,
     worktrees: dict[str, Worktree],
+    engine: HostEngine | None = None,
+    host_backend: BackendFactory | None = None,
+    hosts: set[str] | None = None,
 ) -> Supervisor:
-    """The supervisor of the resumed sessions, its view holding the run's history so far."""
+    """The supervisor of the resumed sessions, its view holding the run's history so far.
+
+    `hosts`: sessions whose host still runs on the cluster: taken up again there."""
     now = time.time()
     supervisor = build_supervisor(
         loaded=loaded,
@@ -260,6 +282,8 @@ def _carry_on(
         mode=str(source.meta.get("mode", "run")),
         profiles=profiles,
         template=template,
+        engine=engine,
+        host_backend=host_backend,
     )
     supervisor.state.apply_all(source.events)  # the history so far, in the app too
     if worktrees:  # what each session changed is measured again when it ends
@@ -280,7 +304,33 @@ def _carry_on(
         resumed={s.name: s.how.value for s in plan.resuming if s.how is not None},
         pid=os.getpid(),
     )
+    for name, runner in supervisor.runners.items():
+        if isinstance(runner, RemoteRunner):  # its history, for a restart after a loss
+            runner.remember([*(e for e in source.events if e.session == name), supervisor.resumed])
+            runner.reattach = name in (hosts or set())
     return supervisor
+
+
+def _live_hosts(
+    plan: ResumePlan, source: ResumeSource, engine: HostEngine
+) -> tuple[ResumePlan, set[str]]:
+    """The sessions whose latest host still runs (said so in the plan), and the plan."""
+    attempts: dict[str, int] = {}
+    for e in source.events:
+        if isinstance(e, ev.HostPlaced):
+            attempts[e.session] = max(attempts.get(e.session, 0), e.attempt)
+    alive = {
+        s.name
+        for s in plan.resuming
+        if s.name in attempts and engine.alive(s.name, attempts[s.name])
+    }
+    sessions = tuple(
+        replace(s, reason="its host still runs on the cluster: taken up again there")
+        if s.name in alive
+        else s
+        for s in plan.sessions
+    )
+    return replace(plan, sessions=sessions), alive
 
 
 # Reading the run back lives in run_source (no SDK there); its names are kept here too.

@@ -42,6 +42,7 @@ from mala_tui.core.actions import EndStatus
 from mala_tui.core.manager import ContextManager
 from mala_tui.core.observations import Command, Decision
 from mala_tui.core.phases import ManageMode
+from mala_tui.core.resume_plan import ORPHANED
 from mala_tui.runtime.approvals import Approvals
 from mala_tui.runtime.backends.base import Backend, PermissionAsk, PermissionVerdict, SessionSpec
 from mala_tui.runtime.desk import Desk, Reply
@@ -335,7 +336,7 @@ class SessionHost:
                 continue
             if self.end is None and not self.orphaned:
                 self.orphaned = True
-                gone = f"its driver has been gone for {limit / 60:g} min (cluster.orphan_minutes)"
+                gone = f"{ORPHANED} for {limit / 60:g} min (cluster.orphan_minutes)"
                 self.runner.command(Command.CANCEL, gone)
             elif self.end is not None and silent >= 2 * limit:
                 if self._on_exit is not None:

@@ -1,9 +1,14 @@
 """Checks that start Ray, run inside a private network namespace (tests/cluster drives them).
 
 `python -m tests.cluster.inside OUT.json` (only inside a namespace made by
-mala_tui.bench.netns): `mala-tui run --engine ray` against a cluster that declares no
-`mala_slot`, then against a local Ray started for the run (one real Claude Code session
-on the loopback model). What each did is written to OUT.json for the tests to judge.
+mala_tui.bench.netns), each with real Claude Code sessions on the loopback model:
+
+- `mala-tui run --engine ray` against a cluster that declares no `mala_slot`;
+- the same cluster given a node with slots: a run whose driver is killed (`kill -9`)
+  while its sessions work, then `mala-tui resume`, which takes the hosts up again;
+- a run on a local Ray started for it, and stopped after it.
+
+What each did is written to OUT.json for the tests to judge.
 """
 
 from __future__ import annotations
@@ -38,7 +43,7 @@ def mala(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[st
     )
 
 
-def no_slots(root: Path) -> dict[str, Any]:
+async def on_a_cluster(root: Path) -> dict[str, Any]:
     data = root / "no-slots"
     with simulated_cluster(0, 0) as cluster:  # a head alone, no mala_slot anywhere
         env = dict(os.environ, MALA_TUI_STORAGE__DATA_DIR=str(data))
@@ -59,15 +64,102 @@ def no_slots(root: Path) -> dict[str, Any]:
         )
         seconds = time.monotonic() - began
         address = cluster.address
-    return {
+        cluster.add_nodes(1, 4)
+        reattached = await killed_and_resumed(root / "reattach", cluster.address)
+    refused = {
         "returncode": done.returncode,
         "stdout": done.stdout,
         "stderr": done.stderr,
         "seconds": seconds,
         "address": address,
         "made_anything": data.exists(),
-        "left": cluster.leftover,
     }
+    reattached["left"] = cluster.leftover
+    return {"no_slots": refused, "reattach": reattached}
+
+
+async def killed_and_resumed(root: Path, address: str) -> dict[str, Any]:
+    """Two sessions; the driver killed once both have worked; `resume` takes their hosts up."""
+    scenario = load_scenario("quickstart")
+    names = ["r0", "r1"]
+    data = root / "data"
+    async with LoopbackServer({name: scenario for name in names}, response_delay_s=1.0) as server:
+        lines = []
+        for name in names:
+            workspace = root / name
+            workspace.mkdir(parents=True)
+            materialize_workspace(scenario, workspace)
+            env = offline_cli_env(server.url_for(name), root / "homes" / name)
+            table = ", ".join(f"{key} = {json.dumps(value)}" for key, value in sorted(env.items()))
+            lines += [
+                "[[task]]",
+                f'name = "{name}"',
+                f"task = {json.dumps(scenario.task)}",
+                f'cwd = "{workspace}"',
+                f"env = {{ {table} }}",
+                "",
+            ]
+        tasks = root / "tasks.toml"
+        tasks.write_text("\n".join(lines))
+        env = dict(os.environ, MALA_TUI_STORAGE__DATA_DIR=str(data))
+        env["MALA_TUI_AGENT__ALLOWED_TOOLS"] = json.dumps(list(scenario.tools))
+        first = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "mala_tui",
+            "run",
+            "--tasks",
+            str(tasks),
+            "--headless",
+            "--approve",
+            "auto",
+            "--engine",
+            "ray",
+            "--ray-address",
+            address,
+            env=env,
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.DEVNULL,
+        )
+        killed_after = await _kill_once_working(first, data, names)
+        resumed = await asyncio.to_thread(mala, ["resume", "latest", "--headless"], env)
+    (run,) = list_runs(data)
+    events = read_events(run.directory / "events.jsonl").events
+    pids = [e.pid for e in events if isinstance(e, ev.ProcessStarted) and e.pid]
+    return {
+        "killed_after": killed_after,
+        "returncode": resumed.returncode,
+        "stdout": resumed.stdout,
+        "stderr": resumed.stderr,
+        "run_dir": str(run.directory),
+        "cli_alive": [pid for pid in pids if pid_alive(pid)],
+        "version_2": [
+            "VERSION = 2" in (root / name / "src" / "app.py").read_text() for name in names
+        ],
+    }
+
+
+async def _kill_once_working(process: Any, data: Path, names: list[str]) -> int:
+    """kill -9 the driver once every session has had two tool results journaled."""
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and process.returncode is None:
+        await asyncio.sleep(0.3)
+        runs = list_runs(data) if data.exists() else []
+        if not runs:
+            continue
+        events = read_events(runs[0].directory / "events.jsonl").events
+        results = [
+            e.session
+            for e in events
+            if isinstance(e, ev.MessageRecorded) and e.kind == "tool_result"
+        ]
+        if all(results.count(name) >= 2 for name in names):
+            process.kill()
+            await process.wait()
+            return len(events)
+    process.kill()
+    await process.wait()
+    return -1
 
 
 def ray_processes(marker: str) -> list[str]:
@@ -132,7 +224,7 @@ def main() -> int:
     root = Path(tempfile.mkdtemp(prefix="inside-"))
     os.environ["XDG_DATA_HOME"] = str(root / "xdg")
     out = Path(sys.argv[1])
-    results = {"no_slots": no_slots(root), "local": asyncio.run(local_ray(root))}
+    results = {**asyncio.run(on_a_cluster(root)), "local": asyncio.run(local_ray(root))}
     out.write_text(json.dumps(results, indent=2))
     return 0
 

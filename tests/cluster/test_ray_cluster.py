@@ -9,8 +9,10 @@ judge what it left: journals, workspaces, exit statuses, processes.
 - `cli_run`: `mala-tui run --engine ray --ray-address ...` on three real Claude Code
   sessions (the loopback model) over two simulated nodes; once each has worked a
   little, the node with the most of them is removed (the benchmark's `cli` scenario).
-- `inside`: a cluster that declares no `mala_slot` (refused at once), then a local Ray
-  started for a one-session run and stopped after it (tests/cluster/inside.py).
+- `inside`: a cluster that declares no `mala_slot` (refused at once); the same cluster
+  with a node: a run whose driver is killed with kill -9 while two sessions work, then
+  `mala-tui resume`, which takes their hosts up again; then a local Ray started for a
+  one-session run and stopped after it (tests/cluster/inside.py).
 """
 
 from __future__ import annotations
@@ -131,7 +133,31 @@ def test_a_cluster_without_slots_is_refused_at_once_in_one_line(inside: dict[str
         "each host with `ray start --resources '{\"mala_slot\": 8}'` (8 sessions on that host)\n"
     )
     assert not refused["made_anything"], "refused before any run was made"
-    assert refused["left"] == []
+
+
+def test_resume_after_the_driver_was_killed_takes_the_live_hosts_up_again(
+    inside: dict[str, Any],
+) -> None:
+    resumed = inside["reattach"]
+    assert resumed["killed_after"] > 0, "the driver was killed while the sessions worked"
+    assert resumed["returncode"] == 0, resumed["stdout"] + resumed["stderr"]
+    assert "its host still runs on the cluster: taken up again there" in resumed["stdout"]
+    events = journal(resumed)
+    for name in ("r0", "r1"):
+        mine = [e for e in events if e.session == name]
+        placed = [(e.attempt, e.reattached) for e in mine if isinstance(e, ev.HostPlaced)]
+        assert placed == [(1, False), (1, True)], "the same host, never a second one"
+        assert [e.status for e in mine if isinstance(e, ev.SessionEnded)] == [EndStatus.DONE]
+        assert len([e for e in mine if isinstance(e, ev.SessionStarted)]) == 1
+        assert len([e for e in mine if isinstance(e, ev.ProcessStarted)]) == 1
+        # Every event once: none lost while no driver read, none journaled twice.
+        lines = [ev.event_json(e) for e in mine if not isinstance(e, ev.HostPlaced)]
+        assert len(lines) == len(set(lines))
+        steps = [e for e in mine if isinstance(e, ev.MessageRecorded) and e.kind == "tool_call"]
+        assert len(steps) >= 7, "the scenario's seven steps, at least"
+    assert not any(isinstance(e, ev.ErrorRecorded) and e.where == "host" for e in events)
+    assert resumed["version_2"] == [True, True]
+    assert resumed["cli_alive"] == [] and resumed["left"] == []
 
 
 def test_without_an_address_a_local_ray_runs_the_session_and_stops_after(

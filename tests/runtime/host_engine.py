@@ -25,8 +25,12 @@ class InProcessLink:
     lost: asyncio.Event = field(default_factory=asyncio.Event)
     calls: list[tuple[str, tuple[object, ...]]] = field(default_factory=list)
     released: bool = False
+    frozen: bool = False
+    """The driver at this end is gone (killed): it reads and says nothing any more."""
 
     async def batches(self, after: int) -> AsyncIterator[Batch]:
+        if self.frozen:
+            await asyncio.Event().wait()
         stream = aiter(self.host.batches(after))
         while True:
             if self.lost.is_set():
@@ -42,11 +46,13 @@ class InProcessLink:
                 batch = following.result()
             except StopAsyncIteration:
                 return
+            if self.frozen:
+                await asyncio.Event().wait()
             yield batch
 
     def tell(self, method: str, *args: object) -> None:
         self.calls.append((method, args))
-        if not self.lost.is_set():
+        if not self.lost.is_set() and not self.frozen:
             getattr(self.host, method)(*args)
 
     async def release(self) -> None:
@@ -54,7 +60,8 @@ class InProcessLink:
         await self.host.close()
 
     async def kill(self) -> None:
-        await self.host.close()
+        if not self.frozen:
+            await self.host.close()
 
     async def lose(self) -> None:
         """The node dies: the host stops where it is, and the driver hears no more of it."""
@@ -76,5 +83,25 @@ class InProcessEngine:
         self.placed.set()
         return link
 
+    async def find(self, name: str, attempt: int) -> InProcessLink | None:
+        """A new link to the host, as a new driver's connection to a live actor is."""
+        found = self.of(name)
+        if not 0 < attempt <= len(found) or found[attempt - 1].lost.is_set():
+            return None
+        link = InProcessLink(found[attempt - 1].host, node=found[attempt - 1].node)
+        self.links.append(link)
+        return link
+
+    def alive(self, name: str, attempt: int) -> bool:
+        found = self.of(name)
+        return 0 < attempt <= len(found) and not found[attempt - 1].lost.is_set()
+
     def of(self, session: str) -> list[InProcessLink]:
-        return [link for link in self.links if link.host.spec.name == session]
+        """The session's hosts, in the order placed (one link each)."""
+        hosts: list[SessionHost] = []
+        links = []
+        for link in self.links:
+            if link.host.spec.name == session and link.host not in hosts:
+                hosts.append(link.host)
+                links.append(link)
+        return links

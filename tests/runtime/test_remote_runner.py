@@ -341,3 +341,68 @@ async def test_past_max_restarts_a_lost_host_ends_the_session_failed(tmp_path: P
     (lost,) = of(journaled(sup), ev.HostLost)
     assert not lost.restart
     assert len(engine.links) == 1
+
+
+async def test_a_new_driver_takes_a_live_host_up_again_missing_nothing_twice(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mala_tui.runtime import remote_runner
+
+    monkeypatch.setattr(remote_runner, "STOP_WAIT_SECONDS", 0.2)
+    client = ScriptedClient(
+        [
+            [
+                SessionIdItem("sa"),
+                usage(9_000),
+                *read("t1", "/ws/a.py"),
+                *read("t2", "/ws/b.py"),
+                HANG,
+            ]
+        ]
+    )
+    engine = InProcessEngine()
+    first = supervisor(tmp_path, PerSession({"a": [client]}), ["a"], engine)
+    running = asyncio.create_task(first.run())
+    await until(first, lambda e: isinstance(e, ev.MessageRecorded) and "b.py" in e.excerpt)
+    # The driver is killed: it reads no more, says nothing, journals nothing more.
+    (link,) = engine.links
+    link.frozen = True
+    assert first.journal is not None
+    first.journal.close()
+    host = link.host
+    host.say("said while no driver was there")  # the host goes on meanwhile
+    before = read_events(first.journal.events_path).events
+    # A new driver on the same journal (what `mala-tui resume` does for a Ray run).
+    journal = RunJournal.reopen(first.journal.directory)
+    OPEN.append(journal)
+    second = Supervisor(
+        settings=Settings(context=ContextSettings(context_limit=100_000)),
+        backend=None,  # type: ignore[arg-type]
+        prompts=load_prompts(),
+        journal=journal,
+        approval_mode="auto",
+        engine=engine,
+        host_backend=lambda folder: None,  # type: ignore[arg-type,return-value]
+    )
+    runner = second.add_session(SessionSpec(name="a", task="task a", cwd=tmp_path))
+    assert isinstance(runner, remote_runner.RemoteRunner)
+    runner.remember([e for e in before if e.session == "a"])
+    runner.reattach = True
+    resumed = asyncio.create_task(second.run())
+    await until(second, lambda e: isinstance(e, ev.MessageQueued))
+    second.command("a", Command.STOP)
+    result = await asyncio.wait_for(resumed, 20)
+    assert result.statuses == {"a": EndStatus.STOPPED}
+    events = read_events(journal.events_path).events
+    mine = [e for e in events if e.session == "a"]
+    placed = [e for e in mine if isinstance(e, ev.HostPlaced)]
+    assert [(p.attempt, p.reattached) for p in placed] == [(1, False), (1, True)]
+    assert len(engine.of("a")) == 1, "never a second host"
+    host_made = [e for e in mine if not isinstance(e, ev.HostPlaced)]
+    assert len(host_made) == host.sent_up_to, "every event the host made, once"
+    assert len({ev.event_json(e) for e in host_made}) == len(host_made)
+    (queued,) = [e for e in mine if isinstance(e, ev.MessageQueued)]
+    assert queued.text == "said while no driver was there"
+    running.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await running
