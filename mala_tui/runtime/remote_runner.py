@@ -33,7 +33,13 @@ from mala_tui.core.manager import ContextManager
 from mala_tui.core.observations import Command, Decision
 from mala_tui.core.phases import ManageMode
 from mala_tui.core.prompts import PromptSet
-from mala_tui.core.resume_plan import ResumeFrom, SessionResume, TaskRecord, plan_resume
+from mala_tui.core.resume_plan import (
+    ORPHANED,
+    ResumeFrom,
+    SessionResume,
+    TaskRecord,
+    plan_resume,
+)
 from mala_tui.core.transcript import Role, Transcript
 from mala_tui.runtime.agent_process import EventSink, uncancellable
 from mala_tui.runtime.approvals import Approvals
@@ -305,11 +311,30 @@ class RemoteRunner:
                 await link.kill()  # gone already, normally; never beside its successor
             return self._after_loss(lost, link)
         self._check_received(end)
-        self._finish(end)
         with contextlib.suppress(Exception):
             await link.release()
         self._link = None
+        if reattached and end.status is EndStatus.STOPPED and end.reason.startswith(ORPHANED):
+            # Wound down while no driver was there: the driver is back, the session goes on.
+            manager = self._orphan_resumed()
+            if manager is not None:
+                return manager
+        self._finish(end)
         return None
+
+    def _orphan_resumed(self) -> ContextManager | None:
+        """The manager that restarts a session its host wound down (from its checkpoint),
+        as `resume` would have; None when there is nothing to restart from."""
+        plan = self._plan()
+        if plan is None or plan.how is not ResumeFrom.CHECKPOINT:
+            return None
+        limits = replace(self.manager.limits, require_approval=self._require_approval)
+        manager = ContextManager(
+            name=self.spec.name, task=self.spec.task, limits=limits, prompts=self._prompts
+        )
+        manager.resume_from(plan, 0.0)
+        self.mirror = Transcript()
+        return manager
 
     async def _follow(self, link: HostLink) -> HostEnd:
         ticker = asyncio.create_task(self._keep_telling(link), name=f"ack {self.spec.name}")

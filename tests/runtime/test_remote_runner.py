@@ -406,3 +406,78 @@ async def test_a_new_driver_takes_a_live_host_up_again_missing_nothing_twice(
     running.cancel()
     with pytest.raises(asyncio.CancelledError):
         await running
+
+
+async def test_a_session_wound_down_while_no_driver_was_there_goes_on_when_one_is_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mala_tui.config import ClusterSettings
+    from mala_tui.runtime import remote_runner
+
+    monkeypatch.setattr(remote_runner, "STOP_WAIT_SECONDS", 0.2)
+    old = ScriptedClient(
+        [
+            [SessionIdItem("sa"), usage(9_000), *read("t1", "/ws/a.py"), HANG],
+            [finished("wrapped up", "sa")],
+            [finished(CHECKPOINT, "sa")],
+        ]
+    )
+    again = ScriptedClient([[SessionIdItem("sa-2"), finished("done", "sa-2")]])
+    backend = PerSession({"a": [old, again]})
+    engine = InProcessEngine()
+    settings = Settings(
+        context=ContextSettings(context_limit=100_000),
+        cluster=ClusterSettings(orphan_minutes=0.005),  # 0.3 s
+    )
+    journal = RunJournal.create(tmp_path, "run-1", {"mode": "test"})
+    OPEN.append(journal)
+    first = Supervisor(
+        settings=settings,
+        backend=None,
+        prompts=load_prompts(),
+        journal=journal,  # type: ignore[arg-type]
+        approval_mode="auto",
+        engine=engine,
+        host_backend=lambda folder: backend,  # type: ignore[arg-type,return-value]
+    )
+    first.add_session(SessionSpec(name="a", task="task a", cwd=tmp_path))
+    running = asyncio.create_task(first.run())
+    await until(first, lambda e: isinstance(e, ev.MessageRecorded) and e.kind == "tool_result")
+    (link,) = engine.links
+    link.frozen = True  # the driver is gone
+    journal.close()
+    host = link.host
+    for _ in range(100):
+        if host.end is not None:
+            break
+        await asyncio.sleep(0.1)
+    assert host.end is not None and host.end.reason.startswith("its driver has been gone")
+    before = read_events(journal.events_path).events
+    again_journal = RunJournal.reopen(journal.directory)
+    OPEN.append(again_journal)
+    second = Supervisor(
+        settings=settings,
+        backend=None,
+        prompts=load_prompts(),
+        journal=again_journal,  # type: ignore[arg-type]
+        approval_mode="auto",
+        engine=engine,
+        host_backend=lambda folder: backend,  # type: ignore[arg-type,return-value]
+    )
+    runner = second.add_session(SessionSpec(name="a", task="task a", cwd=tmp_path))
+    assert isinstance(runner, remote_runner.RemoteRunner)
+    runner.remember([e for e in before if e.session == "a"])
+    runner.reattach = True
+    result = await asyncio.wait_for(second.run(), 20)
+    assert result.statuses == {"a": EndStatus.DONE}
+    events = [e for e in read_events(again_journal.events_path).events if e.session == "a"]
+    placed = [(e.attempt, e.reattached) for e in events if isinstance(e, ev.HostPlaced)]
+    assert placed == [(1, False), (1, True), (2, False)]
+    (saved,) = [e for e in events if isinstance(e, ev.CheckpointSaved)]
+    assert "Read /ws/a.py" in saved.text
+    (restart,) = [e for e in events if isinstance(e, ev.Restarted)]
+    assert restart.checkpoint_number == saved.number
+    assert "Read /ws/a.py" in again.queries[0]
+    running.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await running
