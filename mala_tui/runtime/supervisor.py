@@ -42,6 +42,7 @@ from mala_tui.runtime.backends.base import Backend, SessionSpec
 from mala_tui.runtime.budget_watch import BudgetListener, BudgetNotice, BudgetWatch
 from mala_tui.runtime.desk import Desk
 from mala_tui.runtime.journal import RunJournal, describe_os_error
+from mala_tui.runtime.landings import Landings
 from mala_tui.runtime.permission_requests import PermissionRequests
 from mala_tui.runtime.processes import pid_alive
 from mala_tui.runtime.recorder import Listeners, RunRecorder
@@ -122,6 +123,8 @@ class Supervisor:
         self.resumed: ev.RunResumed | None = None
         """Set by `runtime.resume`: the run goes on in its journal, opened by this event
         instead of a `run_started`."""
+        self.landings = Landings(self.state, self.record, self._still_running)
+        """The worktree sessions' work, landed or discarded once each session has ended."""
 
     # -- the recorder's, read here ---------------------------------------------------------------
 
@@ -153,6 +156,15 @@ class Supervisor:
     def _storage_failed(self, exc: OSError) -> None:
         """The run's files cannot be written: every session stops (the recorder says so once)."""
         self.stop_for(f"the run's files could not be written: {describe_os_error(exc)}")
+
+    def _still_running(self, session: str) -> str | None:
+        """Why a session's work cannot be landed yet: it has not ended."""
+        if session in self.queued:
+            return "queued"
+        state = self.state.sessions.get(session)
+        if state is not None and state.status is None:
+            return "still running"
+        return None
 
     def _tell_budget(self, notice: BudgetNotice) -> None:
         runner = self.runners.get(notice.session)
