@@ -158,6 +158,7 @@ def show(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.std
             file=sys.stderr,
         )
         return EXIT_USAGE
+    from mala_tui.runtime.landings import FinishedRun
     from mala_tui.ui.app import run_app
 
     resumed: list[int] = []
@@ -171,7 +172,10 @@ def show(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.std
 
     # A run resumed from a browser tab would end with the tab: the page only shows it.
     command = resume["command"] if resume is not None and not on_the_web() else None
-    status = run_app(state, loaded.settings, resume_command=command, resume=resume_now)
+    finished = FinishedRun(folder, state)  # its worktree sessions can be landed from the app
+    status = run_app(
+        state, loaded.settings, resume_command=command, resume=resume_now, finished=finished
+    )
     if command is not None and not resumed:  # said on the terminal the app leaves behind
         out.write(f"this run can be resumed: {command}\n")
     for line in worktree_lines(state, folder.name):

@@ -26,6 +26,7 @@ from textual.worker import Worker, WorkerState
 from mala_tui.config import Settings
 from mala_tui.core.questions import QuestionKind
 from mala_tui.runtime.attention import Attention, Desktop, desktop_protocol
+from mala_tui.runtime.landings import FinishedRun
 from mala_tui.runtime.signals import StopReason
 from mala_tui.ui.answer_queue import AnswerQueue
 from mala_tui.ui.bridge import UpdateBridge
@@ -75,8 +76,11 @@ class MalaApp(App[int]):
         settings: Settings,
         clock: Callable[[], float] = time.monotonic,
         resume_command: str | None = None,
+        finished: FinishedRun | None = None,
     ) -> None:
+        """`finished`: a finished run's worktree sessions, landed or discarded from here."""
         super().__init__()
+        self.finished = finished
         self.resume_command = resume_command
         """For a finished run whose sessions had not all ended: how to carry it on."""
         self.resume_requested = False
@@ -85,7 +89,9 @@ class MalaApp(App[int]):
         self.clock = clock
         """Time for what the app measures itself (how long the run has been watched)."""
         self.started_at = clock()
-        self.controller = Controller(source)
+        self.controller = Controller(
+            source, landings=finished.landings if finished is not None else None
+        )
         self.bridge = UpdateBridge(self)
         self.session_actions = SessionActions(self, self.controller, self.bridge)
         self.services = Services(
@@ -156,6 +162,8 @@ class MalaApp(App[int]):
             )
         supervisor = self.controller.supervisor
         if supervisor is None:
+            if self.finished is not None:
+                self.bridge.attach(self.finished)  # what a landing records shows
             return
         self.bridge.attach(supervisor)
         supervisor.listeners.events.append(self.attention)
@@ -327,6 +335,7 @@ def run_app(
     *,
     resume_command: str | None = None,
     resume: Callable[[], int] | None = None,
+    finished: FinishedRun | None = None,
 ) -> int:
     """Run the app in the terminal until quit; returns the exit status.
 
@@ -335,7 +344,7 @@ def run_app(
     its pid reported on stderr). A read-only run with `resume_command` offers to
     resume it: chosen, `resume()` runs once this app has ended, and its status is returned.
     """
-    app = MalaApp(source, settings=settings, resume_command=resume_command)
+    app = MalaApp(source, settings=settings, resume_command=resume_command, finished=finished)
     app.run()
     status = _finish(app)
     if app.resume_requested and resume is not None:

@@ -22,7 +22,7 @@ from textual.signal import Signal
 from mala_tui.core import events as ev
 from mala_tui.core.questions import Question
 from mala_tui.core.view import SessionSnapshot
-from mala_tui.ui.source import LiveSource
+from mala_tui.ui.source import Observed
 
 FRAME_SECONDS: Final = 1 / 30
 """How long updates gather before they are published: one frame at 30 fps."""
@@ -43,9 +43,9 @@ class UpdateBridge:
         self._events: list[ev.Event] = []
         self._questions: list[Question] | None = None
         self._handle: asyncio.TimerHandle | None = None
-        self._source: LiveSource | None = None
+        self._source: Observed | None = None
 
-    def attach(self, source: LiveSource) -> None:
+    def attach(self, source: Observed) -> None:
         self._source = source
         source.listeners.snapshots.append(self._on_snapshots)
         source.listeners.events.append(self._on_event)

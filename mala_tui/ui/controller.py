@@ -17,7 +17,8 @@ from mala_tui.core.permissions import PermissionAnswer
 from mala_tui.core.phases import ManageMode
 from mala_tui.core.questions import ApprovalQuestion, PermissionQuestion, Question
 from mala_tui.core.view import RunState, SessionSnapshot, SessionState
-from mala_tui.ui.source import BudgetSource, LiveSource, Source, WindowSource
+from mala_tui.runtime.landings import Landings
+from mala_tui.ui.source import BudgetSource, LandingSource, LiveSource, Source, WindowSource
 
 
 class ReadOnlyError(RuntimeError):
@@ -27,9 +28,13 @@ class ReadOnlyError(RuntimeError):
 class Controller:
     """Reads the run and sends the operator's commands to its supervisor."""
 
-    def __init__(self, source: Source) -> None:
+    def __init__(self, source: Source, *, landings: Landings | None = None) -> None:
+        """`landings`: for a finished run, how its worktree sessions are landed (a live run
+        has its own)."""
         self.supervisor: LiveSource | None = None if isinstance(source, RunState) else source
         self.state: RunState = source if isinstance(source, RunState) else source.state
+        found: object = self.supervisor
+        self._landings = found.landings if isinstance(found, LandingSource) else landings
 
     @property
     def live(self) -> bool:
@@ -86,6 +91,10 @@ class Controller:
         """The run's budgets, when it is live and has them."""
         source: object = self.supervisor
         return source if isinstance(source, BudgetSource) else None
+
+    def landings(self) -> Landings | None:
+        """Landing and discarding worktree sessions' work, when this run can (live or not)."""
+        return self._landings
 
     def window_contents(self, name: str) -> WindowContents | None:
         """What fills the session's window, while the run is live (a journal does not hold it)."""

@@ -26,6 +26,7 @@ from mala_tui.core.phases import ManageMode, Phase, Trigger
 from mala_tui.core.questions import ApprovalQuestion, PermissionQuestion
 from mala_tui.core.usage import UsageSource
 from mala_tui.core.view import RunState, SessionSnapshot
+from mala_tui.runtime.landings import Landings
 from mala_tui.runtime.recorder import RunRecorder
 
 T0 = 1_750_000_000.0
@@ -399,11 +400,17 @@ class FakeLiveSource:
         """Every command, answer and setting the app sent, in order."""
         self._stopped = asyncio.Event()
         self._said: dict[str, int] = {}
+        self.landings = Landings(self.state, self.record, self._still_running)
+        """Real landings (real git) of the sessions that have a worktree, as a run's are."""
         for event in sample_events() if events is None else events:
             self.record(event)
 
     def record(self, event: ev.Event) -> None:
         self._recorder.record(event)
+
+    def _still_running(self, session: str) -> str | None:
+        state = self.state.sessions.get(session)
+        return "still running" if state is not None and state.status is None else None
 
     def snapshots(self) -> dict[str, SessionSnapshot]:
         return self._recorder.snapshots()

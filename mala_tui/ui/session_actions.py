@@ -15,10 +15,13 @@ from typing import Final
 
 from textual.binding import Binding
 
+from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.observations import Command
 from mala_tui.core.phases import ManageMode, Phase
+from mala_tui.core.text import plural
 from mala_tui.core.view import SessionSnapshot
+from mala_tui.runtime.landing import LandingError
 from mala_tui.ui.bridge import UpdateBridge
 from mala_tui.ui.controller import Controller, ReadOnlyError
 from mala_tui.ui.format import phase_label
@@ -107,6 +110,25 @@ SESSION_ACTIONS: Final = (
         "say something to the agent: it goes at its next clean point",
     ),
     SessionAction(
+        "land",
+        "L",
+        "Land",
+        "Land its work",
+        "commit what the agent left (message drafted from its checkpoint, yours to edit), "
+        "then merge its branch into the branch the run started from",
+        live_only=False,
+        when_ended=True,
+    ),
+    SessionAction(
+        "discard",
+        "D",
+        "Discard",
+        "Discard its worktree",
+        "remove its worktree and branch (asks first when work would be lost)",
+        live_only=False,
+        when_ended=True,
+    ),
+    SessionAction(
         "cancel",
         "X",
         "Cancel",
@@ -127,6 +149,8 @@ def session_bindings(*ids: str, show: bool = True) -> list[Binding]:
 
 
 RESTARTABLE_ENDINGS: Final = frozenset({EndStatus.STOPPED, EndStatus.FAILED, EndStatus.DENIED})
+LANDING_ACTIONS: Final = frozenset({"land", "discard"})
+"""What finishes a worktree session's work: offered only for sessions that have a worktree."""
 
 
 class SessionActions:
@@ -152,14 +176,27 @@ class SessionActions:
         snapshot = self.controller.snapshot(name) if name is not None else None
         if snapshot is None:
             return None
+        if action_id in LANDING_ACTIONS:
+            return self._landing_available(action_id, snapshot)
         if action_id == "checkpoints":
             state = self.controller.session(snapshot.name)
             return True if state is not None and state.checkpoints else None
         if snapshot.status is None:
             return True
         if action_id == "restart":
-            return True if snapshot.status in RESTARTABLE_ENDINGS else None
+            gone = snapshot.worktree_status is not None and snapshot.worktree_status.discarded
+            return True if snapshot.status in RESTARTABLE_ENDINGS and not gone else None
         return True if action.when_ended else None
+
+    def _landing_available(self, action_id: str, snapshot: SessionSnapshot) -> bool | None:
+        """Not offered without a worktree (or a way to land), shown but not possible once
+        discarded. While the session runs, or with nothing left to land, it is offered so
+        that pressing it says why it is refused."""
+        state = self.controller.session(snapshot.name)
+        if self.controller.landings() is None or state is None or state.worktree is None:
+            return False
+        found = snapshot.worktree_status
+        return None if found is not None and found.discarded else True
 
     def run(self, action_id: str, name: str) -> None:
         snapshot = self.controller.snapshot(name)
@@ -283,6 +320,94 @@ class SessionActions:
             ),
             answered,
         )
+
+    def _land(self, snapshot: SessionSnapshot) -> None:
+        from mala_tui.core.describe import summary
+        from mala_tui.ui.screens.land import LandScreen
+
+        landings = self.controller.landings()
+        if landings is None:
+            return
+        name = snapshot.name
+        try:
+            target = landings.target(name)
+            draft = landings.draft(name)
+        except LandingError as exc:
+            self.shell.notify(str(exc), severity="warning", markup=False)
+            return
+        left = snapshot.worktree_status
+        if left is not None and not left.to_land:
+            self.shell.notify(f"{name}: nothing to land ({left.label})", markup=False)
+            return
+
+        def landed(event: ev.WorktreeLanded | None) -> None:
+            if event is not None:
+                self.shell.notify(f"{name}: {summary(event)}", title="Landed", markup=False)
+                self.bridge.flush()
+
+        self.shell.push_screen(
+            LandScreen(
+                name,
+                target.branch,
+                target.base_branch,
+                draft,
+                land=lambda message: landings.land(name, message),
+                read_status=lambda: landings.status(name),
+            ),
+            landed,
+        )
+
+    def _discard(self, snapshot: SessionSnapshot) -> None:
+        self.shell.run_worker(self._discard_asking(snapshot.name), group="discard")
+
+    async def _discard_asking(self, name: str) -> None:
+        """Discarded at once when nothing would be lost; else only once the person says so."""
+        from mala_tui.ui.screens.confirm import ConfirmScreen
+
+        landings = self.controller.landings()
+        if landings is None:
+            return
+        try:
+            found = await landings.status(name)
+            target = landings.target(name)
+        except LandingError as exc:
+            self.shell.notify(str(exc), severity="warning", markup=False)
+            return
+        if found is None or not found.to_land:
+            await self._discard_now(name, force=False)
+            return
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.shell.run_worker(self._discard_now(name, force=True), group="discard")
+
+        into = target.base_branch or "the commit the run started from"
+        lost = [f"{plural(found.ahead, 'commit')} not in {into}"] if found.ahead else []
+        if found.uncommitted:
+            lost.append("uncommitted edits")
+        self.shell.push_screen(
+            ConfirmScreen(
+                f"Discard {name}?",
+                f"Its branch {target.branch} has {' and '.join(lost)}. Discarding removes its "
+                "worktree and its branch: that work is lost. Land it (L) to keep it.",
+                confirm="Discard",
+            ),
+            answered,
+        )
+
+    async def _discard_now(self, name: str, *, force: bool) -> None:
+        from mala_tui.core.describe import summary
+
+        landings = self.controller.landings()
+        if landings is None:
+            return
+        try:
+            event = await landings.discard(name, force=force)
+        except LandingError as exc:
+            self.shell.notify(str(exc), severity="warning", markup=False)
+            return
+        self.shell.notify(f"{name}: {summary(event)}", title="Discarded", markup=False)
+        self.bridge.flush()
 
     def _send(self, name: str, command: Command) -> None:
         self.controller.command(name, command)

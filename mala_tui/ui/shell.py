@@ -8,7 +8,7 @@ import them.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import Any, Protocol, TypeVar
 
 from textual.notifications import SeverityLevel
@@ -43,6 +43,19 @@ class Shell(Protocol):
     def call_later(self, callback: Callable[..., Any], *args: Any, **kwargs: Any) -> bool: ...
 
     def copy_to_clipboard(self, text: str) -> None: ...
+
+    def run_worker(  # noqa: PLR0917 (Textual's own signature)
+        self,
+        work: Coroutine[Any, Any, Any],
+        name: str | None = "",
+        group: str = "default",
+        description: str = "",
+        exit_on_error: bool = True,
+        start: bool = True,
+        exclusive: bool = False,
+        thread: bool = False,
+    ) -> Any:
+        """Work that takes a while (git, a process), run without holding up the screen."""
 
     def open_session(self, name: str) -> None:
         """The session's detail screen."""

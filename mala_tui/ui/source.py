@@ -17,6 +17,7 @@ from mala_tui.core.observations import Command, Decision
 from mala_tui.core.permissions import PermissionAnswer
 from mala_tui.core.phases import ManageMode
 from mala_tui.core.view import RunState, SessionSnapshot
+from mala_tui.runtime.landings import Landings
 from mala_tui.runtime.recorder import EventListener, QuestionListener, SnapshotListener
 
 
@@ -31,6 +32,14 @@ class Listeners(Protocol):
 
     @property
     def questions(self) -> list[QuestionListener]: ...
+
+
+class Observed(Protocol):
+    """What records a run's events and tells its listeners (a live run; a finished run's
+    landings)."""
+
+    @property
+    def listeners(self) -> Listeners: ...
 
 
 class LiveSource(Protocol):
@@ -116,6 +125,15 @@ class BudgetSource(Protocol):
 
     def set_budget(self, session: str | None, limits: BudgetLimits) -> None:
         """New limits for one session, or (None) for the whole run."""
+
+
+@runtime_checkable
+class LandingSource(Protocol):
+    """A run whose worktree sessions' work can be landed or discarded from the app (the real
+    Supervisor; a finished run's journal, reopened for each landing)."""
+
+    @property
+    def landings(self) -> Landings: ...
 
 
 Source = LiveSource | RunState

@@ -7,6 +7,7 @@ and look at the report before committing the new SVGs.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 
 import pytest
 from textual.pilot import Pilot
@@ -15,6 +16,7 @@ from mala_tui.ui.fake_source import FakeLiveSource
 from mala_tui.ui.screens.dashboard import DashboardScreen
 
 from .helpers import SIZE, make_app, permission_events, read_only_sample
+from .test_landing_keys import settled, two_sessions
 
 THEMES = ("mala-dark", "mala-light")
 SnapCompare = Callable[..., bool]
@@ -70,3 +72,26 @@ def test_checkpoint_viewer(snap_compare: SnapCompare, theme: str) -> None:
 def test_permission_request(snap_compare: SnapCompare, theme: str) -> None:
     app = make_app(FakeLiveSource(permission_events("Bash")), theme=theme)
     assert snap_compare(app, terminal_size=SIZE, run_before=steps("P"))
+
+
+def test_land_dialog_over_a_card_with_work_to_land(
+    snap_compare: SnapCompare, tmp_path: Path
+) -> None:
+    """The commit message drafted from the checkpoint, what is left to land read from git,
+    and behind it the cards saying what each session has left to land."""
+    _, source, _, _ = two_sessions(tmp_path)
+    app = make_app(source)
+
+    async def run_before(pilot: Pilot[int]) -> None:
+        await pilot.pause()
+        screen = pilot.app.screen
+        assert isinstance(screen, DashboardScreen)
+        card = screen.card("fixer")
+        assert card is not None
+        card.focus()
+        await pilot.press("L")
+        await settled(pilot)
+        pilot.app.clear_notifications()
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)

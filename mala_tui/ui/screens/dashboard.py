@@ -89,6 +89,7 @@ def _state_changed(before: SessionSnapshot | None, after: SessionSnapshot) -> bo
         or before.require_approval != after.require_approval
         or before.messages_waiting != after.messages_waiting
         or before.pending_permissions != after.pending_permissions
+        or before.worktree_status != after.worktree_status
     )
 
 
@@ -104,6 +105,7 @@ class DashboardScreen(Screen[None]):
         *session_bindings("open", "say", "pause", "stop", "mask", "restart", "approval"),
         Binding("V", "approval_all", "Approval for all", show=False),
         *session_bindings("checkpoints", "manage", "transcript", "cancel", show=False),
+        *session_bindings("land", "discard"),
         Binding("slash", "filter", "Filter"),
         Binding("s", "cycle_sort", "Sort"),
         Binding("z", "cycle_zone", "Zone", show=False),

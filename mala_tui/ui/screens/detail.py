@@ -37,6 +37,14 @@ HISTORY_EVENTS = (
     ev.CheckpointSaved,
 )
 """Events that change the tables or the chart: others only reach the log."""
+WORKTREE_EVENTS = (
+    ev.WorktreeCreated,
+    ev.WorktreeChanged,
+    ev.WorktreeLanded,
+    ev.WorktreePushed,
+    ev.WorktreeDiscarded,
+)
+"""Events that change what the worktree line says."""
 
 
 class DetailScreen(Screen[None]):
@@ -48,6 +56,7 @@ class DetailScreen(Screen[None]):
         Binding("escape", "app.pop_screen", "Back"),
         *session_bindings("checkpoints", "say", "pause", "stop", "mask", "restart"),
         *session_bindings("approval", "manage", "transcript", "cancel", show=False),
+        *session_bindings("land", "discard"),
         Binding("l", "show_tab('events')", "Event log", show=False),
         Binding("d", "diff", "Worktree diff"),
         Binding("w", "window", "What fills the window"),
@@ -139,9 +148,11 @@ class DetailScreen(Screen[None]):
             changed = "changes measured when the session ends"
         else:
             changed = changes_summary(tree.files) + " (d: diff)"
+        left = f" \u00b7 {tree.status.label}" if tree.status is not None else ""
         line.update(
             literal(
-                f"worktree {tree.path} \u00b7 branch {tree.branch} \u00b7 {changed}", one_line=True
+                f"worktree {tree.path} \u00b7 branch {tree.branch} \u00b7 {changed}{left}",
+                one_line=True,
             )
         )
 
@@ -160,8 +171,9 @@ class DetailScreen(Screen[None]):
             self._show_cost()
             if any(not isinstance(event, ev.UsageRecorded) for event in mine):
                 self._fill_tables()
-        if any(isinstance(event, ev.WorktreeCreated | ev.WorktreeChanged) for event in mine):
+        if any(isinstance(event, WORKTREE_EVENTS) for event in mine):
             self._show_worktree()
+            self.refresh_bindings()  # land and discard depend on what is left to land
 
     def _fill_tables(self) -> None:
         state = self.state

@@ -45,6 +45,9 @@ def state_text(snapshot: SessionSnapshot) -> str:
     if snapshot.messages_waiting and snapshot.status is None:
         count = snapshot.messages_waiting
         text += f" \u00b7 {count} message{'s' if count != 1 else ''} to send"
+    if snapshot.worktree_status is not None and snapshot.status is not None:
+        # What is left of its work: the person's next step once it has ended.
+        text += f" \u00b7 {snapshot.worktree_status.label}"
     if snapshot.mask_failures and not (state in SAYS_WHY and snapshot.end_reason):
         # The window is not managed as it should be: said on the card, not only in the log.
         times = f" {snapshot.mask_failures}x" if snapshot.mask_failures > 1 else ""
