@@ -14,8 +14,9 @@ their environment, not only by the PIDs the supervisor knows) and the journal li
 every session has its `session_ended` and the run its `run_ended`.
 
 Then the faults of mala-tui's own world: the disk filling up mid-run, SIGTERM and SIGHUP
-mid-run, a poisoned journal line, a hundred tasks at once. A "failed fast" session there
-is one stopped for the designed reason (the full disk, the signal).
+mid-run, Ctrl-C then resume, SIGTERM during start-up then resume, a poisoned journal
+line, a hundred tasks at once. A "failed fast" session there is one stopped for the
+designed reason (the full disk, the signal); after a resume, recovered is finished.
 
 Each trial says what it expects (how many recovered, how many failed fast, and which
 reasons are designed ones); the command exits 1 when any trial differs, loses anything,
@@ -458,10 +459,12 @@ class Scale:
     idle_timeout: float
     disk_sessions: int = 2
     many_tasks: int = 100
+    stop_sessions: int = 2
+    """Sessions of the stop trials (Ctrl-C then resume, SIGTERM during start-up)."""
 
 
 QUICK = Scale(3, 1, 1, 4, 1, 1, 1, idle_timeout=4.0)
-LONG = Scale(12, 2, 6, 6, 6, 4, 3, idle_timeout=10.0, disk_sessions=4)
+LONG = Scale(12, 2, 6, 6, 6, 4, 3, idle_timeout=10.0, disk_sessions=4, stop_sessions=4)
 
 #: The designed reasons a session of these trials may fail fast for.
 IDLE_LIMIT = r"^idle for .* max retries \(\d+\) exceeded$"
@@ -532,6 +535,7 @@ async def run_suite(scale: Scale, root: Path) -> list[tuple[Row, Expect]]:
             own_faults.signal_mid_run, root / f"signal-{number.name}", number
         )
         rows.append((row, Expect(0, own_faults.DEMO_SESSIONS, (STOPPED_BY_SIGNAL,))))
+    rows += await stop_trials(scale, root)
     rows.append(
         (await own_faults.poisoned_journal_trial(root / "poisoned"), Expect(1, 0)),
     )
@@ -541,6 +545,23 @@ async def run_suite(scale: Scale, root: Path) -> list[tuple[Row, Expect]]:
             Expect(scale.many_tasks, 0),
         )
     )
+    return rows
+
+
+async def stop_trials(scale: Scale, root: Path) -> list[tuple[Row, Expect]]:
+    """Stops that must stay resumable: Ctrl-C (once, and twice to hurry it) mid-run, and
+    SIGTERM during start-up; `resume` must then finish every session."""
+    from mala_tui.bench import own_faults
+
+    sessions = scale.stop_sessions
+    rows = []
+    for presses in (1, 2):
+        row = await own_faults.ctrl_c_then_resume_trial(
+            root / f"ctrl-c-{presses}", sessions, presses=presses
+        )
+        rows.append((row, Expect(sessions, 0)))
+    row = await own_faults.sigterm_during_start_up_trial(root / "start-up", sessions + 1)
+    rows.append((row, Expect(sessions + 1, 0)))
     return rows
 
 

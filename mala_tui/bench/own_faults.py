@@ -10,6 +10,15 @@
   `runs` and `show --json` must read every good line and name every bad one.
 - many tasks at once: never more agents at once than `agent.max_concurrent`, the rest
   queued, every one finished.
+- Ctrl-C, then resume: a headless `run` of real CLIs interrupted mid-run (once, or twice
+  to hurry the stop) must exit 130 with its journal ended and no agent left, and
+  `resume` must then finish every session.
+- SIGTERM during start-up: a `run --worktree` signalled while its worktrees are made must
+  exit 143 with its journal ended and every worktree and branch it made journaled, and
+  `resume` must then finish every session, each in its own worktree.
+
+Both of those also count what must never leak: raw escape bytes on the terminal, and a
+key (one planted in every task, the loopback's own) in what mala-tui printed or wrote.
 """
 
 from __future__ import annotations
@@ -19,12 +28,13 @@ import contextlib
 import errno
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -38,8 +48,15 @@ from mala_tui.bench.faults import (
 )
 from mala_tui.config import Settings
 from mala_tui.core import events as ev
-from mala_tui.loopback import load_scenario
+from mala_tui.loopback import (
+    LoopbackServer,
+    load_scenario,
+    materialize_workspace,
+    offline_cli_env,
+)
+from mala_tui.loopback.env import DUMMY_API_KEY
 from mala_tui.runtime.journal import EVENTS_FILE, RESERVE_FILE, RunJournal, read_events
+from mala_tui.runtime.redaction import redact
 from mala_tui.runtime.supervisor import Supervisor
 
 # -- disk full ----------------------------------------------------------------------------------
@@ -371,3 +388,318 @@ async def many_tasks_trial(folder: Path, tasks: int) -> Row:
         problems.append(f"{peak} agents at once, more than agent.max_concurrent {limit}")
     fault = f"{row.fault}: at most {peak} agents at once"
     return Row(**{**row.__dict__, "fault": fault, "problems": tuple(problems)})
+
+
+# -- Ctrl-C, then resume ------------------------------------------------------------------------
+
+#: A key planted in every task: whatever mala-tui writes or prints must not show it.
+PLANTED_KEY = "sk-ant-api03-PLANTEDtrialKEY0123456789abcdef"
+#: What every resumed session must have done to its folder (the quickstart's edit).
+QUICKSTART_DONE = "VERSION = 2"
+
+
+def _foreground_sigint() -> None:
+    """In the child, before exec: Ctrl-C live, as a terminal's foreground job has it, even
+    when the bench itself runs where SIGINT is ignored (a background job)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+async def _mala(
+    command: Sequence[str], *args: str, env: dict[str, str]
+) -> asyncio.subprocess.Process:
+    """`mala-tui ARGS`, headless, its output kept (what it would print on a terminal)."""
+    return await asyncio.create_subprocess_exec(
+        *command,
+        *args,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=env,
+        preexec_fn=_foreground_sigint,
+    )
+
+
+async def _until(predicate: Callable[[], bool], seconds: float, what: str) -> None:
+    deadline = time.monotonic() + seconds
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.05)
+
+
+def _journal_of(data: Path) -> Path | None:
+    found = sorted((data / "runs").glob(f"*/{EVENTS_FILE}")) if data.exists() else []
+    return found[0] if found else None
+
+
+def _under_way(data: Path, sessions: Sequence[str]) -> bool:
+    """Each session has seen a tool's result and none has ended."""
+    journal = _journal_of(data)
+    if journal is None:
+        return False
+    events = read_events(journal).events
+    results = {
+        e.session for e in events if isinstance(e, ev.MessageRecorded) and e.kind == "tool_result"
+    }
+    ended = any(isinstance(e, ev.SessionEnded) for e in events)
+    return set(sessions) <= results and not ended
+
+
+def exposure(printed: bytes, folder: Path) -> list[str]:
+    """What a trial must never leave: raw escape bytes on the terminal, or a key (the
+    planted one, the loopback's, any shape `redact` knows) in what mala-tui printed or in
+    any file it wrote under `folder` (its data dir)."""
+    found = []
+    escapes = printed.count(b"\x1b")
+    if escapes:
+        found.append(f"{escapes} raw escape bytes on the terminal")
+    text = printed.decode("utf-8", "replace")
+    if PLANTED_KEY in text or DUMMY_API_KEY in text or redact(text) != text:
+        found.append("a key on the terminal")
+    for path in sorted(folder.rglob("*")):
+        if not path.is_file():
+            continue
+        try:
+            text = path.read_text("utf-8", errors="replace")
+        except OSError:
+            continue
+        if PLANTED_KEY in text or DUMMY_API_KEY in text or redact(text) != text:
+            found.append(f"a key in {path.relative_to(folder)}")
+    return found
+
+
+def _lines_lost(journal: Path) -> int:
+    raw = journal.read_bytes()
+    lines = [line for line in raw.split(b"\n") if line.strip()]
+    torn = bool(raw) and not raw.endswith(b"\n")
+    return len(lines) - len(read_events(journal).events) - (1 if torn else 0)
+
+
+async def _resume_and_count(
+    command: Sequence[str], env: dict[str, str], journal: Path, sessions: Sequence[str]
+) -> tuple[int, bytes, int, list[str]]:
+    """`resume latest --headless`; its status, what it printed, the sessions done after it,
+    and what went wrong."""
+    problems = []
+    process = await _mala(command, *TRIAL_MODEL, "resume", "latest", "--headless", env=env)
+    out, err = await asyncio.wait_for(process.communicate(), TRIAL_RESUME_S)
+    if process.returncode != 0:
+        problems.append(f"resume exited {process.returncode}: {err.decode()[-300:].strip()}")
+    events = read_events(journal).events
+    resumed = [i for i, e in enumerate(events) if isinstance(e, ev.RunResumed)]
+    after = events[resumed[-1] :] if resumed else []
+    done = {e.session for e in after if isinstance(e, ev.SessionEnded) and e.status == "done"}
+    if not resumed:
+        problems.append("resume did not carry the run on")
+    return len(done & set(sessions)), out + err, process.returncode or 0, problems
+
+
+#: The model every trial's `run` names (the loopback serves any).
+TRIAL_MODEL = ("--set", "agent.model=claude-sonnet-4-5")
+TRIAL_RESUME_S = 240.0
+
+
+async def ctrl_c_then_resume_trial(
+    folder: Path, sessions: int, *, presses: int = 1, mala_tui: Sequence[str] = ()
+) -> Row:
+    """A headless `run` of `sessions` real CLIs gets Ctrl-C (`presses` times, the later
+    ones while it stops) once each is under way; then `resume` must finish every one.
+
+    Recovered: done after the resume, its folder edited. The stop itself must exit 130,
+    end the journal, leave no agent process, and say how to resume."""
+    command = list(mala_tui) or [sys.executable, "-m", "mala_tui"]
+    scenario = load_scenario("quickstart")
+    names = [f"ctrl-c-{index:02d}" for index in range(sessions)]
+    entries = []
+    for name in names:
+        materialize_workspace(scenario, folder / name)
+        task = f"{scenario.task} (The deploy key {PLANTED_KEY} is not needed.)"
+        entries.append(f"[[task]]\nname = {json.dumps(name)}\ntask = {json.dumps(task)}\n")
+        entries[-1] += f"cwd = {json.dumps(name)}\n"
+    tasks = folder / "tasks.toml"
+    tasks.write_text("\n".join(entries))
+    data = folder / "data"
+    problems: list[str] = []
+    started = time.monotonic()
+    async with LoopbackServer(scenario, response_delay_s=0.3) as server:
+        env = dict(os.environ, **offline_cli_env(server.base_url, folder / "claude-home"))
+        env["MALA_TUI_STORAGE__DATA_DIR"] = str(data)
+        env["MALA_TUI_CONFIG_FILE"] = str(folder / "none.toml")
+        args = [*TRIAL_MODEL, "run", "--tasks", str(tasks), "--headless"]
+        process = await _mala(command, *args, env=env)
+        try:
+            await _until(lambda: _under_way(data, names), 180, "every session under way")
+            for press in range(presses):
+                if press:
+                    await asyncio.sleep(0.05)
+                process.send_signal(signal.SIGINT)
+            out, err = await asyncio.wait_for(process.communicate(), 120)
+        finally:
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
+        left = _left_under(folder)
+        journal = _journal_of(data)
+        assert journal is not None
+        if process.returncode != 130:
+            problems.append(f"exit status {process.returncode}, expected 130")
+        if b"mala-tui resume" not in out:
+            problems.append("the stop did not say how to resume")
+        stopped = read_events(journal).events
+        lost_lines = _lines_lost(journal)
+        complete = journal_complete(stopped, names)
+        ended = {e.pid for e in stopped if isinstance(e, ev.ProcessEnded)}
+        unended = [
+            e.pid for e in stopped if isinstance(e, ev.ProcessStarted) and e.pid not in ended
+        ]
+        if unended:
+            problems.append(f"{len(unended)} agent processes with no process_ended")
+        done, printed, _, resume_problems = await _resume_and_count(command, env, journal, names)
+        problems += resume_problems
+        left += _left_under(folder)
+    edited = sum(
+        1 for name in names if QUICKSTART_DONE in (folder / name / "src" / "app.py").read_text()
+    )
+    recovered = min(done, edited)
+    problems += exposure(out + err + printed, data)
+    return Row(
+        fault=f"Ctrl-C{' x' + str(presses) if presses > 1 else ''} mid-run, then resume "
+        "(headless run)",
+        sessions=sessions,
+        injected=presses,
+        recovered=recovered,
+        failed_fast=0,
+        lost=sessions - recovered,
+        reasons=(),
+        processes_left=len(left),
+        journal_lines_lost=lost_lines + _lines_lost(journal),
+        wall_s=round(time.monotonic() - started, 1),
+        journal_complete=complete and journal_complete(read_events(journal).events, names),
+        problems=tuple(problems),
+    )
+
+
+# -- SIGTERM during start-up --------------------------------------------------------------------
+
+#: How long the trial's `git worktree add` takes: the window the signal arrives in.
+SLOW_WORKTREE_S = 1.0
+
+
+def slow_git(folder: Path, marker: Path, seconds: float = SLOW_WORKTREE_S) -> str:
+    """A folder to put first on PATH whose `git`, for `worktree add`, leaves `marker` and
+    takes `seconds` first: a start-up slow enough for a signal to land inside it."""
+    real = shutil.which("git")
+    if real is None:
+        raise RuntimeError("the start-up trial needs git")
+    folder.mkdir(parents=True, exist_ok=True)
+    wrapper = folder / "git"
+    wrapper.write_text(
+        "#!/bin/sh\n"
+        'if [ "$1" = worktree ] && [ "$2" = add ]; then\n'
+        f"  touch {shlex.quote(str(marker))}; sleep {seconds}\n"
+        "fi\n"
+        f'exec {shlex.quote(real)} "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    return str(folder)
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-c", "user.name=trial", "-c", "user.email=trial@example.com", *args],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+
+
+async def sigterm_during_start_up_trial(
+    folder: Path, sessions: int, *, mala_tui: Sequence[str] = ()
+) -> Row:
+    """`run --worktree` of `sessions` tasks gets SIGTERM while its first worktree is being
+    made. It must exit 143 with its journal ended, every worktree and branch it made
+    journaled, no agent started; then `resume` must finish every session, each in a
+    worktree of its own (the ones not made yet are made by the resume)."""
+    command = list(mala_tui) or [sys.executable, "-m", "mala_tui"]
+    scenario = load_scenario("quickstart")
+    repo = folder / "project"
+    repo.mkdir(parents=True)
+    materialize_workspace(scenario, repo)
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "start")
+    data = folder / "data"
+    marker = folder / "worktree-add-started"
+    problems: list[str] = []
+    task = f"{scenario.task} (The deploy key {PLANTED_KEY} is not needed.)"
+    names = [f"task-{index}" for index in range(1, sessions + 1)]
+    started = time.monotonic()
+    async with LoopbackServer(scenario, response_delay_s=0) as server:
+        env = dict(os.environ, **offline_cli_env(server.base_url, folder / "claude-home"))
+        env["MALA_TUI_STORAGE__DATA_DIR"] = str(data)
+        env["MALA_TUI_CONFIG_FILE"] = str(folder / "none.toml")
+        slow = dict(env, PATH=f"{slow_git(folder / 'bin', marker)}{os.pathsep}{env['PATH']}")
+        args = [*TRIAL_MODEL, "run", *[task] * sessions, "--cwd", str(repo), "--worktree"]
+        process = await _mala(command, *args, "--headless", env=slow)
+        try:
+            await _until(marker.exists, 60, "the first worktree under way")
+            process.send_signal(signal.SIGTERM)
+            out, err = await asyncio.wait_for(process.communicate(), 60)
+        finally:
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
+        if process.returncode != 143:
+            problems.append(f"exit status {process.returncode}, expected 143")
+        journal = _journal_of(data)
+        if journal is None:
+            raise RuntimeError("the run left no journal")
+        run_id = journal.parent.name
+        events = read_events(journal).events
+        complete = journal_complete(events, names)
+        if any(isinstance(e, ev.ProcessStarted) for e in events):
+            problems.append("an agent started after the signal")
+        created = {e.branch: e.path for e in events if isinstance(e, ev.WorktreeCreated)}
+        listing = _git(repo, "branch", "--list", f"mala/{run_id}/*", "--format=%(refname)")
+        branches = {ref.removeprefix("refs/heads/") for ref in listing.split()}
+        listed = _git(repo, "worktree", "list", "--porcelain").splitlines()
+        trees = {line[len("worktree ") :] for line in listed if line.startswith("worktree ")}
+        unrecorded = (branches - set(created)) | (trees - {str(repo)} - set(created.values()))
+        if unrecorded:
+            problems.append(f"{len(unrecorded)} worktrees or branches not in the journal")
+        runs = await _mala(command, "runs", env=env)
+        shown, _ = await runs.communicate()
+        if runs.returncode != 0 or b"running?" in shown:
+            problems.append("`runs` does not show the run as ended")
+        lost_lines = _lines_lost(journal)
+        done, printed, _, resume_problems = await _resume_and_count(command, env, journal, names)
+        problems += resume_problems
+        left = _left_under(folder)
+    after = read_events(journal).events
+    worktrees = {e.session: e.path for e in after if isinstance(e, ev.WorktreeCreated)}
+    edited = sum(
+        1
+        for name in names
+        if name in worktrees
+        and QUICKSTART_DONE in (Path(worktrees[name]) / "src" / "app.py").read_text()
+    )
+    if QUICKSTART_DONE in (repo / "src" / "app.py").read_text():
+        problems.append("an agent edited the repository's own checkout, not its worktree")
+    recovered = min(done, edited)
+    problems += exposure(out + err + printed, data)
+    return Row(
+        fault=f"SIGTERM during start-up (run --worktree, {len(created)} of {sessions} "
+        "worktrees made), then resume",
+        sessions=sessions,
+        injected=1,
+        recovered=recovered,
+        failed_fast=0,
+        lost=sessions - recovered,
+        reasons=(),
+        processes_left=len(left),
+        journal_lines_lost=lost_lines + _lines_lost(journal),
+        wall_s=round(time.monotonic() - started, 1),
+        journal_complete=complete and journal_complete(after, names),
+        problems=tuple(problems),
+    )
