@@ -356,6 +356,13 @@ def _run_on(
             engine=engine,
             host_backend=ClaudeBackend.for_run if engine is not None else None,
         )
+        if engine is not None and worktrees:  # each host keeps its session's work aside
+            from mala_tui.runtime.remote_runner import RemoteRunner
+            from mala_tui.runtime.wip import wip_ref
+
+            for name, runner in supervisor.runners.items():
+                if isinstance(runner, RemoteRunner):
+                    runner.snapshot_ref = wip_ref(journal.run_id, name)
         if worktrees:
             supervisor.listeners.events.append(WorktreeTracker(worktrees, supervisor.record))
             supervisor.spec_for_new = _in_worktree(template, worktrees, journal)

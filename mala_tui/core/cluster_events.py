@@ -1,5 +1,5 @@
 """The events of sessions run on a cluster (`--engine ray`): where a session's host was
-placed, and a host lost with the node it ran on.
+placed, a host lost with the node it ran on, and the worktree kept aside after a turn.
 
 Part of the one event union in core.events (import them from there). The driver (the
 process that writes the run's journal) records both; every other event of such a
@@ -37,3 +37,14 @@ class HostLost(EventBase):
     """What the cluster said."""
     restart: bool
     """The session restarts on another host (from a checkpoint); False: it ends here."""
+
+
+class WorktreeSnapshot(EventBase):
+    """The session's working tree, kept aside after a turn (or made again from that)."""
+
+    type: Literal["worktree_snapshot"] = "worktree_snapshot"
+    ref: str
+    """The side ref it is kept at: refs/mala/wip/<run>/<session>."""
+    commit: str
+    restored: bool = False
+    """The worktree's folder was gone (its host lost): it was made again from this one."""

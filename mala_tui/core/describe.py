@@ -149,6 +149,10 @@ def summary(event: ev.Event) -> str:
         case ev.HostPlaced():
             again = "found again" if event.reattached else f"host #{event.attempt}"
             return f"{again} on node {event.node[:12]} ({event.address})"
+        case ev.WorktreeSnapshot():
+            if event.restored:
+                return f"worktree made again from its snapshot {event.commit[:10]} ({event.ref})"
+            return f"work in progress kept as {event.commit[:10]} at {event.ref}"
         case ev.HostLost():
             then = "restarts on another host" if event.restart else "ends here"
             where = f"node {event.node[:12]} ({event.address})"

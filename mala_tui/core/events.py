@@ -22,7 +22,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from mala_tui.core.actions import EndStatus
-from mala_tui.core.cluster_events import HostLost, HostPlaced
+from mala_tui.core.cluster_events import HostLost, HostPlaced, WorktreeSnapshot
 from mala_tui.core.console_events import (
     AgentSessionNamed,
     MessageDelivered,
@@ -385,7 +385,8 @@ Event = Annotated[
     | AgentSessionNamed
     | RunResumed
     | HostPlaced
-    | HostLost,
+    | HostLost
+    | WorktreeSnapshot,
     Field(discriminator="type"),
 ]
 
@@ -443,4 +444,5 @@ __all__ = [
     "WorktreeDiscarded",
     "WorktreeLanded",
     "WorktreePushed",
+    "WorktreeSnapshot",
 ]

@@ -24,6 +24,7 @@ import json
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import Protocol
 
 from mala_tui.core import events as ev
@@ -201,6 +202,9 @@ class RemoteRunner:
         """After a reattach: the journal's last events of the session, which the host's
         first batch may repeat (acknowledged by no driver before it went)."""
         self.stop_reason = ""
+        self.snapshot_ref: str | None = None
+        """Set in a worktree run: its host keeps the working tree at this ref after each turn,
+        and a host after a lost one makes the folder again from it when it is not there."""
 
     def remember(self, history: Sequence[ev.Event]) -> None:
         """The session's events journaled before (a resumed run's), before it runs."""
@@ -278,6 +282,10 @@ class RemoteRunner:
         return self._status or EndStatus.FAILED
 
     def _setup(self, manager: ContextManager) -> HostSetup:
+        restore = None
+        made = [e for e in self._events if isinstance(e, ev.WorktreeCreated)]
+        if self.snapshot_ref is not None and made and self.attempts > 1:
+            restore = (Path(made[-1].repository), Path(made[-1].path), made[-1].branch)
         return HostSetup(
             run_id=self._run_id,
             spec=self.spec,
@@ -285,6 +293,8 @@ class RemoteRunner:
             runner_limits=self._runner_limits,
             backend=self._backend,
             orphan_seconds=self._orphan_seconds,
+            snapshot_ref=self.snapshot_ref,
+            restore=restore,
         )
 
     async def _host(self, link: HostLink, *, reattached: bool = False) -> ContextManager | None:
@@ -390,10 +400,14 @@ class RemoteRunner:
             link.tell("ack", self._position)
 
     def _record(self, event: ev.Event) -> None:
+        self._sink(event)
+
+    def observe(self, event: ev.Event) -> None:
+        """An event of this session, as the run recorded it (from its host, from here, or
+        from elsewhere in the driver: its worktree, its permission requests)."""
         self._events.append(event)
         if isinstance(event, ev.ApprovalPolicySet):
             self._require_approval = event.required
-        self._sink(event)
 
     # -- questions -----------------------------------------------------------------------------
 

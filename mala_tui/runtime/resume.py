@@ -47,6 +47,7 @@ from mala_tui.runtime.run_source import (
 )
 from mala_tui.runtime.session_host import BackendFactory
 from mala_tui.runtime.supervisor import Supervisor
+from mala_tui.runtime.wip import wip_ref
 from mala_tui.runtime.worktree import (
     Worktree,
     WorktreeError,
@@ -308,6 +309,8 @@ def _carry_on(
         if isinstance(runner, RemoteRunner):  # its history, for a restart after a loss
             runner.remember([*(e for e in source.events if e.session == name), supervisor.resumed])
             runner.reattach = name in (hosts or set())
+            if name in worktrees:  # its host keeps its work aside, as in the run
+                runner.snapshot_ref = wip_ref(plan.run_id, name)
     return supervisor
 
 

@@ -56,6 +56,8 @@ from mala_tui.runtime.host_wire import (
     message_json,
 )
 from mala_tui.runtime.session import RunnerLimits, SessionRunner
+from mala_tui.runtime.turn_ends import TurnEnds
+from mala_tui.runtime.wip import WorktreeError, restore, snapshot
 
 BackendFactory = Callable[[Path], Backend]
 """Makes the session's backend on its host, given the host's folder for the run."""
@@ -76,6 +78,11 @@ class HostSetup:
     runner_limits: RunnerLimits
     backend: BackendFactory
     orphan_seconds: float = 30 * 60.0
+    snapshot_ref: str | None = None
+    """Keep the session's working tree at this ref after every turn (runtime.wip)."""
+    restore: tuple[Path, Path, str] | None = None
+    """(repository, worktree folder, branch): made again from the snapshot if the folder is
+    not there (the session restarts after its host was lost)."""
     flush_seconds: float = 0.1
     """How long the host gathers events before it sends what it has."""
     batch_events: int = 256
@@ -108,9 +115,14 @@ class SessionHost:
         self.setup = setup
         self.spec = setup.spec
         folder = host_folder(setup.run_id)
+        backend = setup.backend(folder)
+        if setup.snapshot_ref is not None:
+            backend = TurnEnds(backend, self._turn_ended)
+        self._snapshot_task: asyncio.Task[None] | None = None
+        self._snapshot_again = False
         self.runner = SessionRunner(
             spec=setup.spec,
-            backend=setup.backend(folder),
+            backend=backend,
             manager=setup.manager,
             limits=setup.runner_limits,
             sink=self._emit,
@@ -146,6 +158,7 @@ class SessionHost:
             self._watch = asyncio.create_task(self._watch_driver(), name="orphan watch")
 
     async def _run(self) -> EndStatus:
+        await self._restore()
         try:
             status = await self.runner.run()
         except BaseException as exc:
@@ -154,9 +167,69 @@ class SessionHost:
             self.end = HostEnd(status, reason, self._pids(), self.sent_up_to)
             self._changed.set()
             raise
+        await self._keep_work()  # the last turn's files too, before the end is said
         self.end = HostEnd(status, self.runner.end_reason, self._pids(), self.sent_up_to)
         self._changed.set()
         return status
+
+    # -- the working tree, kept aside ----------------------------------------------------------
+
+    def _turn_ended(self) -> None:
+        """A turn ended: keep the working tree (one snapshot at a time; one more after)."""
+        if self._snapshot_task is not None and not self._snapshot_task.done():
+            self._snapshot_again = True
+            return
+        self._snapshot_task = asyncio.create_task(self._keep_work(), name="snapshot")
+
+    async def _keep_work(self) -> None:
+        ref = self.setup.snapshot_ref
+        if ref is None:
+            return
+        if self._snapshot_task is not None and self._snapshot_task is not asyncio.current_task():
+            await asyncio.shield(self._snapshot_task)  # let the one under way finish first
+        while True:
+            self._snapshot_again = False
+            message = f"mala-tui: work in progress of {self.spec.name} (run {self.setup.run_id})"
+            try:
+                commit = await asyncio.to_thread(snapshot, self.spec.cwd, ref, message)
+            except WorktreeError as exc:
+                self._error("snapshot", str(exc))
+                return
+            if commit is not None:
+                self._emit(
+                    ev.WorktreeSnapshot(
+                        at=time.time(), session=self.spec.name, ref=ref, commit=commit
+                    )
+                )
+            if not self._snapshot_again:
+                return
+
+    async def _restore(self) -> None:
+        if self.setup.restore is None or self.setup.snapshot_ref is None:
+            return
+        repository, path, branch = self.setup.restore
+        try:
+            commit = await asyncio.to_thread(
+                restore, repository, path, branch, self.setup.snapshot_ref
+            )
+        except WorktreeError as exc:
+            self._error("snapshot", f"the worktree could not be made again: {exc}")
+            return
+        if commit is not None:
+            self._emit(
+                ev.WorktreeSnapshot(
+                    at=time.time(),
+                    session=self.spec.name,
+                    ref=self.setup.snapshot_ref,
+                    commit=commit,
+                    restored=True,
+                )
+            )
+
+    def _error(self, where: str, message: str) -> None:
+        self._emit(
+            ev.ErrorRecorded(at=time.time(), session=self.spec.name, where=where, message=message)
+        )
 
     def _pids(self) -> tuple[int, ...]:
         return tuple(self.runner.pids)

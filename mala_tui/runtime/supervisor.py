@@ -108,6 +108,7 @@ class Supervisor:
         )
         self.listeners.events.append(BudgetListener(self.budget, self.state, self._tell_budget))
         self.listeners.events.append(self.desk.observe)
+        self.listeners.events.append(self._tell_remote)
         self._tasks: dict[str, asyncio.Task[EndStatus]] = {}
         self._group: asyncio.TaskGroup | None = None
         self._slots: asyncio.Semaphore | None = None
@@ -165,6 +166,12 @@ class Supervisor:
         if state is not None and state.status is None:
             return "still running"
         return None
+
+    def _tell_remote(self, event: ev.Event) -> None:
+        """A session on a cluster's host keeps its own events: what it restarts from."""
+        runner = self.runners.get(event.session) if event.session else None
+        if isinstance(runner, RemoteRunner):
+            runner.observe(event)
 
     def _tell_budget(self, notice: BudgetNotice) -> None:
         runner = self.runners.get(notice.session)

@@ -9,6 +9,7 @@ follows). The Ray engine runs the same code on a real cluster in tests/cluster.
 from __future__ import annotations
 
 import asyncio
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -481,3 +482,70 @@ async def test_a_session_wound_down_while_no_driver_was_there_goes_on_when_one_i
     running.cancel()
     with pytest.raises(asyncio.CancelledError):
         await running
+
+
+async def test_a_worktree_kept_aside_after_each_turn_is_made_again_after_its_host_was_lost(
+    tmp_path: Path,
+) -> None:
+    from mala_tui.runtime.backends.base import ResultItem
+    from mala_tui.runtime.remote_runner import RemoteRunner
+    from mala_tui.runtime.wip import wip_ref
+    from mala_tui.runtime.worktree import WorktreeTracker, create
+    from tests.runtime.test_worktree import git, make_repo
+
+    repo = tmp_path / "repo"
+    base = make_repo(repo)
+    worktree = create(repo, "run-1", "a", tmp_path / "worktrees")
+    (worktree.cwd / "notes.txt").write_text("draft 1\n")  # what the agent wrote, say
+    api_error = ResultItem(
+        subtype="error_during_execution",
+        is_error=True,
+        terminal_reason="api_error",
+        result_text="",
+        summed_usage=None,
+        context_window=None,
+        session_id="sa",
+        api_error_status=500,
+    )
+    # Turn one ends (an API error, retried at once: a new process), the retry works on when
+    # the host goes; the host after it finishes.
+    first = ScriptedClient(
+        [[SessionIdItem("sa"), usage(9_000), *read("t1", "/ws/a.py"), api_error]]
+    )
+    retried = ScriptedClient([[SessionIdItem("sa"), HANG]])
+    again = ScriptedClient([[SessionIdItem("sa-2"), finished("done", "sa-2")]])
+    shared = ScriptedBackend([first, retried, again])
+    engine = InProcessEngine()
+    journal = RunJournal.create(tmp_path / "data", "run-1", {"mode": "test"})
+    OPEN.append(journal)
+    sup = Supervisor(
+        settings=Settings(context=ContextSettings(context_limit=100_000)),
+        backend=None,  # type: ignore[arg-type]
+        prompts=load_prompts(),
+        journal=journal,
+        approval_mode="auto",
+        engine=engine,
+        host_backend=lambda folder: shared,
+    )
+    runner = sup.add_session(SessionSpec(name="a", task="task a", cwd=worktree.cwd))
+    assert isinstance(runner, RemoteRunner)
+    runner.snapshot_ref = wip_ref("run-1", "a")
+    sup.listeners.events.append(WorktreeTracker({"a": worktree}, sup.record))
+    run = asyncio.create_task(sup.run())
+    await until(sup, lambda e: isinstance(e, ev.WorktreeSnapshot))
+    kept = git(repo, "rev-parse", "refs/mala/wip/run-1/a").strip()
+    assert git(repo, "show", f"{kept}:notes.txt") == "draft 1\n"
+    assert git(repo, "rev-parse", f"{kept}^").strip() == base, "hung on the branch's tip"
+    assert git(repo, "rev-parse", worktree.branch).strip() == base, "never on the branch"
+    # The host goes, and the disk its worktree was on with it.
+    shutil.rmtree(worktree.path)
+    await engine.links[0].lose()
+    result = await asyncio.wait_for(run, 20)
+    assert result.statuses == {"a": EndStatus.DONE}
+    events = read_events(journal.events_path).events
+    snapshots = [e for e in events if isinstance(e, ev.WorktreeSnapshot)]
+    assert [s.restored for s in snapshots][:2] == [False, True]
+    assert snapshots[1].commit == kept
+    assert (worktree.cwd / "notes.txt").read_text() == "draft 1\n"
+    assert git(worktree.path, "rev-parse", "HEAD").strip() == base
+    assert "?? notes.txt" in git(worktree.path, "status", "--porcelain"), "an edit again"
