@@ -84,6 +84,9 @@ class _IdleSupervisor(Supervisor):
     def stop_for(self, cause: str) -> None:
         self.stop_all()
 
+    def hurry(self) -> None:
+        pass  # no agent processes to kill
+
 
 @dataclass
 class _SimulatedSession:

@@ -204,19 +204,21 @@ class MalaApp(App[int]):
     async def action_quit(self) -> None:
         """Stop every session, wait for the supervisor to finish (agents gone), then exit.
 
-        A second quit while waiting cancels the supervisor, which stops its
-        sessions on the way out.
+        A second quit while waiting kills the agent processes at once (each one's end
+        is still journaled) and cancels the supervisor, which stops its sessions on the
+        way out.
         """
         worker = self._supervisor_worker
         if worker is None or worker.state not in (WorkerState.PENDING, WorkerState.RUNNING):
             self.exit(0)
             return
+        supervisor = self.controller.supervisor
+        assert supervisor is not None
         if self._stopping:
+            supervisor.hurry()
             worker.cancel()
             return
         self._stopping = True
-        supervisor = self.controller.supervisor
-        assert supervisor is not None
         # Stopped with the run, not one by one: `mala-tui resume` can carry them on.
         supervisor.stop_for(QUIT_CAUSE)
         self.notify("Stopping every session...", title="Quitting", timeout=STOP_WAIT_SECONDS)

@@ -463,6 +463,9 @@ class FakeLiveSource:
         self.calls.append(("stop_for", cause))
         self.stop_all()
 
+    def hurry(self) -> None:
+        self.calls.append(("hurry",))
+
     def alive_pids(self) -> list[int]:
         return []
 

@@ -83,6 +83,9 @@ class LiveSource(Protocol):
     def stop_for(self, cause: str) -> None:
         """Stop every session because of `cause` (a quit): each one's ending says so."""
 
+    def hurry(self) -> None:
+        """The stop was asked for again: kill the agent processes now, not wait for them."""
+
     def alive_pids(self) -> list[int]:
         """Agent processes still running: none may be left when the app ends."""
 
