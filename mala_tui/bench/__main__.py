@@ -11,6 +11,7 @@ BENCHMARKS = {
     "core": "mala_tui.bench.core_bench",
     "economy": "mala_tui.bench.economy",
     "faults": "mala_tui.bench.faults",
+    "growth": "mala_tui.bench.growth",
     "latency": "mala_tui.bench.latency_bench",
     "ui": "mala_tui.bench.ui_bench",
     "permissions": "mala_tui.bench.permission_bench",

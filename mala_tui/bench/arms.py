@@ -25,11 +25,13 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping
+import warnings
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from mala_tui.bench.operator import CONTINUE, ScriptedOperator, SimulatedClock
 from mala_tui.config import LoadedSettings, Settings
 from mala_tui.core import events as ev
 from mala_tui.loopback import (
@@ -85,6 +87,8 @@ class ArmResult:
     """Cache-adjusted cost in input-token units (reads 0.1x, writes 1.25x, output 5x)."""
     masks: int
     masked_results: int
+    free_masks: int
+    """Masks applied when the prompt cache had gone cold during a wait (managed arm)."""
     restarts: int
     compactions: int
     cleared_results: int
@@ -97,6 +101,8 @@ class ArmResult:
     """The compaction arm's ``CLAUDE_CODE_AUTO_COMPACT_WINDOW``."""
     compact_trigger: int | None = None
     """The server-side compaction arm's trigger, in input tokens."""
+    waited_s: float = 0.0
+    """Simulated seconds the scripted operator kept the agent waiting."""
 
     @property
     def setting(self) -> int | None:
@@ -135,10 +141,12 @@ def _result(
     window: int,
     masks: int = 0,
     masked_results: int = 0,
+    free_masks: int = 0,
     restarts: int = 0,
     settings: Mapping[str, Any] | None = None,
     compact_window: int | None = None,
     compact_trigger: int | None = None,
+    waited_s: float = 0.0,
 ) -> ArmResult:
     records = server.request_log
     totals = summarize(records)
@@ -156,6 +164,7 @@ def _result(
         cost_units=totals.cost_units,
         masks=masks,
         masked_results=masked_results,
+        free_masks=free_masks,
         restarts=restarts,
         compactions=sum(
             1 for r in records if r.response_kind == "compaction_summary" or r.compacted
@@ -166,6 +175,7 @@ def _result(
         settings=settings or {},
         compact_window=compact_window,
         compact_trigger=compact_trigger,
+        waited_s=round(waited_s, 1),
     )
 
 
@@ -187,13 +197,22 @@ async def run_cli_arm(
     """``raw``, ``unmanaged``, ``compaction``, ``server-compaction`` or ``clearing``: the
     CLI alone, as people run it today (``compact_window`` is the compaction arm's setting,
     ``compact_trigger`` the server-side compaction's)."""
-    from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, ResultMessage
+    from claude_agent_sdk import (
+        CanUseToolShadowedWarning,
+        ClaudeAgentOptions,
+        ClaudeSDKClient,
+        PermissionResult,
+        PermissionResultAllow,
+        ResultMessage,
+        ToolPermissionContext,
+    )
 
     if arm not in CLI_ARMS:
         raise ValueError(f"not a CLI-only arm: {arm!r}")
     workspace = folder / "workspace"
     workspace.mkdir(parents=True)
     materialize_workspace(scenario, workspace)
+    clock = SimulatedClock()
     server = LoopbackServer(
         scenario,
         workspace=workspace,
@@ -203,8 +222,18 @@ async def run_cli_arm(
         server_compaction=(
             ServerCompaction(compact_trigger) if arm == "server-compaction" else None
         ),
+        time_scale=1.0,
+        clock=clock.monotonic,
     )
     async with server:
+        operator = ScriptedOperator(scenario, clock)
+
+        async def can_use_tool(
+            tool: str, tool_input: dict[str, Any], context: ToolPermissionContext
+        ) -> PermissionResult:
+            await operator.permission_delay(tool, tool_input)
+            return PermissionResultAllow()
+
         env = offline_cli_env(
             server.base_url,
             folder / "home",
@@ -216,26 +245,28 @@ async def run_cli_arm(
             model=MODEL,
             # The CLI's default tool set, as in the managed arm: the tool definitions are
             # part of every prompt, so the arms must carry the same ones.
-            allowed_tools=list(scenario.tools),
+            allowed_tools=list(scenario.allowed_tools),
             permission_mode="acceptEdits",
             env=env,
             setting_sources=[],
             betas=[BETA_1M] if arm == "raw" else [],
+            can_use_tool=can_use_tool,
         )
         started = time.monotonic()
         result: ResultMessage | None = None
         timed_out = False
         client = ClaudeSDKClient(options)
-        await client.connect()
+        with warnings.catch_warnings():
+            # The allowed tools never reach the callback: only those outside them should.
+            warnings.simplefilter("ignore", CanUseToolShadowedWarning)
+            await client.connect()
         try:
             async with asyncio.timeout(timeout_s):
-                await client.query(scenario.task)
-                async for message in client.receive_response():
-                    if isinstance(message, ResultMessage):
-                        result = message
+                result = await _converse(client, scenario.task, operator, server)
         except TimeoutError:
             timed_out = True
         finally:
+            await operator.close()
             await client.disconnect()
         wall = time.monotonic() - started
         server.write_log(folder / "loopback-requests.jsonl")
@@ -258,7 +289,48 @@ async def run_cli_arm(
         window=1_000_000 if arm == "raw" else WINDOW,
         compact_window=compact_window if arm == "compaction" else None,
         compact_trigger=compact_trigger if arm == "server-compaction" else None,
+        waited_s=sum(seconds for _, seconds in operator.waited),
     )
+
+
+async def _converse(
+    client: Any, task: str, operator: ScriptedOperator, server: LoopbackServer
+) -> Any:
+    """The task to the CLI and its answer; the operator's pauses interrupt it and, after
+    the wait, tell it to continue. Returns the last ResultMessage (None without one)."""
+    from claude_agent_sdk import ResultMessage
+
+    prompts: asyncio.Queue[str] = asyncio.Queue()
+    prompts.put_nowait(task)
+    interrupted = False
+    turn_over = asyncio.Event()
+
+    async def pause() -> None:
+        nonlocal interrupted
+        interrupted = True
+        turn_over.clear()
+        await client.interrupt()
+        await turn_over.wait()  # paused once the interrupted turn has ended
+
+    async def resume() -> None:
+        prompts.put_nowait(CONTINUE)
+
+    pausing = operator.play_pauses(server, pause, resume) if operator.pauses else None
+    pauses = asyncio.ensure_future(pausing) if pausing is not None else None
+    result = None
+    try:
+        while True:
+            await client.query(await prompts.get())
+            async for message in client.receive_response():
+                if isinstance(message, ResultMessage):
+                    result = message
+            turn_over.set()
+            if not interrupted:
+                return result
+            interrupted = False  # the pause ended this turn: wait to be told to go on
+    finally:
+        if pauses is not None:
+            pauses.cancel()
 
 
 async def run_managed_arm(
@@ -270,18 +342,32 @@ async def run_managed_arm(
     token_ratio: float | None = None,
     timeout_s: float = ARM_TIMEOUT_S,
 ) -> ArmResult:
-    """mala-tui's supervisor managing one session of the scenario, journaled in ``folder``."""
+    """mala-tui's supervisor managing one session of the scenario, journaled in ``folder``.
+
+    The scenario's waits are played by a person at mala-tui's console (bench.operator),
+    on the simulated clock the model server and the supervisor share; mala-tui judges
+    its prompt cache by the server's lifetime (`context.cache_ttl_seconds`), and the agent
+    asks about the tools the scenario leaves out of its allowed ones, as in the other arms.
+    """
     workspace = folder / "workspace"
     workspace.mkdir(parents=True)
     materialize_workspace(scenario, workspace)
     journal = RunJournal.create(
         folder / "data", new_run_id(), {"mode": "bench", "arm": label, "scenario": scenario.name}
     )
+    clock = SimulatedClock()
     server = LoopbackServer(
-        scenario, workspace=workspace, response_delay_s=0.0, token_ratio=token_ratio
+        scenario,
+        workspace=workspace,
+        response_delay_s=0.0,
+        token_ratio=token_ratio,
+        time_scale=1.0,
+        clock=clock.monotonic,
     )
+    settings = for_scenario(settings, scenario, server)
     async with server:
-        supervisor = loopback_supervisor(settings, journal, "bench")
+        operator = ScriptedOperator(scenario, clock)
+        supervisor = loopback_supervisor(settings, journal, "bench", clock=clock.wall)
         supervisor.add_session(
             loopback_spec(
                 scenario.name,
@@ -294,15 +380,19 @@ async def run_managed_arm(
         )
         events: list[ev.Event] = []
         supervisor.listeners.events.append(events.append)
+        supervisor.listeners.events.append(operator.answer_at_the_desk(supervisor))
         started = time.monotonic()
         timed_out = False
         try:
             async with asyncio.timeout(timeout_s):
+                if operator.pauses:
+                    operator.pause_session(server, supervisor, scenario.name)
                 outcome = await supervisor.run()
         except TimeoutError:
             # Cancelling the run stops every session first; what they reached is kept.
             timed_out, outcome = True, supervisor.result()
         finally:
+            await operator.close()
             journal.close()
         wall = time.monotonic() - started
         server.write_log(folder / "loopback-requests.jsonl")
@@ -320,17 +410,36 @@ async def run_managed_arm(
         window=WINDOW,
         masks=len(masks),
         masked_results=sum(m.count for m in masks),
+        free_masks=sum(1 for m in masks if m.free),
+        waited_s=sum(seconds for _, seconds in operator.waited),
         restarts=sum(1 for e in events if isinstance(e, ev.Restarted)),
         settings=settings.context.model_dump(mode="json"),
     )
 
 
-def loopback_supervisor(settings: Settings, journal: RunJournal, mode: str) -> Supervisor:
+def for_scenario(settings: Settings, scenario: Scenario, server: LoopbackServer) -> Settings:
+    """The settings a managed session of `scenario` runs under on `server`: its prompt
+    cache's lifetime (in the server's time), and the scenario's allowed tools."""
+    context = settings.context.model_copy(
+        update={"cache_ttl_seconds": server.cache_ttl_s / server.time_scale}
+    )
+    agent = settings.agent.model_copy(update={"allowed_tools": tuple(scenario.allowed_tools)})
+    return settings.model_copy(update={"context": context, "agent": agent})
+
+
+def loopback_supervisor(
+    settings: Settings,
+    journal: RunJournal,
+    mode: str,
+    *,
+    clock: Callable[[], float] = time.time,
+) -> Supervisor:
     """A supervisor for sessions on a loopback model: restarts approved, journaled."""
     return Supervisor(
         settings=settings,
         backend=ClaudeBackend.for_run(journal.directory),
         prompts=load_prompts(),
+        clock=clock,
         journal=journal,
         approval_mode="auto",
         mode=mode,

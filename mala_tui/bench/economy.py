@@ -46,8 +46,9 @@ from mala_tui.loopback import Scenario, ScenarioError, load_scenario
 from mala_tui.loopback.tokens import check_token_ratio
 
 #: The scenario set: nothing needed again; later edits need early files; a conclusion that
-#: needs details from the first reads.
-SCENARIO_SET = ("economy-long", "code-change", "log-investigation")
+#: needs details from the first reads; one file consulted at almost every step; long
+#: operator waits.
+SCENARIO_SET = ("economy-long", "code-change", "log-investigation", "reference-heavy", "waits")
 #: ``CLAUDE_CODE_AUTO_COMPACT_WINDOW`` values tried for the CLI's compaction (it compacts
 #: at about the window minus 33,000 tokens); the cheapest that finishes is its best.
 COMPACT_WINDOWS = (80_000, 120_000, 160_000, 200_000)
@@ -301,7 +302,8 @@ def arms_table(arms: dict[str, ArmResult]) -> str:
             f"| {label} | {finished} | {arm.rereads} ({arm.reread_tokens:,}) "
             f"| {arm.redone_steps} | {arm.peak_prompt_tokens:,} of {arm.window:,} "
             f"| {arm.requests} | {arm.prompt_tokens:,}{ratio} "
-            f"| {arm.cost_units:,.0f}{cost_ratio} | {arm.masks} ({arm.masked_results}) "
+            f"| {arm.cost_units:,.0f}{cost_ratio} | {arm.masks} ({arm.masked_results})"
+            f"{f', {arm.free_masks} free' if arm.free_masks else ''} "
             f"| {arm.restarts} | {arm.compactions} | {arm.cleared_results:,} "
             f"| {arm.wall_s:.1f} s |"
         )

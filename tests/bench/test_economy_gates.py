@@ -29,6 +29,7 @@ def arm(name: str, *, finished: bool = True, cost: float = 1000.0, **figures: in
         cost_units=cost,
         masks=0,
         masked_results=0,
+        free_masks=0,
         restarts=0,
         compactions=0,
         cleared_results=0,
@@ -168,4 +169,18 @@ def test_the_shipped_set_loads_and_its_scenarios_need_the_past() -> None:
     names = [scenario.name for scenario in options.scenarios]
     assert names == list(economy.SCENARIO_SET)
     needing = {s.name: sum(len(step.needs) for step in s.plan()) for s in options.scenarios}
-    assert needing == {"economy-long": 0, "code-change": 6, "log-investigation": 5}
+    assert needing == {
+        "economy-long": 0,
+        "code-change": 6,
+        "log-investigation": 5,
+        "reference-heavy": 40,
+        "waits": 0,
+    }
+    (waits,) = [s for s in options.scenarios if s.name == "waits"]
+    assert [w.kind for w in waits.waits] == [
+        "permission",
+        "pause",
+        "permission",
+        "permission",
+        "pause",
+    ]

@@ -1,0 +1,307 @@
+"""How each way of handling the window costs as the work grows: the reader at 1x, 4x, 16x.
+
+    python -m mala_tui.bench growth                      # economy-long at 1x, 4x and 16x
+    python -m mala_tui.bench growth --lengths 1,4 --arms compaction,managed
+    python -m mala_tui.bench growth --chart-dir docs     # and docs/growth.svg
+
+The reader (`economy-long`, nothing needed again) is made 4 and 16 times as long: every
+block of steps and of workspace files repeated that many times over, in the same order.
+Each arm runs it for real, as in the economy benchmark (arms.py); the summarising peers
+run at one setting each (`--compact-window`, `--compact-trigger`: their best on the
+reader at 1x), not swept. The figure is the cache-adjusted cost per step: a manager whose
+cost per step stays flat grows linearly with the work. Raw (nothing managed, the 1M
+window) cannot run past its window at 4x and 16x, so its cost is computed from the
+prompts it would send: each step adds to the prompt what it added in the 1x run (its
+result, its call, the agent's words, measured per kind of step), and each request reads
+the previous prompt from the cache and writes what is new. It grows with the square of
+the length. Nothing here is gated: the exit status is 0 unless an arm could not be run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import json
+import shutil
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mala_tui.bench.arms import ArmResult, run_cli_arm, run_managed_arm, settings_with
+from mala_tui.bench.chart import growth_chart
+from mala_tui.bench.economy import COLOURS, LABELS, machine
+from mala_tui.loopback import Scenario, load_scenario, read_jsonl
+from mala_tui.loopback.request_log import (
+    CACHE_READ_COST,
+    CACHE_WRITE_COST,
+    OUTPUT_COST,
+    RequestRecord,
+)
+from mala_tui.loopback.tokens import check_token_ratio
+
+READER = "economy-long"
+LENGTHS = (1, 4, 16)
+GROWTH_ARMS = ("raw", "compaction", "server-compaction", "clearing", "managed")
+#: The summarising peers' settings: their best on the reader at 1x (docs/BENCHMARKS.md).
+COMPACT_WINDOW = 160_000
+COMPACT_TRIGGER = 100_000
+# A 16x reader is about 2,000 steps: give each arm longer than the economy's bound.
+GROWTH_TIMEOUT_S = 7_200.0
+
+
+def lengthened(scenario: Scenario, factor: int) -> Scenario:
+    """`scenario` with every generated block of steps and of files `factor` times longer,
+    in place: block k of n items starting at s becomes factor x n items starting at
+    (s - 1) x factor + 1, so consecutive blocks stay consecutive and every name unique."""
+    if factor == 1:
+        return scenario
+    data = scenario.model_dump(mode="json", exclude_unset=True)
+
+    def grow(entry: dict[str, Any]) -> dict[str, Any]:
+        count, start = entry.get("count", 1), entry.get("start", 1)
+        if count == 1 and "{i" not in json.dumps(entry):
+            return entry
+        return {**entry, "count": count * factor, "start": (start - 1) * factor + 1}
+
+    data["name"] = f"{scenario.name}-x{factor}"
+    data["steps"] = [grow(step) for step in data["steps"]]
+    data["workspace"] = {"files": [grow(entry) for entry in data["workspace"]["files"]]}
+    for key in ("task", "goal", "final_answer", "description"):
+        if data.get(key):
+            data[key] = f"{data[key]} ({factor} times as long)"
+    return Scenario.model_validate(data)
+
+
+@dataclass(frozen=True)
+class Point:
+    """One arm at one length."""
+
+    arm: str
+    length: int
+    steps: int
+    cost_units: float
+    peak: int
+    finished: bool
+    ending: str
+    computed: bool = False
+    """Raw past its window: costed from the prompts it would send, not run."""
+
+    @property
+    def cost_per_step(self) -> float:
+        return self.cost_units / max(1, self.steps)
+
+    def to_json(self) -> dict[str, Any]:
+        return {**vars(self), "cost_per_step": round(self.cost_per_step, 1)}
+
+
+def step_increments(records: Sequence[RequestRecord]) -> tuple[int, dict[str, int], int]:
+    """From a raw run: the first prompt, what each kind of step adds to the prompt (the
+    mean over the run, by the label's verb: "read", "run"...), and the mean output."""
+    answered = [r for r in records if r.status == 200]
+    added: dict[str, list[int]] = {}
+    for before, after in itertools.pairwise(answered):
+        verb = (before.step_label or "answer").split()[0]
+        added.setdefault(verb, []).append(after.prompt_tokens - before.prompt_tokens)
+    means = {verb: round(sum(v) / len(v)) for verb, v in added.items()}
+    output = round(sum(r.output_tokens for r in answered) / max(1, len(answered)))
+    return answered[0].prompt_tokens, means, output
+
+
+def raw_cost(scenario: Scenario, first: int, added: dict[str, int], output: int) -> Point:
+    """Raw's cost for `scenario`, from the prompts it would send: each request reads the
+    previous prompt from the cache and writes what the last step added."""
+    prompt, cost, peak = first, first * CACHE_WRITE_COST + output * OUTPUT_COST, first
+    plan = scenario.plan()
+    for step in plan:
+        new = added.get(step.label.split()[0], 0)
+        cost += prompt * CACHE_READ_COST + new * CACHE_WRITE_COST + output * OUTPUT_COST
+        prompt += new
+        peak = max(peak, prompt)
+    return Point(
+        "raw",
+        0,
+        len(plan),
+        round(cost, 1),
+        peak,
+        finished=peak <= 1_000_000,
+        ending="computed",
+        computed=True,
+    )
+
+
+async def run_arm(
+    arm: str, scenario: Scenario, folder: Path, token_ratio: float | None, args: Any
+) -> ArmResult:
+    if arm == "managed":
+        return await run_managed_arm(
+            scenario,
+            folder,
+            settings_with().settings,
+            token_ratio=token_ratio,
+            timeout_s=GROWTH_TIMEOUT_S,
+        )
+    return await run_cli_arm(
+        arm,
+        scenario,
+        folder,
+        compact_window=args.compact_window,
+        compact_trigger=args.compact_trigger,
+        token_ratio=token_ratio,
+        timeout_s=GROWTH_TIMEOUT_S,
+    )
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m mala_tui.bench growth")
+    parser.add_argument("--lengths", default=",".join(str(n) for n in LENGTHS), metavar="N,N")
+    parser.add_argument("--arms", default=",".join(GROWTH_ARMS), metavar="ARM,ARM")
+    parser.add_argument("--compact-window", type=int, default=COMPACT_WINDOW, metavar="N")
+    parser.add_argument("--compact-trigger", type=int, default=COMPACT_TRIGGER, metavar="N")
+    parser.add_argument("--token-ratio", type=float, metavar="X")
+    parser.add_argument("--out", type=Path, default=Path("growth-results"))
+    parser.add_argument("--chart-dir", type=Path, help="also write growth.svg here")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        lengths = sorted({int(text) for text in args.lengths.split(",") if text.strip()})
+    except ValueError:
+        parser.error(f"--lengths wants whole numbers, got {args.lengths!r}")
+    if not lengths or lengths[0] < 1 or lengths[-1] > 64:
+        parser.error("--lengths: each from 1 to 64")
+    arms = [name.strip() for name in args.arms.split(",") if name.strip()]
+    unknown = sorted(set(arms) - set(GROWTH_ARMS))
+    if unknown or not arms:
+        parser.error(f"--arms: one or more of {', '.join(GROWTH_ARMS)}")
+    ratio = None
+    if args.token_ratio is not None:
+        try:
+            ratio = check_token_ratio(args.token_ratio)
+        except ValueError as exc:
+            parser.error(f"--token-ratio: {exc}")
+    if args.out.exists():
+        shutil.rmtree(args.out)
+    args.out.mkdir(parents=True)
+    base = load_scenario(READER)
+    points: list[Point] = []
+    checked: dict[str, float] = {}
+    increments: tuple[int, dict[str, int], int] | None = None
+    if "raw" in arms:
+        # Raw runs at 1x for real; longer, its cost is computed from what each step added.
+        folder = args.out / "x1" / "raw"
+        print(f"{base.name} / raw: {len(base.plan())} steps", file=sys.stderr)
+        measured = asyncio.run(run_arm("raw", base, folder, ratio, args))
+        shutil.rmtree(folder / "workspace", ignore_errors=True)
+        increments = step_increments(read_jsonl(folder / "loopback-requests.jsonl"))
+        # The rule checked where both are known: computed against measured, at 1x.
+        checked = {
+            "measured": measured.cost_units,
+            "computed": raw_cost(base, *increments).cost_units,
+        }
+        print(f"  raw at 1x: {checked}", file=sys.stderr)
+        if 1 in lengths:
+            points.append(
+                Point(
+                    "raw",
+                    1,
+                    len(base.plan()),
+                    measured.cost_units,
+                    measured.peak_prompt_tokens,
+                    measured.finished,
+                    measured.ending,
+                )
+            )
+    for length in lengths:
+        scenario = lengthened(base, length)
+        for arm in arms:
+            folder = args.out / f"x{length}" / arm
+            if arm == "raw":
+                if length > 1 and increments is not None:
+                    point = raw_cost(scenario, *increments)
+                    points.append(Point(**{**vars(point), "length": length}))
+                continue
+            print(f"{scenario.name} / {arm}: {len(scenario.plan())} steps", file=sys.stderr)
+            result = asyncio.run(run_arm(arm, scenario, folder, ratio, args))
+            shutil.rmtree(folder / "workspace", ignore_errors=True)
+            points.append(
+                Point(
+                    arm,
+                    length,
+                    len(scenario.plan()),
+                    result.cost_units,
+                    result.peak_prompt_tokens,
+                    result.finished,
+                    result.ending,
+                )
+            )
+            print(f"  {result.ending}, {result.wall_s} s", file=sys.stderr)
+    print(f"# Growth: {READER} at {', '.join(f'{n}x' for n in lengths)}; {machine()}\n")
+    print(table(points, lengths, arms))
+    if checked:
+        print(
+            f"\nRaw computed at 1x: {checked['computed']:,.0f} against {checked['measured']:,.0f} "
+            "measured."
+        )
+    (args.out / "results.json").write_text(
+        json.dumps(
+            {
+                "machine": machine(),
+                "points": [p.to_json() for p in points],
+                "raw_at_1x": checked,
+            },
+            indent=1,
+        ),
+        encoding="utf-8",
+    )
+    svg = chart(points, arms)
+    (args.out / "growth.svg").write_text(svg, encoding="utf-8")
+    if args.chart_dir is not None:
+        args.chart_dir.mkdir(parents=True, exist_ok=True)
+        (args.chart_dir / "growth.svg").write_text(svg, encoding="utf-8")
+    return 0 if all(p.finished or p.computed for p in points) else 1
+
+
+def table(points: Sequence[Point], lengths: Sequence[int], arms: Sequence[str]) -> str:
+    head = " | ".join(f"{n}x: cost per step" for n in lengths)
+    rows = [
+        f"| arm | {head} | growth, {lengths[0]}x to {lengths[-1]}x |",
+        "| --- |" + " ---: |" * (len(lengths) + 1),
+    ]
+    for arm in arms:
+        mine = {p.length: p for p in points if p.arm == arm}
+        cells = []
+        for n in lengths:
+            point = mine.get(n)
+            if point is None:
+                cells.append("")
+                continue
+            note = " (computed)" if point.computed else ""
+            note += "" if point.finished or point.computed else f" (did not finish: {point.ending})"
+            cells.append(f"{point.cost_per_step:,.0f}{note}")
+        first, last = mine.get(lengths[0]), mine.get(lengths[-1])
+        growth = (
+            f"{last.cost_per_step / first.cost_per_step:.2f}x"
+            if first is not None and last is not None
+            else ""
+        )
+        rows.append(f"| {LABELS.get(arm, arm)} | {' | '.join(cells)} | {growth} |")
+    return "\n".join(rows)
+
+
+def chart(points: Sequence[Point], arms: Sequence[str]) -> str:
+    series = {
+        arm: [(p.length, p.cost_per_step) for p in points if p.arm == arm]
+        for arm in arms
+        if any(p.arm == arm for p in points)
+    }
+    return growth_chart(
+        {LABELS.get(arm, arm): values for arm, values in series.items()},
+        {LABELS.get(arm, arm): COLOURS.get(arm, "#000000") for arm in series},
+        title=f"Cost per step as the reader ({READER}) grows",
+    )
