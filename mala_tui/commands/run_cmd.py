@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from mala_tui.runtime.backends.base import SessionSpec
     from mala_tui.runtime.journal import RunJournal
     from mala_tui.runtime.launch import TaskPlan
+    from mala_tui.runtime.profiles import Profile
     from mala_tui.runtime.ray_engine import RayEngine
     from mala_tui.runtime.run_types import RunResult
     from mala_tui.runtime.signals import Shutdown
@@ -242,11 +243,11 @@ def run(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.stdo
 
 def _run(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO, shutdown: Shutdown) -> int:
     loaded = with_permissions_flag(args, with_budget_flags(args, loaded))
-    from mala_tui.runtime.launch import TaskFileError, oversized, plan_tasks
+    from mala_tui.runtime.launch import TaskFileError, oversized, plan_run
     from mala_tui.runtime.worktree import WorktreeError, repository_root
 
     try:
-        plans = plan_tasks(args.tasks, args.tasks_file, args.cwd, loaded.settings)
+        plans, profiles = plan_run(args.tasks, args.tasks_file, args.cwd, loaded.settings)
     except TaskFileError as exc:
         print(f"mala-tui run: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -283,6 +284,7 @@ def _run(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO, shutdown
             args,
             loaded,
             plans,
+            profiles=profiles,
             engine=engine,
             use_worktrees=use_worktrees,
             out=out,
@@ -298,12 +300,14 @@ def _run_on(
     loaded: LoadedSettings,
     plans: list[TaskPlan],
     *,
+    profiles: dict[str, Profile],
     engine: RayEngine | None,
     use_worktrees: bool,
     out: TextIO,
     shutdown: Shutdown,
 ) -> int:
-    """The run, its sessions here or (with `engine`) each on a host of the cluster."""
+    """The run, its sessions here or (with `engine`) each on a host of the cluster;
+    `profiles`: the tasks file's named profiles, which a session added later may take."""
     from mala_tui.runtime.backends.claude import ClaudeBackend
     from mala_tui.runtime.journal import StorageError
     from mala_tui.runtime.launch import agent_spec, build_supervisor, open_journal, plain_spec
@@ -314,7 +318,9 @@ def _run_on(
     if engine is not None:
         where = {"engine": "ray", "ray_address": engine.address}
     try:
-        journal = open_journal(loaded, "run", plans, worktree=use_worktrees, where=where)
+        journal = open_journal(
+            loaded, "run", plans, worktree=use_worktrees, where=where, profiles=profiles
+        )
     except StorageError as exc:
         print(f"mala-tui run: {exc}", file=sys.stderr)
         return EXIT_STORAGE
@@ -356,6 +362,7 @@ def _run_on(
             engine=engine,
             host_backend=ClaudeBackend.for_run if engine is not None else None,
         )
+        supervisor.profiles = profiles
         if engine is not None and worktrees:  # each host keeps its session's work aside
             from mala_tui.runtime.remote_runner import RemoteRunner
             from mala_tui.runtime.wip import wip_ref

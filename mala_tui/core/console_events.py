@@ -27,6 +27,8 @@ class SessionAdded(EventBase):
     type: Literal["session_added"] = "session_added"
     task: str
     cwd: str
+    profile: str = ""
+    """The run's named profile it runs with ("" for the run's own settings)."""
 
 
 class MessageDelivered(EventBase):

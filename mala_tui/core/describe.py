@@ -105,7 +105,8 @@ def summary(event: ev.Event) -> str:
         case ev.ManageModeSet():
             return f"management mode {event.mode}"
         case ev.SessionAdded():
-            return f"added to the run: {event.task} (in {event.cwd})"
+            profile = f", profile {event.profile}" if event.profile else ""
+            return f"added to the run: {event.task} (in {event.cwd}{profile})"
         case ev.MessageQueued():
             return f"message #{event.number} from the operator: {event.text}"
         case ev.MessageDelivered():

@@ -29,7 +29,14 @@ from mala_tui.runtime.attention import Attention, Desktop, desktop_protocol
 from mala_tui.runtime.backends.base import Backend, SessionSpec
 from mala_tui.runtime.headless import LineReader, answer_from_terminal, one_line, printer
 from mala_tui.runtime.journal import RunJournal, new_run_id
-from mala_tui.runtime.profiles import PROFILE_KEYS, Profile, ProfileError, parse_profile, shown
+from mala_tui.runtime.profiles import (
+    PROFILE_KEYS,
+    Profile,
+    ProfileError,
+    parse_profile,
+    profiles_json,
+    shown,
+)
 from mala_tui.runtime.redaction import redact
 from mala_tui.runtime.remote_runner import HostEngine
 from mala_tui.runtime.run_types import RunResult
@@ -43,6 +50,8 @@ EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 #: run.json's mark of a run whose sessions each work in a git worktree of their own.
 WORKTREE_KEY = "worktree"
+#: run.json's named profiles (`[profile.NAME]` of the tasks file), for sessions added later.
+PROFILES_KEY = "profiles"
 
 
 class TaskFileError(ValueError):
@@ -64,6 +73,16 @@ def plan_tasks(
     cwd: Path | None,
     settings: Settings | None = None,
 ) -> list[TaskPlan]:
+    """The tasks of `plan_run`, without the file's named profiles."""
+    return plan_run(tasks, tasks_file, cwd, settings)[0]
+
+
+def plan_run(
+    tasks: Sequence[str],
+    tasks_file: Path | None,
+    cwd: Path | None,
+    settings: Settings | None = None,
+) -> tuple[list[TaskPlan], dict[str, Profile]]:
     """Tasks from the command line, then from a TOML or JSON file of [[task]] entries.
 
     A file entry is a table with `task` and optionally `name`, `cwd`, `profile` (one of
@@ -76,6 +95,7 @@ def plan_tasks(
     command line works in `cwd`, else the current folder.
     """
     plans = []
+    profiles: dict[str, Profile] = {}
     given = None if cwd is None else _task_folder(cwd, "--cwd")
     if tasks:
         folder = given or _task_folder(Path(), "--cwd")
@@ -84,7 +104,8 @@ def plan_tasks(
                 raise TaskFileError(f"task {index} on the command line is empty")
             plans.append(TaskPlan("", text, folder))
     if tasks_file is not None:
-        plans += _read_tasks_file(tasks_file, settings or Settings(), given)
+        from_file, profiles = _read_tasks_file(tasks_file, settings or Settings(), given)
+        plans += from_file
     named: list[TaskPlan] = []
     seen: set[str] = set()
     for index, plan in enumerate(plans, start=1):
@@ -95,7 +116,7 @@ def plan_tasks(
         named.append(replace(plan, name=name))
     if not named:
         raise TaskFileError("no task given: pass TASK arguments or --tasks FILE")
-    return named
+    return named, profiles
 
 
 def _task_folder(folder: Path, where: str) -> Path:
@@ -109,7 +130,9 @@ def _task_folder(folder: Path, where: str) -> Path:
     raise TaskFileError(f"{where}: {str(folder)!r} is not a folder")
 
 
-def _read_tasks_file(path: Path, settings: Settings, cwd: Path | None) -> list[TaskPlan]:
+def _read_tasks_file(
+    path: Path, settings: Settings, cwd: Path | None
+) -> tuple[list[TaskPlan], dict[str, Profile]]:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
@@ -164,7 +187,7 @@ def _read_tasks_file(path: Path, settings: Settings, cwd: Path | None) -> list[T
             folder = cwd or _task_folder(path.parent, f"{where}: the tasks file's folder")
         profile = _task_profile(path, where, entry, profiles, settings)
         plans.append(TaskPlan(name, task, folder, profile))
-    return plans
+    return plans, profiles
 
 
 def _read_profiles(path: Path, tables: object, settings: Settings) -> dict[str, Profile]:
@@ -264,10 +287,12 @@ def open_journal(
     *,
     worktree: bool = False,
     where: Mapping[str, object] | None = None,
+    profiles: Mapping[str, Profile] | None = None,
 ) -> RunJournal:
     """The run's folder, run.json and journal; `worktree`: each session works in a worktree
     of its own (a resume makes one for a session whose start-up was stopped before it had);
-    `where`: where the sessions run, when not here (the engine, the cluster's address)."""
+    `where`: where the sessions run, when not here (the engine, the cluster's address);
+    `profiles`: the tasks file's named profiles, which a session added later may take."""
     settings = loaded.settings
     meta: dict[str, Any] = {
         **(where or {}),
@@ -280,6 +305,8 @@ def open_journal(
     }
     if worktree:
         meta[WORKTREE_KEY] = True
+    if profiles:
+        meta[PROFILES_KEY] = profiles_json(profiles)
     return RunJournal.create(settings.resolved_data_dir(), new_run_id(), meta)
 
 

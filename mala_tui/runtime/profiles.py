@@ -16,13 +16,15 @@ rules across keys (soft below hard) hold for the values the task will really run
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
 
 from pydantic import BaseModel, ValidationError
 
 from mala_tui.config import Settings, allowed_range, suggest
+from mala_tui.core.phases import ManageMode
+from mala_tui.runtime.backends.base import SessionSpec
 
 #: Profile keys that are settings, and the section of the settings each one is in.
 SETTING_KEYS: Final[Mapping[str, str]] = {
@@ -121,6 +123,52 @@ class Profile:
         return Profile(
             str(name), profile.settings, profile.disallowed_tools, profile.mcp_config, profile.env
         )
+
+
+def with_profile(spec: SessionSpec, profile: Profile, settings: Settings) -> SessionSpec:
+    """A session made like `spec` (the run's settings: model, tools, environment) running
+    with `profile` over them, as a task naming it in the tasks file would: what a session
+    added with a profile while the run runs gets.
+
+    Raises:
+        ProfileError: the profile does not hold over these settings.
+    """
+    task_settings = profile.apply(settings)
+    agent = task_settings.agent
+    return replace(
+        spec,
+        model=profile.settings.get("model") or spec.model,
+        allowed_tools=tuple(agent.allowed_tools),
+        disallowed_tools=profile.disallowed_tools or spec.disallowed_tools,
+        permission_mode=agent.permission_mode,
+        mcp_config=profile.mcp_config or spec.mcp_config,
+        # The run's own variables (a model mala-tui provides, say) win, as for a task.
+        env={**profile.env, **spec.env},
+        own_compaction=ManageMode(task_settings.context.manage) is ManageMode.OFF,
+    )
+
+
+def profiles_json(profiles: Mapping[str, Profile]) -> dict[str, dict[str, Any]]:
+    """The run's named profiles as run.json keeps them, for sessions added later (and
+    their resume)."""
+    return {name: profile.to_json() for name, profile in profiles.items()}
+
+
+def profiles_from_json(data: object) -> dict[str, Profile]:
+    """What `profiles_json` wrote.
+
+    Raises:
+        ProfileError: an entry is damaged (named).
+    """
+    if not isinstance(data, dict):
+        raise ProfileError(f"profiles: expected a table, got {data!r}")
+    found = {}
+    for name, entry in data.items():
+        try:
+            found[str(name)] = Profile.from_json(entry)
+        except ProfileError as exc:
+            raise ProfileError(f"profile {shown(str(name))}: {exc}") from None
+    return found
 
 
 def parse_profile(table: Mapping[str, Any], folder: Path, *, name: str = "") -> Profile:

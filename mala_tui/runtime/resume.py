@@ -29,13 +29,14 @@ from mala_tui.runtime.backends.base import Backend, SessionSpec
 from mala_tui.runtime.backends.claude_history import read_conversation
 from mala_tui.runtime.journal import JournalInUse, RunJournal
 from mala_tui.runtime.launch import (
+    PROFILES_KEY,
     WORKTREE_KEY,
     TaskPlan,
     agent_spec,
     build_supervisor,
     plain_spec,
 )
-from mala_tui.runtime.profiles import Profile, ProfileError
+from mala_tui.runtime.profiles import Profile, ProfileError, profiles_from_json
 from mala_tui.runtime.remote_runner import HostEngine, RemoteRunner
 from mala_tui.runtime.run_source import (
     PID_KEY,
@@ -76,8 +77,21 @@ class Resumed:
     """What a session added to the resumed run is made like (without any task's profile)."""
 
 
+def named_profiles(source: ResumeSource) -> dict[str, Profile]:
+    """The run's named profiles, as run.json kept them (for sessions added with one).
+
+    Raises:
+        ResumeError: they are damaged.
+    """
+    try:
+        return profiles_from_json(source.meta.get(PROFILES_KEY) or {})
+    except ProfileError as exc:
+        raise ResumeError(f"{source.folder / 'run.json'}: {exc}") from None
+
+
 def profiles_of(source: ResumeSource) -> dict[str, Profile]:
-    """Each task's profile, as run.json kept it (tasks without one are left out).
+    """Each session's profile, as run.json kept it: a task's own, or the named profile a
+    session added while the run ran was given (sessions without one are left out).
 
     Raises:
         ResumeError: a profile in run.json is damaged.
@@ -89,6 +103,14 @@ def profiles_of(source: ResumeSource) -> dict[str, Profile]:
                 found[entry["name"]] = Profile.from_json(entry["profile"])
             except ProfileError as exc:
                 raise ResumeError(f"{entry['name']}: its profile in run.json: {exc}") from None
+    named = named_profiles(source)
+    for event in source.events:
+        if isinstance(event, ev.SessionAdded) and event.profile:
+            if event.profile not in named:
+                raise ResumeError(
+                    f"{event.session}: its profile {event.profile!r} is not in run.json"
+                )
+            found[event.session] = named[event.profile]
     return found
 
 
@@ -286,6 +308,7 @@ def _carry_on(
         engine=engine,
         host_backend=host_backend,
     )
+    supervisor.profiles = named_profiles(source)  # for sessions added to the resumed run
     supervisor.state.apply_all(source.events)  # the history so far, in the app too
     if worktrees:  # what each session changed is measured again when it ends
         supervisor.listeners.events.append(WorktreeTracker(worktrees, supervisor.record))

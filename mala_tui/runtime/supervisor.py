@@ -45,6 +45,7 @@ from mala_tui.runtime.journal import RunJournal, describe_os_error
 from mala_tui.runtime.landings import Landings
 from mala_tui.runtime.permission_requests import PermissionRequests
 from mala_tui.runtime.processes import pid_alive
+from mala_tui.runtime.profiles import Profile, ProfileError, with_profile
 from mala_tui.runtime.recorder import Listeners, RunRecorder
 from mala_tui.runtime.remote_runner import HostEngine, RemoteRunner
 from mala_tui.runtime.run_types import RunResult
@@ -124,6 +125,9 @@ class Supervisor:
         self.resumed: ev.RunResumed | None = None
         """Set by `runtime.resume`: the run goes on in its journal, opened by this event
         instead of a `run_started`."""
+        self.profiles: dict[str, Profile] = {}
+        """The run's named profiles (a tasks file's `[profile.NAME]`) a session added while
+        it runs may be given."""
         self.landings = Landings(self.state, self.record, self._still_running)
         """The worktree sessions' work, landed or discarded once each session has ended."""
 
@@ -279,11 +283,13 @@ class Supervisor:
                 self.queued.remove(name)  # its session_started says it left the queue
             return await runner.run()
 
-    def add_task(self, name: str, task: str, cwd: Path) -> None:
-        """A new task for the running run, made into a session like the run's others.
+    def add_task(self, name: str, task: str, cwd: Path, profile: str = "") -> None:
+        """A new task for the running run, made into a session like the run's others, or
+        with one of the run's named profiles over the run's settings (`profile`).
 
         Raises:
-            ValueError: a bad name, task or folder, a name taken, or the run not running.
+            ValueError: a bad name, task, folder or profile, a name taken, or the run not
+                running.
         """
         if self.spec_for_new is None:
             raise ValueError("this run cannot take new sessions")
@@ -300,10 +306,32 @@ class Supervisor:
             raise ValueError(f"{str(cwd)!r} is not a folder")
         if name in self.runners:
             raise ValueError(f"a session is already named {name!r}")
-        self.add_live(self.spec_for_new(name, task, folder))
+        chosen, task_settings = None, self.settings
+        if profile:  # checked before the session's worktree is made
+            chosen = self.profiles.get(profile)
+            if chosen is None:
+                known = ", ".join(self.profiles) or "none (a tasks file's [profile.NAME])"
+                raise ValueError(f"this run has no profile {profile!r}; profiles: {known}")
+            try:
+                task_settings = chosen.apply(self.settings)
+            except ProfileError as exc:
+                raise ValueError(f"profile {profile}: {exc}") from None
+        spec = self.spec_for_new(name, task, folder)
+        if chosen is None:
+            self.add_live(spec)
+            return
+        spec = with_profile(spec, chosen, self.settings)
+        self.add_live(
+            spec, limits=limits_from(task_settings, spec.model, spec.betas), profile=profile
+        )
+        if task_settings.budget != self.settings.budget:
+            self.budget.set_limits(name, task_settings.budget.session_limits())
 
-    def add_live(self, spec: SessionSpec) -> Runner:
+    def add_live(
+        self, spec: SessionSpec, *, limits: Limits | None = None, profile: str = ""
+    ) -> Runner:
         """A session joining the run while it runs; it waits for a slot like the others.
+        `limits`, `profile`: its profile's (the run's settings when not given).
 
         Raises:
             ValueError: the run is not running (over, or not started), or the name is taken.
@@ -311,9 +339,15 @@ class Supervisor:
         group, slots = self._group, self._slots
         if group is None or slots is None or self.stop_cause:
             raise ValueError("the run is not running: a session cannot join it now")
-        runner = self.add_session(spec)
+        runner = self.add_session(spec, limits=limits)
         self.record(
-            ev.SessionAdded(at=self.clock(), session=spec.name, task=spec.task, cwd=str(spec.cwd))
+            ev.SessionAdded(
+                at=self.clock(),
+                session=spec.name,
+                task=spec.task,
+                cwd=str(spec.cwd),
+                profile=profile,
+            )
         )
         if slots.locked():
             self.queued.append(spec.name)

@@ -259,13 +259,15 @@ class MalaApp(App[int]):
 
         def added(task: NewTask | None) -> None:
             if task is not None:
-                self.notify(f"{task.name} added to the run", markup=False)
+                profile = f" with profile {task.profile}" if task.profile else ""
+                self.notify(f"{task.name} added to the run{profile}", markup=False)
 
         self.push_screen(
             NewTaskScreen(
                 f"task-{number}",
                 folders[0] if folders else Path.cwd(),
-                lambda task: controller.add_task(task.name, task.task, task.cwd),
+                lambda task: controller.add_task(task.name, task.task, task.cwd, task.profile),
+                controller.profile_names(),
             ),
             added,
         )

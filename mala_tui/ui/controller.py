@@ -18,7 +18,14 @@ from mala_tui.core.phases import ManageMode
 from mala_tui.core.questions import ApprovalQuestion, PermissionQuestion, Question
 from mala_tui.core.view import RunState, SessionSnapshot, SessionState
 from mala_tui.runtime.landings import Landings
-from mala_tui.ui.source import BudgetSource, LandingSource, LiveSource, Source, WindowSource
+from mala_tui.ui.source import (
+    BudgetSource,
+    LandingSource,
+    LiveSource,
+    ProfileSource,
+    Source,
+    WindowSource,
+)
 
 
 class ReadOnlyError(RuntimeError):
@@ -76,9 +83,14 @@ class Controller:
         """A message for the session's agent, at its next clean point."""
         self._live().say(name, text)
 
-    def add_task(self, name: str, task: str, cwd: Path) -> None:
-        """A new session in the running run."""
-        self._live().add_task(name, task, cwd)
+    def add_task(self, name: str, task: str, cwd: Path, profile: str = "") -> None:
+        """A new session in the running run, with one of its named profiles ("": none)."""
+        self._live().add_task(name, task, cwd, profile)
+
+    def profile_names(self) -> list[str]:
+        """The run's named profiles a new session may be given, in the tasks file's order."""
+        source: object = self.supervisor
+        return list(source.profiles) if isinstance(source, ProfileSource) else []
 
     def requires_approval_everywhere(self) -> bool:
         snapshots = self.snapshots()

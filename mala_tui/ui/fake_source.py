@@ -27,6 +27,7 @@ from mala_tui.core.questions import ApprovalQuestion, PermissionQuestion
 from mala_tui.core.usage import UsageSource
 from mala_tui.core.view import RunState, SessionSnapshot
 from mala_tui.runtime.landings import Landings
+from mala_tui.runtime.profiles import Profile
 from mala_tui.runtime.recorder import RunRecorder
 
 T0 = 1_750_000_000.0
@@ -400,6 +401,8 @@ class FakeLiveSource:
         """Every command, answer and setting the app sent, in order."""
         self._stopped = asyncio.Event()
         self._said: dict[str, int] = {}
+        self.profiles: dict[str, Profile] = {}
+        """Named profiles a new session may be given (none unless a test gives some)."""
         self.landings = Landings(self.state, self.record, self._still_running)
         """Real landings (real git) of the sessions that have a worktree, as a run's are."""
         for event in sample_events() if events is None else events:
@@ -482,15 +485,18 @@ class FakeLiveSource:
             ev.MessageQueued(at=state.updated_at, session=session, number=number, text=cleaned)
         )
 
-    def add_task(self, name: str, task: str, cwd: Path) -> None:
-        """Recorded, and shown as a session that has just started; a taken name is refused."""
+    def add_task(self, name: str, task: str, cwd: Path, profile: str = "") -> None:
+        """Recorded, and shown as a session that has just started; a taken name, or a
+        profile the run does not have, is refused."""
         if name in self.state.sessions:
             raise ValueError(f"a session is already named {name!r}")
         if not task.strip():
             raise ValueError("the task is empty")
-        self.calls.append(("add_task", name, task, str(cwd)))
+        if profile and profile not in self.profiles:
+            raise ValueError(f"this run has no profile {profile!r}")
+        self.calls.append(("add_task", name, task, str(cwd), profile))
         at = max((state.updated_at for state in self.state.sessions.values()), default=0.0)
-        self.record(ev.SessionAdded(at=at, session=name, task=task, cwd=str(cwd)))
+        self.record(ev.SessionAdded(at=at, session=name, task=task, cwd=str(cwd), profile=profile))
 
     def answer_permission(
         self, session: str, request_id: str, answer: PermissionAnswer | str, reason: str = ""

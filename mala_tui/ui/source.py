@@ -8,6 +8,7 @@ and the benchmark may pass a recording stand-in with the same shape. A
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
@@ -18,6 +19,7 @@ from mala_tui.core.permissions import PermissionAnswer
 from mala_tui.core.phases import ManageMode
 from mala_tui.core.view import RunState, SessionSnapshot
 from mala_tui.runtime.landings import Landings
+from mala_tui.runtime.profiles import Profile
 from mala_tui.runtime.recorder import EventListener, QuestionListener, SnapshotListener
 
 
@@ -94,8 +96,9 @@ class LiveSource(Protocol):
     def say(self, session: str, text: str) -> None:
         """A message for the session's agent (raises MessageError for an empty one)."""
 
-    def add_task(self, name: str, task: str, cwd: Path) -> None:
-        """A new session in the running run (raises ValueError, saying why, when it cannot)."""
+    def add_task(self, name: str, task: str, cwd: Path, profile: str = "") -> None:
+        """A new session in the running run, with one of its named profiles or ("") the
+        run's settings (raises ValueError, saying why, when it cannot)."""
 
     def answer_permission(
         self, session: str, request_id: str, answer: PermissionAnswer | str, reason: str = ""
@@ -128,6 +131,14 @@ class BudgetSource(Protocol):
 
     def set_budget(self, session: str | None, limits: BudgetLimits) -> None:
         """New limits for one session, or (None) for the whole run."""
+
+
+@runtime_checkable
+class ProfileSource(Protocol):
+    """A live run with named profiles a new session may be given (a tasks file's)."""
+
+    @property
+    def profiles(self) -> Mapping[str, Profile]: ...
 
 
 @runtime_checkable

@@ -11,6 +11,7 @@ sent once the agent is at work; it must reach the model at the next clean point
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,7 @@ from mala_tui.core.observations import Command
 from mala_tui.core.operator_messages import Delivery
 from mala_tui.loopback import LoopbackServer, load_scenario, materialize_workspace
 from mala_tui.prompt_files import load_prompts
+from mala_tui.runtime.backends.base import SessionSpec
 from mala_tui.runtime.backends.claude import ClaudeBackend
 from mala_tui.runtime.journal import RunJournal, read_events
 from mala_tui.runtime.launch import like
@@ -109,3 +111,91 @@ async def test_a_task_added_to_a_live_run_runs_and_a_cancelled_session_keeps_its
     assert saved and Path(saved[-1].path).read_text(encoding="utf-8").strip() == saved[-1].text
     assert not [e for e in events if isinstance(e, ev.Restarted)]
     assert (second_folder / "REPORT.md").exists()
+
+
+REVIEW = """
+name = "review"
+task = "Review README.md and say what it is for."
+final_answer = "Reviewed: README.md describes the project."
+[[steps]]
+tool = "Read"
+path = "README.md"
+[[steps]]
+tool = "Grep"
+pattern = "project"
+path = "."
+"""
+
+
+async def test_a_session_added_with_a_named_profile_reaches_the_model_with_it(
+    tmp_path: Path,
+) -> None:
+    """The new-session dialog's profile: its model and permission mode, seen by the model."""
+    from dataclasses import replace
+
+    from mala_tui.loopback import offline_cli_env
+    from mala_tui.runtime.profiles import Profile
+
+    quick = load_scenario("quickstart")
+    (tmp_path / "review.toml").write_text(f"response_delay_s = 0\n{REVIEW}")
+    review = load_scenario(tmp_path / "review.toml")
+    routes = {"first": quick, "second": review}
+    async with LoopbackServer(routes, response_delay_s=0.2, keep_bodies=True) as server:
+        first = session_spec("first", quick, server, tmp_path, route="first")
+        journal = RunJournal.create(tmp_path / "data", "run-1", {"mode": "test"})
+        sup = Supervisor(
+            settings=Settings(), backend=ClaudeBackend(), prompts=load_prompts(), journal=journal
+        )
+        sup.add_session(first, limits=default_limits())
+        home = tmp_path / "second" / "home"
+
+        def new_spec(name: str, task: str, cwd: Path) -> SessionSpec:
+            # Like the run's first session, on a route of its own to tell its requests apart.
+            return replace(
+                first,
+                name=name,
+                task=task,
+                cwd=cwd,
+                env=offline_cli_env(server.url_for("second"), home),
+                private_home=home,
+            )
+
+        sup.spec_for_new = new_spec
+        sup.profiles = {
+            "review": Profile("review", {"model": "claude-haiku-4-5", "permission_mode": "plan"})
+        }
+        folder = tmp_path / "second" / "workspace"
+        folder.mkdir(parents=True)
+        (folder / "README.md").write_text("# A project\nThis project is small.\n")
+
+        def on_event(event: ev.Event) -> None:
+            if (
+                event.session == "first"
+                and isinstance(event, ev.MessageRecorded)
+                and event.kind == "tool_result"
+                and "second" not in sup.runners
+            ):
+                sup.add_task("second", review.task, folder, profile="review")
+
+        sup.listeners.events.append(on_event)
+        try:
+            result = await sup.run()
+        finally:
+            journal.close()
+        requests = server.request_log
+
+    assert result.statuses == {"first": EndStatus.DONE, "second": EndStatus.DONE}, result.reasons
+    events = read_events(journal.events_path).events
+    (added,) = [e for e in events if isinstance(e, ev.SessionAdded)]
+    assert added.profile == "review"
+    started = {e.session: e.model for e in events if isinstance(e, ev.SessionStarted)}
+    assert started["second"] == "claude-haiku-4-5"
+
+    def bodies(route: str) -> list[str]:
+        return [json.dumps(r.body) for r in requests if r.route == route and r.body]
+
+    assert bodies("second") and bodies("first")
+    assert all('"model": "claude-haiku-4-5"' in body for body in bodies("second"))
+    assert all("Plan mode is active" in body for body in bodies("second"))
+    assert not any("Plan mode is active" in body for body in bodies("first"))
+    assert not any('"model": "claude-haiku-4-5"' in body for body in bodies("first"))

@@ -10,6 +10,7 @@ import pytest
 from mala_tui.config import LoadedSettings, Settings
 from mala_tui.core.budget import BudgetLimits
 from mala_tui.core.phases import ManageMode
+from mala_tui.runtime.backends.base import SessionSpec
 from mala_tui.runtime.backends.claude import build_options
 from mala_tui.runtime.backends.scripted import ScriptedBackend
 from mala_tui.runtime.launch import (
@@ -18,6 +19,7 @@ from mala_tui.runtime.launch import (
     build_supervisor,
     open_journal,
     plain_spec,
+    plan_run,
     plan_tasks,
 )
 from mala_tui.runtime.profiles import Profile, ProfileError
@@ -249,3 +251,84 @@ def test_the_readmes_profiles_example_is_a_tasks_file_that_works(tmp_path: Path)
         "plan",
         ("Bash", "WebFetch"),
     )
+
+
+def test_a_named_profile_over_a_session_made_like_the_runs(tmp_path: Path) -> None:
+    """What a session added with a profile gets: the profile's model, tools, permission
+    mode, MCP servers and environment over the run's template (whose own variables win)."""
+    from mala_tui.runtime.profiles import with_profile
+
+    path = write(tmp_path, TASKS)
+    _, profiles = plan_run([], path, tmp_path, Settings())
+    assert list(profiles) == ["review"]
+    template = plain_spec(plan_tasks([], path, tmp_path)[2], Settings(), env={"URL": "run"})
+    spec = with_profile(template, profiles["review"], Settings())
+    assert (spec.name, spec.task, spec.cwd) == (template.name, template.task, template.cwd)
+    assert (spec.model, spec.permission_mode, spec.allowed_tools, spec.disallowed_tools) == (
+        "claude-opus-4-1",
+        "plan",
+        ("Read", "Grep"),
+        ("Bash",),
+    )
+    assert spec.mcp_config == tmp_path / "mcp.json"
+    assert dict(spec.env) == {"REVIEW_MODE": "strict", "URL": "run"}
+    off = Profile("quiet", {"manage": "off"})
+    assert with_profile(template, off, Settings()).own_compaction
+
+
+def test_run_json_keeps_the_named_profiles_and_a_resume_gives_added_sessions_theirs(
+    tmp_path: Path,
+) -> None:
+    from mala_tui.core import events as ev
+    from mala_tui.runtime.resume import named_profiles, profiles_of
+    from mala_tui.runtime.run_source import ResumeError, read_source
+
+    path = write(tmp_path, TASKS)
+    run_settings = Settings.model_validate({"storage": {"data_dir": str(tmp_path / "data")}})
+    plans, profiles = plan_run([], path, tmp_path, run_settings)
+    with open_journal(loaded(run_settings), "run", plans, profiles=profiles) as journal:
+        journal.write(ev.RunStarted(at=0.0, run_id=journal.run_id, sessions=(), mode="run"))
+        journal.write(
+            ev.SessionAdded(at=1.0, session="late", task="x", cwd=str(tmp_path), profile="review")
+        )
+    source = read_source(journal.directory)
+    assert named_profiles(source) == profiles
+    found = profiles_of(source)
+    assert found["late"] == profiles["review"]
+    assert found["review"] == plans[0].profile  # a task's own, as before
+
+    # A journal naming a profile run.json lacks is refused with one line.
+    meta = json.loads((journal.directory / "run.json").read_text())
+    del meta["profiles"]
+    (journal.directory / "run.json").write_text(json.dumps(meta))
+    with pytest.raises(ResumeError, match=r"^late: its profile 'review' is not in run.json$"):
+        profiles_of(read_source(journal.directory))
+
+
+def test_a_session_added_with_a_profile_the_run_lacks_is_refused_before_anything_is_made(
+    tmp_path: Path,
+) -> None:
+    run_settings = Settings.model_validate({"storage": {"data_dir": str(tmp_path / "data")}})
+    plans = plan_tasks(["a task"], None, tmp_path, run_settings)
+    made: list[str] = []
+    with open_journal(loaded(run_settings), "run", plans) as journal:
+        supervisor = build_supervisor(
+            loaded=loaded(run_settings),
+            backend=ScriptedBackend([]),
+            journal=journal,
+            specs=[agent_spec(plan, run_settings) for plan in plans],
+            approval_mode="auto",
+            mode="run",
+        )
+    supervisor.profiles = {"review": Profile("review", {"model": "m"})}
+    template = supervisor.spec_for_new
+    assert template is not None
+
+    def counted(name: str, task: str, cwd: Path) -> SessionSpec:
+        made.append(name)
+        return template(name, task, cwd)
+
+    supervisor.spec_for_new = counted
+    with pytest.raises(ValueError, match=r"^this run has no profile 'reveiw'; profiles: review$"):
+        supervisor.add_task("late", "x", tmp_path, profile="reveiw")
+    assert made == []  # no worktree (nor anything else) was made for it

@@ -93,6 +93,7 @@ async def test_a_new_session_from_the_app_joins_the_run(tmp_path: Path) -> None:
             "guide",
             "Write the migration guide.",
             str(tmp_path),
+            "",
         )
         assert app.screen.card("guide") is not None
 
@@ -156,3 +157,53 @@ async def test_text_typed_just_before_ctrl_s_is_all_sent() -> None:
         await settle(pilot)
         assert isinstance(app.screen, DashboardScreen), screen_text(app)
         assert supervisor.calls[-1] == ("say", "parser-fix", "Skip step three")
+
+
+async def test_the_new_session_dialog_offers_the_runs_profiles(tmp_path: Path) -> None:
+    from textual.widgets import Select
+
+    from mala_tui.runtime.profiles import Profile
+
+    supervisor = FakeLiveSource()
+    supervisor.profiles = {
+        "review": Profile("review", {"model": "claude-haiku-4-5"}),
+        "[bold]odd[/bold]": Profile("[bold]odd[/bold]"),
+    }
+    app = make_app(supervisor)
+    async with app.run_test(size=(140, 44)) as pilot:
+        await pilot.press("n")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, NewTaskScreen)
+        chosen = screen.query_one("#profile", Select)
+        assert chosen.value == ""  # the run's own settings unless one is picked
+        screen.query_one("#task", TextArea).text = "Review the parser."
+        screen.query_one("#name", Input).value = "reviewer"
+        screen.query_one("#cwd", Input).value = str(tmp_path)
+        chosen.focus()
+        await pilot.press("enter")  # the list opens: the run's settings, then each profile
+        await pilot.pause()
+        assert "[bold]odd[/bold]" in screen_text(app)  # a name shown as it is written
+        await pilot.press("down", "enter")
+        await pilot.pause()
+        assert chosen.value == "review"
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        assert isinstance(app.screen, DashboardScreen)
+        assert supervisor.calls[-1] == (
+            "add_task",
+            "reviewer",
+            "Review the parser.",
+            str(tmp_path),
+            "review",
+        )
+
+
+async def test_without_profiles_the_new_session_dialog_has_no_choice() -> None:
+    app = make_app(FakeLiveSource())
+    async with app.run_test(size=(140, 44)) as pilot:
+        await pilot.press("n")
+        await pilot.pause()
+        assert isinstance(app.screen, NewTaskScreen)
+        assert not app.screen.query("#profile")
+        assert "Profile" not in screen_text(app)

@@ -1,17 +1,18 @@
-"""A new session for the running run: its task, its name, the folder it works in."""
+"""A new session for the running run: its task, its name, the folder it works in, and,
+when the run's tasks file has named profiles, which one it runs with."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, Final
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Grid, Horizontal, Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Button, Input, Static, TextArea
+from textual.widgets import Button, Input, Select, Static, TextArea
 
 from mala_tui.ui.text import literal
 
@@ -21,6 +22,12 @@ class NewTask:
     name: str
     task: str
     cwd: Path
+    profile: str = ""
+    """One of the run's named profiles; "" for the run's own settings."""
+
+
+RUN_SETTINGS: Final = "the run's settings"
+"""The profile choice that is no profile."""
 
 
 Add = Callable[[NewTask], None]
@@ -36,9 +43,11 @@ class NewTaskScreen(ModalScreen[NewTask | None]):
         Binding("ctrl+s", "add", "Add"),
     ]
 
-    def __init__(self, name: str, cwd: Path, add: Add) -> None:
+    def __init__(self, name: str, cwd: Path, add: Add, profiles: Sequence[str] = ()) -> None:
+        """`profiles`: the run's named profiles (none: no choice is offered)."""
         super().__init__()
         self._name, self._cwd, self._add = name, cwd, add
+        self._profiles = list(profiles)
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
@@ -50,6 +59,14 @@ class NewTaskScreen(ModalScreen[NewTask | None]):
                 yield Input(self._name, id="name")
                 yield Static("Folder", classes="label")
                 yield Input(str(self._cwd), id="cwd")
+                if self._profiles:
+                    yield Static("Profile", classes="label")
+                    yield Select(
+                        [(literal(RUN_SETTINGS), ""), *((literal(p), p) for p in self._profiles)],
+                        value="",
+                        allow_blank=False,
+                        id="profile",
+                    )
             yield Static("", id="error")
             with Horizontal(id="buttons"):
                 yield Button("Add", variant="primary", id="add")
@@ -73,10 +90,13 @@ class NewTaskScreen(ModalScreen[NewTask | None]):
         self.action_add()
 
     def action_add(self) -> None:
+        chosen = self.query("#profile")
+        profile = str(chosen.first(Select).value) if chosen else ""
         wanted = NewTask(
             self.query_one("#name", Input).value.strip(),
             self.query_one("#task", TextArea).text.strip(),
             Path(self.query_one("#cwd", Input).value.strip() or "."),
+            profile,
         )
         try:
             self._add(wanted)
