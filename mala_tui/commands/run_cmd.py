@@ -513,10 +513,13 @@ async def _supervise(
     assert main is not None
     apps: list[MalaApp] = []
 
+    acted: list[int] = []
+
     def act(times: int) -> None:
-        if times > 1:
+        if acted:  # asked again while stopping
             supervisor.hurry()
             return
+        acted.append(times)
         if shutdown.route is StopRoute.STOP:
             if apps:
                 supervisor.stop_for(shutdown.cause)
@@ -524,6 +527,8 @@ async def _supervise(
             else:
                 supervisor.set_stop_cause(shutdown.cause)
                 main.cancel()  # each session stops as its task is cancelled
+        if times > 1:
+            supervisor.hurry()
 
     with shutdown.acted_on(act):
         try:

@@ -111,7 +111,8 @@ class Shutdown:
     @contextlib.contextmanager
     def acted_on(self, act: Callable[[int], None]) -> Iterator[None]:
         """While inside, each request calls `act(times)` on the running event loop (never
-        inside the signal handler itself, which may interrupt the loop anywhere)."""
+        inside the signal handler itself, which may interrupt the loop anywhere); one made
+        before is acted on as it starts."""
         loop = asyncio.get_running_loop()
 
         def soon(times: int) -> None:
@@ -119,6 +120,8 @@ class Shutdown:
                 loop.call_soon_threadsafe(act, times)
 
         self._act = soon
+        if self.times:  # asked between the caller's last look and now
+            soon(self.times)
         try:
             yield
         finally:

@@ -154,3 +154,23 @@ def test_every_reason_has_a_route_and_a_cause_a_resume_can_tell_apart() -> None:
     assert len(causes) == len(StopReason) and "stopped by the operator" not in causes
     assert set(ROUTES) == set(StopReason)
     assert [r.exit_status for r in StopReason] == [130, None, 143, 129]
+
+
+async def test_a_request_made_before_the_run_listens_is_acted_on_as_it_starts() -> None:
+    """A signal between start-up's last look and the loop's listening is not lost."""
+    shutdown = Shutdown()
+    shutdown.request(StopReason.TERMINATE, signal.SIGTERM)
+    seen: list[int] = []
+    called = asyncio.Event()
+
+    def act(times: int) -> None:
+        seen.append(times)
+        called.set()
+
+    with shutdown.acted_on(act):
+        await asyncio.wait_for(called.wait(), 10)
+        shutdown.request(StopReason.INTERRUPT, signal.SIGINT)  # again: acted on as well
+        called.clear()
+        await asyncio.wait_for(called.wait(), 10)
+    assert seen == [1, 2] and shutdown.cause == "stopped by SIGTERM"
+    assert shutdown.exit_status == 143
