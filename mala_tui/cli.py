@@ -14,7 +14,15 @@ from pathlib import Path
 from typing import Any
 
 from mala_tui import __version__
-from mala_tui.commands import land_cmd, loopback_cmd, resume_cmd, run_cmd, runs_cmd, serve_cmd
+from mala_tui.commands import (
+    console_cmd,
+    land_cmd,
+    loopback_cmd,
+    resume_cmd,
+    run_cmd,
+    runs_cmd,
+    serve_cmd,
+)
 from mala_tui.commands.internal_error import report_internal_error
 from mala_tui.config import ConfigError, LoadedSettings, load_settings, parse_override
 from mala_tui.runtime.journal import forget_opened_runs
@@ -55,6 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
     resume_cmd.register(commands)
     land_cmd.register(commands)
     serve_cmd.register(commands)
+    console_cmd.register(commands)
     return parser
 
 
@@ -68,6 +77,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     forget_opened_runs()
     parser = build_parser()
     args = parser.parse_args(argv)
+    # As typed: `--detach` starts the same command again as the run's host (runtime.host).
+    args.argv = list(sys.argv[1:] if argv is None else argv)
     if args.command is None:
         parser.print_help()
         return 0
@@ -129,6 +140,10 @@ def _dispatch(
         return land_cmd.discard(args, loaded)
     if args.command == "serve":
         return serve_cmd.serve(args, loaded)
+    if args.command == "attach":
+        return console_cmd.attach(args, loaded)
+    if args.command == "stop":
+        return console_cmd.stop(args, loaded)
     parser.print_help()
     return EXIT_USAGE
 

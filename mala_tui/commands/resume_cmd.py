@@ -45,8 +45,12 @@ def resume_command(run_id: str) -> str:
 
 
 def resume(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.stdout) -> int:
+    from mala_tui.commands.console_cmd import start_detached
     from mala_tui.runtime.signals import stop_requests
 
+    detached = start_detached(args, out)
+    if detached is not None:
+        return detached
     # As `run`: a signal while the run is prepared stops it before any session starts.
     with stop_requests() as shutdown:
         return _resume(args, loaded, out, shutdown)
@@ -144,7 +148,7 @@ def _resume_on(
             out.write(f"{one_line(session.name, 80)}: {one_line(session.reason, 400)}\n")
 
         async def main() -> RunResult | Shutdown | int:
-            return await _supervise(supervisor, args.headless, out, shutdown)
+            return await _supervise(supervisor, args.headless, out, shutdown, args.host_fd)
 
         return _finish(_until_done(main), supervisor, out)
     finally:

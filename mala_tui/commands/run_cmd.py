@@ -183,6 +183,14 @@ def _common(parser: argparse.ArgumentParser) -> None:
         help="no app: one line per event (needed without a terminal)",
     )
     parser.add_argument(
+        "--detach",
+        action="store_true",
+        help="run in the background: print the run's id and how to attach, and return at "
+        "once (the run goes on after this terminal closes; `mala-tui attach`, `mala-tui stop`)",
+    )
+    # Given by `--detach` to the run's host it starts (runtime.host): where to say "ready".
+    parser.add_argument("--host-ready-fd", type=int, help=argparse.SUPPRESS)
+    parser.add_argument(
         "--notify",
         action="store_true",
         help="headless too: ring the bell and raise a desktop notification when an approval "
@@ -219,9 +227,11 @@ def refusal(args: argparse.Namespace, loaded: LoadedSettings) -> str | None:
     from mala_tui.core.prompts import PromptTemplateError
     from mala_tui.runtime.launch import HeadlessApprovalError, check_approval_mode, prompts_for
 
-    if not args.headless and not has_terminal():
+    if getattr(args, "host_fd", None) is not None:
+        pass  # the run's host: consoles attach to it, it needs no terminal of its own
+    elif not args.headless and not has_terminal():
         return "the app needs a terminal (stdin and stdout); without one, use --headless"
-    if args.headless:
+    elif args.headless:
         try:
             check_approval_mode(args.approve, loaded.settings, sys.stdin.isatty())
         except HeadlessApprovalError as exc:
@@ -234,8 +244,12 @@ def refusal(args: argparse.Namespace, loaded: LoadedSettings) -> str | None:
 
 
 def run(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.stdout) -> int:
+    from mala_tui.commands.console_cmd import start_detached
     from mala_tui.runtime.signals import stop_requests
 
+    detached = start_detached(args, out)
+    if detached is not None:
+        return detached
     # Before anything is made: a signal during start-up stops it at its next step.
     with stop_requests() as shutdown:
         return _run(args, loaded, out, shutdown)
@@ -378,7 +392,7 @@ def _run_on(
             out.write(f"{name}: worktree {worktree.path} on branch {worktree.branch}\n")
 
         async def main() -> RunResult | Shutdown | int:
-            return await _supervise(supervisor, args.headless, out, shutdown)
+            return await _supervise(supervisor, args.headless, out, shutdown, args.host_fd)
 
         return _finish(_until_done(main), supervisor, out)
     finally:
@@ -411,8 +425,12 @@ def _in_worktree(
 
 
 def demo(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.stdout) -> int:
+    from mala_tui.commands.console_cmd import start_detached
     from mala_tui.runtime.signals import stop_requests
 
+    detached = start_detached(args, out)
+    if detached is not None:
+        return detached
     with stop_requests() as shutdown:
         return _demo(args, loaded, out, shutdown)
 
@@ -434,7 +452,9 @@ def _demo(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO, shutdow
             out.write(
                 f"demo run {started.journal.run_id}: journal in {started.journal.directory}\n"
             )
-            return await _supervise(started.supervisor, args.headless, out, shutdown)
+            return await _supervise(
+                started.supervisor, args.headless, out, shutdown, args.host_fd
+            )
 
     try:
         outcome = _until_done(main)
@@ -496,13 +516,20 @@ def resume_hint(supervisor: Supervisor) -> str:
 
 
 async def _supervise(
-    supervisor: Supervisor, headless: bool, out: TextIO, shutdown: Shutdown
+    supervisor: Supervisor,
+    headless: bool,
+    out: TextIO,
+    shutdown: Shutdown,
+    host_fd: int | None = None,
 ) -> RunResult | Shutdown | int:
-    """Run in the app or headless until the run ends or a stop is asked for (Ctrl-C,
-    SIGTERM, SIGHUP: `shutdown`, whose handlers the command installed before start-up).
+    """Run in the app, headless, or as the run's host (`host_fd`: a detached run's, see
+    runtime.host) until the run ends or a stop is asked for (Ctrl-C, SIGTERM, SIGHUP:
+    `shutdown`, whose handlers the command installed before start-up). However it runs,
+    consoles can attach to it (runtime.channel).
 
     A stop asked for before the run started (during start-up) ends every session
     before any starts; asked for again while stopping, the agents are killed at once."""
+    from mala_tui.commands.console_cmd import hosted, serving
     from mala_tui.runtime.signals import StopRoute
 
     if shutdown.requested:
@@ -532,10 +559,14 @@ async def _supervise(
 
     with shutdown.acted_on(act):
         try:
-            if headless:
-                result = await _headless(supervisor, out)
+            if host_fd is not None:
+                result = await hosted(supervisor, out, host_fd)
             else:
-                result = await _app(supervisor, apps.append)
+                async with serving(supervisor):
+                    if headless:
+                        result = await _headless(supervisor, out)
+                    else:
+                        result = await _app(supervisor, apps.append)
         except asyncio.CancelledError:
             if shutdown.reason is None:  # (`requested` reads as still False to mypy)
                 raise

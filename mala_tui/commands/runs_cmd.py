@@ -17,6 +17,7 @@ from mala_tui.core.view import RunState, WorktreeRecord
 from mala_tui.runtime.headless import one_line
 from mala_tui.runtime.journal import EVENTS_FILE, JournalError, find_run, list_runs, read_events
 from mala_tui.runtime.launch import EXIT_USAGE
+from mala_tui.runtime.sockets import live_host
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -50,7 +51,11 @@ def runs(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.std
     )
     for run in found:
         started = _when(run.started_at)
-        state = "running?" if not run.ended else ("ok" if run.ok else "not all ok")
+        state = "ok" if run.ok else "not all ok"
+        if not run.ended:
+            # Served by a host that answers: live (`mala-tui attach`). Else it ended without
+            # saying so (a crash, kill -9): `mala-tui resume` carries it on.
+            state = "live" if live_host(run.directory) is not None else "running?"
         # Names and modes come from the journal: shown literally, never as terminal escapes.
         names = one_line(", ".join(run.sessions), 400)
         cost, cache = _spend_columns(run.directory, prices)

@@ -12,3 +12,7 @@ class EventBase(BaseModel):
     """Wall-clock time, seconds since the epoch."""
     session: str = ""
     """The session's name; empty for run-level events."""
+    seq: int = 0
+    """The event's place in its run, from 1, given when it is recorded (runtime.recorder):
+    what a console resumes its stream from. 0 before that, and in journals written
+    before events were numbered."""

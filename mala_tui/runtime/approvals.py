@@ -85,11 +85,14 @@ class Approvals:
         edited_text: str | None = None,
         by: str = "operator",
         checkpoint_number: int | None = None,
+        *,
+        console: str = "",
     ) -> None:
         """A person's answer: approve, deny, or edit (approve `edited_text` instead).
 
         `checkpoint_number` names the checkpoint answered; without it, the session's
-        latest question is.
+        latest question is. `console`: where the person answered, when not at the run's
+        own console (a later answer's refusal names it).
 
         Raises:
             QuestionClosed: it no longer waits (answered by the policy, its timeout,
@@ -105,4 +108,5 @@ class Approvals:
             question = approval_id(session, checkpoint_number)
         if question is None:
             raise KeyError(context)
-        self._desk.answer(question, Reply(decision, by, edited_text=edited_text), context=context)
+        reply = Reply(decision, by, edited_text=edited_text, console=console)
+        self._desk.answer(question, reply, context=context)

@@ -60,11 +60,17 @@ class Reply:
     reason: str = ""
     edited_text: str | None = None
     """The checkpoint to restart from instead, with `Decision.EDIT`."""
+    console: str = ""
+    """Which console the person answered at, when the run has several
+    ("the console on /dev/pts/3 (pid 4242)"); empty for the run's own."""
 
     def describe(self) -> str:
-        """E.g. "denied by its timeout (no answer within 60 s)"."""
+        """E.g. "denied by its timeout (no answer within 60 s)", "approved by the operator
+        at the console on /dev/pts/3 (pid 4242)"."""
         because = f" ({self.reason})" if self.reason else ""
-        return f"{SAID.get(self.answer, str(self.answer))} by {WHO.get(self.by, self.by)}{because}"
+        where = f" at {self.console}" if self.console else ""
+        said = SAID.get(self.answer, str(self.answer))
+        return f"{said} by {WHO.get(self.by, self.by)}{where}{because}"
 
 
 class QuestionClosed(KeyError):

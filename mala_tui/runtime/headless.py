@@ -13,7 +13,7 @@ import asyncio
 import shutil
 import time
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Final, TextIO
+from typing import Final, Protocol, TextIO
 
 from mala_tui.core import events as ev
 from mala_tui.core.describe import summary
@@ -21,13 +21,37 @@ from mala_tui.core.observations import Decision
 from mala_tui.core.permissions import PermissionAnswer
 from mala_tui.core.questions import ApprovalQuestion, PermissionQuestion, Question
 from mala_tui.core.text import clean, shorten
+from mala_tui.core.view import RunState
 from mala_tui.runtime.desk import QuestionClosed
+from mala_tui.runtime.recorder import Listeners
 from mala_tui.runtime.redaction import redact
 
-if TYPE_CHECKING:
-    from mala_tui.runtime.supervisor import Supervisor
-
 LineReader = Callable[[], Awaitable[str]]
+
+
+class Answerable(Protocol):
+    """A run whose questions can be answered from a terminal: its supervisor, or a
+    console's view of it (runtime.remote.RemoteRun)."""
+
+    @property
+    def state(self) -> RunState: ...
+
+    @property
+    def listeners(self) -> Listeners: ...
+
+    def decide(
+        self,
+        session: str,
+        decision: Decision | str,
+        edited_text: str | None = None,
+        by: str = "operator",
+        checkpoint_number: int | None = None,
+    ) -> None: ...
+
+    def answer_permission(
+        self, session: str, request_id: str, answer: PermissionAnswer | str, reason: str = ""
+    ) -> None: ...
+
 
 QUIET: Final = (ev.UsageRecorded, ev.MessageRecorded)
 """Events too frequent for a line each; the journal has them all."""
@@ -103,7 +127,7 @@ async def show_all(text: str, out: TextIO, read_line: LineReader) -> str | None:
     return None
 
 
-async def answer_from_terminal(supervisor: Supervisor, out: TextIO, read_line: LineReader) -> None:
+async def answer_from_terminal(supervisor: Answerable, out: TextIO, read_line: LineReader) -> None:
     """Ask on the terminal for each question waiting for a person (the run's one list,
     `RunState.questions`), one at a time, until cancelled (approvals first: a session
     waiting for one holds nothing else up).
@@ -122,29 +146,31 @@ async def answer_from_terminal(supervisor: Supervisor, out: TextIO, read_line: L
         question: Question
         if approvals:
             question = approvals[0]
-            await _ask_approval(supervisor, question, out, read_line)
+            settled = await _ask_approval(supervisor, question, out, read_line)
         elif permissions:
             question = permissions[0]
-            await ask_permission(supervisor, question, out, read_line)
+            settled = await ask_permission(supervisor, question, out, read_line)
         else:
             changed.clear()
             await changed.wait()
             continue
-        # Settled at the desk, it leaves the list once its decision is recorded: not before
-        # is the next question asked, so this one is not asked twice.
-        while not supervisor.desk.waits(question.id) and _still_listed(supervisor, question):
+        # Answered (or found answered), it leaves the list once its decision is recorded
+        # (and, in a console, has reached it): not before is the next question asked, so
+        # this one is not asked twice.
+        while settled and _still_listed(supervisor, question):
             changed.clear()
             await changed.wait()
         await asyncio.sleep(0)
 
 
-def _still_listed(supervisor: Supervisor, question: Question) -> bool:
+def _still_listed(supervisor: Answerable, question: Question) -> bool:
     return any(waiting.id == question.id for waiting in supervisor.state.questions())
 
 
 async def _ask_approval(
-    supervisor: Supervisor, request: ApprovalQuestion, out: TextIO, read_line: LineReader
-) -> None:
+    supervisor: Answerable, request: ApprovalQuestion, out: TextIO, read_line: LineReader
+) -> bool:
+    """Ask, and send the answer; False when what was typed was no answer (ask again)."""
     out.write(
         f"\n--- checkpoint {request.checkpoint_number} of {one_line(request.session, 60)} "
         f"({one_line(request.reason)}) ---\n"
@@ -155,18 +181,22 @@ async def _ask_approval(
         out.flush()
         answer = await read_line()
     answer = (answer.strip().lower().split() or [""])[0]
-    if not _still_listed(supervisor, request):
-        return  # answered meanwhile (a timeout, say)
     number = request.checkpoint_number
+    if answer in ("a", "approve", "y", "yes"):
+        decision = Decision.APPROVE
+    elif answer in DENY_WORDS:
+        decision = Decision.DENY
+    else:
+        out.write(f"not an answer: {one_line(answer, 40)!r}\n")
+        return False
     try:
-        if answer in ("a", "approve", "y", "yes"):
-            supervisor.decide(request.session, Decision.APPROVE, checkpoint_number=number)
-        elif answer in DENY_WORDS:
-            supervisor.decide(request.session, Decision.DENY, checkpoint_number=number)
-        else:
-            out.write(f"not an answer: {one_line(answer, 40)!r}\n")
-    except QuestionClosed as exc:  # settled between the answer and its recording
+        supervisor.decide(request.session, decision, checkpoint_number=number)
+    except QuestionClosed as exc:  # answered meanwhile: its timeout, another console
         out.write(f"{exc}\n")
+    except KeyError as exc:
+        out.write(f"{exc.args[0] if exc.args else exc}\n")
+    out.flush()
+    return True
 
 
 PERMISSION_WORDS: Final = {
@@ -180,9 +210,10 @@ PERMISSION_WORDS: Final = {
 
 
 async def ask_permission(
-    supervisor: Supervisor, request: PermissionQuestion, out: TextIO, read_line: LineReader
-) -> None:
-    """One tool use: its input, then o / s / d (a deny's reason after it, or on the next line)."""
+    supervisor: Answerable, request: PermissionQuestion, out: TextIO, read_line: LineReader
+) -> bool:
+    """One tool use: its input, then o / s / d (a deny's reason after it, or on the next
+    line); False when what was typed was no answer (ask again)."""
     out.write(
         f"\n--- {one_line(request.session, 60)} asks to use {one_line(request.tool, 60)} "
         f"(request #{request.request_id}) ---\n"
@@ -196,12 +227,16 @@ async def ask_permission(
     answer = PERMISSION_WORDS.get(word.lower())
     if answer is None:
         out.write(f"not an answer: {one_line(word, 40)!r}\n")
-        return
+        return False
     if answer is PermissionAnswer.DENY and not reason.strip():
         out.write("reason for the agent (Enter for none): ")
         out.flush()
         reason = await read_line()
     try:
         supervisor.answer_permission(request.session, request.request_id, answer, reason.strip())
+    except QuestionClosed as exc:  # answered meanwhile: its timeout, another console
+        out.write(f"{exc}\n")
     except KeyError:
         out.write("answered meanwhile (a timeout, or the session ended)\n")
+    out.flush()
+    return True

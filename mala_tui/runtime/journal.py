@@ -50,6 +50,9 @@ RESERVE_FILE = ".reserve"
 #: Room kept back for the shutdown's events once the disk is full (a few dozen lines).
 RESERVE_BYTES = 16 * 1024
 
+#: Sequence numbers past this are damage, not events (JSON's exact integers end there).
+MAX_SEQ = 2**53
+
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -124,6 +127,9 @@ class RunJournal:
         self.run_id = run_id
         self._fd: int | None = fd
         self.lines_written = 0
+        self.last_seq = 0
+        """The highest sequence number in the journal when it was opened (0 for a new one):
+        a resumed run numbers its events on from there."""
         self.failure: OSError | None = None
         """The write that failed for good; set, the journal takes no more lines."""
         self.disk_full: OSError | None = None
@@ -176,6 +182,7 @@ class RunJournal:
                 raise JournalInUse(f"{path} is being written by another mala-tui process") from None
             journal = cls(directory, directory.name, fd)
             with path.open("rb") as existing:
+                journal.last_seq = last_seq(existing.read())
                 size = existing.seek(0, os.SEEK_END)
                 torn = size > 0 and existing.seek(size - 1) >= 0 and existing.read(1) != b"\n"
             if torn:
@@ -197,8 +204,9 @@ class RunJournal:
     def closed(self) -> bool:
         return self._fd is None
 
-    def write(self, event: ev.Event) -> None:
-        """Append one event as one line, on disk when this returns.
+    def write(self, event: ev.Event) -> str:
+        """Append one event as one line, on disk when this returns; the line (redacted,
+        without its newline) is returned, for whoever streams the journal live.
 
         Raises:
             OSError: the line could not be written even with the reserve given back;
@@ -206,13 +214,14 @@ class RunJournal:
         """
         if self._fd is None:
             raise self.failure or ValueError("the journal is closed")
-        data = (redact_json_line(ev.event_json(event)) + "\n").encode("utf-8")
+        line = redact_json_line(ev.event_json(event))
         try:
-            self._append(data)
+            self._append((line + "\n").encode("utf-8"))
         except OSError as exc:
             self.failure = exc
             raise
         self.lines_written += 1
+        return line
 
     def _append(self, data: bytes) -> None:
         # One unbuffered write per line: a crash can only tear the line in flight.
@@ -258,6 +267,27 @@ class RunJournal:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def last_seq(raw: bytes) -> int:
+    """The number a journal's next event follows: its highest `seq`, or, for a journal
+    written (partly) before events were numbered, at least its count of events, so
+    numbers only ever grow."""
+    highest = count = 0
+    for line in raw.split(b"\n"):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+        except (ValueError, RecursionError):
+            continue  # a torn or damaged line: the reader skips it too
+        if not isinstance(data, dict):
+            continue
+        count += 1
+        seq = data.get("seq")
+        if isinstance(seq, int) and not isinstance(seq, bool) and 0 < seq < MAX_SEQ:
+            highest = max(highest, seq)
+    return max(highest, count)
 
 
 def _private_dir(path: Path) -> None:

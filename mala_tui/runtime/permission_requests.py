@@ -140,9 +140,16 @@ class PermissionRequests:
         return _for_agent(reply)
 
     def answer(
-        self, session: str, request_id: str, answer: PermissionAnswer, reason: str = ""
+        self,
+        session: str,
+        request_id: str,
+        answer: PermissionAnswer,
+        reason: str = "",
+        *,
+        console: str = "",
     ) -> None:
-        """The operator's answer to a waiting request.
+        """The operator's answer to a waiting request (`console`: where it was given, when
+        not at the run's own console).
 
         Raises:
             QuestionClosed: answered already (its timeout, another console) or withdrawn
@@ -153,7 +160,7 @@ class PermissionRequests:
             raise KeyError(f"no permission request is waiting in {session!r}")
         self._desk.answer(
             permission_id(session, request_id),
-            Reply(answer, AnsweredBy.OPERATOR, reason),
+            Reply(answer, AnsweredBy.OPERATOR, reason, console=console),
             context=f"no permission request {request_id!r} is waiting in {session!r}",
         )
 

@@ -22,10 +22,12 @@ from mala_tui.core import events as ev
 from mala_tui.core.questions import Question, touches_questions
 from mala_tui.core.view import RunState, SessionSnapshot
 from mala_tui.runtime.journal import RunJournal, redact_file
+from mala_tui.runtime.redaction import redact_json_line
 
 SnapshotListener = Callable[[dict[str, SessionSnapshot]], None]
 EventListener = Callable[[ev.Event], None]
 QuestionListener = Callable[[list[Question]], None]
+LineListener = Callable[[ev.Event, str], None]
 
 
 @dataclass
@@ -36,6 +38,9 @@ class Listeners:
     """Told every event, in order, once it is journaled and in the view."""
     questions: list[QuestionListener] = field(default_factory=list)
     """Told the questions waiting for a person (`RunState.questions`) when they change."""
+    lines: list[LineListener] = field(default_factory=list)
+    """Told every event with its journal line (redacted JSON), in the order of their
+    sequence numbers, before the event listeners: what a console's stream carries."""
 
 
 class RunRecorder:
@@ -55,6 +60,8 @@ class RunRecorder:
         """The first error writing the run's files, once there has been one."""
         self._on_storage_failure = on_storage_failure
         self._redacted_copies: set[Path] = set()
+        self.seq = journal.last_seq if journal is not None else 0
+        """The sequence number of the last event recorded."""
 
     def record(self, event: ev.Event) -> ev.Event:
         """Journal an event and apply it to the live view; never raises for the journal's disk.
@@ -65,24 +72,48 @@ class RunRecorder:
         journal = self.journal
         if journal is not None and (journal.closed or journal.failure is not None):
             journal = None
+        self.seq += 1
+        update: dict[str, object] = {"seq": self.seq}
         if isinstance(event, ev.CheckpointSaved) and not event.path and journal is not None:
             try:
                 path = journal.save_checkpoint(event.session, event.number, event.text)
             except OSError as exc:
                 self.storage_failed(exc)
             else:
-                event = event.model_copy(update={"path": str(path)})
+                update["path"] = str(path)
+        event = event.model_copy(update=update)
+        line = ""
+        failure: OSError | None = None
         if journal is not None:
             try:
-                journal.write(event)
+                line = journal.write(event)
             except OSError as exc:
-                self.storage_failed(exc)
-            if journal.disk_full is not None:
-                self.storage_failed(journal.disk_full)
+                failure = exc
         if isinstance(event, ev.MaskApplied):
             self.redact_transcript_copies()
+        self._apply(event, line)
+        # Reported once this event is in the view and streamed: stopping the run records
+        # more events, and they must come after this one everywhere.
+        if failure is not None:
+            self.storage_failed(failure)
+        if journal is not None and journal.disk_full is not None:
+            self.storage_failed(journal.disk_full)
+        return event
+
+    def follow(self, event: ev.Event) -> None:
+        """An event another process recorded (the host of a run this console follows):
+        applied to the view and told to the listeners as `record` does, keeping its
+        number, journaling nothing."""
+        self.seq = max(self.seq, event.seq)
+        self._apply(event, "")
+
+    def _apply(self, event: ev.Event, line: str) -> None:
         asked = self.state.questions() if touches_questions(event) else None
         self.state.apply(event)
+        if self.listeners.lines:
+            line = line or redact_json_line(ev.event_json(event))
+            for tell in list(self.listeners.lines):
+                tell(event, line)
         for listener in list(self.listeners.events):
             try:
                 listener(event)
@@ -94,7 +125,6 @@ class RunRecorder:
             self._tell_questions(asked)
         if event.session:
             self._publish(event.session)
-        return event
 
     def storage_failed(self, exc: OSError) -> None:
         """The run's files cannot be written: report it, once.

@@ -472,23 +472,36 @@ class Supervisor:
         edited_text: str | None = None,
         by: str = "operator",
         checkpoint_number: int | None = None,
+        *,
+        console: str = "",
     ) -> None:
         """Answer a pending approval: approve, deny, or edit (approve `edited_text` instead).
 
         `checkpoint_number`: the checkpoint answered (default: the session's latest asked).
+        `console`: which console answered, when not the run's own (runtime.desk.Reply).
 
         Raises:
             QuestionClosed: it no longer waits (the message says who answered it, and how).
             KeyError: no approval was asked of the session. ValueError: not a `Decision`.
         """
-        self.approvals.decide(session, decision, edited_text, by, checkpoint_number)
+        self.approvals.decide(
+            session, decision, edited_text, by, checkpoint_number, console=console
+        )
 
     def answer_permission(
-        self, session: str, request_id: str, answer: PermissionAnswer | str, reason: str = ""
+        self,
+        session: str,
+        request_id: str,
+        answer: PermissionAnswer | str,
+        reason: str = "",
+        *,
+        console: str = "",
     ) -> None:
         """Raises QuestionClosed (answered already), KeyError (never asked) or ValueError
         (not a `PermissionAnswer`)."""
-        self.permissions.answer(session, request_id, PermissionAnswer(answer), reason)
+        self.permissions.answer(
+            session, request_id, PermissionAnswer(answer), reason, console=console
+        )
 
     def budget_limits(self, session: str) -> tuple[BudgetLimits, BudgetLimits]:
         """The session's limits and the run's."""

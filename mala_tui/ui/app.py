@@ -77,10 +77,14 @@ class MalaApp(App[int]):
         clock: Callable[[], float] = time.monotonic,
         resume_command: str | None = None,
         finished: FinishedRun | None = None,
+        attached: bool = False,
     ) -> None:
         """`finished`: a finished run's worktree sessions, landed or discarded from here."""
         super().__init__()
         self.finished = finished
+        self.attached = attached
+        """A console attached to a run its host runs (`mala-tui attach`): leaving it
+        detaches, and the run goes on."""
         self.resume_command = resume_command
         """For a finished run whose sessions had not all ended: how to carry it on."""
         self.resume_requested = False
@@ -187,7 +191,17 @@ class MalaApp(App[int]):
     async def _run(self, supervisor: LiveSource) -> object:
         result = await supervisor.run()
         self.bridge.flush()
-        self.notify("Every session has ended.", title="Run over")
+        lost = getattr(supervisor, "lost", "")
+        if lost:  # a console whose run's host went away (killed, say)
+            self.notify(
+                f"{lost}: `mala-tui resume {self.controller.state.run_id}` carries it on",
+                title="Run lost",
+                severity="error",
+                timeout=60,
+                markup=False,
+            )
+        else:
+            self.notify("Every session has ended.", title="Run over")
         return result
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
@@ -209,8 +223,16 @@ class MalaApp(App[int]):
         way out.
         """
         worker = self._supervisor_worker
-        if worker is None or worker.state not in (WorkerState.PENDING, WorkerState.RUNNING):
-            self.exit(0)
+        if (
+            self.attached
+            or worker is None
+            or worker.state
+            not in (
+                WorkerState.PENDING,
+                WorkerState.RUNNING,
+            )
+        ):
+            self.exit(0)  # an attached console detaches: the run goes on without it
             return
         supervisor = self.controller.supervisor
         assert supervisor is not None
@@ -357,13 +379,18 @@ def run_app(
 
 
 async def run_app_async(
-    source: Source, settings: Settings, on_app: Callable[[MalaApp], object] | None = None
+    source: Source,
+    settings: Settings,
+    on_app: Callable[[MalaApp], object] | None = None,
+    *,
+    attached: bool = False,
 ) -> int:
     """`run_app` inside a running event loop (the demo's model server shares the loop).
 
-    `on_app` gets the app before it runs (to quit it on a signal, say).
+    `on_app` gets the app before it runs (to quit it on a signal, say). `attached`: the
+    source is a run another process hosts (MalaApp.attached).
     """
-    app = MalaApp(source, settings=settings)
+    app = MalaApp(source, settings=settings, attached=attached)
     if on_app is not None:
         on_app(app)
     await app.run_async()

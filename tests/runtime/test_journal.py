@@ -252,3 +252,34 @@ def test_a_line_nested_too_deeply_is_skipped(tmp_path: Path) -> None:
     contents = read_events(path)
     assert contents.events == some_events()[:1]
     assert contents.skipped[0].reason == "not JSON this reader accepts: nested too deeply"
+
+
+def test_events_are_numbered_in_order_and_a_reopened_journal_numbers_on(tmp_path: Path) -> None:
+    from mala_tui.runtime.recorder import RunRecorder
+
+    written = journal(tmp_path)
+    recorder = RunRecorder(journal=written, state=RunState(), on_storage_failure=print)
+    for event in some_events():
+        recorder.record(event)
+    written.close()
+    path = written.events_path
+    assert [e.seq for e in read_events(path).events] == list(range(1, len(some_events()) + 1))
+    # A torn last line (a kill -9 mid-write) holds no number anyone relies on.
+    with path.open("a") as file:
+        file.write('{"at": 9.0, "seq": 99, "type": "run_en')
+    again = RunJournal.reopen(written.directory)
+    assert again.last_seq == len(some_events())
+    recorder = RunRecorder(journal=again, state=RunState(), on_storage_failure=print)
+    recorder.record(ev.RunEnded(at=3.0, run_id="r", ok=True))
+    again.close()
+    assert read_events(path).events[-1].seq == len(some_events()) + 1
+
+
+def test_a_journal_from_before_numbering_numbers_on_after_its_events(tmp_path: Path) -> None:
+    written = journal(tmp_path)
+    for event in some_events():
+        written.write(event)  # written straight, as before numbering: every seq is 0
+    written.close()
+    assert {e.seq for e in read_events(written.events_path).events} == {0}
+    with RunJournal.reopen(written.directory) as again:
+        assert again.last_seq == len(some_events())

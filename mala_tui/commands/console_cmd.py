@@ -1,0 +1,313 @@
+"""Consoles of live runs: `mala-tui attach`, `mala-tui stop`, and what `--detach` starts.
+
+A run is served to consoles by whoever runs its supervisor (runtime.channel): a
+detached run's host (runtime.host), or a foreground run's own process. `attach` opens
+a console on it from any terminal (the app, or `--headless` event lines) and leaves it
+alone on the way out; `stop` stops it, resumably, as Ctrl-C in a foreground run does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import shlex
+import signal
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Final, TextIO
+
+from mala_tui.config import LoadedSettings
+
+if TYPE_CHECKING:
+    from mala_tui.runtime.remote import RemoteRun
+    from mala_tui.runtime.run_types import RunResult
+    from mala_tui.runtime.supervisor import Supervisor
+
+EXIT_OK: Final = 0
+EXIT_NOT_ALL_DONE: Final = 1
+EXIT_USAGE: Final = 2
+STOP_WAIT_SECONDS: Final = 60.0
+"""How long `stop` waits for the run to end (each session's stop is bounded at 10 s)."""
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    attach = commands.add_parser(
+        "attach", help="open a console on a live run (the app, or --headless event lines)"
+    )
+    attach.add_argument("run", help="run id, a unique prefix of it, or 'latest' (live run)")
+    attach.add_argument(
+        "--headless",
+        action="store_true",
+        help="no app: the run's event lines, then each new one (questions are asked on "
+        "the terminal, when there is one)",
+    )
+    attach.add_argument("--data-dir", type=Path, help="where runs are journaled")
+    stop = commands.add_parser(
+        "stop", help="stop a live run, resumably (as Ctrl-C does in a foreground run)"
+    )
+    stop.add_argument("run", help="run id, a unique prefix of it, or 'latest' (live run)")
+    stop.add_argument("--data-dir", type=Path, help="where runs are journaled")
+
+
+# -- --detach, and the run's own side of the channel ---------------------------------------------
+
+
+def start_detached(args: argparse.Namespace, out: TextIO) -> int | None:
+    """`--detach`: start this command again as the run's host and say how to reach it;
+    the exit status. None when the run is to be built here: no `--detach`, or this
+    process is the host (then `args.host_fd` is the pipe it says it is ready on)."""
+    from mala_tui.runtime.host import spawn
+
+    args.host_fd = getattr(args, "host_ready_fd", None)
+    if not getattr(args, "detach", False) or args.host_fd is not None:
+        return None
+    started = spawn(args.argv, args.command)
+    if isinstance(started, int):
+        return started  # it said why on stderr
+    data_dir = getattr(args, "data_dir", None)
+    where = "" if data_dir is None else f" --data-dir {shlex.quote(str(data_dir))}"
+    out.write(
+        f"run {started.run_id}: journal in {started.folder}\n"
+        f"running in the background (host pid {started.pid}); this terminal can close\n"
+        f"attach: mala-tui attach {started.run_id}{where}\n"
+        f"stop:   mala-tui stop {started.run_id}{where}\n"
+    )
+    out.flush()
+    return EXIT_OK
+
+
+async def hosted(supervisor: Supervisor, out: TextIO, ready: int) -> RunResult | int:
+    """The run as its host runs it: served to consoles, its event lines in `host.log`."""
+    from mala_tui.runtime.channel import ChannelError, ControlChannel
+    from mala_tui.runtime.headless import printer
+    from mala_tui.runtime.host import say_ready
+
+    journal = supervisor.journal
+    assert journal is not None
+    channel = ControlChannel(supervisor, journal.directory)
+    try:
+        path = await channel.start()
+    except ChannelError as exc:
+        print(f"mala-tui: consoles could not reach the run: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    say_ready(ready, journal.directory, path)
+    supervisor.listeners.events.append(printer(out))
+    try:
+        return await supervisor.run()
+    finally:
+        await channel.close()
+
+
+@contextlib.asynccontextmanager
+async def serving(supervisor: Supervisor) -> AsyncIterator[None]:
+    """A foreground run served to consoles too, while it runs (a warning if it cannot be)."""
+    from mala_tui.runtime.channel import ChannelError, ControlChannel
+
+    journal = supervisor.journal
+    if journal is None:
+        yield
+        return
+    channel = ControlChannel(supervisor, journal.directory)
+    try:
+        await channel.start()
+    except ChannelError as exc:
+        print(f"mala-tui: consoles cannot attach to this run: {exc}", file=sys.stderr)
+        yield
+        return
+    try:
+        yield
+    finally:
+        await channel.close()
+
+
+# -- attach ---------------------------------------------------------------------------------------
+
+
+def _find_live(args: argparse.Namespace, loaded: LoadedSettings, command: str) -> Path | int:
+    """The run's folder; an exit status (said why) when there is no such run."""
+    from mala_tui.runtime.journal import JournalError, find_run, list_runs
+    from mala_tui.runtime.sockets import live_host
+
+    data_dir = getattr(args, "data_dir", None) or loaded.settings.resolved_data_dir()
+    try:
+        if args.run == "latest":
+            for run in list_runs(data_dir):
+                if not run.ended and live_host(run.directory) is not None:
+                    return run.directory
+            print(f"mala-tui {command}: no live run under {data_dir / 'runs'}", file=sys.stderr)
+            return EXIT_USAGE
+        return find_run(data_dir, args.run)
+    except JournalError as exc:
+        print(f"mala-tui {command}: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+def attach(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.stdout) -> int:
+    from mala_tui.runtime.journal import JournalError
+    from mala_tui.runtime.remote import RemoteRun
+    from mala_tui.runtime.sockets import ChannelError
+
+    folder = _find_live(args, loaded, "attach")
+    if isinstance(folder, int):
+        return folder
+    if not args.headless and not (sys.stdin.isatty() and sys.stdout.isatty()):
+        print(
+            "mala-tui attach: the app needs a terminal (stdin and stdout); without one, "
+            "use --headless",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    try:
+        remote = RemoteRun.attach(folder, prices=loaded.settings.pricing.table())
+    except ChannelError as exc:
+        print(
+            f"mala-tui attach: {exc} (`mala-tui show {folder.name}` opens it, "
+            f"`mala-tui resume {folder.name}` carries it on)",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    except JournalError as exc:
+        print(f"mala-tui attach: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        return asyncio.run(_attached(remote, loaded, args.headless, out))
+    except KeyboardInterrupt:  # before the handlers were in place: a detach all the same
+        return EXIT_OK
+
+
+async def _attached(remote: RemoteRun, loaded: LoadedSettings, headless: bool, out: TextIO) -> int:
+    """Follow the run until it ends, its host goes away, or this console detaches
+    (Ctrl-C, SIGTERM, SIGHUP: the run goes on)."""
+    from mala_tui.ui.app import MalaApp, run_app_async
+
+    main = asyncio.current_task()
+    assert main is not None
+    loop = asyncio.get_running_loop()
+    detached: list[str] = []
+    apps: list[MalaApp] = []
+
+    def detach(cause: str) -> None:
+        if detached:
+            return
+        detached.append(cause)
+        if apps:
+            apps[0].call_later(apps[0].exit, 0)  # the app's own exit restores the terminal
+        else:
+            main.cancel()
+
+    for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        loop.add_signal_handler(number, detach, number.name)
+    try:
+        if headless:
+            await _headless(remote, out)
+        else:
+            status = await run_app_async(remote, loaded.settings, apps.append, attached=True)
+            if status:
+                return status
+            if remote.ended is None and not remote.lost:
+                detached.append("the app")  # left before the run ended: detached
+    except asyncio.CancelledError:
+        if not detached:
+            raise
+        main.uncancel()
+    finally:
+        for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            loop.remove_signal_handler(number)
+        remote.close()
+    return _ending(remote, out, detached=bool(detached))
+
+
+async def _headless(remote: RemoteRun, out: TextIO) -> None:
+    from mala_tui.runtime.headless import answer_from_terminal, printer
+    from mala_tui.runtime.launch import read_stdin_line
+
+    show = printer(out)
+    for event in remote.skipped.events if remote.skipped is not None else []:
+        show(event)
+    out.write(f"attached to run {remote.folder.name}: live from here (Ctrl-C detaches)\n")
+    out.flush()
+    remote.listeners.events.append(show)
+    asker = None
+    if sys.stdin.isatty():
+        asker = asyncio.create_task(answer_from_terminal(remote, out, read_stdin_line))
+    try:
+        await remote.run()
+    finally:
+        if asker is not None:
+            asker.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await asker
+
+
+def _ending(remote: RemoteRun, out: TextIO, *, detached: bool) -> int:
+    """What the console says as it leaves, and its exit status."""
+    from mala_tui.commands.run_cmd import cost_line
+    from mala_tui.runtime.headless import one_line
+    from mala_tui.runtime.redaction import redact
+
+    run_id = remote.folder.name
+    with contextlib.suppress(OSError):
+        if detached or (remote.ended is None and not remote.lost):
+            out.write(f"detached: run {run_id} goes on (mala-tui attach {run_id})\n")
+            out.flush()
+            return EXIT_OK
+        if remote.ended is None:
+            print(
+                f"mala-tui attach: {remote.lost}; `mala-tui resume {run_id}` carries the run on",
+                file=sys.stderr,
+            )
+            return EXIT_NOT_ALL_DONE
+        for name, session in remote.state.sessions.items():
+            status = session.status.value if session.status is not None else "?"
+            reason = one_line(session.end_reason, 400)
+            line = f"{one_line(name, 80)}: {status}{' - ' + reason if reason else ''}"
+            out.write(redact(line) + "\n")
+        out.write(cost_line(remote.state.spend))
+        out.flush()
+    return EXIT_OK if remote.ended is not None and remote.ended.ok else EXIT_NOT_ALL_DONE
+
+
+# -- stop -----------------------------------------------------------------------------------------
+
+
+def stop(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.stdout) -> int:
+    import time
+
+    from mala_tui.runtime.channel import WHEN_STOPPED
+    from mala_tui.runtime.processes import pid_alive
+    from mala_tui.runtime.remote import RemoteRun
+    from mala_tui.runtime.sockets import ChannelError, live_host
+
+    folder = _find_live(args, loaded, "stop")
+    if isinstance(folder, int):
+        return folder
+    host = live_host(folder)
+    if host is None:
+        print(f"mala-tui stop: run {folder.name} is not live: nothing to stop", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        RemoteRun(folder, host).stop_for(WHEN_STOPPED)
+    except (ChannelError, ValueError, KeyError) as exc:
+        print(f"mala-tui stop: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    deadline = time.monotonic() + STOP_WAIT_SECONDS
+
+    def stopping() -> bool:  # its agents are gone once its host is: they die with it
+        return pid_alive(host.pid) or live_host(folder) is not None
+
+    while stopping() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if stopping():
+        print(
+            f"mala-tui stop: run {folder.name} was asked to stop and is still stopping "
+            f"(host pid {host.pid})",
+            file=sys.stderr,
+        )
+        return EXIT_NOT_ALL_DONE
+    out.write(
+        f"run {folder.name} stopped: every session was stopped with it "
+        f"(carry it on: mala-tui resume {folder.name})\n"
+    )
+    return EXIT_OK

@@ -1,0 +1,254 @@
+"""The control channel on a real Unix socket: consoles follow a run event by event, answer
+its questions once, and a console dropped mid-run comes back missing nothing."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import socket
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from mala_tui.core import events as ev
+from mala_tui.core.observations import Decision
+from mala_tui.core.permissions import PermissionAnswer, PermissionPolicy
+from mala_tui.runtime.backends.base import PermissionAsk, SessionIdItem
+from mala_tui.runtime.backends.scripted import AskPermission, ScriptedBackend, ScriptedClient
+from mala_tui.runtime.backends.scripted import finished as turn_done
+from mala_tui.runtime.channel import ControlChannel
+from mala_tui.runtime.desk import QuestionClosed
+from mala_tui.runtime.journal import RunJournal, read_events
+from mala_tui.runtime.remote import RemoteRun
+from mala_tui.runtime.sockets import (
+    HOST_FILE,
+    ChannelError,
+    bind_socket,
+    live_host,
+    read_host_file,
+    socket_folder,
+)
+from mala_tui.runtime.supervisor import Supervisor
+from tests.runtime.test_supervisor import Sessions, hard_session, settings
+
+OPEN: list[RunJournal] = []
+
+
+@pytest.fixture(autouse=True)
+def close_journals() -> Iterator[None]:
+    yield
+    while OPEN:
+        OPEN.pop().close()
+
+
+def hosted(tmp_path: Path, backend: object, names: list[str], **kwargs: object) -> Supervisor:
+    # A run id of its own: sockets live in one per-user folder, shared with other tests.
+    journal = RunJournal.create(tmp_path, f"test-{secrets.token_hex(4)}", {"mode": "test"})
+    OPEN.append(journal)
+    from mala_tui.prompt_files import load_prompts
+    from mala_tui.runtime.backends.base import SessionSpec
+
+    sup = Supervisor(
+        settings=kwargs.pop("settings", settings()),  # type: ignore[arg-type]
+        backend=backend,  # type: ignore[arg-type]
+        prompts=load_prompts(),
+        journal=journal,
+        **kwargs,  # type: ignore[arg-type]
+    )
+    for name in names:
+        sup.add_session(SessionSpec(name=name, task=f"task {name}", cwd=tmp_path))
+    return sup
+
+
+def lines_of(path: Path) -> list[ev.Event]:
+    return read_events(path).events
+
+
+async def until(predicate: object, seconds: float = 10) -> None:
+    async def wait() -> None:
+        while not predicate():  # type: ignore[operator]
+            await asyncio.sleep(0.01)
+
+    await asyncio.wait_for(wait(), seconds)
+
+
+async def test_a_console_follows_every_event_once_and_answers_at_the_host(tmp_path: Path) -> None:
+    sup = hosted(tmp_path, Sessions({"a": hard_session("sa")}), ["a"], approval_mode="ask")
+    assert sup.journal is not None
+    channel = ControlChannel(sup, sup.journal.directory)
+    path = await channel.start()
+    try:
+        # The socket and its folder are the user's alone; the run's folder says where it is.
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
+        assert stat.S_IMODE(os.lstat(path.parent).st_mode) == 0o700
+        record = read_host_file(sup.journal.directory)
+        assert record is not None and record.socket == path and record.pid == os.getpid()
+        run = asyncio.create_task(sup.run())
+        await until(sup.state.questions)
+        # Attached once the run is under way: what it missed comes from the journal.
+        remote = RemoteRun.attach(sup.journal.directory)
+        following = asyncio.create_task(remote.run())
+        await until(remote.state.questions)
+        (question,) = remote.state.questions()
+        await asyncio.to_thread(
+            remote.decide, "a", Decision.APPROVE, checkpoint_number=question.checkpoint_number
+        )
+        await asyncio.wait_for(run, 10)
+        ended = await asyncio.wait_for(following, 10)
+    finally:
+        await channel.close()
+    assert isinstance(ended, ev.RunEnded) and ended.ok
+    journal = lines_of(sup.journal.events_path)
+    assert [e.seq for e in journal] == list(range(1, len(journal) + 1))
+    assert remote.last_seq == journal[-1].seq
+    # The console's view is the host's, event for event.
+    assert remote.state.sessions["a"].snapshot() == sup.state.sessions["a"].snapshot()
+    assert remote.state.spend == sup.state.spend
+    # The channel is gone with the run: nothing answers, and the folder says nothing.
+    assert not path.exists() and not (sup.journal.directory / HOST_FILE).exists()
+    assert live_host(sup.journal.directory) is None
+
+
+async def test_two_consoles_one_answer_the_second_is_told_who_answered(tmp_path: Path) -> None:
+    ask = PermissionAsk("tu-1", "Bash", {"command": "make deploy"})
+    backend = ScriptedBackend(
+        [ScriptedClient([[SessionIdItem("s1"), AskPermission(ask), turn_done("ok", "s1")]])]
+    )
+    sup = hosted(tmp_path, backend, ["a"])
+    sup.permissions.policy = PermissionPolicy.ASK
+    assert sup.journal is not None
+    channel = ControlChannel(sup, sup.journal.directory)
+    await channel.start()
+    try:
+        run = asyncio.create_task(sup.run())
+        first = RemoteRun.attach(sup.journal.directory, name="console one")
+        second = RemoteRun.attach(sup.journal.directory, name="console two")
+        following = [asyncio.create_task(c.run()) for c in (first, second)]
+        await until(lambda: first.state.questions() and second.state.questions())
+        await until(lambda: channel.consoles == 2)
+        (question,) = second.state.questions()
+        await asyncio.to_thread(
+            first.answer_permission, "a", question.request_id, PermissionAnswer.ALLOW_ONCE
+        )
+        with pytest.raises(QuestionClosed) as refused:
+            await asyncio.to_thread(
+                second.answer_permission, "a", question.request_id, PermissionAnswer.DENY
+            )
+        await asyncio.wait_for(run, 10)
+        await asyncio.wait_for(asyncio.gather(*following), 10)
+    finally:
+        await channel.close()
+    assert str(refused.value) == (
+        f"no permission request {question.request_id!r} is waiting in 'a': request "
+        f"#{question.request_id} of a (Bash) was answered already: allowed once by the "
+        "operator at console one"
+    )
+    assert backend.clients[0].verdicts[0].allow  # the one answer reached the agent
+    # Both consoles saw it leave the list, and the one answer in the events.
+    journal = lines_of(sup.journal.events_path)
+    (decided,) = [e for e in journal if isinstance(e, ev.PermissionDecided)]
+    assert decided.answer is PermissionAnswer.ALLOW_ONCE
+    for console in (first, second):
+        assert console.state.questions() == []
+        assert console.last_seq == journal[-1].seq
+
+
+async def test_a_console_let_go_for_falling_behind_comes_back_missing_nothing(
+    tmp_path: Path,
+) -> None:
+    sup = hosted(tmp_path, Sessions({"a": hard_session("sa")}), ["a"], approval_mode="ask")
+    assert sup.journal is not None
+    channel = ControlChannel(sup, sup.journal.directory, console_behind=5, backlog=1000)
+    await channel.start()
+    try:
+        run = asyncio.create_task(sup.run())
+        await until(sup.state.questions)
+        remote = RemoteRun.attach(sup.journal.directory)
+        got: list[int] = []
+        remote.listeners.events.append(lambda event: got.append(event.seq))
+        following = asyncio.create_task(remote.run())
+        await until(lambda: channel.consoles == 1)
+        # A burst the console cannot take before it falls behind: let go, it attaches
+        # again from its last line and the rest comes from the host's memory.
+        for number in range(40):
+            sup.record(ev.WarningRecorded(at=0.0, session="a", where="test", message=str(number)))
+        await until(lambda: remote.reconnects >= 1)
+        (question,) = sup.state.questions()
+        sup.decide("a", Decision.APPROVE, checkpoint_number=question.checkpoint_number)
+        await asyncio.wait_for(run, 10)
+        await asyncio.wait_for(following, 10)
+    finally:
+        await channel.close()
+    journal = lines_of(sup.journal.events_path)
+    start = journal.index(next(e for e in journal if e.seq == got[0]))
+    assert got == [e.seq for e in journal[start:]]  # every event after attaching, once each
+
+
+async def test_a_console_reconnecting_past_memory_is_caught_up_from_the_journal(
+    tmp_path: Path,
+) -> None:
+    sup = hosted(tmp_path, Sessions({"a": hard_session("sa")}), ["a"], approval_mode="ask")
+    assert sup.journal is not None
+    channel = ControlChannel(sup, sup.journal.directory, console_behind=5, backlog=3)
+    await channel.start()
+    try:
+        run = asyncio.create_task(sup.run())
+        await until(sup.state.questions)
+        remote = RemoteRun.attach(sup.journal.directory)
+        got: list[int] = []
+        remote.listeners.events.append(lambda event: got.append(event.seq))
+        following = asyncio.create_task(remote.run())
+        await until(lambda: channel.consoles == 1)
+        for number in range(40):
+            sup.record(ev.WarningRecorded(at=0.0, session="a", where="test", message=str(number)))
+        await until(lambda: remote.reconnects >= 1)
+        (question,) = sup.state.questions()
+        sup.decide("a", Decision.APPROVE, checkpoint_number=question.checkpoint_number)
+        await asyncio.wait_for(run, 10)
+        await asyncio.wait_for(following, 10)
+    finally:
+        await channel.close()
+    journal = lines_of(sup.journal.events_path)
+    start = journal.index(next(e for e in journal if e.seq == got[0]))
+    assert got == [e.seq for e in journal[start:]]
+
+
+async def test_a_stale_socket_is_replaced_and_a_live_one_refused(tmp_path: Path) -> None:
+    sup = hosted(tmp_path, Sessions({"a": hard_session("sa")}), ["a"])
+    assert sup.journal is not None
+    path = socket_folder() / f"{sup.journal.directory.name}.sock"
+    # What a crashed host leaves: a socket file nothing listens on.
+    crashed = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    crashed.bind(str(path))
+    crashed.close()
+    assert path.exists()
+    channel = ControlChannel(sup, sup.journal.directory)
+    await channel.start()
+    try:
+        assert live_host(sup.journal.directory) is not None
+        with pytest.raises(ChannelError, match="another process serves this run"):
+            bind_socket(path)
+    finally:
+        await channel.close()
+
+
+def test_the_socket_folder_is_private_and_a_planted_link_is_refused(tmp_path: Path) -> None:
+    runtime = tmp_path / "xdg"
+    runtime.mkdir(mode=0o700)
+    assert socket_folder({"XDG_RUNTIME_DIR": str(runtime)}) == runtime / "mala-tui"
+    assert stat.S_IMODE(os.lstat(runtime / "mala-tui").st_mode) == 0o700
+    # A link where the folder goes is never followed; the fallback is used instead.
+    other = tmp_path / "xdg2"
+    other.mkdir(mode=0o700)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir(mode=0o777)
+    (other / "mala-tui").symlink_to(elsewhere)
+    assert socket_folder({"XDG_RUNTIME_DIR": str(other)}) == Path(f"/tmp/mala-tui-{os.getuid()}")
+    # An XDG folder open to others is not used either.
+    opened = tmp_path / "open"
+    opened.mkdir()
+    opened.chmod(0o777)
+    assert socket_folder({"XDG_RUNTIME_DIR": str(opened)}) == Path(f"/tmp/mala-tui-{os.getuid()}")
