@@ -61,7 +61,11 @@ def start_detached(args: argparse.Namespace, out: TextIO) -> int | None:
     from mala_tui.runtime.host import spawn
 
     args.host_fd = getattr(args, "host_ready_fd", None)
-    if not getattr(args, "detach", False) or args.host_fd is not None:
+    if not getattr(args, "detach", False):
+        return None
+    if args.host_fd is not None:
+        # The host has no terminal to lose: a hangup is no reason to stop (SIGTERM is).
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
         return None
     started = spawn(args.argv, args.command)
     if isinstance(started, int):

@@ -452,9 +452,7 @@ def _demo(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO, shutdow
             out.write(
                 f"demo run {started.journal.run_id}: journal in {started.journal.directory}\n"
             )
-            return await _supervise(
-                started.supervisor, args.headless, out, shutdown, args.host_fd
-            )
+            return await _supervise(started.supervisor, args.headless, out, shutdown, args.host_fd)
 
     try:
         outcome = _until_done(main)

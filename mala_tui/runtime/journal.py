@@ -128,8 +128,8 @@ class RunJournal:
         self._fd: int | None = fd
         self.lines_written = 0
         self.last_seq = 0
-        """The highest sequence number in the journal when it was opened (0 for a new one):
-        a resumed run numbers its events on from there."""
+        """The highest sequence number in the journal: found when it was reopened (a
+        resumed run numbers its events on from there), then the last written."""
         self.failure: OSError | None = None
         """The write that failed for good; set, the journal takes no more lines."""
         self.disk_full: OSError | None = None
@@ -214,6 +214,8 @@ class RunJournal:
         """
         if self._fd is None:
             raise self.failure or ValueError("the journal is closed")
+        if not event.seq:  # written straight, not through a recorder (`land`, say): numbered
+            event = event.model_copy(update={"seq": self.last_seq + 1})
         line = redact_json_line(ev.event_json(event))
         try:
             self._append((line + "\n").encode("utf-8"))
@@ -221,6 +223,7 @@ class RunJournal:
             self.failure = exc
             raise
         self.lines_written += 1
+        self.last_seq = max(self.last_seq, event.seq)
         return line
 
     def _append(self, data: bytes) -> None:

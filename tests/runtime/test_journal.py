@@ -26,6 +26,11 @@ def journal(data_dir: Path, run_id: str = "20261123-101010-abcd") -> RunJournal:
     return RunJournal.create(data_dir, run_id, {"mode": "test", "tasks": ["t"]})
 
 
+def numbered(events: list[ev.Event]) -> list[ev.Event]:
+    """The events as a journal writes them: numbered from 1."""
+    return [e.model_copy(update={"seq": n}) for n, e in enumerate(events, start=1)]
+
+
 def some_events() -> list[ev.Event]:
     return [
         ev.RunStarted(at=1.0, run_id="r", sessions=("s1",), mode="test"),
@@ -65,7 +70,8 @@ def test_round_trip_and_private_files(tmp_path: Path) -> None:
     path = j.save_checkpoint("s1/../x", 1, "## Goal\nG")
     j.close()
     contents = read_events(j.events_path)
-    assert contents.events == some_events()
+    # Numbered as they are written (a recorder numbers its own; these came straight).
+    assert contents.events == numbered(some_events())
     assert contents.skipped == []
     assert path.name.startswith("s1-..-x-") and path.name.endswith("-1.md")  # hashed: renamed
     assert path.parent == j.directory / "checkpoints"
@@ -240,7 +246,7 @@ def test_a_type_that_is_not_a_string_is_skipped_not_a_crash(tmp_path: Path, kind
     with j.events_path.open("a") as raw:
         raw.write(json.dumps({"type": kind, "at": 1.0}) + "\n")
     contents = read_events(j.events_path)
-    assert contents.events == some_events()
+    assert contents.events == numbered(some_events())
     assert [s.reason for s in contents.skipped] == [f"`type` is not a string: {json.dumps(kind)}"]
     (listed,) = list_runs(tmp_path)
     assert listed.ended and listed.ok
@@ -277,9 +283,12 @@ def test_events_are_numbered_in_order_and_a_reopened_journal_numbers_on(tmp_path
 
 def test_a_journal_from_before_numbering_numbers_on_after_its_events(tmp_path: Path) -> None:
     written = journal(tmp_path)
-    for event in some_events():
-        written.write(event)  # written straight, as before numbering: every seq is 0
+    with written.events_path.open("a") as file:  # as a version before numbering wrote them
+        for event in some_events():
+            file.write(ev.event_json(event).replace('"seq":0,', "") + "\n")
     written.close()
     assert {e.seq for e in read_events(written.events_path).events} == {0}
     with RunJournal.reopen(written.directory) as again:
         assert again.last_seq == len(some_events())
+        again.write(ev.RunEnded(at=3.0, run_id="r", ok=True))  # straight, as `land` does
+    assert read_events(written.events_path).events[-1].seq == len(some_events()) + 1
