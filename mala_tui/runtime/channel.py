@@ -144,6 +144,7 @@ class ControlChannel:
                 web.post("/manage", self._post(self._manage)),
                 web.post("/budget", self._post(self._set_budget)),
                 web.post("/stop", self._post(self._stop_run)),
+                web.post("/hurry", self._post(self._hurry)),
             ]
         )
         runner = web.AppRunner(app, access_log=None, handle_signals=False)
@@ -330,7 +331,15 @@ class ControlChannel:
         self.supervisor.say(_text(body, "session"), _text(body, "text"))
 
     def _add_task(self, body: dict[str, Any]) -> None:
-        self.supervisor.add_task(_text(body, "name"), _text(body, "task"), Path(_text(body, "cwd")))
+        self.supervisor.add_task(
+            _text(body, "name"),
+            _text(body, "task"),
+            Path(_text(body, "cwd")),
+            _optional_text(body, "profile") or "",
+        )
+
+    def _hurry(self, body: dict[str, Any]) -> None:
+        self.supervisor.hurry()
 
     def _require_approval(self, body: dict[str, Any]) -> None:
         required = body.get("required")

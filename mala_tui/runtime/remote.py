@@ -311,8 +311,12 @@ class RemoteRun:
     def say(self, session: str, text: str) -> None:
         self._request("POST", "/say", {"session": session, "text": text})
 
-    def add_task(self, name: str, task: str, cwd: Path) -> None:
-        self._request("POST", "/add_task", {"name": name, "task": task, "cwd": str(cwd)})
+    def add_task(self, name: str, task: str, cwd: Path, profile: str = "") -> None:
+        self._request(
+            "POST",
+            "/add_task",
+            {"name": name, "task": task, "cwd": str(cwd), "profile": profile},
+        )
 
     def set_require_approval(self, session: str | None, required: bool) -> None:
         self._request("POST", "/require_approval", {"session": session, "required": required})
@@ -326,6 +330,10 @@ class RemoteRun:
 
     def stop_all(self) -> None:
         self.stop_for(WHEN_STOPPED)
+
+    def hurry(self) -> None:
+        """The stop was asked for again: the host kills the agents now."""
+        self._request("POST", "/hurry", {})
 
     def transcript_path(self, session: str) -> Path | None:
         answer = self._request("GET", f"/transcript?session={_quote(session)}")
