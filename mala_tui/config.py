@@ -148,6 +148,12 @@ class IdleSettings(BaseModel):
     disconnect_timeout_seconds: float = Field(default=10.0, gt=0)
     """Bound on disconnecting a hung agent process; past it the process is killed."""
 
+    api_failure_seconds: float | None = Field(default=60.0, gt=0)
+    """How long a session's API calls may all fail in a row (a dead endpoint: no answer,
+    5xx, overloaded), Claude Code's retries and mala-tui's included, before it fails with
+    what Claude Code said; Claude Code's own retries are fitted to it. None: no bound but
+    the retry counts. An authentication error, or a request the API refuses, fails at once."""
+
     session_timeout_seconds: float | None = Field(default=DEFAULT_SESSION_TIMEOUT_S, gt=0)
     """Wall-clock bound on one session including every retry; past it the session fails.
     Without one, a session whose model has gone away would keep retrying."""

@@ -32,6 +32,9 @@ class Limits:
     max_idle_retries: int
     idle_retry_backoff: tuple[float, ...]
     disconnect_timeout: float
+    api_failure_seconds: float | None
+    """How long every API call may fail in a row (Claude Code's retries and mala-tui's)
+    before the session fails; None: only the retry counts bound it."""
     checkpoint_prompt_tokens: int = 10_000
     """Bound on the checkpoint's copy in the continuation prompt (the full text is saved)."""
     carryover_tokens: int = 6_000

@@ -44,6 +44,7 @@ from mala_tui.core.mask_economics import GrowthRate
 from mala_tui.core.masking_decisions import MaskingDecisions
 from mala_tui.core.observations import (
     AgentFailed,
+    ApiRetrying,
     ApprovalGiven,
     ApprovalPolicyChanged,
     BudgetReached,
@@ -251,6 +252,8 @@ class ContextManager:
                 return self._recovery.on_session_timeout(observation)
             case AgentFailed():
                 return self._recovery.on_agent_failed(observation)
+            case ApiRetrying():
+                return self._recovery.on_api_retrying(observation)
             case CompactionObserved():
                 return self._turns.on_compaction(observation)
             case OperatorCommand():

@@ -185,6 +185,12 @@ class ManagerState:
     """The window as the session was started with it or the CLI reported it."""
     refusal: RefusalBounds | None = None
     """What the API's refusals said of a window smaller than the one told."""
+
+    # -- a failing model endpoint --------------------------------------------------------
+    api_failing_since: float | None = None
+    """When the API calls began to fail, none taken since; None while they succeed."""
+    api_said: str = ""
+    """What Claude Code said last of the failing calls (cleaned, one line)."""
     largest_accepted: int = 0
     """The largest context the API took in this session's life, restarts included."""
     restart_floor: int | None = None

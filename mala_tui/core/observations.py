@@ -58,6 +58,9 @@ class TurnEnded:
     """model_usage[model]["contextWindow"] when the CLI reported it."""
     session_id: str | None = None
     api_error_status: int | None = None
+    api_error_kind: str | None = None
+    """What Claude Code made of a failed call (`authentication_failed`, `invalid_request`,
+    `server_error`...), from the message it wrote in the agent's place."""
 
     @property
     def prompt_too_long(self) -> bool:
@@ -72,6 +75,19 @@ class TurnEnded:
         """The API itself refused the prompt (not Claude Code's own local limit): the
         model's window, whatever the session believed, is smaller than that prompt."""
         return self.terminal_reason == "prompt_too_long"
+
+
+@dataclass(frozen=True, slots=True)
+class ApiRetrying:
+    """Claude Code is retrying a failed API call after a backoff (its `api_retry` message):
+    the agent is alive, but its model endpoint is not answering as it should."""
+
+    at: float
+    status: int | None
+    """The HTTP status; None when there was no answer at all (a closed port)."""
+    error: str = ""
+    """Claude Code's kind of error (`authentication_failed`, `server_error`, `unknown`...)."""
+    attempt: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,6 +235,7 @@ class MessageForAgent:
 
 Observation = (
     UsageObserved
+    | ApiRetrying
     | MessageObserved
     | SessionIdentified
     | TurnEnded

@@ -16,11 +16,24 @@ from __future__ import annotations
 from mala_tui.core import events as ev
 from mala_tui.core.actions import Disconnect, EndStatus, RetryMode, RetryTurn
 from mala_tui.core.manager_state import ManagerState, Outcome
-from mala_tui.core.observations import AgentFailed, IdleTimedOut, SessionTimedOut, TurnEnded
+from mala_tui.core.observations import (
+    AgentFailed,
+    ApiRetrying,
+    IdleTimedOut,
+    SessionTimedOut,
+    TurnEnded,
+)
 from mala_tui.core.phases import STREAMING, IllegalTransition, Phase, Trigger
 from mala_tui.core.prompts import PromptKind
-from mala_tui.core.retry import RETRYABLE_RESULTS, RetryDecision, backoff_delay, decide_retry
-from mala_tui.core.text import excerpt
+from mala_tui.core.retry import (
+    RETRYABLE_RESULTS,
+    ApiFailure,
+    RetryDecision,
+    backoff_delay,
+    classify_api_error,
+    decide_retry,
+)
+from mala_tui.core.text import clean, excerpt
 from mala_tui.core.transcript import Transcript
 
 
@@ -43,7 +56,21 @@ class Recovery:
                 EndStatus.FAILED,
                 f"the turn ended with {reason}: {excerpt(obs.result_text)}",
             )
-        decision, decided = self._retry(obs.at, f"{reason} (status {obs.api_error_status})")
+        said = _said(obs.result_text)
+        if reason == "api_error":
+            failure = classify_api_error(obs.api_error_status, obs.api_error_kind)
+            if failure is ApiFailure.AUTHENTICATION:
+                return self._fail(obs.at, f"authentication failed: {said or _status(obs)}")
+            if failure is ApiFailure.REFUSED:
+                return self._fail(
+                    obs.at, f"the API refused the request ({_http(obs.api_error_status)}): {said}"
+                )
+            self._failing(obs.at, said)
+            over = self._past_bound(obs.at)
+            if over is not None:
+                return self._fail(obs.at, over)
+        cause = f"{reason} ({_http(obs.api_error_status)})" + (f": {said}" if said else "")
+        decision, decided = self._retry(obs.at, cause)
         event = ev.ApiErrorSeen(
             at=obs.at,
             session=self._state.name,
@@ -53,6 +80,51 @@ class Recovery:
             decision=decision.value,
         )
         return Outcome(decided.actions, (event, *decided.events))
+
+    def on_api_retrying(self, obs: ApiRetrying) -> Outcome:
+        """Claude Code retries a failed call: an authentication error fails the session at
+        once (retrying it changes nothing), and so does an endpoint that has failed every
+        call for longer than the bound; else Claude Code goes on retrying."""
+        if self._state.phase not in STREAMING:
+            return Outcome()  # a retry of a turn already given up on
+        if classify_api_error(obs.status, obs.error) is ApiFailure.AUTHENTICATION:
+            kind = f", {clean(obs.error, one_line=True)}" if obs.error else ""
+            return self._fail(
+                obs.at,
+                "authentication failed: the model endpoint refused the credentials "
+                f"({_http(obs.status)}{kind})",
+            )
+        self._failing(obs.at, "")
+        # What Claude Code says once it gives up is better, when a retry before said it.
+        kind = clean(obs.error, one_line=True) or "error"
+        over = self._past_bound(
+            obs.at, f"Claude Code's retries failed ({kind}, {_http(obs.status)})"
+        )
+        return Outcome() if over is None else self._fail(obs.at, over)
+
+    def _failing(self, at: float, said: str) -> None:
+        """A call failed: the failing run starts now unless it had already; say what it said."""
+        if self._state.api_failing_since is None:
+            self._state.api_failing_since = at
+        if said:
+            self._state.api_said = said
+
+    def _past_bound(self, at: float, otherwise: str = "") -> str | None:
+        """Why the session fails now that every call has failed for so long (with what
+        Claude Code said last, else `otherwise`); None within the bound."""
+        bound, since = self._state.limits.api_failure_seconds, self._state.api_failing_since
+        if bound is None or since is None or at - since < bound:
+            return None
+        last = self._state.api_said or otherwise
+        said = f": {last}" if last else ""
+        return (
+            f"the model endpoint failed every call for {at - since:.0f} s (bound: {bound:g} s)"
+            + said
+        )
+
+    def _fail(self, at: float, reason: str) -> Outcome:
+        self._state.check(Trigger.FAIL)
+        return self._state.end(at, Trigger.FAIL, EndStatus.FAILED, reason)
 
     def _retry(self, at: float, cause: str) -> tuple[RetryDecision, Outcome]:
         """Disconnect always; then resume, start fresh, or fail (core.retry)."""
@@ -127,3 +199,16 @@ class Recovery:
         """The agent could not go on (the runtime has given up on it): the session fails."""
         self._state.check(Trigger.FAIL)
         return self._state.end(obs.at, Trigger.FAIL, EndStatus.FAILED, obs.reason)
+
+
+def _said(text: str) -> str:
+    """What Claude Code said in the agent's place, as one safe, short line."""
+    return clean(excerpt(text), one_line=True)
+
+
+def _http(status: int | None) -> str:
+    return f"HTTP {status}" if status is not None else "no HTTP status"
+
+
+def _status(obs: TurnEnded) -> str:
+    return f"the model endpoint refused the credentials ({_http(obs.api_error_status)})"

@@ -86,6 +86,7 @@ class TurnFlow:
 
     def on_usage(self, obs: UsageObserved) -> Outcome:
         """An API call's usage: record it, and act on the window it measures."""
+        self._state.api_failing_since, self._state.api_said = None, ""  # the endpoint answers
         self._state.tracker.observe_call(obs.call)
         noted = self._state.note_accepted(obs.at, obs.call)
         self._state.calibration.observe(

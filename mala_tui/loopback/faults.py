@@ -22,6 +22,10 @@ FaultKind = Literal[
     "overloaded",
     # HTTP 500 with the API's api_error body.
     "api_error",
+    # HTTP 401 with the API's authentication_error body: a wrong or revoked key.
+    "unauthorized",
+    # HTTP 400 with the API's invalid_request_error body.
+    "bad_request",
     # Stream message_start and part of the first block, then reset the TCP connection.
     "connection_reset",
     # Stream the reply at ``tokens_per_second``.
@@ -42,7 +46,12 @@ BROKEN_STREAM_TEXT = (
 """What a broken stream carries where its first event's JSON should be."""
 
 STALL_KINDS: frozenset[str] = frozenset({"stall_before_bytes", "stall_after_message_start"})
-HTTP_ERROR_STATUS: dict[str, int] = {"overloaded": 529, "api_error": 500}
+HTTP_ERROR_STATUS: dict[str, int] = {
+    "overloaded": 529,
+    "api_error": 500,
+    "unauthorized": 401,
+    "bad_request": 400,
+}
 
 
 class FaultSpec(BaseModel):

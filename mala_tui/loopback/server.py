@@ -70,6 +70,8 @@ MODEL_IDS = ("claude-sonnet-4-5",)
 _HTTP_ERROR_BODIES = {
     "overloaded": ("overloaded_error", "Overloaded"),
     "api_error": ("api_error", "Internal server error"),
+    "unauthorized": ("authentication_error", "invalid x-api-key"),
+    "bad_request": ("invalid_request_error", "messages: text content blocks must be non-empty"),
 }
 
 

@@ -13,6 +13,7 @@ import asyncio
 from dataclasses import dataclass
 
 from mala_tui.core.observations import (
+    ApiRetrying,
     BudgetReached,
     CompactionObserved,
     Decision,
@@ -26,6 +27,7 @@ from mala_tui.core.observations import (
     UsageObserved,
 )
 from mala_tui.runtime.backends.base import (
+    ApiRetryItem,
     CompactionItem,
     MessageItem,
     ProblemItem,
@@ -95,7 +97,10 @@ def observation_of(item: StreamItem, at: float) -> Observation | ProblemItem:
                 context_window=item.context_window,
                 session_id=item.session_id,
                 api_error_status=item.api_error_status,
+                api_error_kind=item.api_error_kind,
             )
+        case ApiRetryItem():
+            return ApiRetrying(at, item.status, item.error, item.attempt)
         case ProblemItem():
             return item
 

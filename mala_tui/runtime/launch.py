@@ -23,6 +23,7 @@ from mala_tui.core.limits import oversized_task
 from mala_tui.core.numbers import NumberOutOfRange, loads_json, loads_toml
 from mala_tui.core.phases import ManageMode
 from mala_tui.core.prompts import PromptSet
+from mala_tui.core.retry import cli_retries_within
 from mala_tui.prompt_files import load_prompts
 from mala_tui.runtime.approvals import ApprovalMode
 from mala_tui.runtime.attention import Attention, Desktop, desktop_protocol
@@ -259,8 +260,15 @@ def agent_spec(plan: TaskPlan, settings: Settings, **extra: Any) -> SessionSpec:
         mcp_config=profile.mcp_config,
         env={**profile.env, **extra.pop("env", {})},
         own_compaction=ManageMode(task_settings.context.manage) is ManageMode.OFF,
+        cli_retries=_cli_retries(task_settings),
         **extra,
     )
+
+
+def _cli_retries(settings: Settings) -> int | None:
+    """The CLI's own retries of a failed call, fitted to the bound on a failing endpoint."""
+    bound = settings.idle.api_failure_seconds
+    return None if bound is None else cli_retries_within(bound)
 
 
 def oversized(plans: Sequence[TaskPlan], settings: Settings, model: str | None) -> str | None:

@@ -30,7 +30,7 @@ from mala_tui.core.observations import (
 )
 from mala_tui.core.phases import IllegalTransition
 from mala_tui.runtime.agent_process import EventSink
-from mala_tui.runtime.backends.base import ProblemItem, UsageItem
+from mala_tui.runtime.backends.base import ApiRetryItem, ProblemItem, UsageItem
 from mala_tui.runtime.inbox import FromAgent, PermissionWait, observation_of
 
 Clock = Callable[[], float]
@@ -85,6 +85,8 @@ class ManagerFeed:
         if isinstance(observation, ProblemItem):
             self.error(observation.where, observation.message)
             return Outcome()
+        if isinstance(item.item, ApiRetryItem):
+            self.error("api", item.item.line)  # each retry is worth a line in the log
         return self.observe(observation)
 
     def at_clean_point(self) -> bool:

@@ -41,6 +41,7 @@ def limits_from(
         max_idle_retries=idle.max_idle_retries,
         idle_retry_backoff=idle.idle_retry_backoff,
         disconnect_timeout=idle.disconnect_timeout_seconds,
+        api_failure_seconds=idle.api_failure_seconds,
     )
 
 

@@ -6,9 +6,15 @@ import asyncio
 import json
 from pathlib import Path
 
-from claude_agent_sdk import AssistantMessage, SystemMessage, TextBlock
+from claude_agent_sdk import AssistantMessage, ResultMessage, SystemMessage, TextBlock
 
-from mala_tui.runtime.backends.base import ProblemItem, SessionIdItem, SessionSpec
+from mala_tui.runtime.backends.base import (
+    ApiRetryItem,
+    ProblemItem,
+    ResultItem,
+    SessionIdItem,
+    SessionSpec,
+)
 from mala_tui.runtime.backends.claude import ClaudeClient
 
 
@@ -16,7 +22,7 @@ def client() -> ClaudeClient:
     return ClaudeClient(SessionSpec(name="s1", task="t", cwd=Path("/ws")), resume=None)
 
 
-def test_the_clis_api_retries_become_log_lines() -> None:
+def test_the_clis_api_retries_say_the_status_and_the_kind_of_error() -> None:
     retry = SystemMessage(
         subtype="api_retry",
         data={
@@ -24,12 +30,55 @@ def test_the_clis_api_retries_become_log_lines() -> None:
             "subtype": "api_retry",
             "attempt": 1,
             "max_retries": 2,
-            "error_status": 529,
+            "error_status": 401,
+            "error": "authentication_failed",
         },
     )
-    assert client()._convert(retry) == [
-        ProblemItem("api", "API call failed with 529; the CLI retries (attempt 1 of 2)")
-    ]
+    (item,) = client()._convert(retry)
+    assert item == ApiRetryItem(status=401, error="authentication_failed", attempt=1, of=2)
+    assert item.line == (
+        "API call failed with 401 (authentication_failed); the CLI retries (attempt 1 of 2)"
+    )
+    closed = SystemMessage(subtype="api_retry", data={"error_status": None, "error": "unknown"})
+    (item,) = client()._convert(closed)
+    assert (item.status, item.line) == (None, "API call failed (unknown); the CLI retries")
+
+
+def test_a_failed_turn_carries_the_kind_of_error_claude_code_wrote_in_its_place() -> None:
+    c = client()
+    said = AssistantMessage(
+        content=[TextBlock("Not logged in · Please run /login")],
+        model="<synthetic>",
+        error="authentication_failed",
+    )
+    c._convert(said)
+    (result,) = c._convert(
+        ResultMessage(
+            subtype="success",
+            duration_ms=1,
+            duration_api_ms=0,
+            is_error=True,
+            num_turns=1,
+            session_id="s",
+            result="Not logged in · Please run /login",
+        )
+    )
+    assert isinstance(result, ResultItem)
+    assert (result.api_error_kind, result.result_text) == (
+        "authentication_failed",
+        "Not logged in · Please run /login",
+    )
+    (next_result,) = c._convert(
+        ResultMessage(
+            subtype="success",
+            duration_ms=1,
+            duration_api_ms=0,
+            is_error=False,
+            num_turns=1,
+            session_id="s",
+        )
+    )
+    assert isinstance(next_result, ResultItem) and next_result.api_error_kind is None
 
 
 def test_init_gives_the_session_id_and_subagent_messages_are_left_out() -> None:

@@ -35,3 +35,28 @@ def test_the_options_carry_an_absolute_folder_and_private_home(
     assert options.env["TMPDIR"] == str(tmp_path / "runs/x/home/tmp")
     assert (tmp_path / "runs/x/home/claude-config").is_dir()
     assert config_dir(spec) == tmp_path / "runs/x/home/claude-config"
+
+
+def test_the_clis_own_retries_are_fitted_to_the_api_failure_bound_unless_set() -> None:
+    spec = SessionSpec(name="s", task="t", cwd=Path("/ws"), cli_retries=5)
+    assert session_env(spec, {})["CLAUDE_CODE_MAX_RETRIES"] == "5"
+    # The user's own setting (inherited, or a profile's env) is theirs: left alone.
+    assert "CLAUDE_CODE_MAX_RETRIES" not in session_env(spec, {"CLAUDE_CODE_MAX_RETRIES": "9"})
+    given = SessionSpec(
+        name="s", task="t", cwd=Path("/ws"), cli_retries=5, env={"CLAUDE_CODE_MAX_RETRIES": "1"}
+    )
+    assert session_env(given, {})["CLAUDE_CODE_MAX_RETRIES"] == "1"
+    plain = SessionSpec(name="s", task="t", cwd=Path("/ws"))
+    assert "CLAUDE_CODE_MAX_RETRIES" not in session_env(plain, {})
+
+
+def test_a_run_fits_the_clis_retries_to_its_setting() -> None:
+    from mala_tui.config import Settings
+    from mala_tui.runtime.launch import TaskPlan, agent_spec
+
+    settings = Settings.model_validate({"idle": {"api_failure_seconds": 600}})
+    plan = TaskPlan("s", "t", Path("/ws"))
+    assert agent_spec(plan, Settings()).cli_retries == 5
+    assert agent_spec(plan, settings).cli_retries == 10
+    unbounded = Settings.model_validate({"idle": {"api_failure_seconds": None}})
+    assert agent_spec(plan, unbounded).cli_retries is None

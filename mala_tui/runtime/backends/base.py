@@ -37,6 +37,9 @@ class SessionSpec:
     """When mala-tui provides the model: CLAUDE_CONFIG_DIR and TMPDIR live under here."""
     own_compaction: bool = False
     """Leave the agent's own compaction on (management mode `off`: mala-tui only watches)."""
+    cli_retries: int | None = None
+    """How many times the CLI retries a failed API call itself (CLAUDE_CODE_MAX_RETRIES),
+    fitted to the bound on a failing endpoint; None: the CLI's own default."""
 
 
 @dataclass(frozen=True)
@@ -78,6 +81,27 @@ class ResultItem:
     context_window: int | None
     session_id: str | None
     api_error_status: int | None = None
+    api_error_kind: str | None = None
+    """Claude Code's kind of error for a failed call (`authentication_failed`...)."""
+
+
+@dataclass(frozen=True)
+class ApiRetryItem:
+    """Claude Code retries a failed API call after a backoff (its `api_retry` message)."""
+
+    status: int | None
+    """The HTTP status; None when nothing answered."""
+    error: str = ""
+    attempt: int | None = None
+    of: int | None = None
+
+    @property
+    def line(self) -> str:
+        """The event log's line for it."""
+        status = f" with {self.status}" if self.status is not None else ""
+        kind = f" ({self.error})" if self.error else ""
+        of = f" (attempt {self.attempt} of {self.of})" if self.attempt and self.of else ""
+        return f"API call failed{status}{kind}; the CLI retries{of}"
 
 
 @dataclass(frozen=True)
@@ -88,7 +112,15 @@ class ProblemItem:
     message: str
 
 
-StreamItem = UsageItem | MessageItem | SessionIdItem | CompactionItem | ResultItem | ProblemItem
+StreamItem = (
+    UsageItem
+    | MessageItem
+    | SessionIdItem
+    | CompactionItem
+    | ResultItem
+    | ApiRetryItem
+    | ProblemItem
+)
 
 
 def carries_tool_result(item: StreamItem | None) -> bool:

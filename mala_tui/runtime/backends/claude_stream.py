@@ -28,6 +28,7 @@ from claude_agent_sdk import ToolUseBlock as SdkToolUseBlock
 from mala_tui.core.transcript import Block, Message, Role, TextBlock, ToolCall, ToolResult
 from mala_tui.core.usage import CallUsage, UsageFieldError
 from mala_tui.runtime.backends.base import (
+    ApiRetryItem,
     CompactionItem,
     MessageItem,
     ProblemItem,
@@ -44,6 +45,8 @@ class StreamConverter:
     def __init__(self) -> None:
         self._usage: dict[str, CallUsage] = {}
         self._last_message_id: str | None = None
+        self._error_kind: str | None = None
+        """The kind of error of the message Claude Code wrote in the agent's place this turn."""
 
     def convert(self, message: object) -> list[StreamItem]:
         """The stream items one SDK message stands for (none for what is not used)."""
@@ -114,6 +117,8 @@ class StreamConverter:
             # An error (prompt too long, say) comes as a message the CLI wrote in the
             # agent's place: shown in the log, but not the agent's work to carry over.
             not_the_agents = message.error is not None
+            if message.error is not None:
+                self._error_kind = str(message.error)
             items.append(MessageItem(Message(Role.ASSISTANT, tuple(blocks), not_the_agents)))
         return items
 
@@ -137,12 +142,17 @@ class StreamConverter:
         if message.subtype == "init" and data.get("session_id"):
             return [SessionIdItem(str(data["session_id"]))]
         if message.subtype == "api_retry":
-            # The CLI is retrying a failed API call (529, 500, a dropped connection) after
-            # a backoff: the agent is alive, and the retry is worth a line in the log.
-            status = data.get("error_status") or data.get("error") or "error"
-            attempt, most = data.get("attempt"), data.get("max_retries")
-            of = f" (attempt {attempt} of {most})" if attempt and most else ""
-            return [ProblemItem("api", f"API call failed with {status}; the CLI retries{of}")]
+            # The CLI is retrying a failed API call (529, 500, a dropped connection, a 401)
+            # after a backoff: the agent is alive, but its endpoint may be gone for good.
+            error = data.get("error")
+            return [
+                ApiRetryItem(
+                    status=_int_or_none(data.get("error_status")),
+                    error=error if isinstance(error, str) else "",
+                    attempt=_int_or_none(data.get("attempt")),
+                    of=_int_or_none(data.get("max_retries")),
+                )
+            ]
         if message.subtype == "compact_boundary":
             meta = data.get("compact_metadata") or {}
             return [
@@ -165,6 +175,7 @@ class StreamConverter:
             value = _int_or_none(model_usage.get("contextWindow"))
             if value:
                 window = max(window or 0, value)
+        kind, self._error_kind = self._error_kind, None  # the next turn starts clean
         return ResultItem(
             subtype=message.subtype,
             is_error=message.is_error,
@@ -174,6 +185,7 @@ class StreamConverter:
             context_window=window,
             session_id=message.session_id,
             api_error_status=message.api_error_status,
+            api_error_kind=kind,
         )
 
 

@@ -21,6 +21,9 @@ from mala_tui.runtime.backends.base import SessionSpec
 MANAGED_ENV: Final = {"DISABLE_AUTO_COMPACT": "1"}
 """Environment every managed session gets: the manager, not the CLI, manages the window."""
 
+RETRIES_VARIABLE: Final = "CLAUDE_CODE_MAX_RETRIES"
+"""How many times the CLI retries a failed API call before its turn ends with the error."""
+
 PATH_VARIABLES: Final = (
     "CLAUDE_CONFIG_DIR",
     "TMPDIR",
@@ -53,6 +56,9 @@ def session_env(spec: SessionSpec, inherited: Mapping[str, str] | None = None) -
     env = dict(spec.env)
     if not spec.own_compaction:
         env.update(MANAGED_ENV)
+    # The user's own choice (inherited, or in the spec's env) stands.
+    if spec.cli_retries is not None and RETRIES_VARIABLE not in {**inherited, **env}:
+        env[RETRIES_VARIABLE] = str(spec.cli_retries)
     home = private_home(spec)
     if home is not None:
         env.setdefault("CLAUDE_CONFIG_DIR", str(home / "claude-config"))
