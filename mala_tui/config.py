@@ -30,6 +30,7 @@ from pydantic import (
 from mala_tui.core.budget import BudgetLimits
 from mala_tui.core.numbers import NumberOutOfRange, loads_toml
 from mala_tui.core.pricing import PriceTable
+from mala_tui.text_files import read_text
 
 APP_NAME = "mala-tui"
 ENV_PREFIX = "MALA_TUI_"
@@ -386,6 +387,11 @@ def user_config_dir() -> Path:
     return Path(platformdirs.user_config_dir(APP_NAME, appauthor=False))
 
 
+def no_config_file(path: Path) -> bool:
+    """`MALA_TUI_CONFIG_FILE=/dev/null`: read no config file, only the defaults."""
+    return str(path) == os.devnull
+
+
 def config_file_path(env: Mapping[str, str] | None = None) -> Path:
     """The file read: `MALA_TUI_CONFIG_FILE` if set, else config.toml in the user config dir."""
     env = os.environ if env is None else env
@@ -423,8 +429,9 @@ def load_settings(
     env = os.environ if env is None else env
     path = config_file_path(env)
     layered = _Layered()
-    exists = path.is_file()
-    if not exists and path.exists():
+    # /dev/null: no config file at all (as pip, git and ssh read it), not an error.
+    exists = path.is_file() and not no_config_file(path)
+    if not exists and path.exists() and not no_config_file(path):
         raise ConfigError(f"config file {path}: not a file ({CONFIG_FILE_ENV} or the default)")
     if exists:
         _apply_file(layered, path)
@@ -452,12 +459,14 @@ def parse_override(text: str) -> tuple[str, Any]:
 
 def _apply_file(layered: _Layered, path: Path) -> None:
     try:
-        data = loads_toml(path.read_text(encoding="utf-8"))
+        data = loads_toml(read_text(path))
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"config file {path}: TOML syntax error: {exc}") from None
     except NumberOutOfRange as exc:
         raise ConfigError(f"config file {path}: {exc}") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
+        raise ConfigError(f"config file {path}: cannot be read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
         raise ConfigError(f"config file {path}: cannot be read: {exc}") from None
     source = f"file {path}"
     for section, table in data.items():

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from mala_tui.core.prompts import REQUIRED_FIELDS, PromptKind, PromptSet, PromptTemplateError
 from mala_tui.resources import shipped_folder
+from mala_tui.text_files import read_text
 
 
 def load_prompts(user_dir: Path | None = None) -> PromptSet:
@@ -25,11 +26,12 @@ def load_prompts(user_dir: Path | None = None) -> PromptSet:
         own = user_dir / name if user_dir is not None else None
         try:
             if own is not None and own.is_file():
-                templates[kind] = (str(own), own.read_text(encoding="utf-8"))
+                templates[kind] = (str(own), read_text(own))
             else:
                 source = shipped.joinpath(name)
                 templates[kind] = (f"shipped {name}", source.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError) as exc:
             where = own if own is not None and own.is_file() else name
-            raise PromptTemplateError(f"{where}: cannot be read: {exc}") from None
+            said = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+            raise PromptTemplateError(f"{where}: cannot be read: {said}") from None
     return PromptSet.checked(templates)

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any, TextIO
 
-from mala_tui.config import LoadedSettings
+from mala_tui.config import CONFIG_FILE_ENV, LoadedSettings, no_config_file
 
 
 def show(loaded: LoadedSettings, out: TextIO, *, as_json: bool = False) -> int:
@@ -18,8 +18,11 @@ def show(loaded: LoadedSettings, out: TextIO, *, as_json: bool = False) -> int:
         }
         out.write(json.dumps(payload, indent=2) + "\n")
         return 0
-    state = "" if loaded.config_file_exists else " (not present: defaults apply)"
-    out.write(f"# config file: {loaded.config_file}{state}\n")
+    if no_config_file(loaded.config_file):
+        out.write(f"# config file: none ({CONFIG_FILE_ENV}={loaded.config_file})\n")
+    else:
+        state = "" if loaded.config_file_exists else " (not present: defaults apply)"
+        out.write(f"# config file: {loaded.config_file}{state}\n")
     section = ""
     for key, value, source, doc in loaded.rows():
         this_section, name = key.split(".", 1)

@@ -225,13 +225,17 @@ def has_terminal() -> bool:
 def refusal(args: argparse.Namespace, loaded: LoadedSettings) -> str | None:
     """Why this run cannot start as asked, before anything is created; None if it can."""
     from mala_tui.core.prompts import PromptTemplateError
+    from mala_tui.runtime.backends.cli_launcher import cli_problem
     from mala_tui.runtime.launch import HeadlessApprovalError, check_approval_mode, prompts_for
 
-    if getattr(args, "host_fd", None) is not None:
-        pass  # the run's host: consoles attach to it, it needs no terminal of its own
-    elif not args.headless and not has_terminal():
+    # The run's host needs no terminal of its own: consoles attach to it.
+    host = getattr(args, "host_fd", None) is not None
+    if not host and not args.headless and not has_terminal():
         return "the app needs a terminal (stdin and stdout); without one, use --headless"
-    elif args.headless:
+    missing = cli_problem()
+    if missing is not None:
+        return missing
+    if not host and args.headless:
         try:
             check_approval_mode(args.approve, loaded.settings, sys.stdin.isatty())
         except HeadlessApprovalError as exc:
@@ -471,27 +475,40 @@ def _until_done(main: Callable[[], object]) -> RunResult | Shutdown | int:
 
 
 def _finish(outcome: RunResult | Shutdown | int, supervisor: Supervisor | None, out: TextIO) -> int:
-    from mala_tui.runtime.launch import exit_status
+    from mala_tui.runtime.launch import exit_status, run_status
     from mala_tui.runtime.signals import Shutdown
 
-    with contextlib.suppress(OSError):  # after SIGHUP the terminal may be gone
+    result = None if isinstance(outcome, int | Shutdown) else outcome
+    if result is not None:
+        outcome = run_status(result)  # the run's own, whether or not it can be said
+    try:  # after SIGHUP the terminal may be gone, or the reader of a pipe (`| head -1`)
         if isinstance(outcome, int) and outcome == EXIT_INTERRUPTED:
             out.write("interrupted: every session was stopped\n")
         elif isinstance(outcome, Shutdown):
             out.write(f"{outcome.cause}: every session was stopped\n")
-        elif not isinstance(outcome, int):
-            status = exit_status(outcome, out)
-            outcome = status
+        elif result is not None:
+            exit_status(result, out)
         if supervisor is not None:
             out.write(resume_hint(supervisor))
             out.write(cost_line(supervisor.state.spend))
         out.flush()
+    except OSError:
+        _silence(out)
     if isinstance(outcome, Shutdown):
         return outcome.exit_status or EXIT_INTERRUPTED
     if supervisor is not None and supervisor.storage_failure is not None:
         print(f"mala-tui: {supervisor.stop_cause}; every session was stopped", file=sys.stderr)
         return EXIT_STORAGE
     return outcome if isinstance(outcome, int) else 1
+
+
+def _silence(out: TextIO) -> None:
+    """Output nobody reads any more: what is still buffered, and what is written after,
+    goes nowhere, so the interpreter's own last flush does not fail (and set 120)."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, out.fileno())
+        os.close(devnull)
 
 
 def resume_hint(supervisor: Supervisor) -> str:

@@ -72,6 +72,24 @@ def _check_template(value: str) -> str:
     return value
 
 
+_INDEX_FIELD = re.compile(r"\{i(?::([^{}]*))?\}")
+"""`{i}` or `{i:03d}` in file content: the only braces filled in there."""
+
+
+def _expand_content(text: str, number: int) -> str:
+    """File content (a workspace file, a Write, an Edit's strings) with `{i}` filled in
+    and every other brace kept as it is: content is code and JSON, full of braces."""
+    return _INDEX_FIELD.sub(lambda match: format(number, match.group(1) or ""), text)
+
+
+def _check_content(value: str) -> str:
+    try:
+        _expand_content(value, 1)
+    except ValueError as exc:
+        raise ValueError(f"{{i}} in {value[:60]!r} does not format: {exc}") from exc
+    return value
+
+
 def _check_relative_path(value: str) -> str:
     path = PurePosixPath(value)
     if not value or path.is_absolute() or ".." in path.parts:
@@ -178,7 +196,7 @@ class EditStep(_StepSpec):
     @field_validator("old", "new")
     @classmethod
     def check_strings(cls, value: str) -> str:
-        return _check_template(value)
+        return _check_content(value)
 
 
 class WriteStep(_StepSpec):
@@ -193,6 +211,11 @@ class WriteStep(_StepSpec):
     @classmethod
     def check_path(cls, value: str) -> str:
         return _check_relative_path(value)
+
+    @field_validator("content")
+    @classmethod
+    def check_content(cls, value: str | None) -> str | None:
+        return None if value is None else _check_content(value)
 
     @model_validator(mode="after")
     def check_content_or_size(self) -> Self:
@@ -221,6 +244,11 @@ class WorkspaceFile(_Strict):
     @classmethod
     def check_path(cls, value: str) -> str:
         return _check_relative_path(value)
+
+    @field_validator("content")
+    @classmethod
+    def check_content(cls, value: str | None) -> str | None:
+        return None if value is None else _check_content(value)
 
     @model_validator(mode="after")
     def check_content_or_size(self) -> Self:
@@ -425,12 +453,12 @@ def _expand_step(spec: StepSpec, number: int, i: int) -> PlannedStep:
     elif isinstance(spec, EditStep):
         primary, params = (
             _expand(spec.path, i),
-            {"old": _expand(spec.old, i), "new": _expand(spec.new, i)},
+            {"old": _expand_content(spec.old, i), "new": _expand_content(spec.new, i)},
         )
     else:
         primary = _expand(spec.path, i)
         content = (
-            _expand(spec.content, i)
+            _expand_content(spec.content, i)
             if spec.content is not None
             else generate_content(primary, spec.size or 0, spec.kind)
         )
@@ -623,7 +651,7 @@ class Scenario(_Strict):
             for i in range(entry.start, entry.start + entry.count):
                 path = _expand(entry.path, i)
                 if entry.content is not None:
-                    files.append((path, _expand(entry.content, i)))
+                    files.append((path, _expand_content(entry.content, i)))
                     continue
                 facts = [fact for _, fact in self._fact_specs() if fact.path == path]
                 files.append((path, _with_facts(path, entry.size or 0, entry.kind, facts)))

@@ -102,6 +102,17 @@ def list_runs(data_dir: Path) -> list[RunSummary]:
     Raises:
         JournalError: the runs folder exists but cannot be listed.
     """
+    return [_summarize(directory) for directory in run_folders(data_dir)]
+
+
+def run_folders(data_dir: Path) -> list[Path]:
+    """The folders of the runs under the data dir (those holding a journal), newest first:
+    a run id starts with its start time. Nothing is read: finding one run costs no more
+    than listing a folder, however large the other runs' journals are.
+
+    Raises:
+        JournalError: the runs folder exists but cannot be listed.
+    """
     root = runs_dir(data_dir)
     if not root.is_dir():
         return []
@@ -109,12 +120,7 @@ def list_runs(data_dir: Path) -> list[RunSummary]:
         folders = sorted(root.iterdir(), reverse=True)
     except OSError as exc:
         raise JournalError(f"{root}: cannot be listed: {exc.strerror or exc}") from None
-    found = []
-    for directory in folders:
-        if not (directory / EVENTS_FILE).is_file():
-            continue
-        found.append(_summarize(directory))
-    return found
+    return [directory for directory in folders if (directory / EVENTS_FILE).is_file()]
 
 
 def _summarize(directory: Path) -> RunSummary:
@@ -145,19 +151,19 @@ def find_run(data_dir: Path, run: str) -> Path:
     Raises:
         JournalError: no such run, or the prefix is ambiguous.
     """
-    runs = list_runs(data_dir)
+    runs = run_folders(data_dir)
     if run == "latest":
         if not runs:
             raise JournalError(f"no runs under {runs_dir(data_dir)}")
-        return runs[0].directory
-    exact = [r for r in runs if r.run_id == run]
+        return runs[0]
+    exact = [r for r in runs if r.name == run]
     if exact:
-        return exact[0].directory
-    matches = [r for r in runs if r.run_id.startswith(run)]
+        return exact[0]
+    matches = [r for r in runs if r.name.startswith(run)]
     if len(matches) == 1:
-        return matches[0].directory
+        return matches[0]
     if not matches:
         raise JournalError(f"no run {run!r} under {runs_dir(data_dir)}; `mala-tui runs` lists them")
     raise JournalError(
-        f"{run!r} matches {len(matches)} runs: {', '.join(r.run_id for r in matches[:5])}"
+        f"{run!r} matches {len(matches)} runs: {', '.join(r.name for r in matches[:5])}"
     )

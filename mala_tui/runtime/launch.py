@@ -44,6 +44,7 @@ from mala_tui.runtime.run_types import RunResult
 from mala_tui.runtime.session_host import BackendFactory
 from mala_tui.runtime.session_limits import limits_from
 from mala_tui.runtime.supervisor import Supervisor
+from mala_tui.text_files import read_text
 
 EXIT_OK = 0
 EXIT_NOT_ALL_DONE = 1
@@ -135,7 +136,7 @@ def _read_tasks_file(
     path: Path, settings: Settings, cwd: Path | None
 ) -> tuple[list[TaskPlan], dict[str, Profile]]:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path)
     except OSError as exc:
         raise TaskFileError(f"tasks file {path}: cannot be read: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:
@@ -477,6 +478,11 @@ def exit_status(result: RunResult, out: TextIO) -> int:
         reason = one_line(result.reasons.get(name, ""), 400)
         line = f"{one_line(name, 80)}: {status.value}{' - ' + reason if reason else ''}"
         out.write(redact(line) + "\n")
+    return run_status(result)
+
+
+def run_status(result: RunResult) -> int:
+    """The exit status of a run that came to its end: 0 when every session finished."""
     return EXIT_OK if result.ok else EXIT_NOT_ALL_DONE
 
 

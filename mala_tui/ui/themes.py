@@ -26,6 +26,7 @@ from textual.theme import Theme
 
 from mala_tui.config import user_config_dir
 from mala_tui.resources import shipped_folder
+from mala_tui.text_files import read_text
 
 OWN_VARIABLES: Final = ("gauge-normal", "gauge-soft", "gauge-hard", "gauge-mark")
 """mala-tui's theme tokens, used by the gauge, the trend line and the context chart."""
@@ -121,7 +122,8 @@ def load_themes(folders: Iterable[Traversable | Path]) -> ThemeLoad:
     for folder in folders:
         for entry in _theme_files(folder):
             try:
-                theme = load_theme_file(entry.read_text(encoding="utf-8"))
+                text = read_text(entry) if isinstance(entry, Path) else entry.read_text("utf-8")
+                theme = load_theme_file(text)
             except (OSError, UnicodeDecodeError, ValueError) as exc:
                 loaded.errors.append(f"{entry}: {exc}")
                 continue

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -132,3 +134,149 @@ def test_a_profiles_window_and_thresholds_are_the_ones_a_task_is_held_to(tmp_pat
         "mala-tui run: task 'unmanaged' is about 225,000 tokens (900,000 characters at 4 a "
         "token): more than its 200,000-token window;"
     )
+
+
+# -- smaller ----------------------------------------------------------------------------------
+
+
+def test_a_config_file_of_dev_null_means_no_config_file(tmp_path: Path) -> None:
+    env = dict(os.environ, MALA_TUI_CONFIG_FILE=os.devnull)
+    shown = mala("config", "show", env=env)
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.splitlines()[0] == "# config file: none (MALA_TUI_CONFIG_FILE=/dev/null)"
+    assert (
+        json.loads(mala("config", "show", "--json", env=env).stdout)["context.soft_threshold"][
+            "source"
+        ]
+        == "default"
+    )
+    assert mala("config", "path", env=env).stdout == "/dev/null\n"
+    listed = mala("runs", "--data-dir", str(tmp_path), env=env)
+    assert listed.returncode == 0
+
+
+@pytest.mark.parametrize("source", ["/dev/zero", "/dev/urandom"])
+def test_an_endless_tasks_file_is_read_up_to_a_limit(tmp_path: Path, source: str) -> None:
+    done = mala("run", "--tasks", source, "--headless", "--data-dir", str(tmp_path / "d"))
+    assert done.returncode == 2
+    assert one_line(done) == (
+        f"mala-tui run: tasks file {source}: cannot be read: larger than 16 MiB"
+    )
+    assert not (tmp_path / "d" / "runs").exists()
+
+
+def test_an_endless_config_file_is_read_up_to_a_limit(tmp_path: Path) -> None:
+    big = tmp_path / "config.toml"
+    with big.open("w") as out:
+        out.write("# " + "x" * (17 * 2**20) + "\n")
+    done = mala("config", "show", env=dict(os.environ, MALA_TUI_CONFIG_FILE=str(big)))
+    assert done.returncode == 2
+    assert one_line(done) == (
+        f"mala-tui: config error: config file {big}: cannot be read: larger than 16 MiB"
+    )
+
+
+def sdk_without_its_cli(tmp_path: Path, cli: bytes | None) -> dict[str, str]:
+    """An environment whose claude-agent-sdk (a copy, first on the path) has `cli` as its
+    bundled CLI (None: none), with no `claude` on PATH either."""
+    import shutil
+
+    import claude_agent_sdk
+
+    site = tmp_path / "site"
+    shutil.copytree(
+        Path(claude_agent_sdk.__file__).parent,
+        site / "claude_agent_sdk",
+        ignore=shutil.ignore_patterns("claude", "__pycache__"),
+    )
+    if cli is not None:
+        (site / "claude_agent_sdk" / "_bundled" / "claude").write_bytes(cli)  # not executable
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    return dict(os.environ, PYTHONPATH=str(site), PATH=f"{bin_dir}:/usr/bin:/bin")
+
+
+@pytest.mark.parametrize("cli", [None, b"#!/bin/sh\n"], ids=["missing", "not-executable"])
+def test_a_missing_or_unusable_cli_is_one_line_before_the_run(
+    tmp_path: Path, cli: bytes | None
+) -> None:
+    env = sdk_without_its_cli(tmp_path, cli)
+    done = mala("run", "a task", "--headless", "--data-dir", str(tmp_path / "d"), env=env)
+    assert done.returncode == 2
+    bundled = tmp_path / "site" / "claude_agent_sdk" / "_bundled" / "claude"
+    fix = "pip install --force-reinstall claude-agent-sdk"
+    assert one_line(done) == (
+        f"mala-tui run: Claude Code's CLI is missing: not at {bundled}, and no `claude` on "
+        f"PATH (reinstall it: {fix})"
+        if cli is None
+        else f"mala-tui run: Claude Code's CLI is not executable: {bundled} (chmod +x it, or "
+        f"reinstall it: {fix})"
+    )
+    assert not (tmp_path / "d" / "runs").exists()
+
+
+SPY = """
+import sys
+from mala_tui import cli
+from mala_tui.runtime import journal_reader
+
+real = journal_reader.read_events
+
+def spy(path):
+    print(f"read {path.parent.name}", file=sys.stderr)
+    return real(path)
+
+journal_reader.read_events = spy
+sys.exit(cli.main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["show", "20261123-101010-abcd", "--json"],
+        ["show", "20261123-1010", "--json"],
+        ["show", "latest", "--json"],
+        ["resume", "20261123-101010-abcd", "--headless"],
+    ],
+    ids=["id", "prefix", "latest", "resume"],
+)
+def test_show_and_resume_of_one_run_read_no_other_journal(
+    tmp_path: Path, command: list[str]
+) -> None:
+    data = tmp_path / "data"
+    for n in range(3):
+        finished_run(data, f"20261120-0000{n:02d}-beef")
+    finished_run(data)
+    done = subprocess.run(
+        [sys.executable, "-c", SPY, *command, "--data-dir", str(data)],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == (0 if command[0] == "show" else 2), done.stderr
+    assert "beef" not in done.stderr, "another run's journal was read"
+    assert "20261123-101010-abcd" in done.stdout + done.stderr
+
+
+def test_a_huge_prompt_template_or_theme_is_read_up_to_a_limit(tmp_path: Path) -> None:
+    from mala_tui.core.prompts import PromptTemplateError
+    from mala_tui.prompt_files import load_prompts
+    from mala_tui.ui.themes import load_themes
+
+    for folder in ("prompts", "themes"):
+        (tmp_path / folder).mkdir()
+    huge = 17 * 2**20  # sparse: nothing is written, and the file is that long
+    with (tmp_path / "prompts" / "wind_down.md").open("wb") as template:
+        template.truncate(huge)
+    with pytest.raises(
+        PromptTemplateError, match=r"wind_down\.md: cannot be read: larger than 16 MiB"
+    ):
+        load_prompts(tmp_path / "prompts")
+    with (tmp_path / "themes" / "endless.toml").open("wb") as theme:
+        theme.truncate(huge)
+    assert load_themes([tmp_path / "themes"]).errors == [
+        f"{tmp_path / 'themes' / 'endless.toml'}: larger than 16 MiB"
+    ]

@@ -165,3 +165,35 @@ async def test_a_task_the_model_refuses_as_too_long_fails_and_is_never_done(tmp_
     events = read_events(run.directory / "events.jsonl").events
     assert not [e for e in events if isinstance(e, ev.CheckpointSaved | ev.Restarted)]
     assert "VERSION = 1" in (workspace / "src" / "app.py").read_text()
+
+
+async def test_output_piped_into_head_does_not_turn_success_into_failure(tmp_path: Path) -> None:
+    """`mala-tui run ... | head -1`: the reader goes after one line, the run goes on to its
+    end, journaled, and its exit status is still the run's own."""
+    scenario = load_scenario("quickstart")
+    workspace = tmp_path / "project"
+    workspace.mkdir()
+    materialize_workspace(scenario, workspace)
+    async with LoopbackServer(scenario, response_delay_s=0) as server:
+        env = dict(os.environ, **offline_cli_env(server.base_url, tmp_path / "claude-home"))
+        env["MALA_TUI_STORAGE__DATA_DIR"] = str(tmp_path / "data")
+        process = await asyncio.create_subprocess_exec(
+            *(sys.executable, "-m", "mala_tui", "--set", "agent.model=claude-sonnet-4-5"),
+            *("run", scenario.task, "--cwd", str(workspace), "--headless"),
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=env,
+        )
+        assert process.stdout is not None and process.stderr is not None
+        first = await asyncio.wait_for(process.stdout.readline(), 60)
+        assert first.startswith(b"run ")
+        # What `head -1` does once it has its line: it exits, and the pipe closes.
+        transport = process._transport  # type: ignore[attr-defined]
+        transport.get_pipe_transport(1).close()
+        err = await asyncio.wait_for(process.stderr.read(), 180)
+        code = await process.wait()
+    assert code == 0, err.decode()
+    assert b"Traceback" not in err and b"BrokenPipe" not in err, err.decode()
+    (run,) = list_runs(tmp_path / "data")
+    assert run.ended and run.ok
+    assert "VERSION = 2" in (workspace / "src" / "app.py").read_text()

@@ -159,3 +159,52 @@ def test_materialize_workspace_writes_every_file_at_its_size(tmp_path: Path) -> 
 def test_tools_lists_what_the_cli_must_offer() -> None:
     assert load_scenario("quickstart").tools == ["Read", "Bash", "Grep", "Glob", "Edit", "Write"]
     assert load_scenario("soft-zone-reader").tools == ["Read", "Glob", "Write"]
+
+
+BRACES = """
+name = "braces"
+task = "Fix config.py"
+goal = "Fix config.py"
+final_answer = "Done."
+
+[[workspace.files]]
+path = "config.py"
+content = "SETTINGS = {\\"a\\": 1}\\ndef f():\\n    return {k: v for k, v in SETTINGS.items()}\\n"
+
+[[steps]]
+tool = "Read"
+path = "config.py"
+
+[[steps]]
+tool = "Edit"
+path = "config.py"
+old = "{\\"a\\": 1}"
+new = "{\\"a\\": 2, \\"b\\": {}}"
+
+[[steps]]
+tool = "Write"
+path = "out_{i}.json"
+content = "{\\"n\\": {i}, \\"padded\\": \\"{i:03d}\\", \\"x\\": {}}\\n"
+count = 2
+"""
+
+
+def test_braces_in_file_content_are_literal_and_only_i_is_filled_in(tmp_path: Path) -> None:
+    path = tmp_path / "braces.toml"
+    path.write_text(BRACES)
+    scenario = load_scenario(path)
+    materialize_workspace(scenario, tmp_path / "ws")
+    assert (tmp_path / "ws" / "config.py").read_text() == (
+        'SETTINGS = {"a": 1}\ndef f():\n    return {k: v for k, v in SETTINGS.items()}\n'
+    )
+    edit, first, second = [step for step in scenario.plan() if step.tool != "Read"]
+    assert dict(edit.params) == {"old": '{"a": 1}', "new": '{"a": 2, "b": {}}'}
+    assert dict(first.params)["content"] == '{"n": 1, "padded": "001", "x": {}}\n'
+    assert dict(second.params)["content"] == '{"n": 2, "padded": "002", "x": {}}\n'
+
+
+def test_a_bad_i_format_in_content_is_a_scenario_error(tmp_path: Path) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text(BRACES.replace("{i:03d}", "{i:zz}"))
+    with pytest.raises(ScenarioError, match=r"steps\.2\.Write\.content: .*\{i:zz\}"):
+        load_scenario(path)

@@ -36,6 +36,34 @@ def bundled_cli() -> Path | None:
     return path if path.is_file() else None
 
 
+REINSTALL = "pip install --force-reinstall claude-agent-sdk"
+
+
+def cli_problem() -> str | None:
+    """Why no Claude Code CLI can be started here, in one line; None when one can.
+
+    Found as the SDK finds it: the one bundled with claude-agent-sdk, else `claude` on
+    PATH. Checked before a run starts: without it every session would fail on its own
+    with an internal error.
+    """
+    import claude_agent_sdk
+
+    bundled = Path(claude_agent_sdk.__file__).parent / "_bundled" / "claude"
+    if bundled.is_file():
+        if os.access(bundled, os.X_OK):
+            return None
+        return (
+            f"Claude Code's CLI is not executable: {bundled} "
+            f"(chmod +x it, or reinstall it: {REINSTALL})"
+        )
+    if shutil.which("claude"):
+        return None
+    return (
+        f"Claude Code's CLI is missing: not at {bundled}, and no `claude` on PATH "
+        f"(reinstall it: {REINSTALL})"
+    )
+
+
 def wrapper_text(setpriv: str, cli: Path) -> str:
     command = f"{shlex.quote(setpriv)} --pdeathsig KILL -- {shlex.quote(str(cli))}"
     return f'#!/bin/sh\nexec {command} "$@"\n'
