@@ -149,6 +149,7 @@ def _find_live(args: argparse.Namespace, loaded: LoadedSettings, command: str) -
 
 
 def attach(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.stdout) -> int:
+    from mala_tui.commands.run_cmd import has_terminal
     from mala_tui.runtime.journal import JournalError
     from mala_tui.runtime.remote import RemoteRun
     from mala_tui.runtime.sockets import ChannelError
@@ -156,7 +157,7 @@ def attach(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.s
     folder = _find_live(args, loaded, "attach")
     if isinstance(folder, int):
         return folder
-    if not args.headless and not (sys.stdin.isatty() and sys.stdout.isatty()):
+    if not args.headless and not has_terminal():  # a terminal, or a browser tab's pipes
         print(
             "mala-tui attach: the app needs a terminal (stdin and stdout); without one, "
             "use --headless",
