@@ -53,10 +53,11 @@ def _port(text: str) -> int:
 def tab_command(choice: RunChoice, mala: Sequence[str], data_dir: Path) -> list[str]:
     """The command one browser tab runs: the app on the run the tab opens.
 
-    An ended run opens read-only (`show`). A live run opens as a snapshot of its
-    journal too, until `attach` can open it live.
+    A live run opens attached (`attach`: every operator action works, and closing
+    the tab detaches); one that has ended opens read-only (`show`).
     """
-    return [*mala, "show", choice.run_id, "--data-dir", str(data_dir)]
+    command = "attach" if choice.live else "show"
+    return [*mala, command, choice.run_id, "--data-dir", str(data_dir)]
 
 
 def is_loopback(host: str) -> bool:

@@ -16,8 +16,8 @@ from pathlib import Path
 from mala_tui.core import events as ev
 from mala_tui.core.notices import page_title, waiting_notice
 from mala_tui.core.view import RunState
-from mala_tui.runtime.journal import EVENTS_FILE, RUN_FILE, JournalError, runs_dir
-from mala_tui.runtime.run_source import PID_KEY, mala_process
+from mala_tui.runtime.journal import EVENTS_FILE, JournalError, runs_dir
+from mala_tui.runtime.sockets import live_host
 
 _RUN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 """What a run id from a URL may look like: one folder name, never a path."""
@@ -34,8 +34,6 @@ class RunWatch:
         self.state = RunState(run_id=directory.name)
         self._offset = 0
         self._partial = b""  # a line still being written
-        self._writer: int | None = None
-        self._writer_read = False
 
     @property
     def run_id(self) -> str:
@@ -60,16 +58,10 @@ class RunWatch:
             if event is None:
                 continue
             self.state.apply(event)
-            if isinstance(event, ev.RunResumed):  # a resume journals with its own process
-                self._writer, self._writer_read = event.pid, True
 
     def live(self) -> bool:
-        """Whether a mala-tui process still writes this run (it has not ended, its writer lives)."""
-        if self.state.started_at is None or self.state.ended_at is not None:
-            return False
-        if not self._writer_read:
-            self._writer, self._writer_read = _pid_in_run_file(self.directory), True
-        return mala_process(self._writer) is not None
+        """Whether the run is served to consoles now: its host answers on its socket."""
+        return live_host(self.directory) is not None
 
     def title(self) -> str:
         """The page title: what waits in this run, or that it has ended (core.notices)."""
@@ -87,15 +79,6 @@ def _parse(line: bytes) -> ev.Event | None:
         return ev.parse_event(data) if isinstance(data, dict) else None
     except (ValueError, RecursionError, TypeError, ev.UnknownEventError, ev.BadEventError):
         return None
-
-
-def _pid_in_run_file(directory: Path) -> int | None:
-    try:
-        meta = json.loads((directory / RUN_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    pid = meta.get(PID_KEY) if isinstance(meta, dict) else None
-    return pid if isinstance(pid, int) and not isinstance(pid, bool) else None
 
 
 @dataclass(frozen=True)

@@ -6,10 +6,20 @@ from the server's processes and the run's journal.
 
 from __future__ import annotations
 
+import contextlib
+import shutil
 from pathlib import Path
 
 import pytest
 
+from mala_tui.core import events as ev
+from mala_tui.core.actions import EndStatus
+from mala_tui.core.permissions import AnsweredBy, PermissionAnswer
+from mala_tui.runtime.journal import list_runs, read_events
+from mala_tui.runtime.sockets import live_host
+from tests.integration.harness import alive
+from tests.integration.test_consoles import environment, mala, run_args
+from tests.integration.test_permission_terminal import serve as loopback_serve
 from tests.web.browser import chromium, wait_for
 from tests.web.journals import RUN, write_finished
 from tests.web.serving import serve
@@ -47,3 +57,83 @@ def test_a_finished_run_opens_read_only_from_the_printed_url(tmp_path: Path) -> 
         page.keyboard.press("q")  # the app's key to quit, through the canvas
         page.wait_for_selector("body.-closed", timeout=60_000)
         wait_for(lambda: served.children() == [], 30, "the tab's app to quit", page)
+
+
+def test_a_permission_is_answered_from_the_browser_and_the_agent_goes_on(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """A run in the background waits for permission to use Bash. The printed URL goes
+    straight to the one live run, attached; the app's keys allow the tool; the journal says
+    the operator allowed it, and the agent went on to the end."""
+    workspace, data = tmp_path / "workspace", tmp_path / "data"
+    loopback, env_lines = loopback_serve(workspace, tmp_path / "home")
+    picture = tmp_path / "web-console.png"
+    try:
+        started = mala(*run_args(workspace), "--detach", env=environment(env_lines, data))
+        assert started.returncode == 0, started.stderr
+        (run,) = list_runs(data)
+
+        def events() -> list[ev.Event]:
+            return read_events(run.directory / "events.jsonl").events
+
+        def answered() -> bool:
+            return any(isinstance(event, ev.PermissionDecided) for event in events())
+
+        with serve(data) as served, chromium() as browser:
+            context = browser.new_context(viewport={"width": 1280, "height": 800})
+            first = context.new_page()
+            first.goto(served.url)
+            assert first.url == f"{served.base}/?run={run.run_id}"  # the one live run, at once
+            first.wait_for_selector("body.-first-byte", timeout=60_000)
+            wait_for(lambda: "asks to use Bash" in first.title(), 120, "the request", first)
+            assert first.title() == (
+                f"mala-tui \u2014 task-1 asks to use Bash \u00b7 run {run.run_id}"
+            )
+            (app,) = served.children()  # the tab's app, attached
+            # Closing the tab detaches its app; the run goes on, its question still waiting.
+            first.close()
+            page = context.new_page()
+            wait_for(lambda: not alive(app), 60, "the closed tab's app to end", page)
+            assert live_host(run.directory) is not None and not answered()
+            page.goto(served.base)
+            page.wait_for_selector("body.-first-byte", timeout=60_000)
+            assert len(served.children()) == 1
+            page.click("#terminal")
+            for _ in range(3):  # the canvas has no text: the journal says whether it took
+                page.keyboard.press("P")  # the oldest permission request...
+                page.wait_for_timeout(1500)
+                page.screenshot(path=str(picture))
+                page.keyboard.press("o")  # ...allowed once
+                with contextlib.suppress(AssertionError):
+                    wait_for(answered, 15, "the answer in the journal", page)
+                    break
+            wait_for(
+                lambda: any(isinstance(event, ev.RunEnded) for event in events()),
+                120,
+                "the agent to finish and the run to end",
+                page,
+            )
+            wait_for(lambda: page.title().endswith("(ended)"), 30, "the title to say so", page)
+            # Another browser without the token: refused, and no app started for it.
+            before = set(served.children())
+            stranger = browser.new_context().new_page()
+            refused = stranger.goto(f"{served.base}/?run={run.run_id}")
+            assert refused is not None and refused.status == 403
+            stranger.wait_for_timeout(1000)
+            assert set(served.children()) <= before
+        saved = request.config.getoption("--web-screenshot")
+        if saved:
+            shutil.copyfile(picture, saved)
+    finally:
+        mala("stop", "latest", "--data-dir", str(data), env=environment(env_lines, data))
+        loopback.terminate()
+        loopback.communicate(timeout=30)
+    (decided,) = [event for event in events() if isinstance(event, ev.PermissionDecided)]
+    assert (decided.answer, decided.decided_by) == (
+        PermissionAnswer.ALLOW_ONCE,
+        AnsweredBy.OPERATOR,
+    )
+    (ended,) = [event for event in events() if isinstance(event, ev.SessionEnded)]
+    assert ended.status is EndStatus.DONE
+    summary = workspace / "logs" / "summary.txt"
+    assert summary.read_text().strip().endswith("logs/service.log")

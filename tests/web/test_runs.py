@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 from mala_tui.core import events as ev
+from mala_tui.runtime.sockets import HostRecord, bind_socket, write_host_file
 from mala_tui.web.runs import RunBook, RunWatch
 from tests.web.journals import RUN, lines, permission, run_events, write_finished
 
@@ -39,25 +38,22 @@ def test_a_watch_reads_what_the_journal_gained_and_waits_for_a_line_to_end(
     assert watch.title() == f"mala-tui \u2014 run {RUN} (ended)"
 
 
-def test_a_run_is_live_while_a_mala_tui_process_writes_it(tmp_path: Path) -> None:
+def test_a_run_is_live_while_its_host_answers_on_its_socket(tmp_path: Path) -> None:
     folder = tmp_path / "runs" / RUN
     folder.mkdir(parents=True)
     events = [*run_events(RUN, ("a",)), permission("a", "1", "Bash", 1_790_000_002.0)]
     (folder / "events.jsonl").write_bytes(lines(events))
-    # A process that is not this one, with mala_tui in its command line, as a run's host is.
-    writer = subprocess.Popen(
-        [sys.executable, "-c", "import sys; sys.stdin.read()", "mala_tui"], stdin=subprocess.PIPE
-    )
+    watch = RunWatch(folder)
+    assert not watch.live()  # no host recorded: a run that was never served, or has ended
+    listening = bind_socket(tmp_path / "host.sock")
     try:
-        (folder / "run.json").write_text(f'{{"pid": {writer.pid}}}')
-        watch = RunWatch(folder)
-        assert watch.title() == f"mala-tui \u2014 a asks to use Bash \u00b7 run {RUN}"
+        write_host_file(folder, HostRecord(tmp_path / "host.sock", os.getpid(), RUN))
         assert watch.live()
+        assert watch.title() == f"mala-tui \u2014 a asks to use Bash \u00b7 run {RUN}"
     finally:
-        writer.communicate(b"")
-    assert not watch.live()  # its writer is gone: a crashed run is not live
-    (folder / "run.json").write_text(f'{{"pid": {os.getpid()}}}')
-    assert not RunWatch(folder).live()  # nor one that names this process (it cannot be ours)
+        listening.close()
+    assert not watch.live()  # recorded, but nobody answers: a crashed host
+    assert watch.title() == f"mala-tui \u2014 run {RUN} (ended)"
 
 
 def test_the_book_finds_runs_by_id_prefix_or_latest_and_never_outside_runs(
