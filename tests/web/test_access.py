@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import shutil
 import signal
 import socket
@@ -18,9 +19,10 @@ from pathlib import Path
 import aiohttp
 import pytest
 
+from mala_tui.runtime.sockets import HostRecord, bind_socket, write_host_file
 from mala_tui.web.access import new_token
 from tests.integration.harness import alive
-from tests.web.journals import RUN, write_finished
+from tests.web.journals import RUN, lines, permission, run_events, write_finished
 from tests.web.serving import serve
 
 WRONG = new_token()
@@ -301,3 +303,38 @@ def test_a_server_killed_outright_takes_its_tabs_apps_with_it(tmp_path: Path) ->
         apps = asyncio.run(tab_then_kill())
     assert len(apps) == 1
     wait_until(lambda: not alive(apps[0]), 30, "the tab's app to end with its server")
+
+
+def test_several_live_runs_are_picked_from_and_one_is_opened_at_once(tmp_path: Path) -> None:
+    """A run is live while its host answers on the socket its folder names (a listening
+    socket of this test's stands in for the host here; the browser test has a real one)."""
+    older, newer = "20261101-120000-aaaa", "20261102-120000-bbbb"
+    write_finished(tmp_path, "20261030-120000-done")
+    hosts = []
+    for run_id in (older, newer):
+        folder = tmp_path / "runs" / run_id
+        folder.mkdir(parents=True)
+        asked = [*run_events(run_id, ("fix-tests",)), permission("fix-tests", "1", "Bash", 2.0)]
+        (folder / "events.jsonl").write_bytes(lines(asked))
+        hosts.append(bind_socket(tmp_path / f"{run_id[-4:]}.sock"))
+        write_host_file(folder, HostRecord(tmp_path / f"{run_id[-4:]}.sock", os.getpid(), run_id))
+    try:
+        with serve(tmp_path) as served:
+
+            async def look() -> tuple[str, str]:
+                async with aiohttp.ClientSession(headers=served.cookie_header) as session:
+                    async with session.get(served.base, allow_redirects=False) as picker:
+                        page = await picker.text()
+                    hosts[1].close()  # the newer run's host is gone: one live run is left
+                    async with session.get(served.base, allow_redirects=False) as at_once:
+                        return page, at_once.headers["Location"]
+
+            page, location = asyncio.run(look())
+    finally:
+        for host in hosts:
+            host.close()
+    live, finished = page.split("Finished runs")
+    assert live.index(newer) < live.index(older)  # newest first
+    assert live.count("fix-tests asks to use Bash") == 2
+    assert "20261030-120000-done" in finished and older not in finished
+    assert location == f"/?run={older}"
