@@ -116,17 +116,39 @@ def host_rss_mb() -> list[float]:
     return found
 
 
-def cpu_seconds(pids: Sequence[int]) -> float:
-    """User + system CPU time of these processes so far."""
+def cpu_of(pids: Sequence[int]) -> dict[int, float]:
+    """User + system CPU seconds of each of these processes so far."""
     ticks = os.sysconf("SC_CLK_TCK")
-    total = 0
+    found = {}
     for pid in pids:
         try:
             fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        total += int(fields[11]) + int(fields[12])
-    return total / ticks
+        found[pid] = (int(fields[11]) + int(fields[12])) / ticks
+    return found
+
+
+class CpuMeter:
+    """The CPU a cluster's processes used, sampled every second: a process that ends
+    (a host released) counts with what it had used at its last sample."""
+
+    def __init__(self, cluster: SimCluster) -> None:
+        self._cluster = cluster
+        self._start = cpu_of(cluster.processes())
+        self._last: dict[int, float] = dict(self._start)
+
+    def sample(self) -> None:
+        self._last.update(cpu_of(self._cluster.processes()))
+
+    async def run(self) -> None:
+        while True:
+            self.sample()
+            await asyncio.sleep(1.0)
+
+    @property
+    def seconds(self) -> float:
+        return sum(self._last.values()) - sum(self._start.values())
 
 
 def judge(figures: Figures, events: Sequence[ev.Event], lost_at: float | None) -> None:
@@ -300,12 +322,14 @@ async def compare(sessions: int, steps: int, data: Path) -> list[Figures]:
     local.scenario = "compare: local engine"
     with simulated_cluster(1, sessions) as cluster:
         engine = RayEngine.connect(cluster.address, local_slots=0, memory_mb=0)
+        meter = CpuMeter(cluster)
+        sampling = asyncio.create_task(meter.run())
         try:
-            before = cpu_seconds(cluster.processes())
             remote, _ = await drive(data, sessions, steps, engine=engine, cluster=cluster)
-            remote.cluster_cpu_s = round(cpu_seconds(cluster.processes()) - before, 2)
         finally:
+            sampling.cancel()
             engine.close()
+        remote.cluster_cpu_s = round(meter.seconds, 2)
     remote.scenario, remote.nodes = "compare: ray engine", 1
     remote.processes_left = len(cluster.leftover)
     return [local, remote]

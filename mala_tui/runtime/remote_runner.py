@@ -79,6 +79,29 @@ def _same(event: ev.Event) -> str:
     return redact_json_line(ev.event_json(event))
 
 
+#: What the driver journals of a session itself (its host never sends these).
+_DRIVER_MADE = (
+    ev.HostPlaced,
+    ev.HostLost,
+    ev.WorktreeCreated,
+    ev.WorktreeChanged,
+    ev.WorktreeLanded,
+    ev.WorktreePushed,
+    ev.WorktreeDiscarded,
+    ev.PermissionRequested,
+    ev.PermissionDecided,
+    ev.SessionAdded,
+)
+
+
+def _host_made(event: ev.Event) -> bool:
+    if isinstance(event, _DRIVER_MADE):
+        return False
+    if isinstance(event, ev.ErrorRecorded) and event.where == HOST:
+        return False
+    return not (isinstance(event, ev.WarningRecorded) and event.where == "queue")
+
+
 def _overlap(journaled: list[str], lines: tuple[str, ...]) -> int:
     """How many of `lines` (a reattached host's first events) the journal has already: the
     longest start of them that is the journal's end."""
@@ -206,6 +229,15 @@ class RemoteRunner:
         """Set in a worktree run: its host keeps the working tree at this ref after each turn,
         and a host after a lost one makes the folder again from it when it is not there."""
 
+    def _from_current_host(self) -> list[str]:
+        """The journal's last events from the session's current host (what the host may
+        send again), as `_same` writes them."""
+        placed = max(
+            (i for i, e in enumerate(self._events) if isinstance(e, ev.HostPlaced)), default=-1
+        )
+        mine = [e for e in self._events[placed + 1 :] if e.session and _host_made(e)]
+        return [_same(e) for e in mine[-REPLAY_WINDOW:]]
+
     def remember(self, history: Sequence[ev.Event]) -> None:
         """The session's events journaled before (a resumed run's), before it runs."""
         self._events = [*history, *self._events]
@@ -264,7 +296,7 @@ class RemoteRunner:
             if self.reattach and self.attempts:
                 link = await self._engine.find(self.spec.name, self.attempts)
                 if link is not None:
-                    self._replayed = [_same(e) for e in self._events[-REPLAY_WINDOW:]]
+                    self._replayed = self._from_current_host()
                     manager = await self._host(link, reattached=True)
             while manager is not None:
                 self.attempts += 1

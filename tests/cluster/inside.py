@@ -162,6 +162,17 @@ async def _kill_once_working(process: Any, data: Path, names: list[str]) -> int:
     return -1
 
 
+def _after_a_while(find: Any, seconds: float = 10.0) -> list[str]:
+    """What `find()` still finds once `seconds` have passed (or as soon as it finds none):
+    a worker of a Ray just stopped may take a moment to see its raylet gone."""
+    deadline = time.monotonic() + seconds
+    found: list[str] = find()
+    while found and time.monotonic() < deadline:
+        time.sleep(0.2)
+        found = find()
+    return found
+
+
 def ray_processes(marker: str) -> list[str]:
     """Processes whose environment names `marker` (every process of that Ray has it)."""
     found = []
@@ -212,7 +223,8 @@ async def local_ray(root: Path) -> dict[str, Any]:
         "run_dir": str(run.directory),
         "meta": json.loads((run.directory / "run.json").read_text()),
         "cli_alive": [pid for pid in pids if pid_alive(pid)],
-        "ray_left": ray_processes(str(ray_dir)),
+        "ray_exiting": ray_processes(str(ray_dir)),
+        "ray_left": _after_a_while(lambda: ray_processes(str(ray_dir))),
         "version_2": "VERSION = 2" in (workspace / "src" / "app.py").read_text(),
     }
 

@@ -170,4 +170,7 @@ def test_without_an_address_a_local_ray_runs_the_session_and_stops_after(
     assert "host_placed" in local["stdout"]
     assert local["meta"]["engine"] == "ray" and local["meta"]["ray_address"] is None
     assert local["version_2"]
-    assert local["cli_alive"] == [] and local["ray_left"] == [], "nothing outlives the run"
+    assert local["cli_alive"] == [], "no agent outlives the run"
+    # Ray's processes are stopped and waited for; an idle worker of theirs may take a moment
+    # to notice its raylet gone, but none stays.
+    assert local["ray_left"] == [], local["ray_exiting"]

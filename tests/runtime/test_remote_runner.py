@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -387,7 +388,11 @@ async def test_a_new_driver_takes_a_live_host_up_again_missing_nothing_twice(
     )
     runner = second.add_session(SessionSpec(name="a", task="task a", cwd=tmp_path))
     assert isinstance(runner, remote_runner.RemoteRunner)
-    runner.remember([e for e in before if e.session == "a"])
+    # As `resume` gives it: the session's history, then the run picked up again.
+    back = ev.RunResumed(
+        at=time.time(), run_id="run-1", gap_seconds=0.5, resumed={"a": "task"}, pid=1
+    )
+    runner.remember([*(e for e in before if e.session == "a"), back])
     runner.reattach = True
     resumed = asyncio.create_task(second.run())
     await until(second, lambda e: isinstance(e, ev.MessageQueued))
