@@ -73,10 +73,12 @@ REPLAY_WINDOW = 2_000
 
 
 def _same(event: ev.Event) -> str:
-    """An event as the journal keeps it, less what the driver adds (a checkpoint's file)."""
+    """An event as the journal keeps it, less what the driver adds: its number in the run
+    (the recorder's), a checkpoint's file."""
+    update: dict[str, object] = {"seq": 0}
     if isinstance(event, ev.CheckpointSaved):
-        event = event.model_copy(update={"path": ""})
-    return redact_json_line(ev.event_json(event))
+        update["path"] = ""
+    return redact_json_line(ev.event_json(event.model_copy(update=update)))
 
 
 #: What the driver journals of a session itself (its host never sends these).
