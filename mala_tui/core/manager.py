@@ -39,7 +39,7 @@ from mala_tui.core.actions import EndStatus
 from mala_tui.core.calibration import Density
 from mala_tui.core.checkpoint import Checkpoint
 from mala_tui.core.limits import Limits
-from mala_tui.core.manager_state import Counters, ManagerState, Outcome, StopFor
+from mala_tui.core.manager_state import Counters, Fork, ManagerState, Outcome, StopFor
 from mala_tui.core.mask_economics import GrowthRate
 from mala_tui.core.masking_decisions import MaskingDecisions
 from mala_tui.core.observations import (
@@ -211,13 +211,27 @@ class ContextManager:
         if plan.carried.manage is not None:  # set now: the session's first event says it
             self._state.manage = plan.carried.manage
 
+    def fork_from(
+        self, session_id: str, history: Sequence[Message] = (), density: float | None = None
+    ) -> None:
+        """Have `start` fork the agent session `session_id` (another session's conversation,
+        `history`, its text measured at `density`) instead of starting afresh: the agent
+        resumes it under a new id of its own and gets this session's task as its next
+        instruction."""
+        if self._state.started:
+            raise IllegalTransition(f"{self._state.name}: already started")
+        self._state.fork = Fork(session_id, tuple(history), density)
+
     def start(self, at: float) -> Outcome:
-        """The first prompt: the task itself, or where a resumed run left the session."""
+        """The first prompt: the task itself, or where a resumed run left the session, or
+        the task as the next instruction in a conversation forked from another session."""
         if self._state.started:
             raise IllegalTransition(f"{self._state.name}: already started")
         self._state.started = True
         if self._state.resume is not None:
             return self._restart_flow.resumed_start(at, *self._state.resume)
+        if self._state.fork is not None:
+            return self._turns.forked_turn(at, self._state.fork)
         return self._turns.first_turn()
 
     def observe(self, observation: Observation) -> Outcome:

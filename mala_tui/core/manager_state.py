@@ -131,6 +131,16 @@ class Counters:
     """Tool calls that fetched again what a mask had taken away."""
 
 
+@dataclass(frozen=True, slots=True)
+class Fork:
+    """Another session's conversation a new session starts from (the SDK's `fork_session`):
+    its agent session, what it held, and how its text measured in tokens."""
+
+    session_id: str
+    history: tuple[Message, ...]
+    density: float | None = None
+
+
 @dataclass(eq=False)
 class ManagerState:
     """Everything one manager knows of its session; the parts are handed this object."""
@@ -149,6 +159,8 @@ class ManagerState:
     started: bool = False
     resume: tuple[SessionResume, float, tuple[Message, ...]] | None = None
     """Where `start` picks the session up instead of its task (`mala-tui resume`)."""
+    fork: Fork | None = None
+    """The conversation `start` forks from instead of starting afresh on the task."""
     session_id: str | None = None
     checkpoint: Checkpoint | None = None
     end_status: EndStatus | None = None

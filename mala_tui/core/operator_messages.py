@@ -35,6 +35,9 @@ class Delivery(StrEnum):
     """With the resume after a pause or a stop at a tool result."""
     RESTART = "restart"
     """With the fresh session's continuation prompt."""
+    FORK = "fork"
+    """As the first prompt of a session forked from another's conversation: the new
+    instruction it was forked with."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus, SendPrompt
+from mala_tui.core.calibration import Calibration
 from mala_tui.core.checkpoint import CheckpointError, extract_checkpoint
-from mala_tui.core.manager_state import ManagerState, Outcome, StopFor
+from mala_tui.core.manager_state import Fork, ManagerState, Outcome, StopFor
 from mala_tui.core.masking import call_key
 from mala_tui.core.masking_decisions import MaskingDecisions
 from mala_tui.core.message_events import compaction_event, message_events
@@ -29,7 +30,7 @@ from mala_tui.core.observations import (
     TurnEnded,
     UsageObserved,
 )
-from mala_tui.core.operator_messages import Delivery
+from mala_tui.core.operator_messages import Delivery, MessageError
 from mala_tui.core.phases import STREAMING, Cause, IllegalTransition, ManageMode, Phase, Trigger
 from mala_tui.core.prompts import PromptKind
 from mala_tui.core.recovery import Recovery
@@ -67,6 +68,25 @@ class TurnFlow:
         """The session's first prompt: its task."""
         self._state.begin_turn(self._state.task)
         return Outcome((SendPrompt(PromptKind.TASK, self._state.task),))
+
+    def forked_turn(self, at: float, fork: Fork) -> Outcome:
+        """A fork's first prompt, in the conversation it was forked from (resumed by that
+        session's id; the agent forks it into a session of its own): its task, the new
+        instruction, said as the person's message, which is what it is."""
+        state = self._state
+        state.session_id = fork.session_id
+        for message in fork.history:
+            state.transcript.append(message)
+        if fork.density is not None:
+            state.calibration = Calibration(prior=fork.density)
+        try:
+            queued = state.messages.add(at, state.task)
+        except MessageError as exc:
+            raise IllegalTransition(f"{state.name}: {exc}") from None
+        said = ev.MessageQueued(at=at, session=state.name, number=queued.number, text=queued.text)
+        prompt, delivered = state.messages_prompt(at, Delivery.FORK)
+        state.begin_turn(prompt)
+        return Outcome((SendPrompt(PromptKind.OPERATOR_MESSAGE, prompt),), (said, *delivered))
 
     # -- what the agent reports --------------------------------------------------------
 
