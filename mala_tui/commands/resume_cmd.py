@@ -108,7 +108,13 @@ def _resume_on(
     source: ResumeSource,
     engine: RayEngine | None,
 ) -> int:
-    from mala_tui.commands.run_cmd import _finish, _in_worktree, _supervise, _until_done
+    from mala_tui.commands.run_cmd import (
+        _finish,
+        _fork_in_worktree,
+        _in_worktree,
+        _supervise,
+        _until_done,
+    )
     from mala_tui.runtime.backends.claude import ClaudeBackend
     from mala_tui.runtime.headless import one_line
     from mala_tui.runtime.journal import StorageError
@@ -139,6 +145,7 @@ def _resume_on(
     if trackers and supervisor.runners:
         # A session added to the resumed run gets a worktree of its own, as in `run`.
         supervisor.spec_for_new = _in_worktree(resumed.template, trackers[0].worktrees, journal)
+        supervisor.spec_for_fork = _fork_in_worktree(trackers[0].worktrees, journal)
     try:
         event = supervisor.resumed
         pause = gap(event.gap_seconds) if event is not None else "?"

@@ -391,6 +391,7 @@ def _run_on(
         if worktrees:
             supervisor.listeners.events.append(WorktreeTracker(worktrees, supervisor.record))
             supervisor.spec_for_new = _in_worktree(template, worktrees, journal)
+            supervisor.spec_for_fork = _fork_in_worktree(worktrees, journal)
         out.write(f"run {journal.run_id}: journal in {journal.directory}\n")
         for name, worktree in worktrees.items():
             out.write(f"{name}: worktree {worktree.path} on branch {worktree.branch}\n")
@@ -424,6 +425,26 @@ def _in_worktree(
             raise ValueError(str(exc)) from None
         worktrees[name] = worktree  # the tracker journals it when the session starts
         return replace(template, name=name, task=task, cwd=worktree.cwd)
+
+    return spec
+
+
+def _fork_in_worktree(
+    worktrees: dict[str, Worktree], journal: RunJournal
+) -> Callable[[SessionSpec, str, str], SessionSpec]:
+    """A fork in a worktree run gets a worktree of its own, made from its parent's."""
+    from mala_tui.runtime.worktree import WorktreeError, fork
+
+    def spec(parent: SessionSpec, name: str, instruction: str) -> SessionSpec:
+        made = worktrees.get(parent.name)
+        if made is None:
+            raise ValueError(f"{parent.name} has no worktree to fork")
+        try:
+            worktree = fork(made, journal.run_id, name, journal.directory / "worktrees")
+        except WorktreeError as exc:
+            raise ValueError(str(exc)) from None
+        worktrees[name] = worktree  # the tracker journals it when the session starts
+        return replace(parent, name=name, task=instruction, cwd=worktree.cwd)
 
     return spec
 

@@ -29,6 +29,10 @@ class SessionAdded(EventBase):
     cwd: str
     profile: str = ""
     """The run's named profile it runs with ("" for the run's own settings)."""
+    forked_from: str = ""
+    """The session whose conversation it was forked from ("" for a new task)."""
+    fork_of: str = ""
+    """The agent session it forked (that session's id then, not this one's)."""
 
 
 class MessageDelivered(EventBase):

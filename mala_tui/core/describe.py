@@ -106,6 +106,11 @@ def summary(event: ev.Event) -> str:
             return f"management mode {event.mode}"
         case ev.SessionAdded():
             profile = f", profile {event.profile}" if event.profile else ""
+            if event.forked_from:
+                return (
+                    f"forked from {event.forked_from} (agent session {event.fork_of}): "
+                    f"{event.task} (in {event.cwd})"
+                )
             return f"added to the run: {event.task} (in {event.cwd}{profile})"
         case ev.MessageQueued():
             return f"message #{event.number} from the operator: {event.text}"

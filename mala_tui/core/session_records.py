@@ -168,6 +168,8 @@ class SessionSnapshot:
     """Why the latest of them could not be applied."""
     worktree_status: BranchStatus | None = None
     """With --worktree: its commits to land, or merged (None: no worktree, or not known)."""
+    forked_from: str = ""
+    """The session whose conversation it was forked from ("" for none)."""
     host: str = ""
     """With `--engine ray`: the address of the node its host runs on ("" when local)."""
     hosts_lost: int = 0

@@ -52,6 +52,8 @@ class SessionState:
     name: str
     task: str = ""
     cwd: str = ""
+    forked_from: str = ""
+    """The session whose conversation this one was forked from ("" for none)."""
     phase: Phase = Phase.RUNNING
     tokens: int = 0
     window: int = 200_000
@@ -180,6 +182,7 @@ class SessionState:
                 self.manage = event.mode
             case ev.SessionAdded():
                 self.task, self.cwd = event.task, event.cwd
+                self.forked_from = event.forked_from
             case ev.MessageQueued():
                 self.messages_waiting.add(event.number)
             case ev.MessageDelivered():
@@ -317,6 +320,7 @@ class SessionState:
                 isinstance(question, PermissionQuestion) for question in self.questions.values()
             ),
             worktree_status=self.worktree.status if self.worktree is not None else None,
+            forked_from=self.forked_from,
             host=self.host,
             hosts_lost=self.hosts_lost,
             host_lost=self.host_lost,

@@ -40,8 +40,15 @@ class ManagerFeed:
     """One session's manager, told what happens; the state the telling needs."""
 
     def __init__(
-        self, *, session: str, manager: ContextManager, sink: EventSink, clock: Clock
+        self,
+        *,
+        session: str,
+        manager: ContextManager,
+        sink: EventSink,
+        clock: Clock,
+        fork_of: str | None = None,
     ) -> None:
+        """`fork_of`: the agent session a fork starts from: never journaled as its own."""
         self.session = session
         self.manager = manager
         self._sink = sink
@@ -53,8 +60,10 @@ class ManagerFeed:
         self.status: EndStatus | None = None
         """How the session ended, once an `EndSession` has been decided."""
         self.end_reason = ""
-        self._named: str | None = None
-        """The agent session id last journaled (what `mala-tui resume` picks up)."""
+        self._named: str | None = fork_of
+        """The agent session id last journaled (what `mala-tui resume` picks up); a fork's
+        first is the session it forks, which is another session's and must never be
+        resumed as its own: the fork's own id comes with its first turn."""
 
     def handle(
         self,

@@ -120,7 +120,9 @@ class SessionRunner:
         self._clock = clock
         self._sleep = sleep or asyncio.sleep
         self._inbox: Inbox = asyncio.Queue()
-        self._feed = ManagerFeed(session=spec.name, manager=manager, sink=sink, clock=clock)
+        self._feed = ManagerFeed(
+            session=spec.name, manager=manager, sink=sink, clock=clock, fork_of=spec.fork_of
+        )
         self._approvals = approvals or Approvals(Desk())
         self._permissions = permissions
         self._permission_waits = 0

@@ -113,6 +113,9 @@ class Supervisor:
         self._tasks: dict[str, asyncio.Task[EndStatus]] = {}
         self._group: asyncio.TaskGroup | None = None
         self._slots: asyncio.Semaphore | None = None
+        self.spec_for_fork: Callable[[SessionSpec, str, str], SessionSpec] | None = None
+        """How a fork's session is made from its parent's (spec, name, instruction); in a
+        worktree run, with a worktree of its own. Default: in the parent's folder."""
         self.spec_for_new: Callable[[str, str, Path], SessionSpec] | None = None
         """How a session added while the run runs is made (name, task, cwd); set by the
         launcher, which knows the run's model, environment and worktrees."""
@@ -283,6 +286,21 @@ class Supervisor:
                 self.queued.remove(name)  # its session_started says it left the queue
             return await runner.run()
 
+    def _new_name(self, name: str) -> str:
+        """A name for a session joining the run, stripped; refused when unusable or taken."""
+        name = name.strip()
+        if not name or len(name) > MAX_NAME or not name.isprintable():
+            raise ValueError(f"a session name is 1 to {MAX_NAME} printable characters")
+        if name in self.runners:
+            raise ValueError(f"a session is already named {name!r}")
+        return name
+
+    def _check_running(self) -> tuple[asyncio.TaskGroup, asyncio.Semaphore]:
+        group, slots = self._group, self._slots
+        if group is None or slots is None or self.stop_cause:
+            raise ValueError("the run is not running: a session cannot join it now")
+        return group, slots
+
     def add_task(self, name: str, task: str, cwd: Path, profile: str = "") -> None:
         """A new task for the running run, made into a session like the run's others, or
         with one of the run's named profiles over the run's settings (`profile`).
@@ -293,9 +311,7 @@ class Supervisor:
         """
         if self.spec_for_new is None:
             raise ValueError("this run cannot take new sessions")
-        name, task = name.strip(), task.strip()
-        if not name or len(name) > MAX_NAME or not name.isprintable():
-            raise ValueError(f"a session name is 1 to {MAX_NAME} printable characters")
+        name, task = self._new_name(name), task.strip()
         if not task:
             raise ValueError("the task is empty")
         try:
@@ -304,8 +320,6 @@ class Supervisor:
             raise ValueError(f"{str(cwd)!r} is not a folder: {exc}") from None
         if not folder.is_dir():
             raise ValueError(f"{str(cwd)!r} is not a folder")
-        if name in self.runners:
-            raise ValueError(f"a session is already named {name!r}")
         chosen, task_settings = None, self.settings
         if profile:  # checked before the session's worktree is made
             chosen = self.profiles.get(profile)
@@ -327,6 +341,53 @@ class Supervisor:
         if task_settings.budget != self.settings.budget:
             self.budget.set_limits(name, task_settings.budget.session_limits())
 
+    def fork(self, parent: str, name: str, instruction: str) -> None:
+        """A new session from `parent`'s conversation as it stands, told `instruction` instead
+        of what `parent` goes on with (the agent forks the conversation into a session of its
+        own: the SDK's `fork_session`). It runs with `parent`'s model, tools, limits and
+        budget; in a worktree run, in a worktree of its own made from `parent`'s (its
+        commits and its uncommitted edits). `parent` goes on as it was.
+
+        Raises:
+            ValueError: no such session, one without a conversation yet or on another host,
+                a bad name or instruction, or the run not running.
+        """
+        runner = self.runners.get(parent)
+        if runner is None:
+            raise ValueError(f"no session is named {parent!r}")
+        if not isinstance(runner, SessionRunner):
+            raise ValueError(
+                f"{parent} runs on another host, which keeps its conversation: it cannot "
+                "be forked from here"
+            )
+        session_id = runner.manager.session_id
+        if session_id is None:
+            raise ValueError(f"{parent} has no agent session yet: there is nothing to fork")
+        name = self._new_name(name)
+        try:
+            instruction = checked_text(instruction)
+        except MessageError as exc:
+            raise ValueError(f"the instruction: {exc}") from None
+        self._check_running()  # before a worktree is made for it
+        make = self.spec_for_fork or _in_the_same_folder
+        spec = replace(make(runner.spec, name, instruction), fork_of=session_id)
+        manager = runner.manager
+        forked = self.add_session(spec, limits=manager.limits)
+        forked.manager.fork_from(session_id, manager.transcript.messages, manager.density.ratio)
+        self.budget.set_limits(name, self.budget.limits_for(parent))
+        self._join(
+            spec,
+            forked,
+            ev.SessionAdded(
+                at=self.clock(),
+                session=name,
+                task=instruction,
+                cwd=str(spec.cwd),
+                forked_from=parent,
+                fork_of=session_id,
+            ),
+        )
+
     def add_live(
         self, spec: SessionSpec, *, limits: Limits | None = None, profile: str = ""
     ) -> Runner:
@@ -336,19 +397,25 @@ class Supervisor:
         Raises:
             ValueError: the run is not running (over, or not started), or the name is taken.
         """
-        group, slots = self._group, self._slots
-        if group is None or slots is None or self.stop_cause:
-            raise ValueError("the run is not running: a session cannot join it now")
+        self._check_running()
         runner = self.add_session(spec, limits=limits)
-        self.record(
+        self._join(
+            spec,
+            runner,
             ev.SessionAdded(
                 at=self.clock(),
                 session=spec.name,
                 task=spec.task,
                 cwd=str(spec.cwd),
                 profile=profile,
-            )
+            ),
         )
+        return runner
+
+    def _join(self, spec: SessionSpec, runner: Runner, added: ev.SessionAdded) -> None:
+        """The session added is journaled, and started when a slot is free."""
+        group, slots = self._check_running()
+        self.record(added)
         if slots.locked():
             self.queued.append(spec.name)
             self.record(
@@ -363,7 +430,6 @@ class Supervisor:
         self._tasks[spec.name] = group.create_task(
             self._run_in_slot(spec.name, runner, slots), name=f"session {spec.name}"
         )
-        return runner
 
     def _end_queued(self, status: EndStatus, reason: str) -> None:
         """End every session still waiting for a slot: it never started, and never will."""
@@ -531,6 +597,11 @@ class Supervisor:
 
 def _no_backend(folder: Path) -> Backend:
     raise ValueError("a session placed on a cluster needs the backend its host makes")
+
+
+def _in_the_same_folder(parent: SessionSpec, name: str, instruction: str) -> SessionSpec:
+    """A fork outside a worktree run: the parent's session, in the parent's folder."""
+    return replace(parent, name=name, task=instruction)
 
 
 def _with(limits: Limits, **changes: bool) -> Limits:

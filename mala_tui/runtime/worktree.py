@@ -180,6 +180,38 @@ def create(cwd: Path, run_id: str, session: str, parent: Path) -> Worktree:
     return Worktree(session, repository, path, path / inside, branch, commit, current_branch(cwd))
 
 
+def fork(parent: Worktree, run_id: str, session: str, folder: Path) -> Worktree:
+    """A new worktree for a session forked from `parent`'s: on a branch of its own from
+    `parent`'s HEAD, with `parent`'s uncommitted edits (new files included, ignored ones
+    not) left uncommitted in it too, in `folder/<session>`. Its changes and what it has to
+    land are counted from where the run started, as `parent`'s are.
+
+    Raises:
+        WorktreeError: `parent` is gone, or the branch or folder already exists.
+    """
+    head = _git(["rev-parse", "--verify", "HEAD^{commit}"], parent.path).strip()
+    edits = working_tree(parent.path)
+    branch = branch_name(run_id, session)
+    path = folder / safe_name(session)
+    folder.mkdir(parents=True, exist_ok=True)
+    _git(["worktree", "add", "--quiet", "-b", branch, str(path), head], parent.repository)
+    if edits != _git(["rev-parse", f"{head}^{{tree}}"], path).strip():
+        # From HEAD's files to the edited ones (deletions too), then the index back to
+        # HEAD: the edits are in the files, not staged, as they were in `parent`.
+        _git(["read-tree", "-m", "-u", "HEAD", edits], path)
+        _git(["read-tree", "HEAD"], path)
+    inside = parent.cwd.relative_to(parent.path)
+    return Worktree(
+        session,
+        parent.repository,
+        path,
+        path / inside,
+        branch,
+        parent.base_commit,
+        parent.base_branch,
+    )
+
+
 def changes(path: Path, base_commit: str) -> tuple[FileChange, ...]:
     """Files changed in the worktree at `path` since `base_commit`, with lines added and deleted.
 

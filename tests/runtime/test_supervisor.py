@@ -339,3 +339,41 @@ def test_headless_lines_use_the_one_describer_and_make_agent_text_visible() -> N
     assert describe(ended) == f"{'session_ended':<20} failed: ok\u241b[2J\u2407 [b]x[/] \u23ce next"
     usage = ev.UsageRecorded(at=0, session="a", tokens=1, window=10, source=UsageSource.PER_CALL)
     assert describe(usage) is None, "usage comes too often for a line each"
+
+
+async def test_a_fork_resumes_its_parents_agent_session_and_is_refused_without_one(
+    tmp_path: Path,
+) -> None:
+    backend = Sessions(
+        {
+            "a": [ScriptedClient([[SessionIdItem("sa"), finished("done", "sa")]])],
+            "a-fork1": [ScriptedClient([[SessionIdItem("sf"), finished("forked", "sf")]])],
+        }
+    )
+    sup = supervisor(tmp_path, backend, ["a"])
+    with pytest.raises(ValueError, match=r"^a has no agent session yet: there is nothing to fork$"):
+        sup.fork("a", "a-fork1", "Do it another way.")
+    with pytest.raises(ValueError, match=r"^no session is named 'nope'$"):
+        sup.fork("nope", "a-fork1", "Do it another way.")
+    refused: list[str] = []
+
+    def on_end(event: ev.Event) -> None:
+        if event.session == "a" and isinstance(event, ev.SessionEnded):
+            for name, text in (("a", "x"), ("a-fork1", " ")):
+                try:
+                    sup.fork("a", name, text)
+                except ValueError as exc:
+                    refused.append(str(exc))
+            sup.fork("a", "a-fork1", "Do it another way.")
+
+    sup.listeners.events.append(on_end)
+    result = await asyncio.wait_for(sup.run(), 10)
+    assert result.statuses == {"a": EndStatus.DONE, "a-fork1": EndStatus.DONE}
+    assert refused == ["a session is already named 'a'", "the instruction: the message is empty"]
+    # The fork's first process resumed the parent's agent session (the backend forks it).
+    assert backend.by_name["a-fork1"].created == [("a-fork1", "sa")]
+    assert sup.runners["a-fork1"].spec.fork_of == "sa"
+    (query,) = backend.by_name["a-fork1"].clients[0].queries
+    assert "Do it another way." in query
+    with pytest.raises(ValueError, match="the run is not running"):
+        sup.fork("a", "a-fork2", "Again.")

@@ -243,3 +243,40 @@ def test_the_tracker_keeps_the_files_when_the_base_branch_is_gone(tmp_path: Path
     assert isinstance(changed, ev.WorktreeChanged)
     assert [f.path for f in changed.files] == ["NEW.md"] and changed.error == ""
     assert changed.commits_ahead is None and changed.uncommitted is None
+
+
+def test_a_fork_starts_from_the_parents_commits_and_uncommitted_edits(tmp_path: Path) -> None:
+    from mala_tui.runtime.worktree import fork
+
+    repo = tmp_path / "repo"
+    start = make_repo(repo)
+    parent = create(repo / "src", "run1", "parent", tmp_path / "trees")
+    (parent.path / "NOTES.md").write_text("committed\n")
+    git(parent.path, "add", "-A")
+    git(parent.path, "commit", "-q", "-m", "notes")
+    # Uncommitted: an edit, a new file, a deletion; and an ignored file, which stays.
+    (parent.path / "src" / "app.py").write_text("VERSION = 2\n")
+    (parent.path / "NEW.md").write_text("new\n")
+    (parent.path / "README.md").unlink()
+    (parent.path / ".gitignore").write_text("*.log\n")
+    (parent.path / "debug.log").write_text("noise\n")
+
+    child = fork(parent, "run1", "parent-fork1", tmp_path / "trees")
+    assert child.path == tmp_path / "trees" / "parent-fork1"
+    assert child.cwd == child.path / "src"  # where the parent's agent works, in the fork
+    assert child.branch == "mala/run1/parent-fork1"
+    assert (child.base_commit, child.base_branch) == (start, "main")
+    assert git(child.path, "log", "-1", "--format=%s").strip() == "notes"
+    assert (child.path / "src" / "app.py").read_text() == "VERSION = 2\n"
+    assert (child.path / "NEW.md").read_text() == "new\n"
+    assert not (child.path / "README.md").exists()
+    assert not (child.path / "debug.log").exists()
+    # The edits are the fork's to commit or land, as they were the parent's.
+    status = sorted(git(child.path, "status", "--porcelain").splitlines())
+    assert status == sorted([" D README.md", " M src/app.py", "?? .gitignore", "?? NEW.md"])
+    assert commits_ahead(child.path, base_of(child)) == 1
+    # The parent is as it was.
+    assert (parent.path / "README.md").exists() is False
+    assert (parent.path / "debug.log").exists()
+    with pytest.raises(WorktreeError, match="already exists"):
+        fork(parent, "run1", "parent-fork1", tmp_path / "trees")

@@ -40,6 +40,9 @@ class SessionSpec:
     cli_retries: int | None = None
     """How many times the CLI retries a failed API call itself (CLAUDE_CODE_MAX_RETRIES),
     fitted to the bound on a failing endpoint; None: the CLI's own default."""
+    fork_of: str | None = None
+    """The agent session this one forks: resumed by that id, the agent copies it into a new
+    session of its own (the SDK's `fork_session`) instead of going on in it."""
 
 
 @dataclass(frozen=True)

@@ -60,7 +60,11 @@ from mala_tui.runtime.backends.base import (
     ToolGate,
 )
 from mala_tui.runtime.backends.claude_stream import StreamConverter, result_size
-from mala_tui.runtime.backends.claude_transcripts import find_transcript, rewrite_transcript
+from mala_tui.runtime.backends.claude_transcripts import (
+    copy_for_fork,
+    find_transcript,
+    rewrite_transcript,
+)
 from mala_tui.runtime.backends.cli_env import absolute, config_dir, private_home, session_env
 from mala_tui.runtime.backends.cli_stderr import SDK_LOG, STDERR_DIR, StderrLog, keep_sdk_log
 from mala_tui.runtime.journal import safe_file_name
@@ -90,6 +94,8 @@ def build_options(
         permission_mode=spec.permission_mode,  # type: ignore[arg-type]
         env=session_env(spec),
         resume=resume,
+        # Only the first process of a fork forks: later ones resume the fork's own id.
+        fork_session=resume is not None and resume == spec.fork_of,
         include_partial_messages=True,
         betas=list(spec.betas),  # type: ignore[arg-type]
         # A private home means a model mala-tui provides: the user's settings do not apply.
@@ -297,6 +303,11 @@ class ClaudeBackend:
         return cls(backup_dir=folder / "transcripts", stderr_dir=folder / STDERR_DIR)
 
     def create(self, spec: SessionSpec, *, resume: str | None) -> ClaudeClient:
+        if resume is not None and resume == spec.fork_of:
+            # The CLI looks for the session it resumes in the project folder of its own
+            # working folder: a fork working elsewhere (a worktree of its own) needs the
+            # forked transcript there. What the CLI then writes is the fork's own file.
+            copy_for_fork(config_dir(spec), resume, absolute(spec.cwd).resolve())
         log = self._stderr.get(spec.name)
         if log is None:
             path = None

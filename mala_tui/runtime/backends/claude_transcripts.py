@@ -12,6 +12,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
+import shutil
 import tempfile
 import time
 from collections.abc import Mapping
@@ -28,6 +30,29 @@ def find_transcript(root: Path, session_id: str) -> Path:
     if not matches:
         raise MaskError(f"no transcript for session {session_id} under {root / 'projects'}")
     return max(matches, key=lambda p: p.stat().st_mtime)
+
+
+def project_folder(root: Path, cwd: Path) -> Path:
+    """Where the CLI keeps the sessions of work done in `cwd`: `<config dir>/projects/`
+    and the folder's absolute path with every character but a letter or digit as '-'."""
+    return root / "projects" / re.sub(r"[^A-Za-z0-9]", "-", str(cwd))
+
+
+def copy_for_fork(root: Path, session_id: str, cwd: Path) -> Path | None:
+    """The transcript of `session_id`, copied into the project folder of `cwd` unless it is
+    there already, so that a CLI working in `cwd` finds it to resume (and fork). Returns
+    where it now is; None when there is no such transcript (the CLI then says so itself).
+    """
+    target = project_folder(root, cwd) / f"{session_id}.jsonl"
+    if target.is_file():
+        return target
+    try:
+        source = find_transcript(root, session_id)
+    except MaskError:
+        return None
+    target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    shutil.copyfile(source, target)
+    return target
 
 
 def rewrite_transcript(path: Path, placeholders: Mapping[str, str], backup_dir: Path | None) -> int:
