@@ -87,6 +87,11 @@ class Controller:
         """A new session in the running run, with one of its named profiles ("": none)."""
         self._live().add_task(name, task, cwd, profile)
 
+    def fork(self, parent: str, name: str, instruction: str) -> None:
+        """A new session from `parent`'s conversation, told `instruction` (raises ValueError
+        saying why when it cannot)."""
+        self._live().fork(parent, name, instruction)
+
     def profile_names(self) -> list[str]:
         """The run's named profiles a new session may be given, in the tasks file's order."""
         source: object = self.supervisor

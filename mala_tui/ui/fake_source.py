@@ -498,6 +498,29 @@ class FakeLiveSource:
         at = max((state.updated_at for state in self.state.sessions.values()), default=0.0)
         self.record(ev.SessionAdded(at=at, session=name, task=task, cwd=str(cwd), profile=profile))
 
+    def fork(self, parent: str, name: str, instruction: str) -> None:
+        """Recorded, and shown as a session forked from `parent`; a taken name, an unknown
+        parent or an empty instruction is refused."""
+        if parent not in self.state.sessions:
+            raise ValueError(f"no session is named {parent!r}")
+        if name in self.state.sessions:
+            raise ValueError(f"a session is already named {name!r}")
+        if not instruction.strip():
+            raise ValueError("the instruction: the message is empty")
+        self.calls.append(("fork", parent, name, instruction))
+        at = self.state.sessions[parent].updated_at
+        cwd = self.state.sessions[parent].cwd
+        self.record(
+            ev.SessionAdded(
+                at=at,
+                session=name,
+                task=instruction,
+                cwd=cwd,
+                forked_from=parent,
+                fork_of=f"{parent}-agent-session",
+            )
+        )
+
     def answer_permission(
         self, session: str, request_id: str, answer: PermissionAnswer | str, reason: str = ""
     ) -> None:

@@ -110,6 +110,14 @@ SESSION_ACTIONS: Final = (
         "say something to the agent: it goes at its next clean point",
     ),
     SessionAction(
+        "fork",
+        "f",
+        "Fork",
+        "Fork the conversation",
+        "a new session from this one's conversation as it stands, with another instruction",
+        when_ended=True,
+    ),
+    SessionAction(
         "land",
         "L",
         "Land",
@@ -319,6 +327,31 @@ class SessionActions:
                 confirm="Cancel session",
             ),
             answered,
+        )
+
+    def _fork(self, snapshot: SessionSnapshot) -> None:
+        from mala_tui.ui.screens.fork import ForkScreen
+
+        parent = snapshot.name
+        taken = set(self.controller.snapshots())
+        number = 1
+        while f"{parent}-fork{number}" in taken:
+            number += 1
+        state = self.controller.session(parent)
+
+        def forked(name: str | None) -> None:
+            if name:
+                self.shell.notify(f"{name} forked from {parent}", markup=False)
+                self.bridge.flush()
+
+        self.shell.push_screen(
+            ForkScreen(
+                parent,
+                f"{parent}-fork{number}",
+                lambda name, instruction: self.controller.fork(parent, name, instruction),
+                worktree=state is not None and state.worktree is not None,
+            ),
+            forked,
         )
 
     def _land(self, snapshot: SessionSnapshot) -> None:

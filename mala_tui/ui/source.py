@@ -100,6 +100,10 @@ class LiveSource(Protocol):
         """A new session in the running run, with one of its named profiles or ("") the
         run's settings (raises ValueError, saying why, when it cannot)."""
 
+    def fork(self, parent: str, name: str, instruction: str) -> None:
+        """A new session from `parent`'s conversation as it stands, told `instruction`
+        (raises ValueError, saying why, when it cannot)."""
+
     def answer_permission(
         self, session: str, request_id: str, answer: PermissionAnswer | str, reason: str = ""
     ) -> None:

@@ -207,3 +207,39 @@ async def test_without_profiles_the_new_session_dialog_has_no_choice() -> None:
         assert isinstance(app.screen, NewTaskScreen)
         assert not app.screen.query("#profile")
         assert "Profile" not in screen_text(app)
+
+
+async def test_f_forks_a_session_into_a_new_card_beside_it() -> None:
+    from mala_tui.ui.screens.fork import ForkScreen
+
+    supervisor = FakeLiveSource()
+    app = make_app(supervisor)
+    async with app.run_test(size=(140, 44)) as pilot:
+        await focus(pilot, "parser-fix")
+        await pilot.press("f")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, ForkScreen)
+        body = str(screen.query_one("#body", Static).render())
+        assert "parser-fix goes on as it was" in body and "in the same folder" in body
+        name = screen.query_one("#name", Input)
+        assert name.value == "parser-fix-fork1"
+        await pilot.press("ctrl+s")  # no instruction yet: refused in the dialog
+        await pilot.pause()
+        assert isinstance(app.screen, ForkScreen)
+        assert "empty" in str(screen.query_one("#error", Static).render())
+        screen.query_one("#instruction", TextArea).text = "Try [bold]the other[/bold] parser."
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        assert isinstance(app.screen, DashboardScreen)
+        assert supervisor.calls[-1] == (
+            "fork",
+            "parser-fix",
+            "parser-fix-fork1",
+            "Try [bold]the other[/bold] parser.",
+        )
+        card = app.screen.card("parser-fix-fork1")
+        assert card is not None
+        await pilot.pause()
+        assert "fork of parser-fix" in screen_text(app)
+        assert "Try [bold]the other[/bold] parser." in screen_text(app)  # shown literally

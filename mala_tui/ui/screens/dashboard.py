@@ -106,6 +106,7 @@ class DashboardScreen(Screen[None]):
         Binding("V", "approval_all", "Approval for all", show=False),
         *session_bindings("checkpoints", "manage", "transcript", "cancel", show=False),
         *session_bindings("land", "discard"),
+        *session_bindings("fork", show=False),
         Binding("slash", "filter", "Filter"),
         Binding("s", "cycle_sort", "Sort"),
         Binding("z", "cycle_zone", "Zone", show=False),

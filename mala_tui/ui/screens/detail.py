@@ -57,6 +57,7 @@ class DetailScreen(Screen[None]):
         *session_bindings("checkpoints", "say", "pause", "stop", "mask", "restart"),
         *session_bindings("approval", "manage", "transcript", "cancel", show=False),
         *session_bindings("land", "discard"),
+        *session_bindings("fork", show=False),
         Binding("l", "show_tab('events')", "Event log", show=False),
         Binding("d", "diff", "Worktree diff"),
         Binding("w", "window", "What fills the window"),

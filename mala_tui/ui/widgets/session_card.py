@@ -186,6 +186,7 @@ class SessionCard(Widget, can_focus=True):
         self.session_name = snapshot.name
         self.border_title = literal(snapshot.name, one_line=True)
         self._keys: dict[str, object] = {}
+        self._subtitle = ""
         self._state = ""
         self._zone = ""
         self._palette: tuple[tuple[str, str, str], dict[str, Style]] | None = None
@@ -218,9 +219,13 @@ class SessionCard(Widget, can_focus=True):
         parts = [spend_summary(snap.spend)] if snap.spend.calls else []
         if snap.require_approval:
             parts.insert(0, "approval on")
-        subtitle = " \u00b7 ".join(parts)
-        if str(self.border_subtitle or "") != subtitle:
-            self.border_subtitle = subtitle
+        if snap.forked_from:
+            parts.insert(0, f"fork of {snap.forked_from}")
+        subtitle = clean(" \u00b7 ".join(parts), one_line=True)
+        if self._subtitle != subtitle:
+            self._subtitle = subtitle
+            # A session's name is the user's: literal, never parsed as markup.
+            self.border_subtitle = literal(subtitle, one_line=True)
         reading = Reading.of(snap)
         self._counters_line = counters_text(snap, self.clock())
         keys: dict[str, object] = {
