@@ -140,6 +140,7 @@ class ControlChannel:
                 web.post("/permission", self._post(self._permission)),
                 web.post("/say", self._post(self._say)),
                 web.post("/add_task", self._post(self._add_task)),
+                web.post("/fork", self._post(self._fork)),
                 web.post("/require_approval", self._post(self._require_approval)),
                 web.post("/manage", self._post(self._manage)),
                 web.post("/budget", self._post(self._set_budget)),
@@ -337,6 +338,9 @@ class ControlChannel:
             Path(_text(body, "cwd")),
             _optional_text(body, "profile") or "",
         )
+
+    def _fork(self, body: dict[str, Any]) -> None:
+        self.supervisor.fork(_text(body, "parent"), _text(body, "name"), _text(body, "instruction"))
 
     def _hurry(self, body: dict[str, Any]) -> None:
         self.supervisor.hurry()

@@ -318,6 +318,9 @@ class RemoteRun:
             {"name": name, "task": task, "cwd": str(cwd), "profile": profile},
         )
 
+    def fork(self, parent: str, name: str, instruction: str) -> None:
+        self._request("POST", "/fork", {"parent": parent, "name": name, "instruction": instruction})
+
     def set_require_approval(self, session: str | None, required: bool) -> None:
         self._request("POST", "/require_approval", {"session": session, "required": required})
 

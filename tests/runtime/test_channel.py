@@ -252,3 +252,36 @@ def test_the_socket_folder_is_private_and_a_planted_link_is_refused(tmp_path: Pa
     opened.mkdir()
     opened.chmod(0o777)
     assert socket_folder({"XDG_RUNTIME_DIR": str(opened)}) == Path(f"/tmp/mala-tui-{os.getuid()}")
+
+
+async def test_a_console_forks_a_session_at_the_host(tmp_path: Path) -> None:
+    from mala_tui.core.actions import EndStatus
+    from mala_tui.runtime.backends.scripted import HANG
+
+    backend = Sessions(
+        {
+            "a": [ScriptedClient([[SessionIdItem("sa"), HANG]])],
+            "a-fork1": [ScriptedClient([[SessionIdItem("sf"), turn_done("done", "sf")]])],
+        }
+    )
+    sup = hosted(tmp_path, backend, ["a"])
+    assert sup.journal is not None
+    channel = ControlChannel(sup, sup.journal.directory)
+    await channel.start()
+    try:
+        run = asyncio.create_task(sup.run())
+        await until(lambda: sup.runners["a"].manager.session_id == "sa")
+        remote = RemoteRun.attach(sup.journal.directory)
+        following = asyncio.create_task(remote.run())
+        with pytest.raises(ValueError, match="a session is already named 'a'"):
+            await asyncio.to_thread(remote.fork, "a", "a", "Another way.")
+        await asyncio.to_thread(remote.fork, "a", "a-fork1", "Another way.")
+        await until(lambda: sup.runners["a-fork1"].status is EndStatus.DONE)
+        await until(lambda: "a-fork1" in remote.state.sessions)
+        assert remote.state.sessions["a-fork1"].forked_from == "a"
+        sup.stop_all()
+        await asyncio.wait_for(run, 10)
+        await asyncio.wait_for(following, 10)
+    finally:
+        await channel.close()
+    assert backend.by_name["a-fork1"].created == [("a-fork1", "sa")]
