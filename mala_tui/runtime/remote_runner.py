@@ -300,6 +300,12 @@ class RemoteRunner:
                 if link is not None:
                     self._replayed = self._from_current_host()
                     manager = await self._host(link, reattached=True)
+                else:  # gone since `resume` saw it: a lost host, placed anew from the plan
+                    last = [e for e in self._events if isinstance(e, ev.HostPlaced)][-1:]
+                    node, address = (last[0].node, last[0].address) if last else ("", "")
+                    gone = "gone before the driver came back"
+                    self._record_loss(node, address, gone, restart=True)
+                    self._desk.withdraw_session(self.spec.name, "its host is gone")
             while manager is not None:
                 self.attempts += 1
                 try:

@@ -325,7 +325,13 @@ def _carry_on(
         at=now,
         run_id=plan.run_id,
         gap_seconds=round(gap, 3),
-        resumed={s.name: s.how.value for s in plan.resuming if s.how is not None},
+        # A session whose host still runs goes on where it is: its state (its phase, the
+        # question it waits on) is not reset as a resumed one's is.
+        resumed={
+            s.name: s.how.value
+            for s in plan.resuming
+            if s.how is not None and s.name not in (hosts or set())
+        },
         pid=os.getpid(),
     )
     for name, runner in supervisor.runners.items():

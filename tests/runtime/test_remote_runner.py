@@ -558,3 +558,63 @@ async def test_a_worktree_kept_aside_after_each_turn_is_made_again_after_its_hos
     assert (worktree.cwd / "notes.txt").read_text() == "draft 1\n"
     assert git(worktree.path, "rev-parse", "HEAD").strip() == base
     assert "?? notes.txt" in git(worktree.path, "status", "--porcelain"), "an edit again"
+
+
+async def test_a_question_waiting_on_a_live_host_is_answered_from_the_new_driver(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mala_tui.runtime import remote_runner
+
+    monkeypatch.setattr(remote_runner, "STOP_WAIT_SECONDS", 0.2)
+    old = ScriptedClient(
+        [
+            [SessionIdItem("sa"), *read("t1", "/ws/a.py"), usage(85_000), HANG],
+            [finished("saved", "sa")],
+            [finished(CHECKPOINT, "sa")],
+        ]
+    )
+    new = ScriptedClient([[SessionIdItem("sa-2"), finished("done", "sa-2")]])
+    engine = InProcessEngine()
+    first = supervisor(tmp_path, PerSession({"a": [old, new]}), ["a"], engine, approval_mode="ask")
+    running = asyncio.create_task(first.run())
+    await until(first, lambda e: isinstance(e, ev.ApprovalRequested))
+    await asyncio.sleep(0.3)
+    engine.links[0].frozen = True  # the driver is killed while the restart waits for a person
+    assert first.journal is not None
+    first.journal.close()
+    before = read_events(first.journal.events_path).events
+    journal = RunJournal.reopen(first.journal.directory)
+    OPEN.append(journal)
+    second = Supervisor(
+        settings=Settings(context=ContextSettings(context_limit=100_000)),
+        backend=None,  # type: ignore[arg-type]
+        prompts=load_prompts(),
+        journal=journal,
+        approval_mode="ask",
+        engine=engine,
+        host_backend=lambda folder: None,  # type: ignore[arg-type,return-value]
+    )
+    runner = second.add_session(SessionSpec(name="a", task="task a", cwd=tmp_path))
+    assert isinstance(runner, remote_runner.RemoteRunner)
+    second.state.apply_all(before)  # as `resume` does; the session is not reset
+    second.resumed = ev.RunResumed(at=time.time(), run_id="run-1", gap_seconds=1.0, resumed={})
+    runner.remember([*(e for e in before if e.session == "a"), second.resumed])
+    runner.reattach = True
+    resumed = asyncio.create_task(second.run())
+    (question,) = second.state.questions()
+    assert question.session == "a" and second.state.sessions["a"].phase is Phase.AWAITING_APPROVAL
+    for _ in range(50):  # the host asks again, on the new connection
+        try:
+            second.decide("a", Decision.APPROVE, checkpoint_number=1)
+            break
+        except KeyError:
+            await asyncio.sleep(0.1)
+    result = await asyncio.wait_for(resumed, 20)
+    assert result.statuses == {"a": EndStatus.DONE}
+    (decided,) = [
+        e for e in read_events(journal.events_path).events if isinstance(e, ev.ApprovalDecided)
+    ]
+    assert decided.decided_by == "operator"
+    running.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await running
