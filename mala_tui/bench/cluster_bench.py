@@ -79,6 +79,9 @@ class Figures:
     driver_cpu_s: float = 0.0
     cluster_cpu_s: float | None = None
     run_dir: str = ""
+    stderr: str = ""
+    """What `mala-tui run` printed on stderr (the `cli` scenario): Ray's own output never
+    belongs there."""
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -395,9 +398,10 @@ async def real_cli(sessions: int, data: Path, *, delay: float = 1.0) -> Figures:
             )
             lost_at = await _remove_a_busy_node(cluster, data / "runs", names, process)
             _, err = await asyncio.wait_for(process.communicate(), 600)
+            said = err.decode(errors="replace")
+            figures.stderr = said
             if process.returncode != 0:
-                said = err.decode(errors="replace")[-400:]
-                figures.notes.append(f"mala-tui run exited {process.returncode}: {said}")
+                figures.notes.append(f"mala-tui run exited {process.returncode}: {said[-400:]}")
         figures.processes_left = len(cluster.leftover)
     runs = sorted((data / "runs" / "runs").iterdir())
     contents = read_events(runs[-1] / "events.jsonl")

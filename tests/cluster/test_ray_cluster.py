@@ -88,6 +88,7 @@ def test_sessions_survive_the_loss_of_a_node_and_every_target_is_met(
     assert cli_run["lost_sessions"], "the removed node held sessions"
     assert cli_run["restarted_from_checkpoint"] == cli_run["lost_sessions"]
     assert cli_run["lines_lost"] == 0 and cli_run["processes_left"] == 0
+    assert cli_run["stderr"] == "", "nothing of Ray's on the terminal, a node lost or not"
 
 
 def test_each_lost_session_restarted_on_the_surviving_node_never_twice_at_once(
