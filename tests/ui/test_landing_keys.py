@@ -126,6 +126,19 @@ async def settled(pilot: Pilot[int]) -> None:
     await pilot.pause()
 
 
+async def land_dialog(pilot: Pilot[int]) -> LandScreen:
+    """The land dialog once it has read what is left to land (its worker may start only
+    once the dialog is mounted, after the key press returns)."""
+    for _ in range(500):
+        await settled(pilot)
+        screen = pilot.app.screen
+        if isinstance(screen, LandScreen):
+            said = str(screen.query_one("#status", Static).content)
+            if not said.startswith("reading"):
+                return screen
+    raise AssertionError("the land dialog never said what is left to land")
+
+
 async def focus(app_screen: object, name: str) -> None:
     assert isinstance(app_screen, DashboardScreen)
     card = app_screen.card(name)
@@ -144,10 +157,7 @@ async def test_l_lands_with_the_drafted_message_edited_and_the_card_says_merged(
         await pilot.pause()
         assert "uncommitted edits to land" in screen_text(app)
         await pilot.press("L")
-        await pilot.pause()
-        dialog = app.screen
-        assert isinstance(dialog, LandScreen)
-        await settled(pilot)
+        dialog = await land_dialog(pilot)
         await pilot.pause()
         text = screen_text(app)
         assert "mala/run1/fixer into main" in text
@@ -186,8 +196,7 @@ async def test_a_refused_landing_says_why_in_the_dialog_and_changes_nothing(
         await pilot.pause()
         await focus(app.screen, "writer")
         await pilot.press("L")
-        await settled(pilot)
-        await pilot.pause()
+        await land_dialog(pilot)
         assert "2 commits to land" in screen_text(app)
         await pilot.press("ctrl+s")
         await settled(pilot)
@@ -319,7 +328,7 @@ async def test_a_finished_run_shown_from_its_journal_lands_and_journals_it(
         await pilot.pause()
         await focus(app.screen, "fixer")
         await pilot.press("L")
-        await settled(pilot)
+        await land_dialog(pilot)
         await pilot.press("ctrl+s")
         await settled(pilot)
         assert isinstance(app.screen, DashboardScreen)

@@ -16,7 +16,7 @@ from mala_tui.ui.fake_source import FakeLiveSource
 from mala_tui.ui.screens.dashboard import DashboardScreen
 
 from .helpers import SIZE, make_app, permission_events, read_only_sample
-from .test_landing_keys import settled, two_sessions
+from .test_landing_keys import land_dialog, two_sessions
 
 THEMES = ("mala-dark", "mala-light")
 SnapCompare = Callable[..., bool]
@@ -90,7 +90,7 @@ def test_land_dialog_over_a_card_with_work_to_land(
         assert card is not None
         card.focus()
         await pilot.press("L")
-        await settled(pilot)
+        await land_dialog(pilot)
         pilot.app.clear_notifications()
         await pilot.pause()
 
