@@ -100,18 +100,41 @@ def split_address(address: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
+#: HTTP/2's connection preface and an empty SETTINGS frame: what a gRPC client says first.
+_H2_HELLO = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
+_H2_SETTINGS = 0x04
+
+
 def probe(address: str, timeout: float = PROBE_SECONDS) -> None:
-    """Raise EngineRefused unless something answers at the address within `timeout`."""
+    """Raise EngineRefused unless a Ray cluster's GCS answers at the address within `timeout`.
+
+    Something must accept the connection, and (unless Ray's TLS is on) answer HTTP/2 as a
+    gRPC server does, with a SETTINGS frame: `ray.init` on an address where some other
+    service listens would otherwise wait for minutes.
+    """
     host, port = split_address(address)
     try:
-        with socket.create_connection((host, port), timeout=timeout):
-            pass
+        with socket.create_connection((host, port), timeout=timeout) as connection:
+            if os.environ.get("RAY_USE_TLS", "0").lower() in ("1", "true"):
+                return
+            connection.sendall(_H2_HELLO)
+            answer = b""
+            while len(answer) < 9:
+                chunk = connection.recv(9 - len(answer))
+                if not chunk:
+                    break
+                answer += chunk
     except OSError as exc:
         reason = exc.strerror or str(exc) or type(exc).__name__
         raise EngineRefused(
             f"cannot reach the Ray cluster at {address}: {reason} (is `ray start --head` running "
             "there, and is this host allowed to reach its port?)"
         ) from None
+    if len(answer) < 9 or answer[3] != _H2_SETTINGS:
+        raise EngineRefused(
+            f"something answers at {address}, but not a Ray cluster's GCS: give the address "
+            "`ray start --head` printed (its --port, 6379 by default)"
+        )
 
 
 def version_refusal(message: str, address: str) -> EngineRefused | None:

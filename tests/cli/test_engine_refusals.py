@@ -92,3 +92,27 @@ def test_rays_version_mismatch_becomes_one_line_naming_both_sides() -> None:
         "Ray 2.60.0 on Python 3.11.2: every host and the driver need the same versions"
     )
     assert version_refusal("Failed to connect to GCS", "x:1") is None
+
+
+def test_an_address_where_another_service_listens_is_refused_not_waited_on(
+    tmp_path: Path,
+) -> None:
+    # Ray would wait minutes on it: an HTTP/1 server, as a web server on that port would be.
+    import http.server
+    import threading
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler)
+    serving = threading.Thread(target=server.serve_forever, daemon=True)
+    serving.start()
+    try:
+        address = f"127.0.0.1:{server.server_address[1]}"
+        done = run_cli(tmp_path, "--engine", "ray", "--ray-address", address)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == (
+        f"mala-tui run: something answers at {address}, but not a Ray cluster's GCS: give the "
+        "address `ray start --head` printed (its --port, 6379 by default)\n"
+    )
+    assert not (tmp_path / "data").exists()
