@@ -149,6 +149,9 @@ def summary(event: ev.Event) -> str:
             return f"run {event.run_id} {'ok' if event.ok else 'not ok'} {event.reason}"
         case ev.AgentSessionNamed():
             return f"agent session {event.session_id}"
+        case ev.ModelLearned():
+            was = f"started as {event.was}" if event.was else "started with Claude Code's default"
+            return f"the API answers as {event.model} ({was})"
         case ev.RunResumed():
             how = ", ".join(f"{name} from its {way}" for name, way in event.resumed.items())
             return f"run {event.run_id} resumed after {gap(event.gap_seconds)}: {how or 'nothing'}"

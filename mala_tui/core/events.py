@@ -327,6 +327,17 @@ class WindowLearned(EventBase):
     believed_source: WindowSource
 
 
+class ModelLearned(EventBase):
+    """The API answered as this model: the session's model from now on, and its price.
+    A session started without one (Claude Code's own default) learns it from its first
+    answer, as does one whose answers name another (a dated name, a gateway's own)."""
+
+    type: Literal["model_learned"] = "model_learned"
+    model: str
+    was: str | None = None
+    """The model the session knew before: the one it was started with, or None."""
+
+
 class CacheCooling(EventBase):
     """A question (an approval, a permission request) has kept its session waiting past
     half the prompt cache's lifetime: the cache goes cold unless it is answered."""
@@ -375,6 +386,7 @@ Event = Annotated[
     | ErrorRecorded
     | WarningRecorded
     | WindowLearned
+    | ModelLearned
     | CacheCooling
     | ManageModeSet
     | MessageQueued

@@ -96,6 +96,23 @@ def _standard(input_price: float, output_price: float, *, long_context: bool = F
 
 
 DEFAULT_PRICES: Final[Mapping[str, ModelPrice]] = {
+    # The 5.x models, as the model catalog of the Claude Code CLI bundled with
+    # claude-agent-sdk prices them (Claude Code's default model is one of them: a run
+    # without --model learns it from the first answer, and is priced by it).
+    "claude-opus-5-5": ModelPrice(input=4.0, cache_write=5.0, cache_read=0.2, output=20.0),
+    "claude-opus-5": _standard(5.0, 25.0),
+    "claude-sonnet-5-5": ModelPrice(input=2.0, cache_write=2.5, cache_read=0.1, output=10.0),
+    "claude-sonnet-5": _standard(2.0, 10.0),
+    # Haiku 5.5: past 100K prompt tokens, every price is 5x.
+    "claude-haiku-5-5": ModelPrice(
+        input=0.1,
+        cache_write=0.125,
+        cache_read=0.01,
+        output=0.5,
+        long_context_threshold=100_000,
+        long_context_input_factor=5.0,
+        long_context_output_factor=5.0,
+    ),
     # Opus 4.5 and later: $5 in, $6.25 cache write, $0.50 cache hit, $25 out.
     "claude-opus-4-8": _standard(5.0, 25.0),
     "claude-opus-4-7": _standard(5.0, 25.0),
@@ -243,6 +260,16 @@ class SpendMeter:
         if self._open is not None:
             self._closed = self._closed + self._one(self._open)
         self._open = call
+
+    def reprice(self, price: ModelPrice | None) -> None:
+        """Calls from now on are of a model priced `price` (the one the API answered as):
+        what was spent so far keeps its own price (none, if it had none)."""
+        if self._open is not None:
+            self._closed = self._closed + self._one(self._open)
+            self._open = None
+        if self._closed.calls == 0:  # nothing spent yet: priced from the start
+            self._closed = Spend(cost_usd=0.0 if price is not None else None)
+        self.price = price
 
     @property
     def spend(self) -> Spend:

@@ -130,6 +130,9 @@ class SessionState:
                 )
                 self.window_source, self.manage = event.window_source, event.manage
                 self.cache_ttl_seconds = event.cache_ttl_seconds
+            case ev.ModelLearned():
+                self.model = event.model
+                self.meter.reprice(self.prices.lookup(event.model))
             case ev.PhaseChanged():
                 self.phase = event.after
                 if event.after is not Phase.AWAITING_APPROVAL:

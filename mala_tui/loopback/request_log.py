@@ -76,6 +76,8 @@ class RequestRecord:
     cache_write_price: float = CACHE_WRITE_COST
     """What a cache write costs here, input = 1: 1.25 for the 5-minute cache, 2 for the
     1-hour one."""
+    model: str = ""
+    """The model the request named, which the answer names too."""
 
     @property
     def compacted(self) -> bool:

@@ -593,6 +593,7 @@ class LoopbackServer:
             cleared_results=exchange.cleared_results,
             token_ratio=exchange.route.token_ratio,
             body=exchange.body if self._keep_bodies else None,
+            model=exchange.model,
             operator_step=reply.operator if reply else False,
             compaction_prompt_tokens=step.prompt if step is not None else 0,
             compaction_cache_read_input_tokens=(

@@ -30,6 +30,7 @@ from mala_tui.runtime.backends.base import (
     ApiRetryItem,
     CompactionItem,
     MessageItem,
+    ModelItem,
     ProblemItem,
     ResultItem,
     SessionIdItem,
@@ -73,8 +74,9 @@ InboxItem = FromAgent | OperatorInput
 Inbox = asyncio.Queue[InboxItem]
 
 
-def observation_of(item: StreamItem, at: float) -> Observation | ProblemItem:
-    """The observation a stream item stands for; a problem is recorded, not observed."""
+def observation_of(item: StreamItem, at: float) -> Observation | ProblemItem | ModelItem:
+    """The observation a stream item stands for; a problem is recorded, not observed, and
+    the model an answer names is the feed's to journal (the manager does not decide on it)."""
     match item:
         case UsageItem():
             return UsageObserved(at, item.call, item.notes, starts_call=not item.final)
@@ -101,7 +103,7 @@ def observation_of(item: StreamItem, at: float) -> Observation | ProblemItem:
             )
         case ApiRetryItem():
             return ApiRetrying(at, item.status, item.error, item.attempt)
-        case ProblemItem():
+        case ProblemItem() | ModelItem():
             return item
 
 

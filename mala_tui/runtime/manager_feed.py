@@ -30,7 +30,7 @@ from mala_tui.core.observations import (
 )
 from mala_tui.core.phases import IllegalTransition
 from mala_tui.runtime.agent_process import EventSink
-from mala_tui.runtime.backends.base import ApiRetryItem, ProblemItem, UsageItem
+from mala_tui.runtime.backends.base import ApiRetryItem, ModelItem, ProblemItem, UsageItem
 from mala_tui.runtime.inbox import FromAgent, PermissionWait, observation_of
 
 Clock = Callable[[], float]
@@ -47,9 +47,12 @@ class ManagerFeed:
         sink: EventSink,
         clock: Clock,
         fork_of: str | None = None,
+        model: str | None = None,
     ) -> None:
         """`fork_of`: the agent session a fork starts from: never journaled as its own."""
         self.session = session
+        self.model = model
+        """The model the session runs: as started, then as the API's answers name it."""
         self.manager = manager
         self._sink = sink
         self._clock = clock
@@ -91,12 +94,25 @@ class ManagerFeed:
         if isinstance(item.item, UsageItem):
             self._call_open = not item.item.final
         observation = observation_of(item.item, self._clock())
+        if isinstance(observation, ModelItem):
+            self._model_named(observation.model)
+            return Outcome()
         if isinstance(observation, ProblemItem):
             self.error(observation.where, observation.message)
             return Outcome()
         if isinstance(item.item, ApiRetryItem):
             self.error("api", item.item.line)  # each retry is worth a line in the log
         return self.observe(observation)
+
+    def _model_named(self, model: str) -> None:
+        """An answer named its model: journaled when it is news (a session started with
+        Claude Code's default learns its model here, and is priced from then on)."""
+        if model == self.model:
+            return
+        self.emit(
+            ev.ModelLearned(at=self._clock(), session=self.session, model=model, was=self.model)
+        )
+        self.model = model
 
     def at_clean_point(self) -> bool:
         """No API call and no tool call in flight: a turn stopped now loses no work."""

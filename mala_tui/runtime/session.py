@@ -121,7 +121,12 @@ class SessionRunner:
         self._sleep = sleep or asyncio.sleep
         self._inbox: Inbox = asyncio.Queue()
         self._feed = ManagerFeed(
-            session=spec.name, manager=manager, sink=sink, clock=clock, fork_of=spec.fork_of
+            session=spec.name,
+            manager=manager,
+            sink=sink,
+            clock=clock,
+            fork_of=spec.fork_of,
+            model=spec.model,
         )
         self._approvals = approvals or Approvals(Desk())
         self._permissions = permissions

@@ -169,3 +169,30 @@ def test_a_failing_gate_or_an_odd_response_does_not_break_the_hook() -> None:
     # A stop asked for by the runner still takes, gate or no gate.
     assert c.stop_after_tools()
     assert asyncio.run(c._after_tool(plain, "toolu_3", {"signal": None}))["continue_"] is False  # type: ignore[arg-type,typeddict-item]
+
+
+def test_the_model_an_answer_names_is_said_before_its_usage_and_once() -> None:
+    from claude_agent_sdk import StreamEvent
+
+    from mala_tui.runtime.backends.base import ModelItem, UsageItem
+
+    def start(message_id: str, model: str) -> StreamEvent:
+        body = {"id": message_id, "model": model, "usage": {"input_tokens": 10}}
+        return StreamEvent(
+            uuid=message_id, session_id="s", event={"type": "message_start", "message": body}
+        )
+
+    c = client()
+    first = c._convert(start("m1", "claude-opus-5-5"))
+    assert [type(item) for item in first] == [ModelItem, UsageItem]
+    assert first[0] == ModelItem("claude-opus-5-5")
+    assert [type(item) for item in c._convert(start("m2", "claude-opus-5-5"))] == [UsageItem]
+    assert c._convert(start("m3", "claude-haiku-5-5"))[0] == ModelItem("claude-haiku-5-5")
+    synthetic = AssistantMessage(
+        content=[TextBlock("Prompt is too long")],
+        model="<synthetic>",
+        message_id="m4",
+        usage={"input_tokens": 0},
+        error="invalid_request",
+    )
+    assert not [item for item in c._convert(synthetic) if isinstance(item, ModelItem)]

@@ -89,6 +89,13 @@ class ResultItem:
 
 
 @dataclass(frozen=True)
+class ModelItem:
+    """The model an API answer names (its message_start), when it is a new one."""
+
+    model: str
+
+
+@dataclass(frozen=True)
 class ApiRetryItem:
     """Claude Code retries a failed API call after a backoff (its `api_retry` message)."""
 
@@ -122,6 +129,7 @@ StreamItem = (
     | CompactionItem
     | ResultItem
     | ApiRetryItem
+    | ModelItem
     | ProblemItem
 )
 

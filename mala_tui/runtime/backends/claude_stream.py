@@ -31,6 +31,7 @@ from mala_tui.runtime.backends.base import (
     ApiRetryItem,
     CompactionItem,
     MessageItem,
+    ModelItem,
     ProblemItem,
     ResultItem,
     SessionIdItem,
@@ -45,6 +46,8 @@ class StreamConverter:
     def __init__(self) -> None:
         self._usage: dict[str, CallUsage] = {}
         self._last_message_id: str | None = None
+        self._model: str | None = None
+        """The model this process's answers named last."""
         self._error_kind: str | None = None
         """The kind of error of the message Claude Code wrote in the agent's place this turn."""
 
@@ -75,7 +78,11 @@ class StreamConverter:
             call = call.with_output(0)  # message_start's output count is a placeholder
             self._usage[message_id] = call
             self._last_message_id = message_id
-            return [UsageItem(call, final=False, notes=notes)]
+            # Said before the call's usage, so that the call is priced as its model.
+            return [
+                *self._model_named(body.get("model")),
+                UsageItem(call, final=False, notes=notes),
+            ]
         if kind == "message_delta" and self._last_message_id is not None:
             start = self._usage.get(self._last_message_id)
             usage = event.get("usage") or {}
@@ -104,6 +111,7 @@ class StreamConverter:
             try:
                 call, notes = CallUsage.parse(message.usage)
                 self._usage[message_id] = call
+                items += self._model_named(message.model)
                 items.append(UsageItem(call, final=False, notes=notes))
             except UsageFieldError as exc:
                 items.append(ProblemItem("usage", str(exc)))
@@ -121,6 +129,16 @@ class StreamConverter:
                 self._error_kind = str(message.error)
             items.append(MessageItem(Message(Role.ASSISTANT, tuple(blocks), not_the_agents)))
         return items
+
+    def _model_named(self, model: object) -> list[StreamItem]:
+        """A ModelItem for the model an answer names, when it is not the one named last.
+        Claude Code's own messages (an error in the agent's place) name `<synthetic>`."""
+        if not isinstance(model, str) or not model.strip() or model.startswith("<"):
+            return []
+        if model == self._model:
+            return []
+        self._model = model
+        return [ModelItem(model)]
 
     def _from_user(self, message: UserMessage) -> list[StreamItem]:
         if isinstance(message.content, str):
