@@ -21,7 +21,7 @@ from mala_tui.bench.faults import (
     too_long_sessions,
 )
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.alone]
 
 
 def assert_nothing_lost(row: Row) -> None:

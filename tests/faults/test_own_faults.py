@@ -20,7 +20,7 @@ from mala_tui.bench.own_faults import (
     signal_mid_run,
 )
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.alone]
 
 
 async def test_a_disk_that_fills_mid_run_stops_every_session_for_that_reason(
