@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
+from tests.support.supervisors import close_journals
+
 # CI runs on 2 busy cores: generation speed and per-example deadlines are not what
 # these property tests are about.
 settings.register_profile(
@@ -45,3 +47,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="the browser test also saves its picture of the web console here "
         "(how screenshots/web-console.png is made)",
     )
+
+
+@pytest.fixture(autouse=True)
+def closed_journals() -> Iterator[None]:
+    """Journals a test's supervisors opened are closed when it ends, pass or fail."""
+    yield
+    close_journals()

@@ -127,7 +127,7 @@ def test_land_commits_the_edits_with_a_drafted_message_and_journals_it(finished:
         0,
         "merged",
     )
-    assert shown["a"]["landed"]["how"] == "fast-forward"  # type: ignore[index]
+    assert shown["a"]["landed"] == {**shown["a"]["landed"], "how": "fast-forward"}
     assert shown["b"]["to_land"] == "nothing to land"
 
 

@@ -13,7 +13,7 @@ import pytest
 from mala_tui.core import events as ev
 from mala_tui.core.pricing import DEFAULT_PRICES
 from mala_tui.core.usage import CallUsage
-from tests.core.usage_events import reported_twice, started
+from tests.support.usage_events import reported_twice, started
 
 FIRST = CallUsage(3, 20_000, 0, 500)
 SECOND = CallUsage(5, 1_000, 20_000, 300)

@@ -7,38 +7,15 @@ from hypothesis import strategies as st
 
 from mala_tui.core.breakdown import breakdown, masked_since_restart
 from mala_tui.core.calibration import Calibration
-from mala_tui.core.masking import placeholder
-from mala_tui.core.transcript import Message, Role, TextBlock, ToolCall, ToolResult, Transcript
+from mala_tui.core.transcript import Message, Role, ToolCall, Transcript
 from mala_tui.core.usage import estimate_tokens
-from tests.core.factories import result, say
+from tests.support.factories import result, sample_session
 
 ROOT = "/ws"
 
 
-def session() -> Transcript:
-    read = ToolCall("r1", "Read", {"file_path": "/ws/src/app.py"})
-    write = ToolCall("w1", "Write", {"file_path": "/ws/NOTES.md", "content": "n" * 4_000})
-    bash = ToolCall("b1", "Bash", {"command": "pytest -q"})
-    old = ToolCall("r0", "Read", {"file_path": "/ws/src/old.py"})
-    old_result = ToolResult("r0", "o" * 40_000)
-    return Transcript(
-        [
-            Message.user_text("p" * 400),
-            Message(Role.ASSISTANT, (TextBlock("t" * 200), old)),
-            Message(Role.USER, (ToolResult("r0", placeholder(old, old_result)),)),
-            Message(Role.ASSISTANT, (read,)),
-            result("r1", "a" * 8_000),
-            Message(Role.ASSISTANT, (write,)),
-            result("w1", "ok"),
-            Message(Role.ASSISTANT, (bash,)),
-            result("b1", "x" * 2_000),
-            say("done"),
-        ]
-    )
-
-
 def test_parts_are_calibrated_characters_and_add_up_to_the_gauge() -> None:
-    transcript = session()
+    transcript = sample_session()
     measured = 3_000 + round(transcript.characters / 4 * 1.5)
     parts = breakdown(
         transcript,
@@ -61,7 +38,7 @@ def test_parts_are_calibrated_characters_and_add_up_to_the_gauge() -> None:
 
 def test_by_tool_and_by_file_largest_first() -> None:
     parts = breakdown(
-        session(), measured=10_000, window=200_000, density=1.0, overhead=0, root=ROOT
+        sample_session(), measured=10_000, window=200_000, density=1.0, overhead=0, root=ROOT
     )
     tools = {share.label: share for share in parts.by_tool}
     assert parts.by_tool[0].label == "Read"

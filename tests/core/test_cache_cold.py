@@ -31,7 +31,7 @@ from mala_tui.core.phases import Phase
 from mala_tui.core.prompts import PromptKind
 from mala_tui.core.usage import CallUsage, estimate_tokens
 from mala_tui.prompt_files import load_prompts
-from tests.core.factories import call, default_limits, result
+from tests.support.factories import call, default_limits, result
 
 PROMPTS = load_prompts()
 #: The CLI's system prompt and tools: a large fixed part of every request.

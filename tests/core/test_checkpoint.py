@@ -20,7 +20,7 @@ from mala_tui.core.checkpoint import (
     split_sections,
 )
 from mala_tui.core.transcript import Message, Transcript
-from tests.core.factories import call, result, say
+from tests.support.factories import call, result, say
 
 WELL_FORMED = """## Goal
 Fix the parser.

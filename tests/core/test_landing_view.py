@@ -70,13 +70,15 @@ def test_the_view_follows_a_session_from_its_changes_to_landed() -> None:
     run.apply(landed())
     assert session.worktree.landed == landed()
     assert session.snapshot().worktree_status == BranchStatus(0, False, merged=True)
-    assert session.snapshot().worktree_status.label == "merged"  # type: ignore[union-attr]
+    status = session.snapshot().worktree_status
+    assert status is not None and status.label == "merged"
 
 
 def test_a_change_measured_by_an_older_version_leaves_the_status_unknown() -> None:
     run = RunState().apply_all([created(), changed(None, None)])
     assert run.sessions["fix"].snapshot().worktree_status is None
-    assert run.sessions["fix"].worktree.files is not None  # type: ignore[union-attr]
+    worktree = run.sessions["fix"].worktree
+    assert worktree is not None and worktree.files is not None
 
 
 def test_a_push_counts_the_commit_of_its_edits_and_a_discard_ends_it() -> None:
@@ -129,4 +131,5 @@ def test_each_landing_event_reads_as_one_line_and_round_trips() -> None:
         assert ev.parse_event(event.model_dump(mode="json")) == event
     old = created().model_dump(mode="json")
     del old["base_branch"]  # a journal written before the base branch was recorded
-    assert ev.parse_event(old).base_branch == ""  # type: ignore[union-attr]
+    parsed = ev.parse_event(old)
+    assert isinstance(parsed, ev.WorktreeCreated) and parsed.base_branch == ""

@@ -47,7 +47,7 @@ from mala_tui.core.phases import TRANSITIONS, IllegalTransition, Phase, Trigger
 from mala_tui.core.prompts import PromptKind
 from mala_tui.core.usage import CallUsage, UsageSource
 from mala_tui.prompt_files import load_prompts
-from tests.core.factories import call, default_limits, result
+from tests.support.factories import call, default_limits, result
 
 WINDOW = 100_000
 PROMPTS = load_prompts()
@@ -66,7 +66,7 @@ def manager(**limits: object) -> ContextManager:
     settings.update(limits)
     m = ContextManager(
         name="s1", task="Refactor the parser.", limits=default_limits(**settings), prompts=PROMPTS
-    )  # type: ignore[arg-type]
+    )
     m.start(0.0)
     return m
 
@@ -83,7 +83,7 @@ def done(text: str = "All done.", **fields: object) -> TurnEnded:
         terminal_reason="completed",
         result_text=text,
         **fields,
-    )  # type: ignore[arg-type]
+    )
 
 
 INTERRUPTED = TurnEnded(
@@ -393,7 +393,8 @@ def test_soft_zone_mid_turn_interrupts_masks_oldest_and_resumes() -> None:
     applied = next(e for e in confirmed.events if isinstance(e, ev.MaskApplied))
     assert (applied.count, applied.total_masked, applied.tokens_before) == (4, 4, 75_000)
     assert m.phase is Phase.RUNNING and m.streaming
-    assert m.transcript.observations()[0].result.content.startswith("[Read result masked")  # type: ignore[union-attr]
+    masked = m.transcript.observations()[0].result
+    assert masked is not None and masked.content.startswith("[Read result masked")
 
     measured = m.observe(usage(59_100))
     (measure,) = [e for e in measured.events if isinstance(e, ev.MaskMeasured)]

@@ -48,7 +48,7 @@ from mala_tui.core.recovery import Recovery
 from mala_tui.core.restart_flow import RestartFlow
 from mala_tui.core.turn_flow import TurnFlow
 from mala_tui.prompt_files import load_prompts
-from tests.core.factories import call, default_limits, result
+from tests.support.factories import call, default_limits, result
 
 PROMPTS = load_prompts()
 

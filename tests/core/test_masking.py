@@ -15,7 +15,7 @@ from mala_tui.core.masking import (
     plan_masking,
 )
 from mala_tui.core.transcript import Message, ToolCall, ToolResult, Transcript
-from tests.core.factories import call, reads, result
+from tests.support.factories import call, reads, result
 
 
 def test_masks_oldest_first_and_keeps_the_recent_ones() -> None:
@@ -71,7 +71,7 @@ def test_tiny_results_are_not_worth_masking() -> None:
 
 def test_unanswered_calls_are_never_masked() -> None:
     transcript = reads(3, size=4000)
-    from tests.core.factories import call
+    from tests.support.factories import call
 
     transcript.append(call("open"))
     plan = plan_masking(

@@ -32,7 +32,7 @@ from mala_tui.core.phases import Cause, Phase
 from mala_tui.core.prompts import PromptKind
 from mala_tui.core.usage import CallUsage, estimate_tokens
 from mala_tui.prompt_files import load_prompts
-from tests.core.factories import call, default_limits, result
+from tests.support.factories import call, default_limits, result
 
 PROMPTS = load_prompts()
 WINDOW = 200_000
@@ -74,7 +74,7 @@ def session(**limits: object) -> ContextManager:
     m = ContextManager(
         name="reader",
         task="Read the logs and report.",
-        limits=default_limits(context_limit=WINDOW, **limits),  # type: ignore[arg-type]
+        limits=default_limits(context_limit=WINDOW, **limits),
         prompts=PROMPTS,
     )
     m.start(0.0)

@@ -32,8 +32,8 @@ from mala_tui.core.operator_messages import (
 from mala_tui.core.phases import IllegalTransition, Phase
 from mala_tui.core.prompts import PromptKind
 from mala_tui.core.view import RunState
-from tests.core.factories import call, result
 from tests.core.test_restart_paths import CHECKPOINT, ended, fresh_prompt, usage, worked
+from tests.support.factories import call, result
 
 # -- the queue --------------------------------------------------------------------------
 

@@ -18,7 +18,7 @@ from mala_tui.core.pricing import (
 )
 from mala_tui.core.usage import CallUsage
 from mala_tui.core.view import RunState
-from tests.core.usage_events import started, usage
+from tests.support.usage_events import started, usage
 
 TABLE = PriceTable()
 SONNET = DEFAULT_PRICES["claude-sonnet-4-5"]

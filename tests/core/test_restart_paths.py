@@ -42,7 +42,7 @@ from mala_tui.core.observations import (
 from mala_tui.core.phases import IllegalTransition, ManageMode, Phase
 from mala_tui.core.usage import CallUsage
 from mala_tui.prompt_files import load_prompts
-from tests.core.factories import call, default_limits, result, say
+from tests.support.factories import call, default_limits, result, say
 
 PROMPTS = load_prompts()
 WINDOW = 100_000
@@ -89,7 +89,7 @@ def worked(**limits: object) -> ContextManager:
         name="s",
         task="Fix the parser.",
         limits=default_limits(**settings),
-        prompts=PROMPTS,  # type: ignore[arg-type]
+        prompts=PROMPTS,
     )
     m.start(0.0)
     m.observe(SessionIdentified(0.1, "sess-1"))
@@ -260,7 +260,7 @@ def test_without_per_call_usage_the_estimate_decides_and_one_warning_says_so() -
             wound = wound or any(isinstance(e, ev.WindDownSent) for e in outcome.events)
         if wound:
             break
-    assert len(warnings) == 1 and "no per-call usage" in warnings[0].message  # type: ignore[attr-defined]
+    assert len(warnings) == 1 and "no per-call usage" in warnings[0].message
     assert wound and m.phase is Phase.WINDING_DOWN
 
 

@@ -24,7 +24,7 @@ from mala_tui.core.usage import UsageSource
 from mala_tui.core.view import RunState
 from mala_tui.core.window import WindowSource
 from mala_tui.prompt_files import load_prompts
-from tests.core.factories import default_limits
+from tests.support.factories import default_limits
 
 PROMPTS = load_prompts()
 TASKS = (TaskRecord("a", "task a", "/w/a"), TaskRecord("b", "task b", "/w/b"))

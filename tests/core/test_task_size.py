@@ -14,7 +14,7 @@ from mala_tui.core.phases import ManageMode, Phase
 from mala_tui.core.transcript import Message, Role, TextBlock, Transcript
 from mala_tui.core.usage import CallUsage
 from mala_tui.prompt_files import load_prompts
-from tests.core.factories import call, default_limits, result
+from tests.support.factories import call, default_limits, result
 
 PROMPTS = load_prompts()
 WINDOW = 100_000

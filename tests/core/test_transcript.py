@@ -15,7 +15,7 @@ from mala_tui.core.transcript import (
     describe_call,
     render_messages,
 )
-from tests.core.factories import call, reads, result, say
+from tests.support.factories import call, reads, result, say
 
 
 def test_observations_pair_calls_with_results_in_order() -> None:

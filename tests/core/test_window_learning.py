@@ -30,7 +30,7 @@ from mala_tui.core.transcript import Message, Role, TextBlock
 from mala_tui.core.usage import CallUsage, estimate_tokens
 from mala_tui.core.window import RefusalBounds, WindowSource, learn_from_refusal
 from mala_tui.prompt_files import load_prompts
-from tests.core.factories import call, default_limits, result
+from tests.support.factories import call, default_limits, result
 
 PROMPTS = load_prompts()
 BELIEVED = 200_000
@@ -97,7 +97,7 @@ def reader(**limits: object) -> ContextManager:
     m = ContextManager(
         name="reader",
         task="Read the modules.",
-        limits=default_limits(context_limit=BELIEVED, window_source=WindowSource.TABLE, **limits),  # type: ignore[arg-type]
+        limits=default_limits(context_limit=BELIEVED, window_source=WindowSource.TABLE, **limits),
         prompts=PROMPTS,
     )
     m.start(0.0)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from mala_tui.bench.faults import IDLE_LIMIT, Expect, Row, rows_table, sort_outcome
 from mala_tui.core.actions import EndStatus
 
 
-def row(**changes: object) -> Row:
-    base: dict[str, object] = {
+def row(**changes: Any) -> Row:
+    base: dict[str, Any] = {
         "fault": "stalls",
         "sessions": 4,
         "injected": 9,
@@ -19,7 +21,7 @@ def row(**changes: object) -> Row:
         "journal_lines_lost": 0,
         "wall_s": 1.0,
     }
-    return Row(**{**base, **changes})  # type: ignore[arg-type]
+    return Row(**{**base, **changes})
 
 
 STALLS = Expect(3, 1, (IDLE_LIMIT,))

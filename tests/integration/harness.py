@@ -6,6 +6,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from mala_tui.core import events as ev
 from mala_tui.core.manager import ContextManager, Limits
@@ -20,7 +21,9 @@ from mala_tui.prompt_files import load_prompts
 from mala_tui.runtime.backends.base import SessionSpec
 from mala_tui.runtime.backends.claude import ClaudeBackend
 from mala_tui.runtime.session import SessionRunner
-from tests.core.factories import default_runner_limits
+from tests.support.factories import default_runner_limits
+
+E = TypeVar("E", bound=ev.EventBase)
 
 TOOLS = ("Read", "Grep", "Glob", "Bash", "Edit", "Write")
 
@@ -53,7 +56,7 @@ class Recorded:
         self.events.append(event)
         return event
 
-    def of(self, kind: type) -> list:  # type: ignore[type-arg]
+    def of(self, kind: type[E]) -> list[E]:
         return [e for e in self.events if isinstance(e, kind)]
 
 

@@ -17,7 +17,8 @@ import pytest
 from mala_tui.core import events as ev
 from mala_tui.runtime.journal import list_runs, read_events
 from tests.integration.harness import alive
-from tests.integration.test_terminal import screen, tmux, wait_for
+from tests.support.polling import wait_until
+from tests.support.terminal import screen, tmux
 
 pytestmark = pytest.mark.integration
 
@@ -37,10 +38,22 @@ def test_queued_sessions_show_in_the_app_and_sigterm_shuts_it_down(tmp_path: Pat
     )
     tmux("new-session", "-d", "-s", name, "-x", "160", "-y", "48", command)
     try:
-        wait_for(lambda: screen(name).count("queued") >= 2, 60, "two queued sessions", name)
-        wait_for(lambda: _agents_started(tmp_path) >= 2, 60, "two agents running", name)
+        wait_until(
+            lambda: screen(name).count("queued") >= 2,
+            timeout=60,
+            what="two queued sessions",
+            seen=lambda: screen(name),
+        )
+        wait_until(
+            lambda: _agents_started(tmp_path) >= 2,
+            timeout=60,
+            what="two agents running",
+            seen=lambda: screen(name),
+        )
         os.kill(int(pid_file.read_text()), signal.SIGTERM)
-        wait_for(status_file.exists, 90, "the app to exit", name)
+        wait_until(
+            status_file.exists, timeout=90, what="the app to exit", seen=lambda: screen(name)
+        )
         assert status_file.read_text().strip() == "143"
     finally:
         subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True, check=False)
@@ -50,7 +63,7 @@ def test_queued_sessions_show_in_the_app_and_sigterm_shuts_it_down(tmp_path: Pat
     assert pids and [pid for pid in pids if alive(pid)] == []
     assert isinstance(events[-1], ev.RunEnded) and events[-1].reason == "stopped by SIGTERM"
     ended = {e.session: e.status for e in events if isinstance(e, ev.SessionEnded)}
-    assert set(ended) == set(events[0].sessions) and set(ended.values()) <= {"stopped", "done"}  # type: ignore[attr-defined]
+    assert set(ended) == set(events[0].sessions) and set(ended.values()) <= {"stopped", "done"}
 
 
 def _agents_started(data: Path) -> int:
@@ -77,7 +90,12 @@ def test_closing_the_terminal_stops_the_run_and_the_app_exits(tmp_path: Path) ->
     tmux("new-session", "-d", "-s", name, "-x", "160", "-y", "48", command)
     pid = 0
     try:
-        wait_for(lambda: _agents_started(tmp_path) >= 2, 60, "two agents running", name)
+        wait_until(
+            lambda: _agents_started(tmp_path) >= 2,
+            timeout=60,
+            what="two agents running",
+            seen=lambda: screen(name),
+        )
         pid = int(pid_file.read_text())
         tmux("kill-session", "-t", name)
         deadline = time.monotonic() + 90  # generous, for a loaded machine

@@ -11,8 +11,8 @@ from mala_tui.core import events as ev
 from mala_tui.core.breakdown import WindowBreakdown, WindowContents, breakdown_of
 from mala_tui.loopback import LoopbackServer, load_scenario
 from mala_tui.runtime.session import SessionRunner
-from tests.core.factories import default_limits
 from tests.integration.harness import Recorded, runner, session_spec
+from tests.support.factories import default_limits
 
 pytestmark = pytest.mark.integration
 

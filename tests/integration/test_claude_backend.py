@@ -18,8 +18,8 @@ from mala_tui.core.actions import EndStatus
 from mala_tui.loopback import FaultSpec, LoopbackServer, load_scenario
 from mala_tui.runtime.backends.base import ResultItem, UsageItem
 from mala_tui.runtime.backends.claude import ClaudeBackend
-from tests.core.factories import default_limits
 from tests.integration.harness import alive, runner, session_spec
+from tests.support.factories import default_limits
 
 pytestmark = pytest.mark.integration
 

@@ -10,7 +10,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -19,10 +18,11 @@ from mala_tui.loopback import MODEL, load_scenario
 from mala_tui.loopback.faults import BROKEN_STREAM_KEY
 from mala_tui.loopback.scenario import SHIPPED_DIR
 from tests.integration.test_permission_terminal import serve
+from tests.support.polling import wait_until
+from tests.support.terminal import screen as terminal_screen
+from tests.support.terminal import tmux
 
 pytestmark = pytest.mark.integration
-
-POLL = 0.2
 
 
 def test_a_broken_stream_writes_nothing_raw_to_the_apps_terminal(tmp_path: Path) -> None:
@@ -31,21 +31,8 @@ def test_a_broken_stream_writes_nothing_raw_to_the_apps_terminal(tmp_path: Path)
     # buffer) and its titles are this test's alone.
     socket = f"mala-tui-hostile-{os.getpid()}"
 
-    def tmux(*args: str) -> str:
-        return subprocess.run(
-            ["tmux", "-L", socket, *args], capture_output=True, text=True, check=True
-        ).stdout
-
-    def wait_for(what: str, predicate: object, timeout: float = 90) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if predicate():  # type: ignore[operator]
-                return
-            time.sleep(POLL)
-        raise AssertionError(f"timed out waiting for {what}; the screen:\n{screen()}")
-
     def screen() -> str:
-        return tmux("capture-pane", "-t", "app", "-p")
+        return terminal_screen("app", socket=socket)
 
     scenario_file = tmp_path / "hostile.toml"
     scenario_file.write_text(
@@ -70,16 +57,31 @@ def test_a_broken_stream_writes_nothing_raw_to_the_apps_terminal(tmp_path: Path)
         f"sh -c {shlex.quote(inner)}; echo $? > {shlex.quote(str(status_file))}"
     )
     try:
-        tmux("-f", "/dev/null", "new-session", "-d", "-s", "app", "-x", "160", "-y", "48", command)
-        tmux("set-option", "-g", "set-clipboard", "on")
-        tmux("set-option", "-g", "allow-rename", "on")
-        tmux("pipe-pane", "-o", "-t", "app", f"cat >> {shlex.quote(str(raw))}")
+        tmux(
+            "-f",
+            "/dev/null",
+            "new-session",
+            "-d",
+            "-s",
+            "app",
+            "-x",
+            "160",
+            "-y",
+            "48",
+            command,
+            socket=socket,
+        )
+        tmux("set-option", "-g", "set-clipboard", "on", socket=socket)
+        tmux("set-option", "-g", "allow-rename", "on", socket=socket)
+        tmux("pipe-pane", "-o", "-t", "app", f"cat >> {shlex.quote(str(raw))}", socket=socket)
         go.touch()
-        wait_for("the session to finish", lambda: "done" in screen())
-        title = tmux("display-message", "-p", "-t", "app", "#{pane_title}")
-        buffers = tmux("list-buffers", "-F", "#{buffer_sample}")
-        tmux("send-keys", "-t", "app", "q")
-        wait_for("the app to exit", status_file.exists, 60)
+        wait_until(
+            lambda: "done" in screen(), timeout=90, what="the session to finish", seen=screen
+        )
+        title = tmux("display-message", "-p", "-t", "app", "#{pane_title}", socket=socket)
+        buffers = tmux("list-buffers", "-F", "#{buffer_sample}", socket=socket)
+        tmux("send-keys", "-t", "app", "q", socket=socket)
+        wait_until(status_file.exists, timeout=60, what="the app to exit", seen=screen)
     finally:
         subprocess.run(["tmux", "-L", socket, "kill-server"], capture_output=True, check=False)
         if pid_file.exists() and not status_file.exists():

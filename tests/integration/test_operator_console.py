@@ -16,20 +16,18 @@ from pathlib import Path
 
 import pytest
 
-from mala_tui.config import Settings
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.observations import Command
 from mala_tui.core.operator_messages import Delivery
 from mala_tui.loopback import LoopbackServer, load_scenario, materialize_workspace
-from mala_tui.prompt_files import load_prompts
 from mala_tui.runtime.backends.base import SessionSpec
 from mala_tui.runtime.backends.claude import ClaudeBackend
 from mala_tui.runtime.journal import RunJournal, read_events
 from mala_tui.runtime.launch import like
-from mala_tui.runtime.supervisor import Supervisor
-from tests.core.factories import default_limits
 from tests.integration.harness import Recorded, runner, session_spec
+from tests.support.factories import default_limits
+from tests.support.supervisors import build_supervisor
 
 pytestmark = pytest.mark.integration
 
@@ -76,9 +74,7 @@ async def test_a_task_added_to_a_live_run_runs_and_a_cancelled_session_keeps_its
     async with LoopbackServer(scenario, response_delay_s=0.2) as server:
         first = session_spec("first", scenario, server, tmp_path)
         journal = RunJournal.create(tmp_path / "data", "run-1", {"mode": "test"})
-        sup = Supervisor(
-            settings=Settings(), backend=ClaudeBackend(), prompts=load_prompts(), journal=journal
-        )
+        sup = build_supervisor(ClaudeBackend(), journal=journal)
         sup.add_session(first, limits=default_limits())
         sup.spec_for_new = like(first)
         second_folder = tmp_path / "second" / "workspace"
@@ -143,9 +139,7 @@ async def test_a_session_added_with_a_named_profile_reaches_the_model_with_it(
     async with LoopbackServer(routes, response_delay_s=0.2, keep_bodies=True) as server:
         first = session_spec("first", quick, server, tmp_path, route="first")
         journal = RunJournal.create(tmp_path / "data", "run-1", {"mode": "test"})
-        sup = Supervisor(
-            settings=Settings(), backend=ClaudeBackend(), prompts=load_prompts(), journal=journal
-        )
+        sup = build_supervisor(ClaudeBackend(), journal=journal)
         sup.add_session(first, limits=default_limits())
         home = tmp_path / "second" / "home"
 

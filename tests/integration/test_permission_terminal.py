@@ -22,7 +22,8 @@ from mala_tui.core.permissions import AnsweredBy, PermissionAnswer
 from mala_tui.loopback import MODEL, load_scenario
 from mala_tui.runtime.journal import list_runs, read_events
 from tests.integration.harness import alive
-from tests.integration.test_terminal import screen, tmux, wait_for
+from tests.support.polling import wait_until
+from tests.support.terminal import screen, tmux
 
 pytestmark = pytest.mark.integration
 
@@ -73,24 +74,51 @@ def test_a_permission_allowed_and_a_message_sent_in_a_real_terminal(tmp_path: Pa
     )
     try:
         tmux("new-session", "-d", "-s", name, "-x", "160", "-y", "48", command)
-        wait_for(lambda: "waiting for permission" in screen(name), 90, "the request", name)
+        wait_until(
+            lambda: "waiting for permission" in screen(name),
+            timeout=90,
+            what="the request",
+            seen=lambda: screen(name),
+        )
         # A message while the request waits: skip the report (step s003).
         tmux("send-keys", "-t", name, "t")
-        wait_for(lambda: "Message to" in screen(name), 30, "the message box", name)
+        wait_until(
+            lambda: "Message to" in screen(name),
+            timeout=30,
+            what="the message box",
+            seen=lambda: screen(name),
+        )
         tmux("send-keys", "-t", name, "-l", "Skip: s003")
         tmux("send-keys", "-t", name, "C-s")
-        wait_for(lambda: "1 message" in screen(name), 30, "the message queued", name)
+        wait_until(
+            lambda: "1 message" in screen(name),
+            timeout=30,
+            what="the message queued",
+            seen=lambda: screen(name),
+        )
         tmux("send-keys", "-t", name, "P")
         # The notice says "asks to use Bash" too: the screen is the one with its buttons.
-        wait_for(lambda: "Allow for this session" in screen(name), 30, "the request's screen", name)
+        wait_until(
+            lambda: "Allow for this session" in screen(name),
+            timeout=30,
+            what="the request's screen",
+            seen=lambda: screen(name),
+        )
         assert "asks to use Bash" in screen(name)
         assert "wc -l logs/service.log > logs/summary.txt" in screen(name)
         tmux("send-keys", "-t", name, "o")
         summary = workspace / "logs" / "summary.txt"
-        wait_for(summary.exists, 60, "the command to run", name)
-        wait_for(lambda: "done" in screen(name), 60, "the session to finish", name)
+        wait_until(summary.exists, timeout=60, what="the command to run", seen=lambda: screen(name))
+        wait_until(
+            lambda: "done" in screen(name),
+            timeout=60,
+            what="the session to finish",
+            seen=lambda: screen(name),
+        )
         tmux("send-keys", "-t", name, "q")
-        wait_for(status_file.exists, 60, "the app to exit", name)
+        wait_until(
+            status_file.exists, timeout=60, what="the app to exit", seen=lambda: screen(name)
+        )
         assert status_file.read_text().strip() == "0"
     finally:
         subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True, check=False)

@@ -14,17 +14,16 @@ from pathlib import Path
 
 import pytest
 
-from mala_tui.config import Settings
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.permissions import AnsweredBy, PermissionAnswer
 from mala_tui.core.questions import Question
 from mala_tui.core.transcript import ToolCall, ToolResult
 from mala_tui.loopback import LoopbackServer, load_scenario
-from mala_tui.prompt_files import load_prompts
 from mala_tui.runtime.backends.claude import ClaudeBackend
 from mala_tui.runtime.supervisor import Supervisor
 from tests.integration.harness import session_spec
+from tests.support.supervisors import build_supervisor
 
 pytestmark = pytest.mark.integration
 
@@ -42,10 +41,7 @@ async def run_answering(
     asked: list[Question] = []
     async with LoopbackServer(scenario, response_delay_s=0) as server:
         spec = replace(session_spec("p", scenario, server, tmp_path), allowed_tools=WITHOUT_BASH)
-        sup = Supervisor(
-            settings=Settings(), backend=ClaudeBackend(), prompts=load_prompts(), journal=None
-        )
-        sup.add_session(spec)
+        sup = build_supervisor(ClaudeBackend(), [spec])
         loop = asyncio.get_running_loop()
 
         def seen(pending: list[Question]) -> None:

@@ -18,20 +18,11 @@ from mala_tui.runtime.journal import list_runs, read_events
 from tests.integration.harness import alive
 from tests.integration.test_run_command import run_cli
 from tests.integration.test_worktrees import git
+from tests.support.polling import eventually
 
 pytestmark = pytest.mark.integration
 
 MODEL = ("--set", "agent.model=claude-sonnet-4-5")
-
-
-async def wait_until(predicate: object, timeout: float, what: str) -> None:
-    """Wait for a condition of the files on disk (the run is another process)."""
-    assert callable(predicate)
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.05)
 
 
 def journal_events(data: Path) -> list[ev.Event]:
@@ -80,14 +71,24 @@ async def test_a_run_killed_mid_way_resumes_every_session_in_the_same_journal(
             env=env,
         )
         try:
-            await wait_until(lambda: both_under_way(data), 120, "both sessions under way")
+            await eventually(
+                lambda: both_under_way(data),
+                timeout=120,
+                what="both sessions under way",
+                every=0.05,
+            )
         finally:
             os.kill(process.pid, signal.SIGKILL)
             killed_at = time.time()
             await process.wait()
         before = journal_events(data)
         agents = [e.pid for e in before if isinstance(e, ev.ProcessStarted) and e.pid]
-        await wait_until(lambda: not any(alive(pid) for pid in agents), 30, "agents to end")
+        await eventually(
+            lambda: not any(alive(pid) for pid in agents),
+            timeout=30,
+            what="agents to end",
+            every=0.05,
+        )
         (run,) = list_runs(data)
         journal = run.directory / "events.jsonl"
         raw_before = journal.read_bytes()
@@ -199,13 +200,23 @@ async def test_a_session_whose_transcript_is_gone_resumes_from_its_checkpoint(
             env=env,
         )
         try:
-            await wait_until(lambda: restarted_and_going_on(data), 240, "a restart under way")
+            await eventually(
+                lambda: restarted_and_going_on(data),
+                timeout=240,
+                what="a restart under way",
+                every=0.05,
+            )
         finally:
             os.kill(process.pid, signal.SIGKILL)
             await process.wait()
         before = journal_events(data)
         agents = [e.pid for e in before if isinstance(e, ev.ProcessStarted) and e.pid]
-        await wait_until(lambda: not any(alive(pid) for pid in agents), 30, "agents to end")
+        await eventually(
+            lambda: not any(alive(pid) for pid in agents),
+            timeout=30,
+            what="agents to end",
+            every=0.05,
+        )
         (run,) = list_runs(data)
         raw_before = (run.directory / "events.jsonl").read_bytes()
         (checkpoint,) = [e for e in before if isinstance(e, ev.CheckpointSaved)]
@@ -275,13 +286,23 @@ async def test_a_worktree_run_resumes_in_its_worktrees_and_measures_their_change
             env=env,
         )
         try:
-            await wait_until(lambda: both_under_way(data), 120, "both sessions under way")
+            await eventually(
+                lambda: both_under_way(data),
+                timeout=120,
+                what="both sessions under way",
+                every=0.05,
+            )
         finally:
             os.kill(process.pid, signal.SIGKILL)
             await process.wait()
         before = journal_events(data)
         agents = [e.pid for e in before if isinstance(e, ev.ProcessStarted) and e.pid]
-        await wait_until(lambda: not any(alive(pid) for pid in agents), 30, "agents to end")
+        await eventually(
+            lambda: not any(alive(pid) for pid in agents),
+            timeout=30,
+            what="agents to end",
+            every=0.05,
+        )
         code, out, err = await run_cli(*MODEL, "resume", "latest", "--headless", env=env)
         assert code == 0, out + err
     events = journal_events(data)

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import shlex
 import shutil
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -17,19 +14,10 @@ import pytest
 from mala_tui.core import events as ev
 from mala_tui.loopback import LoopbackServer, load_scenario, materialize_workspace, offline_cli_env
 from tests.integration.test_resume import MODEL, both_under_way, journal_events
-from tests.integration.test_terminal import screen, tmux
+from tests.support.polling import eventually
+from tests.support.terminal import screen, tmux
 
 pytestmark = pytest.mark.integration
-
-
-async def wait_for(predicate: Callable[[], object], timeout: float, what: str, name: str) -> None:
-    """Until `predicate` holds: the app is another process, so its screen and its journal
-    are read again until they show what is expected; only `timeout` ends the wait."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}; the screen:\n{screen(name)}")
-        await asyncio.sleep(0.2)
 
 
 def in_terminal(name: str, env: dict[str, str], args: list[str], status: Path) -> None:
@@ -61,9 +49,17 @@ async def test_a_quit_run_is_resumed_from_show_with_r(tmp_path: Path) -> None:
             env["MALA_TUI_STORAGE__DATA_DIR"] = str(data)
             ran, shown = tmp_path / "ran", tmp_path / "shown"
             in_terminal(name, env, [*MODEL, "run", "--tasks", str(tasks)], ran)
-            await wait_for(lambda: both_under_way(data), 120, "both sessions under way", name)
+            await eventually(
+                lambda: both_under_way(data),
+                timeout=120,
+                what="both sessions under way",
+                seen=lambda: screen(name),
+                every=0.2,
+            )
             tmux("send-keys", "-t", name, "q")
-            await wait_for(ran.exists, 60, "the app to quit", name)
+            await eventually(
+                ran.exists, timeout=60, what="the app to quit", seen=lambda: screen(name), every=0.2
+            )
             assert ran.read_text().strip() == "1"  # quit mid-run: not every session finished
             quit_events = journal_events(data)
             assert isinstance(quit_events[-1], ev.RunEnded)
@@ -72,7 +68,13 @@ async def test_a_quit_run_is_resumed_from_show_with_r(tmp_path: Path) -> None:
             )
 
             in_terminal(name, env, [*MODEL, "show", "latest"], shown)
-            await wait_for(lambda: "R resumes it" in screen(name), 60, "the offer", name)
+            await eventually(
+                lambda: "R resumes it" in screen(name),
+                timeout=60,
+                what="the offer",
+                seen=lambda: screen(name),
+                every=0.2,
+            )
             tmux("send-keys", "-t", name, "R")
 
             def finished() -> bool:
@@ -81,10 +83,28 @@ async def test_a_quit_run_is_resumed_from_show_with_r(tmp_path: Path) -> None:
                     events[-1], ev.RunEnded
                 )
 
-            await wait_for(finished, 120, "the resumed run to finish", name)
-            await wait_for(lambda: "Every session has ended" in screen(name), 30, "it", name)
+            await eventually(
+                finished,
+                timeout=120,
+                what="the resumed run to finish",
+                seen=lambda: screen(name),
+                every=0.2,
+            )
+            await eventually(
+                lambda: "Every session has ended" in screen(name),
+                timeout=30,
+                what="it",
+                seen=lambda: screen(name),
+                every=0.2,
+            )
             tmux("send-keys", "-t", name, "q")
-            await wait_for(shown.exists, 60, "the app to exit", name)
+            await eventually(
+                shown.exists,
+                timeout=60,
+                what="the app to exit",
+                seen=lambda: screen(name),
+                every=0.2,
+            )
     finally:
         subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True, check=False)
     assert shown.read_text().strip() == "0"

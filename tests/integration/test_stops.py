@@ -29,11 +29,11 @@ from mala_tui.loopback import (
 from mala_tui.runtime.journal import list_runs, read_events
 from tests.integration.harness import alive
 from tests.integration.test_demo import FOREGROUND
-from tests.integration.test_resume import MODEL, both_under_way, journal_events, wait_until
+from tests.integration.test_resume import MODEL, both_under_way, journal_events
 from tests.integration.test_resume_terminal import in_terminal
-from tests.integration.test_resume_terminal import wait_for as terminal_wait
 from tests.integration.test_run_command import run_cli
-from tests.integration.test_terminal import screen, tmux
+from tests.support.polling import eventually
+from tests.support.terminal import screen, tmux
 
 pytestmark = pytest.mark.integration
 
@@ -79,7 +79,12 @@ async def test_ctrl_c_stops_a_headless_run_resumably_and_resume_finishes_it(
             *MODEL, "run", "--tasks", str(tasks), "--headless", env=env
         )
         try:
-            await wait_until(lambda: both_under_way(data), 120, "both sessions under way")
+            await eventually(
+                lambda: both_under_way(data),
+                timeout=120,
+                what="both sessions under way",
+                every=0.05,
+            )
             process.send_signal(signal.SIGINT)
             out, err = await asyncio.wait_for(process.communicate(), 90)
         finally:
@@ -126,7 +131,12 @@ async def test_ctrl_c_twice_still_ends_every_agent_and_journals_it(tmp_path: Pat
             *MODEL, "run", "--tasks", str(tasks), "--headless", env=env
         )
         try:
-            await wait_until(lambda: both_under_way(data), 120, "both sessions under way")
+            await eventually(
+                lambda: both_under_way(data),
+                timeout=120,
+                what="both sessions under way",
+                every=0.05,
+            )
             pids = agent_pids(journal_events(data))
             process.send_signal(signal.SIGINT)
             await asyncio.sleep(0.05)
@@ -211,7 +221,9 @@ async def test_sigterm_while_worktrees_are_made_leaves_a_resumable_run(tmp_path:
             env=slow,
         )
         try:
-            await wait_until(marker.exists, 60, "the first worktree under way")
+            await eventually(
+                marker.exists, timeout=60, what="the first worktree under way", every=0.05
+            )
             process.send_signal(signal.SIGTERM)
             out, err = await asyncio.wait_for(process.communicate(), 60)
         finally:
@@ -301,11 +313,21 @@ async def test_the_app_exits_1_after_a_session_failed(tmp_path: Path) -> None:
             args = [*MODEL, "--set", "idle.idle_timeout_seconds=3"]
             args += ["--set", "idle.max_idle_retries=0", "run", scenario.task]
             in_terminal(name, env, [*args, "--cwd", str(workspace)], status)
-            await terminal_wait(
-                lambda: "Every session has ended" in screen(name), 120, "the run to end", name
+            await eventually(
+                lambda: "Every session has ended" in screen(name),
+                timeout=120,
+                what="the run to end",
+                seen=lambda: screen(name),
+                every=0.2,
             )
             tmux("send-keys", "-t", name, "q")
-            await terminal_wait(status.exists, 60, "the app to exit", name)
+            await eventually(
+                status.exists,
+                timeout=60,
+                what="the app to exit",
+                seen=lambda: screen(name),
+                every=0.2,
+            )
             shown = screen(name)
     finally:
         subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True, check=False)

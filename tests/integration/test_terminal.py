@@ -8,8 +8,6 @@ import shlex
 import shutil
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -17,31 +15,12 @@ import pytest
 from mala_tui.core import events as ev
 from mala_tui.runtime.journal import list_runs, read_events
 from tests.integration.harness import alive
+from tests.support.polling import wait_until
+from tests.support.terminal import screen, tmux
 
 pytestmark = pytest.mark.integration
 
 FIGURE = re.compile(r"(\d+)%\s+([\d.]+k?) / 200k")
-POLL = 0.2
-
-
-def tmux(*args: str) -> str:
-    return subprocess.run(["tmux", *args], capture_output=True, text=True, check=True).stdout
-
-
-def screen(name: str) -> str:
-    return tmux("capture-pane", "-t", name, "-p")
-
-
-def wait_for(predicate: Callable[[], object], timeout: float, what: str, name: str) -> None:
-    """Wait until `predicate` holds. The app runs in another process behind tmux, so its
-    screen is the event to wait on: it is read again every POLL seconds until it shows
-    what is expected, and only `timeout` (generous, for a loaded machine) ends the wait."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(POLL)
-    raise AssertionError(f"timed out waiting for {what}; the screen:\n{screen(name)}")
 
 
 def test_the_demo_in_a_real_terminal(tmp_path: Path) -> None:
@@ -56,17 +35,24 @@ def test_the_demo_in_a_real_terminal(tmp_path: Path) -> None:
     )
     tmux("new-session", "-d", "-s", name, "-x", "160", "-y", "48", command)
     try:
-        wait_for(
+        wait_until(
             lambda: "mala-tui" in screen(name) and len(FIGURE.findall(screen(name))) >= 4,
-            60,
-            "four gauges",
-            name,
+            timeout=60,
+            what="four gauges",
+            seen=lambda: screen(name),
         )
         first = FIGURE.findall(screen(name))
-        wait_for(lambda: FIGURE.findall(screen(name)) != first, 60, "the gauges to move", name)
+        wait_until(
+            lambda: FIGURE.findall(screen(name)) != first,
+            timeout=60,
+            what="the gauges to move",
+            seen=lambda: screen(name),
+        )
         assert "soft-zone-reader" in screen(name)
         tmux("send-keys", "-t", name, "q")
-        wait_for(status_file.exists, 60, "the app to exit", name)
+        wait_until(
+            status_file.exists, timeout=60, what="the app to exit", seen=lambda: screen(name)
+        )
         # Quit mid-run: not every session finished, and the status says so, as headless.
         assert status_file.read_text().strip() == "1"
     finally:

@@ -17,8 +17,8 @@ from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.window import WindowSource
 from mala_tui.loopback import LoopbackServer, load_scenario
-from tests.core.factories import default_limits
 from tests.integration.harness import runner, session_spec
+from tests.support.factories import default_limits
 
 pytestmark = pytest.mark.integration
 

@@ -275,7 +275,8 @@ async def test_a_stall_until_gone_ends_when_the_client_hangs_up(
         assert (await response.content.readuntil(b"\n\n")).startswith(b"event: ping")
         with pytest.raises(TimeoutError):
             await asyncio.wait_for(response.content.readuntil(b"\n\n"), 0.3)
-        response.connection.transport.abort()  # type: ignore[union-attr]
+        assert response.connection is not None and response.connection.transport is not None
+        response.connection.transport.abort()
     async with asyncio.timeout(5):
         await server.wait_for(lambda _: 1 in server.abandoned_requests)
 

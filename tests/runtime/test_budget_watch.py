@@ -7,7 +7,7 @@ from mala_tui.core.budget import BudgetLimits
 from mala_tui.core.usage import CallUsage
 from mala_tui.core.view import RunState
 from mala_tui.runtime.budget_watch import BudgetNotice, BudgetWatch
-from tests.core.usage_events import started, usage
+from tests.support.usage_events import started, usage
 
 
 def run_of(*names: str) -> RunState:

@@ -12,13 +12,11 @@ from mala_tui.core.describe import summary
 from mala_tui.core.permissions import PermissionAnswer
 from mala_tui.core.transcript import Message, Role, ToolCall, ToolResult
 from mala_tui.core.usage import CallUsage
-from mala_tui.prompt_files import load_prompts
 from mala_tui.runtime.attention import Attention, Desktop
 from mala_tui.runtime.backends.base import (
     MessageItem,
     PermissionAsk,
     SessionIdItem,
-    SessionSpec,
     UsageItem,
 )
 from mala_tui.runtime.backends.scripted import (
@@ -29,7 +27,7 @@ from mala_tui.runtime.backends.scripted import (
 )
 from mala_tui.runtime.cache_watch import CacheWatch
 from mala_tui.runtime.journal import RunJournal, read_events
-from mala_tui.runtime.supervisor import Supervisor
+from tests.support.supervisors import build_supervisor
 
 
 class Clock:
@@ -140,13 +138,13 @@ async def test_a_permission_request_waiting_past_half_the_lifetime_is_journaled(
     )
     journal = RunJournal.create(tmp_path, "run-1", {"mode": "test"})
     try:
-        sup = Supervisor(
-            settings=Settings(context=ContextSettings(cache_ttl_seconds=0.6)),
-            backend=ScriptedBackend([client]),
-            prompts=load_prompts(),
+        sup = build_supervisor(
+            ScriptedBackend([client]),
+            ["a"],
+            cwd=tmp_path,
             journal=journal,
+            settings=Settings(context=ContextSettings(cache_ttl_seconds=0.6)),
         )
-        sup.add_session(SessionSpec(name="a", task="task a", cwd=tmp_path))
         cooling = asyncio.Event()
         sup.listeners.events.append(
             lambda e: cooling.set() if isinstance(e, ev.CacheCooling) else None

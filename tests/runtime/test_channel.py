@@ -8,20 +8,20 @@ import os
 import secrets
 import socket
 import stat
-from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from mala_tui.core import events as ev
 from mala_tui.core.observations import Decision
 from mala_tui.core.permissions import PermissionAnswer, PermissionPolicy
-from mala_tui.runtime.backends.base import PermissionAsk, SessionIdItem
+from mala_tui.runtime.backends.base import Backend, PermissionAsk, SessionIdItem
 from mala_tui.runtime.backends.scripted import AskPermission, ScriptedBackend, ScriptedClient
 from mala_tui.runtime.backends.scripted import finished as turn_done
 from mala_tui.runtime.channel import ControlChannel
 from mala_tui.runtime.desk import QuestionClosed
-from mala_tui.runtime.journal import RunJournal, read_events
+from mala_tui.runtime.journal import read_events
 from mala_tui.runtime.remote import RemoteRun
 from mala_tui.runtime.sockets import (
     HOST_FILE,
@@ -32,51 +32,31 @@ from mala_tui.runtime.sockets import (
     socket_folder,
 )
 from mala_tui.runtime.supervisor import Supervisor
-from tests.runtime.test_supervisor import Sessions, hard_session, settings
-
-OPEN: list[RunJournal] = []
-
-
-@pytest.fixture(autouse=True)
-def close_journals() -> Iterator[None]:
-    yield
-    while OPEN:
-        OPEN.pop().close()
+from tests.runtime.test_supervisor import hard_session, settings
+from tests.support.backends import PerSession
+from tests.support.polling import eventually
+from tests.support.supervisors import build_supervisor
 
 
-def hosted(tmp_path: Path, backend: object, names: list[str], **kwargs: object) -> Supervisor:
+def hosted(tmp_path: Path, backend: Backend, names: list[str], **options: Any) -> Supervisor:
     # A run id of its own: sockets live in one per-user folder, shared with other tests.
-    journal = RunJournal.create(tmp_path, f"test-{secrets.token_hex(4)}", {"mode": "test"})
-    OPEN.append(journal)
-    from mala_tui.prompt_files import load_prompts
-    from mala_tui.runtime.backends.base import SessionSpec
-
-    sup = Supervisor(
-        settings=kwargs.pop("settings", settings()),  # type: ignore[arg-type]
-        backend=backend,  # type: ignore[arg-type]
-        prompts=load_prompts(),
-        journal=journal,
-        **kwargs,  # type: ignore[arg-type]
+    options.setdefault("settings", settings())
+    return build_supervisor(
+        backend,
+        names,
+        cwd=tmp_path,
+        journal=tmp_path,
+        run_id=f"test-{secrets.token_hex(4)}",
+        **options,
     )
-    for name in names:
-        sup.add_session(SessionSpec(name=name, task=f"task {name}", cwd=tmp_path))
-    return sup
 
 
 def lines_of(path: Path) -> list[ev.Event]:
     return read_events(path).events
 
 
-async def until(predicate: object, seconds: float = 10) -> None:
-    async def wait() -> None:
-        while not predicate():  # type: ignore[operator]
-            await asyncio.sleep(0.01)
-
-    await asyncio.wait_for(wait(), seconds)
-
-
 async def test_a_console_follows_every_event_once_and_answers_at_the_host(tmp_path: Path) -> None:
-    sup = hosted(tmp_path, Sessions({"a": hard_session("sa")}), ["a"], approval_mode="ask")
+    sup = hosted(tmp_path, PerSession({"a": hard_session("sa")}), ["a"], approval_mode="ask")
     assert sup.journal is not None
     channel = ControlChannel(sup, sup.journal.directory)
     path = await channel.start()
@@ -87,11 +67,11 @@ async def test_a_console_follows_every_event_once_and_answers_at_the_host(tmp_pa
         record = read_host_file(sup.journal.directory)
         assert record is not None and record.socket == path and record.pid == os.getpid()
         run = asyncio.create_task(sup.run())
-        await until(sup.state.questions)
+        await eventually(sup.state.questions)
         # Attached once the run is under way: what it missed comes from the journal.
         remote = RemoteRun.attach(sup.journal.directory)
         following = asyncio.create_task(remote.run())
-        await until(remote.state.questions)
+        await eventually(remote.state.questions)
         (question,) = remote.state.questions()
         await asyncio.to_thread(
             remote.decide, "a", Decision.APPROVE, checkpoint_number=question.checkpoint_number
@@ -127,8 +107,8 @@ async def test_two_consoles_one_answer_the_second_is_told_who_answered(tmp_path:
         first = RemoteRun.attach(sup.journal.directory, name="console one")
         second = RemoteRun.attach(sup.journal.directory, name="console two")
         following = [asyncio.create_task(c.run()) for c in (first, second)]
-        await until(lambda: first.state.questions() and second.state.questions())
-        await until(lambda: channel.consoles == 2)
+        await eventually(lambda: first.state.questions() and second.state.questions())
+        await eventually(lambda: channel.consoles == 2)
         (question,) = second.state.questions()
         await asyncio.to_thread(
             first.answer_permission, "a", question.request_id, PermissionAnswer.ALLOW_ONCE
@@ -159,23 +139,23 @@ async def test_two_consoles_one_answer_the_second_is_told_who_answered(tmp_path:
 async def test_a_console_let_go_for_falling_behind_comes_back_missing_nothing(
     tmp_path: Path,
 ) -> None:
-    sup = hosted(tmp_path, Sessions({"a": hard_session("sa")}), ["a"], approval_mode="ask")
+    sup = hosted(tmp_path, PerSession({"a": hard_session("sa")}), ["a"], approval_mode="ask")
     assert sup.journal is not None
     channel = ControlChannel(sup, sup.journal.directory, console_behind=5, backlog=1000)
     await channel.start()
     try:
         run = asyncio.create_task(sup.run())
-        await until(sup.state.questions)
+        await eventually(sup.state.questions)
         remote = RemoteRun.attach(sup.journal.directory)
         got: list[int] = []
         remote.listeners.events.append(lambda event: got.append(event.seq))
         following = asyncio.create_task(remote.run())
-        await until(lambda: channel.consoles == 1)
+        await eventually(lambda: channel.consoles == 1)
         # A burst the console cannot take before it falls behind: let go, it attaches
         # again from its last line and the rest comes from the host's memory.
         for number in range(40):
             sup.record(ev.WarningRecorded(at=0.0, session="a", where="test", message=str(number)))
-        await until(lambda: remote.reconnects >= 1)
+        await eventually(lambda: remote.reconnects >= 1)
         (question,) = sup.state.questions()
         sup.decide("a", Decision.APPROVE, checkpoint_number=question.checkpoint_number)
         await asyncio.wait_for(run, 10)
@@ -190,21 +170,21 @@ async def test_a_console_let_go_for_falling_behind_comes_back_missing_nothing(
 async def test_a_console_reconnecting_past_memory_is_caught_up_from_the_journal(
     tmp_path: Path,
 ) -> None:
-    sup = hosted(tmp_path, Sessions({"a": hard_session("sa")}), ["a"], approval_mode="ask")
+    sup = hosted(tmp_path, PerSession({"a": hard_session("sa")}), ["a"], approval_mode="ask")
     assert sup.journal is not None
     channel = ControlChannel(sup, sup.journal.directory, console_behind=5, backlog=3)
     await channel.start()
     try:
         run = asyncio.create_task(sup.run())
-        await until(sup.state.questions)
+        await eventually(sup.state.questions)
         remote = RemoteRun.attach(sup.journal.directory)
         got: list[int] = []
         remote.listeners.events.append(lambda event: got.append(event.seq))
         following = asyncio.create_task(remote.run())
-        await until(lambda: channel.consoles == 1)
+        await eventually(lambda: channel.consoles == 1)
         for number in range(40):
             sup.record(ev.WarningRecorded(at=0.0, session="a", where="test", message=str(number)))
-        await until(lambda: remote.reconnects >= 1)
+        await eventually(lambda: remote.reconnects >= 1)
         (question,) = sup.state.questions()
         sup.decide("a", Decision.APPROVE, checkpoint_number=question.checkpoint_number)
         await asyncio.wait_for(run, 10)
@@ -217,7 +197,7 @@ async def test_a_console_reconnecting_past_memory_is_caught_up_from_the_journal(
 
 
 async def test_a_stale_socket_is_replaced_and_a_live_one_refused(tmp_path: Path) -> None:
-    sup = hosted(tmp_path, Sessions({"a": hard_session("sa")}), ["a"])
+    sup = hosted(tmp_path, PerSession({"a": hard_session("sa")}), ["a"])
     assert sup.journal is not None
     path = socket_folder() / f"{sup.journal.directory.name}.sock"
     # What a crashed host leaves: a socket file nothing listens on.

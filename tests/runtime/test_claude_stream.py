@@ -131,10 +131,10 @@ def test_the_post_tool_hook_asks_the_gate_and_stops_when_it_says_so() -> None:
             after(hook_input(tool_name="Bash", tool_response=small), "toolu_1", {"signal": None})
         )
         == {}
-    )  # type: ignore[arg-type]
+    )
     stopped = asyncio.run(
         after(hook_input(tool_name="Bash", tool_response=large), "toolu_2", {"signal": None})
-    )  # type: ignore[arg-type]
+    )
     assert stopped == {"continue_": False, "stopReason": "mala-tui is managing the context window"}
     assert asked == [
         ("toolu_1", "Bash", len(json.dumps(small))),

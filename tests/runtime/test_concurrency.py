@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -12,56 +11,29 @@ from mala_tui.config import AgentSettings, IdleSettings, Settings, max_concurren
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.observations import Command
-from mala_tui.prompt_files import load_prompts
-from mala_tui.runtime.backends.base import SessionIdItem, SessionSpec
-from mala_tui.runtime.backends.scripted import HANG, ScriptedBackend, ScriptedClient, finished
-from mala_tui.runtime.journal import RunJournal, read_events
+from mala_tui.runtime.backends.base import SessionIdItem
+from mala_tui.runtime.backends.scripted import HANG, ScriptedClient, finished
 from mala_tui.runtime.supervisor import QUEUE, Supervisor
 from mala_tui.ui.format import state_label
-
-OPEN: list[RunJournal] = []
-
-
-@pytest.fixture(autouse=True)
-def close_journals() -> Iterator[None]:
-    yield
-    while OPEN:
-        OPEN.pop().close()
+from tests.support.backends import PerSession
+from tests.support.supervisors import build_supervisor, journal_events
 
 
-class PerSession:
+def agents(hang: bool) -> PerSession:
     """One scripted client per session name; records which sessions were ever started."""
-
-    def __init__(self, hang: bool) -> None:
-        self.hang = hang
-        self.created: list[str] = []
-
-    def create(self, spec: SessionSpec, *, resume: str | None) -> ScriptedClient:
-        self.created.append(spec.name)
-        turn = [SessionIdItem(spec.name), HANG if self.hang else finished("done", spec.name)]
-        return ScriptedBackend([ScriptedClient([turn])]).create(spec, resume=resume)
-
-    async def mask_transcript(
-        self, spec: SessionSpec, session_id: str, placeholders: object
-    ) -> int:
-        return 0
+    return PerSession(
+        lambda name: ScriptedClient(
+            [[SessionIdItem(name), HANG if hang else finished("done", name)]]
+        )
+    )
 
 
 def supervisor(tmp_path: Path, backend: PerSession, sessions: int, limit: int) -> Supervisor:
-    journal = RunJournal.create(tmp_path, "run-1", {"mode": "test"})
-    OPEN.append(journal)
     settings = Settings(
         agent=AgentSettings(max_concurrent=limit), idle=IdleSettings(idle_timeout_seconds=30)
     )
-    sup = Supervisor(
-        settings=settings,
-        backend=backend,  # type: ignore[arg-type]
-        prompts=load_prompts(),
-        journal=journal,
-    )
-    for index in range(sessions):
-        sup.add_session(SessionSpec(name=f"s{index}", task=f"task {index}", cwd=tmp_path))
-    return sup
+    names = [f"s{index}" for index in range(sessions)]
+    return build_supervisor(backend, names, cwd=tmp_path, journal=tmp_path, settings=settings)
 
 
 def sessions_started(sup: Supervisor, count: int) -> asyncio.Event:
@@ -97,11 +69,11 @@ def test_the_default_is_twice_the_cores_and_at_most_eight() -> None:
 
 
 async def test_sessions_past_the_limit_wait_queued_and_start_in_order(tmp_path: Path) -> None:
-    backend = PerSession(hang=False)
+    backend = agents(hang=False)
     sup = supervisor(tmp_path, backend, sessions=5, limit=2)
     result = await asyncio.wait_for(sup.run(), 30)
     assert result.ok
-    events = read_events(sup.journal.events_path).events  # type: ignore[union-attr]
+    events = journal_events(sup)
     assert most_at_once(events) == 2
     assert backend.created == ["s0", "s1", "s2", "s3", "s4"]
     queued = [e for e in events if isinstance(e, ev.WarningRecorded) and e.where == QUEUE]
@@ -119,7 +91,7 @@ async def test_sessions_past_the_limit_wait_queued_and_start_in_order(tmp_path: 
 
 
 async def test_queued_sessions_show_as_queued_until_a_slot_frees(tmp_path: Path) -> None:
-    sup = supervisor(tmp_path, PerSession(hang=True), sessions=3, limit=1)
+    sup = supervisor(tmp_path, agents(hang=True), sessions=3, limit=1)
     started = sessions_started(sup, 1)
     run = asyncio.create_task(sup.run())
     await started.wait()
@@ -136,7 +108,7 @@ async def test_queued_sessions_show_as_queued_until_a_slot_frees(tmp_path: Path)
 
 
 async def test_stopping_ends_queued_sessions_without_starting_them(tmp_path: Path) -> None:
-    backend = PerSession(hang=True)
+    backend = agents(hang=True)
     sup = supervisor(tmp_path, backend, sessions=4, limit=2)
     started = sessions_started(sup, 2)
     run = asyncio.create_task(sup.run())
@@ -146,14 +118,14 @@ async def test_stopping_ends_queued_sessions_without_starting_them(tmp_path: Pat
     assert backend.created == ["s0", "s1"]
     assert set(result.statuses.values()) == {EndStatus.STOPPED}
     assert result.reasons["s3"] == "stopped by the operator (it was queued, never started)"
-    events = read_events(sup.journal.events_path).events  # type: ignore[union-attr]
+    events = journal_events(sup)
     ended = {e.session: e.status for e in events if isinstance(e, ev.SessionEnded)}
     assert ended == {f"s{index}": "stopped" for index in range(4)}
     assert isinstance(events[-1], ev.RunEnded)
 
 
 async def test_stopping_one_queued_session_ends_it_at_once(tmp_path: Path) -> None:
-    backend = PerSession(hang=True)
+    backend = agents(hang=True)
     sup = supervisor(tmp_path, backend, sessions=3, limit=1)
     started = sessions_started(sup, 1)
     run = asyncio.create_task(sup.run())
@@ -168,14 +140,14 @@ async def test_stopping_one_queued_session_ends_it_at_once(tmp_path: Path) -> No
 
 
 async def test_cancelling_ends_queued_sessions_in_the_journal(tmp_path: Path) -> None:
-    sup = supervisor(tmp_path, PerSession(hang=True), sessions=3, limit=1)
+    sup = supervisor(tmp_path, agents(hang=True), sessions=3, limit=1)
     started = sessions_started(sup, 1)
     run = asyncio.create_task(sup.run())
     await started.wait()
     run.cancel()
     with pytest.raises(asyncio.CancelledError):
         await run
-    events = read_events(sup.journal.events_path).events  # type: ignore[union-attr]
+    events = journal_events(sup)
     ended = {e.session for e in events if isinstance(e, ev.SessionEnded)}
     assert ended == {"s0", "s1", "s2"}
     assert isinstance(events[-1], ev.RunEnded) and events[-1].reason == "cancelled"

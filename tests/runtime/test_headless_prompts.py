@@ -5,22 +5,21 @@ from __future__ import annotations
 
 import asyncio
 import io
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from mala_tui.config import ContextSettings, IdleSettings, Settings
+from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.usage import CallUsage
 from mala_tui.runtime.backends.base import SessionIdItem, UsageItem
-from mala_tui.runtime.backends.scripted import HANG, ScriptedClient, finished
+from mala_tui.runtime.backends.scripted import HANG, ScriptedBackend, ScriptedClient, finished
 from mala_tui.runtime.headless import WRAP_MARK, terminal_lines
 from mala_tui.runtime.launch import run_headless
-from tests.runtime.test_permission_requests import bash, close_journals, decided, supervisor
-from tests.runtime.test_supervisor import Sessions
-from tests.runtime.test_supervisor import supervisor as approval_supervisor
-
-__all__ = ["close_journals"]
+from tests.support.backends import PerSession, bash
+from tests.support.supervisors import build_supervisor, journaled
 
 LONG = "echo " + "x" * 600 + " && echo HIDDEN-TAIL"
 ALLOW_PROMPT = "--- [o] allow once / [s] allow for this session / [d] deny, then a reason: "
@@ -33,7 +32,14 @@ def terminal(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     yield
 
 
-def answering(*lines: str):  # type: ignore[no-untyped-def]
+def one_window(idle: float = 60) -> Settings:
+    """A 100,000-token window, and an idle timeout no test here reaches."""
+    return Settings(
+        context=ContextSettings(context_limit=100_000), idle=IdleSettings(idle_timeout_seconds=idle)
+    )
+
+
+def answering(*lines: str) -> Callable[[], Awaitable[str]]:
     answers = iter(lines)
 
     async def read_line() -> str:
@@ -56,8 +62,10 @@ def test_lines_are_broken_at_the_width_and_keep_every_character() -> None:
 
 
 async def test_the_whole_command_is_shown_before_allow_is_offered(tmp_path: Path) -> None:
-    client = ScriptedClient([[SessionIdItem("s"), *bash(LONG, "t1"), finished()]])  # type: ignore[list-item]
-    sup = supervisor(tmp_path, client)
+    client = ScriptedClient([[SessionIdItem("s"), *bash(LONG, "t1"), finished()]])
+    sup = build_supervisor(
+        ScriptedBackend([client]), ["a"], cwd=tmp_path, journal=tmp_path, settings=one_window()
+    )
     out = io.StringIO()
     result = await asyncio.wait_for(run_headless(sup, out, read_line=answering("o\n")), 10)
     assert result.statuses == {"a": EndStatus.DONE}
@@ -71,25 +79,29 @@ async def test_the_whole_command_is_shown_before_allow_is_offered(tmp_path: Path
 
 async def test_a_long_input_is_paged_and_allow_comes_after_its_last_line(tmp_path: Path) -> None:
     command = "\n".join(f"step {n}" for n in range(400)) + "\necho HIDDEN-TAIL"
-    client = ScriptedClient([[SessionIdItem("s"), *bash(command, "t1"), finished()]])  # type: ignore[list-item]
-    sup = supervisor(tmp_path, client)
+    client = ScriptedClient([[SessionIdItem("s"), *bash(command, "t1"), finished()]])
+    sup = build_supervisor(
+        ScriptedBackend([client]), ["a"], cwd=tmp_path, journal=tmp_path, settings=one_window()
+    )
     out = io.StringIO()
     await asyncio.wait_for(run_headless(sup, out, read_line=answering("\n", "\n", "o\n")), 10)
     text = out.getvalue()
     # One JSON line here (the command's newlines are escaped in it), wrapped to many.
     assert "--- shown 21 of " in text
     assert text.index("HIDDEN-TAIL") < text.index(ALLOW_PROMPT)
-    assert decided(sup)[0].answer == "allow_once"
+    assert journaled(sup, ev.PermissionDecided)[0].answer == "allow_once"
 
 
 async def test_a_deny_while_paging_ends_it_with_its_reason(tmp_path: Path) -> None:
     command = "x" * 3000 + " && echo HIDDEN-TAIL"
-    client = ScriptedClient([[SessionIdItem("s"), *bash(command, "t1"), finished()]])  # type: ignore[list-item]
-    sup = supervisor(tmp_path, client)
+    client = ScriptedClient([[SessionIdItem("s"), *bash(command, "t1"), finished()]])
+    sup = build_supervisor(
+        ScriptedBackend([client]), ["a"], cwd=tmp_path, journal=tmp_path, settings=one_window()
+    )
     out = io.StringIO()
     await asyncio.wait_for(run_headless(sup, out, read_line=answering("d too long\n")), 10)
     assert ALLOW_PROMPT not in out.getvalue()
-    (decision,) = decided(sup)
+    (decision,) = journaled(sup, ev.PermissionDecided)
     assert (decision.answer, decision.reason) == ("deny", "too long")
 
 
@@ -104,7 +116,14 @@ async def test_a_checkpoint_is_shown_whole_before_approve_is_offered(tmp_path: P
         ]
     )
     new = ScriptedClient([[SessionIdItem("sb"), finished("done", "sb")]])
-    sup = approval_supervisor(tmp_path, Sessions({"a": [old, new]}), ["a"], approval_mode="ask")
+    sup = build_supervisor(
+        PerSession({"a": [old, new]}),
+        ["a"],
+        cwd=tmp_path,
+        journal=tmp_path,
+        settings=one_window(idle=5),
+        approval_mode="ask",
+    )
     out = io.StringIO()
     result = await asyncio.wait_for(run_headless(sup, out, read_line=answering("a\n")), 10)
     assert result.statuses == {"a": EndStatus.DONE}

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import io
-from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,46 +19,26 @@ from mala_tui.core.actions import EndStatus
 from mala_tui.core.observations import Command
 from mala_tui.core.permissions import AnsweredBy, PermissionAnswer
 from mala_tui.core.questions import Question
-from mala_tui.core.transcript import Message, Role, ToolCall, ToolResult
 from mala_tui.core.usage import CallUsage
-from mala_tui.prompt_files import load_prompts
 from mala_tui.runtime.attention import BEL, Attention, Desktop
 from mala_tui.runtime.backends.base import (
-    MessageItem,
-    PermissionAsk,
     PermissionVerdict,
     SessionIdItem,
-    SessionSpec,
     UsageItem,
 )
 from mala_tui.runtime.backends.scripted import (
     HANG,
-    AskPermission,
     ScriptedBackend,
     ScriptedClient,
     finished,
 )
-from mala_tui.runtime.journal import RunJournal, read_events
+from mala_tui.runtime.journal import read_events
 from mala_tui.runtime.launch import run_headless
 from mala_tui.runtime.supervisor import Supervisor
+from tests.support.backends import bash
+from tests.support.supervisors import build_supervisor, journaled
 
 IDLE = 0.2
-OPEN: list[RunJournal] = []
-
-
-@pytest.fixture(autouse=True)
-def close_journals() -> Iterator[None]:
-    yield
-    while OPEN:
-        OPEN.pop().close()
-
-
-def bash(command: str, tool_id: str) -> list[object]:
-    """A Bash call the agent asks permission for before it runs, then the call's result
-    (the scripted result is the same whatever the answer)."""
-    call = MessageItem(Message(Role.ASSISTANT, (ToolCall(tool_id, "Bash", {"command": command}),)))
-    result = MessageItem(Message(Role.USER, (ToolResult(tool_id, "done"),)))
-    return [call, AskPermission(PermissionAsk(tool_id, "Bash", {"command": command})), result]
 
 
 def supervisor(
@@ -67,23 +47,16 @@ def supervisor(
     *,
     idle: float = 60.0,
     later: list[ScriptedClient] | None = None,
-    **agent: object,
+    **agent: Any,
 ) -> Supervisor:
     """One session, "a"; `later`: the clients of its restarts (a 100,000-token window)."""
-    journal = RunJournal.create(tmp_path, "run-1", {"mode": "test"})
-    OPEN.append(journal)
-    sup = Supervisor(
-        settings=Settings(
-            agent=AgentSettings(**agent),  # type: ignore[arg-type]
-            idle=IdleSettings(idle_timeout_seconds=idle),
-            context=ContextSettings(context_limit=100_000),
-        ),
-        backend=ScriptedBackend([client, *(later or [])]),
-        prompts=load_prompts(),
-        journal=journal,
+    settings = Settings(
+        agent=AgentSettings(**agent),
+        idle=IdleSettings(idle_timeout_seconds=idle),
+        context=ContextSettings(context_limit=100_000),
     )
-    sup.add_session(SessionSpec(name="a", task="task a", cwd=tmp_path))
-    return sup
+    backend = ScriptedBackend([client, *(later or [])])
+    return build_supervisor(backend, ["a"], cwd=tmp_path, journal=tmp_path, settings=settings)
 
 
 def requests_reach(sup: Supervisor, count: int) -> asyncio.Event:
@@ -98,17 +71,11 @@ def requests_reach(sup: Supervisor, count: int) -> asyncio.Event:
     return reached
 
 
-def decided(sup: Supervisor) -> list[ev.PermissionDecided]:
-    assert sup.journal is not None
-    events = read_events(sup.journal.events_path).events
-    return [e for e in events if isinstance(e, ev.PermissionDecided)]
-
-
 async def test_allow_for_the_session_answers_the_next_request_without_asking(
     tmp_path: Path,
 ) -> None:
     client = ScriptedClient(
-        [[SessionIdItem("s"), *bash("make", "t1"), *bash("make test", "t2"), finished()]]  # type: ignore[list-item]
+        [[SessionIdItem("s"), *bash("make", "t1"), *bash("make test", "t2"), finished()]]
     )
     sup = supervisor(tmp_path, client)
     waiting = requests_reach(sup, 1)
@@ -121,7 +88,9 @@ async def test_allow_for_the_session_answers_the_next_request_without_asking(
     result = await asyncio.wait_for(run, 10)
     assert result.statuses == {"a": EndStatus.DONE}
     assert client.verdicts == [PermissionVerdict(True), PermissionVerdict(True)]
-    assert [(d.request_id, d.answer, d.decided_by) for d in decided(sup)] == [
+    assert [
+        (d.request_id, d.answer, d.decided_by) for d in journaled(sup, ev.PermissionDecided)
+    ] == [
         ("1", PermissionAnswer.ALLOW_SESSION, AnsweredBy.OPERATOR),
         ("2", PermissionAnswer.ALLOW_ONCE, AnsweredBy.SESSION_RULE),
     ]
@@ -129,7 +98,7 @@ async def test_allow_for_the_session_answers_the_next_request_without_asking(
 
 
 async def test_a_deny_carries_the_operators_reason_to_the_agent(tmp_path: Path) -> None:
-    client = ScriptedClient([[SessionIdItem("s"), *bash("rm -rf /", "t1"), finished()]])  # type: ignore[list-item]
+    client = ScriptedClient([[SessionIdItem("s"), *bash("rm -rf /", "t1"), finished()]])
     sup = supervisor(tmp_path, client)
     waiting = requests_reach(sup, 1)
     run = asyncio.create_task(sup.run())
@@ -141,7 +110,7 @@ async def test_a_deny_carries_the_operators_reason_to_the_agent(tmp_path: Path) 
     assert verdict.message == (
         "Permission to use this tool was denied by the operator: never delete the root"
     )
-    assert decided(sup)[0].reason == "never delete the root"
+    assert journaled(sup, ev.PermissionDecided)[0].reason == "never delete the root"
 
 
 async def test_a_waiting_request_is_not_a_stall_and_times_out_to_the_default_answer(
@@ -149,19 +118,19 @@ async def test_a_waiting_request_is_not_a_stall_and_times_out_to_the_default_ans
 ) -> None:
     # The idle timeout is a fifth of the permission timeout: had it run while the
     # request waited, the session would have been recovered as hung four times over.
-    client = ScriptedClient([[SessionIdItem("s"), *bash("make", "t1"), finished()]])  # type: ignore[list-item]
+    client = ScriptedClient([[SessionIdItem("s"), *bash("make", "t1"), finished()]])
     sup = supervisor(tmp_path, client, idle=IDLE, permission_timeout=5 * IDLE)
     result = await asyncio.wait_for(sup.run(), 10)
     assert result.statuses == {"a": EndStatus.DONE}
     assert sup.state.sessions["a"].idle_retries == 0
-    (answer,) = decided(sup)
+    (answer,) = journaled(sup, ev.PermissionDecided)
     assert (answer.answer, answer.decided_by) == (PermissionAnswer.DENY, AnsweredBy.TIMEOUT)
     assert answer.reason == "no answer within 1 s: denied (agent.permission_timeout_answer)"
     assert client.verdicts[0].message.startswith("Permission to use this tool was denied by")
 
 
 async def test_the_idle_timeout_still_fires_once_the_request_is_answered(tmp_path: Path) -> None:
-    hanging = ScriptedClient([[SessionIdItem("s"), *bash("make", "t1"), HANG]])  # type: ignore[list-item]
+    hanging = ScriptedClient([[SessionIdItem("s"), *bash("make", "t1"), HANG]])
     sup = supervisor(tmp_path, hanging, idle=IDLE, permission_timeout_answer="allow")
     sup.permissions.operator_present = False  # answered at once
     run = asyncio.create_task(sup.run())
@@ -174,7 +143,7 @@ async def test_the_idle_timeout_still_fires_once_the_request_is_answered(tmp_pat
 
 
 async def test_stopping_the_session_denies_what_waits_with_the_reason(tmp_path: Path) -> None:
-    client = ScriptedClient([[SessionIdItem("s"), *bash("make", "t1"), finished()]])  # type: ignore[list-item]
+    client = ScriptedClient([[SessionIdItem("s"), *bash("make", "t1"), finished()]])
     sup = supervisor(tmp_path, client)
     waiting = requests_reach(sup, 1)
     run = asyncio.create_task(sup.run())
@@ -182,7 +151,7 @@ async def test_stopping_the_session_denies_what_waits_with_the_reason(tmp_path: 
     sup.command("a", Command.STOP)
     result = await asyncio.wait_for(run, 10)
     assert result.statuses == {"a": EndStatus.STOPPED}
-    (answer,) = decided(sup)
+    (answer,) = journaled(sup, ev.PermissionDecided)
     assert (answer.answer, answer.decided_by) == (PermissionAnswer.DENY, AnsweredBy.POLICY)
     assert answer.reason == "the session ended (stopped)"
     assert sup.state.questions() == []
@@ -195,28 +164,28 @@ async def test_stopping_the_session_denies_what_waits_with_the_reason(tmp_path: 
 async def test_allow_and_deny_policies_answer_without_asking(
     tmp_path: Path, policy: str, allowed: bool, by: AnsweredBy
 ) -> None:
-    client = ScriptedClient([[SessionIdItem("s"), *bash("make", "t1"), finished()]])  # type: ignore[list-item]
+    client = ScriptedClient([[SessionIdItem("s"), *bash("make", "t1"), finished()]])
     sup = supervisor(tmp_path, client, permissions=policy)
     asked: list[list[Question]] = []
     sup.listeners.questions.append(asked.append)
     await asyncio.wait_for(sup.run(), 10)
     assert asked == []
     assert client.verdicts[0].allow is allowed
-    assert decided(sup)[0].decided_by is by
+    assert journaled(sup, ev.PermissionDecided)[0].decided_by is by
 
 
 async def test_without_anyone_to_ask_the_timeout_answer_is_given_at_once(tmp_path: Path) -> None:
-    client = ScriptedClient([[SessionIdItem("s"), *bash("make", "t1"), finished()]])  # type: ignore[list-item]
+    client = ScriptedClient([[SessionIdItem("s"), *bash("make", "t1"), finished()]])
     sup = supervisor(tmp_path, client)
     sup.permissions.operator_present = False
     await asyncio.wait_for(sup.run(), 10)
-    (answer,) = decided(sup)
+    (answer,) = journaled(sup, ev.PermissionDecided)
     assert (answer.answer, answer.decided_by) == (PermissionAnswer.DENY, AnsweredBy.TIMEOUT)
     assert "headless run without a terminal" in answer.reason
 
 
 async def test_answers_to_nothing_waiting_or_not_an_answer_are_refused(tmp_path: Path) -> None:
-    client = ScriptedClient([[SessionIdItem("s"), *bash("make", "t1"), finished()]])  # type: ignore[list-item]
+    client = ScriptedClient([[SessionIdItem("s"), *bash("make", "t1"), finished()]])
     sup = supervisor(tmp_path, client)
     waiting = requests_reach(sup, 1)
     run = asyncio.create_task(sup.run())
@@ -236,7 +205,7 @@ async def test_headless_asks_on_the_terminal_and_a_deny_takes_its_reason_inline(
     tmp_path: Path,
 ) -> None:
     client = ScriptedClient(
-        [[SessionIdItem("s"), *bash("make \x1b[2J", "t1"), *bash("ls", "t2"), finished()]]  # type: ignore[list-item]
+        [[SessionIdItem("s"), *bash("make \x1b[2J", "t1"), *bash("ls", "t2"), finished()]]
     )
     sup = supervisor(tmp_path, client)
     answers = iter(["maybe\n", "d not on this machine\n", "o\n"])
@@ -259,7 +228,7 @@ async def test_headless_asks_on_the_terminal_and_a_deny_takes_its_reason_inline(
 async def test_headless_a_deny_alone_asks_for_the_reason_on_the_next_line(
     tmp_path: Path,
 ) -> None:
-    client = ScriptedClient([[SessionIdItem("s"), *bash("make", "t1"), finished()]])  # type: ignore[list-item]
+    client = ScriptedClient([[SessionIdItem("s"), *bash("make", "t1"), finished()]])
     sup = supervisor(tmp_path, client)
     answers = iter(["d\n", "use the Makefile target instead\n"])
 
@@ -270,11 +239,11 @@ async def test_headless_a_deny_alone_asks_for_the_reason_on_the_next_line(
     out = io.StringIO()
     await asyncio.wait_for(run_headless(sup, out, read_line=read_line), 10)
     assert "reason for the agent (Enter for none): " in out.getvalue()
-    assert decided(sup)[0].reason == "use the Makefile target instead"
+    assert journaled(sup, ev.PermissionDecided)[0].reason == "use the Makefile target instead"
 
 
 async def test_headless_without_a_terminal_answers_at_once_and_says_why(tmp_path: Path) -> None:
-    client = ScriptedClient([[SessionIdItem("s"), *bash("make", "t1"), finished()]])  # type: ignore[list-item]
+    client = ScriptedClient([[SessionIdItem("s"), *bash("make", "t1"), finished()]])
     sup = supervisor(tmp_path, client)
     out = io.StringIO()
     await asyncio.wait_for(run_headless(sup, out), 10)
@@ -286,7 +255,7 @@ async def test_only_a_request_that_waits_calls_for_the_operators_attention(
     tmp_path: Path,
 ) -> None:
     client = ScriptedClient(
-        [[SessionIdItem("s"), *bash("make", "t1"), *bash("ls", "t2"), finished()]]  # type: ignore[list-item]
+        [[SessionIdItem("s"), *bash("make", "t1"), *bash("ls", "t2"), finished()]]
     )
     sup = supervisor(tmp_path, client)
     rung: list[str] = []
@@ -313,12 +282,12 @@ async def test_allow_for_the_session_holds_across_the_sessions_restart(tmp_path:
     hard = UsageItem(CallUsage(cache_read_input_tokens=85_000), final=True)
     first = ScriptedClient(
         [
-            [SessionIdItem("s1"), *bash("make", "t1"), hard, HANG],  # type: ignore[list-item]
+            [SessionIdItem("s1"), *bash("make", "t1"), hard, HANG],
             [finished("saved", "s1")],
             [finished(checkpoint, "s1")],
         ]
     )
-    fresh = ScriptedClient([[SessionIdItem("s2"), *bash("make test", "t2"), finished("ok", "s2")]])  # type: ignore[list-item]
+    fresh = ScriptedClient([[SessionIdItem("s2"), *bash("make test", "t2"), finished("ok", "s2")]])
     sup = supervisor(tmp_path, first, later=[fresh])
     waiting = requests_reach(sup, 1)
     run = asyncio.create_task(sup.run())
@@ -328,7 +297,7 @@ async def test_allow_for_the_session_holds_across_the_sessions_restart(tmp_path:
     assert result.statuses == {"a": EndStatus.DONE}
     assert sup.state.sessions["a"].restarts, "the session should have restarted"
     assert fresh.verdicts == [PermissionVerdict(True)]
-    assert [(d.request_id, d.decided_by) for d in decided(sup)] == [
+    assert [(d.request_id, d.decided_by) for d in journaled(sup, ev.PermissionDecided)] == [
         ("1", AnsweredBy.OPERATOR),
         ("2", AnsweredBy.SESSION_RULE),
     ]

@@ -13,6 +13,7 @@ import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -42,6 +43,8 @@ from mala_tui.runtime.backends.scripted import (
 from mala_tui.runtime.journal import RunJournal, read_events
 from mala_tui.runtime.supervisor import Supervisor
 from tests.runtime.host_engine import InProcessEngine
+from tests.support.backends import PerSession
+from tests.support.supervisors import build_supervisor
 
 CHECKPOINT = "<checkpoint>\n## Goal\nG\n## Completed Work\n- Read /ws/a.py\n</checkpoint>"
 OPEN: list[RunJournal] = []
@@ -68,49 +71,30 @@ def usage(tokens: int) -> UsageItem:
     return UsageItem(CallUsage(input_tokens=3, cache_read_input_tokens=tokens), final=True)
 
 
-class PerSession:
-    """Clients chosen by session name, in order (each host makes its backend from this)."""
-
-    def __init__(self, clients: dict[str, list[ScriptedClient]]) -> None:
-        self.by_name = {name: ScriptedBackend(list(found)) for name, found in clients.items()}
-
-    def create(self, spec: SessionSpec, *, resume: str | None) -> ScriptedClient:
-        return self.by_name[spec.name].create(spec, resume=resume)
-
-    def transcript_path(self, spec: SessionSpec, session_id: str) -> None:
-        return None
-
-    async def mask_transcript(
-        self, spec: SessionSpec, session_id: str, placeholders: object
-    ) -> int:
-        return 0
-
-
 def supervisor(
     tmp_path: Path,
     backend: PerSession,
     names: list[str],
     engine: InProcessEngine,
-    **context: object,
+    **context: Any,
 ) -> Supervisor:
-    journal = RunJournal.create(tmp_path, "run-1", {"mode": "test"})
-    OPEN.append(journal)
+    """Sessions on hosts of the in-process engine, each host's backend `backend`; the
+    driver itself has no backend (None: nothing runs in its process)."""
     approval = context.pop("approval_mode", "auto")
-    sup = Supervisor(
-        settings=Settings(
-            context=ContextSettings(context_limit=100_000, **context),  # type: ignore[arg-type]
-            idle=IdleSettings(idle_timeout_seconds=30),
-        ),
-        backend=None,  # type: ignore[arg-type]
-        prompts=load_prompts(),
-        journal=journal,
-        approval_mode=approval,  # type: ignore[arg-type]
-        engine=engine,
-        host_backend=lambda folder: backend,  # type: ignore[arg-type,return-value]
+    settings = Settings(
+        context=ContextSettings(context_limit=100_000, **context),
+        idle=IdleSettings(idle_timeout_seconds=30),
     )
-    for name in names:
-        sup.add_session(SessionSpec(name=name, task=f"task {name}", cwd=tmp_path))
-    return sup
+    return build_supervisor(
+        None,  # type: ignore[arg-type]
+        names,
+        cwd=tmp_path,
+        journal=tmp_path,
+        settings=settings,
+        approval_mode=approval,
+        engine=engine,
+        host_backend=lambda folder: backend,
+    )
 
 
 def journaled(sup: Supervisor) -> list[ev.Event]:

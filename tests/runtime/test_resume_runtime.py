@@ -20,16 +20,16 @@ from mala_tui.core.permissions import AnsweredBy, PermissionAnswer
 from mala_tui.core.resume_plan import ResumeFrom, TaskRecord, plan_resume
 from mala_tui.core.transcript import Role, ToolCall, ToolResult
 from mala_tui.prompt_files import load_prompts
-from mala_tui.runtime.backends.base import SessionIdItem, SessionSpec
+from mala_tui.runtime.backends.base import SessionIdItem
 from mala_tui.runtime.backends.claude import ClaudeBackend
 from mala_tui.runtime.backends.claude_history import read_conversation
 from mala_tui.runtime.backends.scripted import ScriptedBackend, ScriptedClient, finished
 from mala_tui.runtime.journal import JournalInUse, RunJournal, list_runs, read_events
 from mala_tui.runtime.profiles import Profile
 from mala_tui.runtime.resume import ResumeError, prepare, read_source, still_live
-from mala_tui.runtime.supervisor import Supervisor
 from mala_tui.runtime.worktree import WorktreeTracker
-from tests.core.factories import default_limits
+from tests.support.factories import default_limits
+from tests.support.supervisors import build_supervisor
 
 
 def loaded(data: Path) -> LoadedSettings:
@@ -343,14 +343,7 @@ async def test_a_restart_waiting_for_approval_at_the_kill_is_asked_again_then_ru
     ]
     (session,) = plan_resume(events, [TaskRecord("a", "task a", "/ws")], lambda *_: True).sessions
     fresh = ScriptedClient([[SessionIdItem("new"), finished(session_id="new")]])
-    supervisor = Supervisor(
-        settings=Settings(),
-        backend=ScriptedBackend([fresh]),
-        prompts=load_prompts(),
-        journal=None,
-        approval_mode="ask",
-    )
-    supervisor.add_session(SessionSpec(name="a", task="task a", cwd=Path("/ws")))
+    supervisor = build_supervisor(ScriptedBackend([fresh]), ["a"], approval_mode="ask")
     supervisor.state.apply_all(events)
     supervisor.runners["a"].manager.resume_from(session, 30)
     asked = asyncio.Event()

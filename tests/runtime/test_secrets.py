@@ -10,16 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from mala_tui.config import Settings
 from mala_tui.core import events as ev
-from mala_tui.prompt_files import load_prompts
 from mala_tui.runtime.backends.base import MaskError
 from mala_tui.runtime.backends.claude_transcripts import rewrite_transcript
 from mala_tui.runtime.backends.scripted import ScriptedBackend
 from mala_tui.runtime.headless import printer
 from mala_tui.runtime.journal import RunJournal
 from mala_tui.runtime.redaction import redact, redact_json_line
-from mala_tui.runtime.supervisor import Supervisor
+from tests.support.supervisors import build_supervisor
 
 ANTHROPIC = "sk-ant-api03-" + "Q" * 24
 GHP = "ghp_" + "Z" * 36
@@ -48,12 +46,7 @@ def test_headless_output_is_redacted_as_the_journal_is() -> None:
 
 def test_transcript_copies_are_redacted_once_masking_kept_them(tmp_path: Path) -> None:
     with RunJournal.create(tmp_path, "run-1", {"mode": "test"}) as journal:
-        sup = Supervisor(
-            settings=Settings(),
-            backend=ScriptedBackend([]),
-            prompts=load_prompts(),
-            journal=journal,
-        )
+        sup = build_supervisor(ScriptedBackend([]), journal=journal)
         copies = journal.directory / "transcripts"
         copies.mkdir()
         copy = copies / "session.1.jsonl"  # as the backend leaves it before rewriting

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -26,7 +26,9 @@ from mala_tui.prompt_files import load_prompts
 from mala_tui.runtime.backends.base import MessageItem, SessionIdItem, SessionSpec, UsageItem
 from mala_tui.runtime.backends.scripted import HANG, ScriptedBackend, ScriptedClient, finished
 from mala_tui.runtime.session import SessionRunner
-from tests.core.factories import default_limits, default_runner_limits
+from tests.support.factories import default_limits, default_runner_limits
+
+E = TypeVar("E", bound=ev.EventBase)
 
 PROMPTS = load_prompts()
 TASK = "Fix issue 42."
@@ -59,7 +61,7 @@ class Harness:
         self.sleeps: list[float] = []
         self.manager = manager_class(
             name="s1", task=TASK, limits=default_limits(**settings), prompts=PROMPTS
-        )  # type: ignore[arg-type]
+        )
         self.runner = SessionRunner(
             spec=SessionSpec(name="s1", task=TASK, cwd=Path("/ws")),
             backend=backend,
@@ -79,7 +81,7 @@ class Harness:
         self._recorded.set()
         return event
 
-    async def until(self, kind: type) -> None:
+    async def until(self, kind: type[ev.Event]) -> None:
         """Wait until an event of this kind has been recorded."""
         async with asyncio.timeout(10):
             while not self.of_type(kind):
@@ -92,7 +94,7 @@ class Harness:
     async def run(self) -> EndStatus:
         return await asyncio.wait_for(self.runner.run(), 10)
 
-    def of_type(self, kind: type) -> list:  # type: ignore[type-arg]
+    def of_type(self, kind: type[E]) -> list[E]:
         return [e for e in self.events if isinstance(e, kind)]
 
 

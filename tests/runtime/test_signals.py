@@ -16,28 +16,14 @@ from mala_tui.config import IdleSettings, Settings
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.observations import Command
-from mala_tui.prompt_files import load_prompts
-from mala_tui.runtime.backends.base import SessionIdItem, SessionSpec
-from mala_tui.runtime.backends.scripted import HANG, ScriptedBackend, ScriptedClient
+from mala_tui.runtime.backends.base import SessionIdItem
+from mala_tui.runtime.backends.scripted import HANG, ScriptedClient
 from mala_tui.runtime.journal import RunJournal, read_events
 from mala_tui.runtime.resume import plan_for, read_source
 from mala_tui.runtime.signals import ROUTES, Shutdown, StopReason, stop_requests
-from mala_tui.runtime.supervisor import Supervisor
-
-
-class PerName:
-    def __init__(self) -> None:
-        self.clients: dict[str, ScriptedClient] = {}
-
-    def create(self, spec: SessionSpec, *, resume: str | None) -> ScriptedClient:
-        client = ScriptedClient([[SessionIdItem(spec.name), HANG]])
-        self.clients[spec.name] = client
-        return ScriptedBackend([client]).create(spec, resume=resume)
-
-    async def mask_transcript(
-        self, spec: SessionSpec, session_id: str, placeholders: object
-    ) -> int:
-        return 0
+from tests.support.backends import PerSession
+from tests.support.polling import eventually
+from tests.support.supervisors import build_supervisor
 
 
 @pytest.fixture
@@ -57,15 +43,14 @@ def journal(tmp_path: Path) -> Iterator[RunJournal]:
 async def test_a_signal_stops_every_session_ends_the_journal_and_gives_its_status(
     number: signal.Signals, status: int, cause: str, journal: RunJournal, tmp_path: Path
 ) -> None:
-    backend = PerName()
-    sup = Supervisor(
-        settings=Settings(idle=IdleSettings(idle_timeout_seconds=30)),
-        backend=backend,  # type: ignore[arg-type]
-        prompts=load_prompts(),
+    backend = PerSession(lambda name: ScriptedClient([[SessionIdItem(name), HANG]]))
+    sup = build_supervisor(
+        backend,
+        ["a", "b"],
+        cwd=tmp_path,
         journal=journal,
+        settings=Settings(idle=IdleSettings(idle_timeout_seconds=30)),
     )
-    for name in ("a", "b"):
-        sup.add_session(SessionSpec(name=name, task=f"task {name}", cwd=tmp_path))
     running = asyncio.Event()
     sup.listeners.events.append(
         lambda e: running.set() if isinstance(e, ev.SessionStarted) and e.session == "b" else None
@@ -106,23 +91,25 @@ async def test_a_session_stopped_with_x_stays_ended_when_ctrl_c_stops_the_rest(
 ) -> None:
     """Ctrl-C stops the run resumably; a session stopped one by one before it stays ended,
     and its line says so, not the run's cause."""
-    sup = Supervisor(
-        settings=Settings(idle=IdleSettings(idle_timeout_seconds=30)),
-        backend=PerName(),  # type: ignore[arg-type]
-        prompts=load_prompts(),
+    sup = build_supervisor(
+        PerSession(lambda name: ScriptedClient([[SessionIdItem(name), HANG]])),
+        ["a", "b"],
+        cwd=tmp_path,
         journal=journal,
+        settings=Settings(idle=IdleSettings(idle_timeout_seconds=30)),
     )
-    for name in ("a", "b"):
-        sup.add_session(SessionSpec(name=name, task=f"task {name}", cwd=tmp_path))
     seen: list[ev.Event] = []
     sup.listeners.events.append(seen.append)
 
     async def stop_a_then_interrupt() -> None:
-        while {e.session for e in seen if isinstance(e, ev.SessionStarted)} != {"a", "b"}:
-            await asyncio.sleep(0.01)
+        await eventually(
+            lambda: {e.session for e in seen if isinstance(e, ev.SessionStarted)} == {"a", "b"},
+            what="both sessions started",
+        )
         sup.command("a", Command.STOP)  # `x` on a's card
-        while not any(isinstance(e, ev.SessionEnded) for e in seen):
-            await asyncio.sleep(0.01)
+        await eventually(
+            lambda: any(isinstance(e, ev.SessionEnded) for e in seen), what="a session ended"
+        )
         os.kill(os.getpid(), signal.SIGINT)
 
     sender = asyncio.create_task(stop_a_then_interrupt())

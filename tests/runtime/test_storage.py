@@ -18,16 +18,16 @@ from mala_tui.bench.own_faults import SimulatedFullDisk, fill, small_disk
 from mala_tui.config import IdleSettings, Settings
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
-from mala_tui.prompt_files import load_prompts
-from mala_tui.runtime.backends.base import SessionIdItem, SessionSpec
-from mala_tui.runtime.backends.scripted import HANG, ScriptedBackend, ScriptedClient
+from mala_tui.runtime.backends.base import SessionIdItem
+from mala_tui.runtime.backends.scripted import HANG, ScriptedClient
 from mala_tui.runtime.journal import (
     RESERVE_FILE,
     RunJournal,
     StorageError,
     read_events,
 )
-from mala_tui.runtime.supervisor import Supervisor
+from tests.support.backends import PerSession
+from tests.support.supervisors import build_supervisor
 
 
 class Disk:
@@ -81,7 +81,7 @@ def test_a_full_disk_gives_back_the_reserve_and_loses_no_line(disk: Disk) -> Non
     assert journal.disk_full is not None and journal.disk_full.errno == errno.ENOSPC
     assert not (journal.directory / RESERVE_FILE).exists()
     contents = read_events(journal.events_path)
-    assert [e.message for e in contents.events] == [f"line {n}" for n in range(written)]  # type: ignore[attr-defined]
+    assert [e.message for e in contents.events] == [f"line {n}" for n in range(written)]
     assert journal.lines_written == written
 
 
@@ -112,14 +112,13 @@ async def test_a_disk_that_fills_mid_run_stops_every_session_and_ends_the_journa
 ) -> None:
     journal = disk.journal()
     clients = {name: hanging(name) for name in ("a", "b")}
-    sup = Supervisor(
-        settings=Settings(idle=IdleSettings(idle_timeout_seconds=30)),
-        backend=_PerName(clients),  # type: ignore[arg-type]
-        prompts=load_prompts(),
+    sup = build_supervisor(
+        PerSession({name: [client] for name, client in clients.items()}),
+        clients,
+        cwd=tmp_path,
         journal=journal,
+        settings=Settings(idle=IdleSettings(idle_timeout_seconds=30)),
     )
-    for name in clients:
-        sup.add_session(SessionSpec(name=name, task=f"task {name}", cwd=tmp_path))
     started = asyncio.Event()
     sup.listeners.events.append(
         lambda e: started.set() if isinstance(e, ev.SessionStarted) and e.session == "b" else None
@@ -141,19 +140,6 @@ async def test_a_disk_that_fills_mid_run_stops_every_session_and_ends_the_journa
     assert len(events) == journal.lines_written
     assert {e.session for e in events if isinstance(e, ev.SessionEnded)} == {"a", "b"}
     assert isinstance(events[-1], ev.RunEnded) and events[-1].reason == result.stop_cause
-
-
-class _PerName:
-    def __init__(self, clients: dict[str, ScriptedClient]) -> None:
-        self.clients = clients
-
-    def create(self, spec: SessionSpec, *, resume: str | None) -> ScriptedClient:
-        return ScriptedBackend([self.clients[spec.name]]).create(spec, resume=resume)
-
-    async def mask_transcript(
-        self, spec: SessionSpec, session_id: str, placeholders: object
-    ) -> int:
-        return 0
 
 
 def test_a_data_dir_that_is_a_file_is_one_clear_error() -> None:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,20 +15,21 @@ from mala_tui.core.observations import Command, Decision
 from mala_tui.core.operator_messages import MessageError
 from mala_tui.core.usage import CallUsage, UsageSource
 from mala_tui.core.view import SessionSnapshot
-from mala_tui.prompt_files import load_prompts
-from mala_tui.runtime.backends.base import SessionIdItem, SessionSpec, UsageItem
-from mala_tui.runtime.backends.scripted import HANG, ScriptedBackend, ScriptedClient, finished
+from mala_tui.runtime.backends.base import Backend, SessionIdItem, SessionSpec, UsageItem
+from mala_tui.runtime.backends.scripted import HANG, ScriptedClient, finished
 from mala_tui.runtime.desk import QuestionClosed
 from mala_tui.runtime.headless import describe
-from mala_tui.runtime.journal import RunJournal, read_events
+from mala_tui.runtime.journal import read_events
 from mala_tui.runtime.supervisor import Supervisor
+from tests.support.backends import PerSession
+from tests.support.supervisors import build_supervisor
 
 CHECKPOINT = "<checkpoint>\n## Goal\nG\n## Completed Work\n- Read /ws/a.py\n</checkpoint>"
 
 
 def settings(**context: object) -> Settings:
     return Settings(
-        context=ContextSettings(context_limit=100_000, **context),  # type: ignore[arg-type]
+        context=ContextSettings(context_limit=100_000, **context),
         idle=IdleSettings(idle_timeout_seconds=5),
     )
 
@@ -47,44 +48,10 @@ def hard_session(session_id: str) -> list[ScriptedClient]:
     return [old, new]
 
 
-class Sessions:
-    """A backend whose clients are chosen per session name, in order."""
-
-    def __init__(self, clients: dict[str, list[ScriptedClient]]) -> None:
-        self.by_name = {name: ScriptedBackend(list(found)) for name, found in clients.items()}
-
-    def create(self, spec: SessionSpec, *, resume: str | None) -> ScriptedClient:
-        return self.by_name[spec.name].create(spec, resume=resume)
-
-    async def mask_transcript(
-        self, spec: SessionSpec, session_id: str, placeholders: object
-    ) -> int:
-        return 0
-
-
-OPEN: list[RunJournal] = []
-
-
-@pytest.fixture(autouse=True)
-def close_journals() -> Iterator[None]:
-    yield
-    while OPEN:
-        OPEN.pop().close()
-
-
-def supervisor(tmp_path: Path, backend: object, names: list[str], **kwargs: object) -> Supervisor:
-    journal = RunJournal.create(tmp_path, "run-1", {"mode": "test"})
-    OPEN.append(journal)
-    sup = Supervisor(
-        settings=kwargs.pop("settings", settings()),  # type: ignore[arg-type]
-        backend=backend,  # type: ignore[arg-type]
-        prompts=load_prompts(),
-        journal=journal,
-        **kwargs,  # type: ignore[arg-type]
-    )
-    for name in names:
-        sup.add_session(SessionSpec(name=name, task=f"task {name}", cwd=tmp_path))
-    return sup
+def supervisor(tmp_path: Path, backend: Backend, names: list[str], **options: Any) -> Supervisor:
+    """This module's runs: journaled, on a 100,000-token window with a 5 s idle timeout."""
+    options.setdefault("settings", settings())
+    return build_supervisor(backend, names, cwd=tmp_path, journal=tmp_path, **options)
 
 
 def approvals_reach(sup: Supervisor, count: int) -> asyncio.Event:
@@ -110,7 +77,9 @@ def every_agent_started(sup: Supervisor) -> asyncio.Event:
 
 
 async def test_approvals_queue_and_each_answer_reaches_its_session(tmp_path: Path) -> None:
-    backend = Sessions({"a": hard_session("sa"), "b": hard_session("sb"), "c": hard_session("sc")})
+    backend = PerSession(
+        {"a": hard_session("sa"), "b": hard_session("sb"), "c": hard_session("sc")}
+    )
     sup = supervisor(tmp_path, backend, ["a", "b", "c"], approval_mode="ask")
     seen: list[list[str]] = []
     sup.listeners.questions.append(lambda pending: seen.append([p.session for p in pending]))
@@ -126,7 +95,7 @@ async def test_approvals_queue_and_each_answer_reaches_its_session(tmp_path: Pat
     assert result.statuses == {"a": EndStatus.DONE, "b": EndStatus.DENIED, "c": EndStatus.DONE}
     assert sup.state.questions() == []
     assert seen[-1] == []
-    continuation_c = backend.by_name["c"].clients[1].queries[0]
+    continuation_c = backend.clients["c"].queries[0]  # its restart's client
     assert "## Goal\nOnly the edited plan." in continuation_c
     decided = [
         e for e in read_events(sup.journal.events_path).events if isinstance(e, ev.ApprovalDecided)
@@ -137,7 +106,7 @@ async def test_approvals_queue_and_each_answer_reaches_its_session(tmp_path: Pat
 
 
 async def test_deny_policy_answers_without_a_person(tmp_path: Path) -> None:
-    sup = supervisor(tmp_path, Sessions({"a": hard_session("sa")}), ["a"], approval_mode="deny")
+    sup = supervisor(tmp_path, PerSession({"a": hard_session("sa")}), ["a"], approval_mode="deny")
     result = await asyncio.wait_for(sup.run(), 10)
     assert result.statuses == {"a": EndStatus.DENIED}
     decided = [e for e in sup.state.sessions["a"].log if isinstance(e, ev.ApprovalDecided)]
@@ -148,7 +117,7 @@ async def test_deny_policy_answers_without_a_person(tmp_path: Path) -> None:
 async def test_an_approval_timeout_takes_the_configured_answer(tmp_path: Path) -> None:
     sup = supervisor(
         tmp_path,
-        Sessions({"a": hard_session("sa")}),
+        PerSession({"a": hard_session("sa")}),
         ["a"],
         approval_mode="ask",
         settings=settings(approval_timeout_seconds=0.1, approval_timeout_decision="approve"),
@@ -162,7 +131,7 @@ async def test_an_approval_timeout_takes_the_configured_answer(tmp_path: Path) -
 async def test_an_answer_after_the_timeout_answered_is_refused_saying_so(tmp_path: Path) -> None:
     sup = supervisor(
         tmp_path,
-        Sessions({"a": hard_session("sa")}),
+        PerSession({"a": hard_session("sa")}),
         ["a"],
         approval_mode="ask",
         settings=settings(approval_timeout_seconds=0.1, approval_timeout_decision="approve"),
@@ -182,7 +151,7 @@ async def test_switching_approval_is_recorded_at_once_busy_or_queued(tmp_path: P
     clients = {name: [ScriptedClient([[SessionIdItem(f"s{name}"), HANG]])] for name in "ab"}
     sup = supervisor(
         tmp_path,
-        Sessions(clients),
+        PerSession(clients),
         ["a", "b"],
         approval_mode="auto",
         settings=Settings(
@@ -214,7 +183,7 @@ async def test_switching_approval_is_recorded_at_once_busy_or_queued(tmp_path: P
 async def test_each_change_is_published_as_it_happens_and_checkpoints_saved_as_markdown(
     tmp_path: Path,
 ) -> None:
-    sup = supervisor(tmp_path, Sessions({"a": hard_session("sa")}), ["a"], approval_mode="auto")
+    sup = supervisor(tmp_path, PerSession({"a": hard_session("sa")}), ["a"], approval_mode="auto")
     published: list[dict[str, SessionSnapshot]] = []
     sup.listeners.snapshots.append(published.append)
     await asyncio.wait_for(sup.run(), 10)
@@ -241,7 +210,7 @@ async def test_stop_all_ends_every_session_and_disconnects(tmp_path: Path) -> No
     clients = {name: [ScriptedClient([[SessionIdItem(f"s{name}"), HANG]])] for name in "ab"}
     sup = supervisor(
         tmp_path,
-        Sessions(clients),
+        PerSession(clients),
         ["a", "b"],
         settings=Settings(idle=IdleSettings(idle_timeout_seconds=30)),
     )
@@ -263,7 +232,7 @@ async def test_cancelling_the_run_stops_every_session(tmp_path: Path) -> None:
     clients = {name: [ScriptedClient([[SessionIdItem(f"s{name}"), HANG]])] for name in "ab"}
     sup = supervisor(
         tmp_path,
-        Sessions(clients),
+        PerSession(clients),
         ["a", "b"],
         settings=Settings(idle=IdleSettings(idle_timeout_seconds=30)),
     )
@@ -278,7 +247,7 @@ async def test_cancelling_the_run_stops_every_session(tmp_path: Path) -> None:
 
 
 def test_two_sessions_cannot_share_a_name(tmp_path: Path) -> None:
-    sup = supervisor(tmp_path, Sessions({}), ["a"])
+    sup = supervisor(tmp_path, PerSession({}), ["a"])
     with pytest.raises(ValueError, match="two sessions are named 'a'"):
         sup.add_session(SessionSpec(name="a", task="t", cwd=tmp_path))
 
@@ -290,7 +259,7 @@ async def test_headless_runs_ask_on_the_terminal_and_print_the_checkpoint_litera
 
     from mala_tui.runtime.launch import run_headless
 
-    backend = Sessions({"a": hard_session("sa")})
+    backend = PerSession({"a": hard_session("sa")})
     sup = supervisor(tmp_path, backend, ["a"], approval_mode="ask")
     answers = iter(["maybe\n", "a\n"])
 
@@ -313,13 +282,13 @@ async def test_headless_runs_ask_on_the_terminal_and_print_the_checkpoint_litera
 def test_a_headless_ask_without_a_terminal_is_refused_up_front(tmp_path: Path) -> None:
     from mala_tui.runtime.launch import HeadlessApprovalError, check_headless_approvals
 
-    sup = supervisor(tmp_path, Sessions({}), ["a"], approval_mode="ask")
+    sup = supervisor(tmp_path, PerSession({}), ["a"], approval_mode="ask")
     with pytest.raises(HeadlessApprovalError, match="no terminal to ask on: use --approve auto"):
         check_headless_approvals(sup, interactive=False)
     check_headless_approvals(sup, interactive=True)
     timed = supervisor(
         tmp_path / "t",
-        Sessions({}),
+        PerSession({}),
         ["a"],
         approval_mode="ask",
         settings=settings(approval_timeout_seconds=60),

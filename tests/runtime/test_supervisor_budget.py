@@ -10,32 +10,40 @@ from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.budget import BudgetLimits
 from mala_tui.core.usage import CallUsage
-from mala_tui.runtime.backends.base import SessionIdItem, UsageItem
+from mala_tui.runtime.backends.base import SessionIdItem, StreamItem, UsageItem
 from mala_tui.runtime.backends.scripted import HANG, ScriptedClient
-from tests.runtime.test_supervisor import Sessions, supervisor
+from tests.support.backends import PerSession
+from tests.support.polling import eventually
+from tests.support.supervisors import build_supervisor
 
 
 def calls(session_id: str, first: int, count: int) -> ScriptedClient:
     """A session making `count` API calls (each a bigger prompt), then hanging."""
-    items: list[object] = [SessionIdItem(session_id)]
+    items: list[StreamItem] = [SessionIdItem(session_id)]
     items += [
         UsageItem(CallUsage(input_tokens=first + n, cache_read_input_tokens=1_000), final=True)
         for n in range(count)
     ]
-    return ScriptedClient([[*items, HANG]])  # type: ignore[list-item]
+    return ScriptedClient([[*items, HANG]])
 
 
 def budget_settings(**limits: object) -> Settings:
     return Settings(
         context=ContextSettings(context_limit=100_000),
         idle=IdleSettings(idle_timeout_seconds=30),
-        budget=BudgetSettings(**limits),  # type: ignore[arg-type]
+        budget=BudgetSettings(**limits),
     )
 
 
 async def test_the_run_budget_stops_every_session_with_a_checkpoint(tmp_path: Path) -> None:
-    backend = Sessions({"a": [calls("sa", 10, 3)], "b": [calls("sb", 500, 3)]})
-    sup = supervisor(tmp_path, backend, ["a", "b"], settings=budget_settings(run_max_turns=4))
+    backend = PerSession({"a": [calls("sa", 10, 3)], "b": [calls("sb", 500, 3)]})
+    sup = build_supervisor(
+        backend,
+        ["a", "b"],
+        cwd=tmp_path,
+        journal=tmp_path,
+        settings=budget_settings(run_max_turns=4),
+    )
     result = await asyncio.wait_for(sup.run(), 10)
     assert result.statuses == {"a": EndStatus.STOPPED, "b": EndStatus.STOPPED}
     for name in ("a", "b"):
@@ -46,15 +54,17 @@ async def test_the_run_budget_stops_every_session_with_a_checkpoint(tmp_path: Pa
 
 
 async def test_a_raised_limit_is_judged_from_the_next_call(tmp_path: Path) -> None:
-    backend = Sessions({"a": [calls("sa", 10, 3)]})
-    sup = supervisor(tmp_path, backend, ["a"], settings=budget_settings(max_turns=2))
+    backend = PerSession({"a": [calls("sa", 10, 3)]})
+    sup = build_supervisor(
+        backend, ["a"], cwd=tmp_path, journal=tmp_path, settings=budget_settings(max_turns=2)
+    )
     assert sup.budget_limits("a") == (BudgetLimits(max_turns=2), BudgetLimits())
     sup.set_budget("a", BudgetLimits(max_turns=50))
     run = asyncio.create_task(sup.run())
-    for _ in range(500):
-        if sup.state.sessions.get("a") and sup.state.sessions["a"].spend.calls == 3:
-            break
-        await asyncio.sleep(0.01)
+    await eventually(
+        lambda: "a" in sup.state.sessions and sup.state.sessions["a"].spend.calls == 3,
+        what="the session's three calls",
+    )
     assert sup.state.sessions["a"].status is None  # 3 of 50: still running
     check = sup.budget_check("a")
     assert [r.describe() for r in check.readings] == ["turns 3 of 50 (6%)"]

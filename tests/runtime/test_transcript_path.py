@@ -4,13 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mala_tui.config import Settings
 from mala_tui.core.actions import EndStatus
-from mala_tui.prompt_files import load_prompts
 from mala_tui.runtime.backends.base import SessionIdItem, SessionSpec
 from mala_tui.runtime.backends.claude import ClaudeBackend
 from mala_tui.runtime.backends.scripted import ScriptedBackend, ScriptedClient, finished
-from mala_tui.runtime.supervisor import Supervisor
+from tests.support.supervisors import build_supervisor
 
 
 def test_the_claude_backend_finds_the_clis_transcript_under_its_config_dir(tmp_path: Path) -> None:
@@ -29,8 +27,7 @@ async def test_the_supervisor_asks_the_backend_once_the_agent_named_its_session(
     stored = tmp_path / "sess-1.jsonl"
     client = ScriptedClient([[SessionIdItem("sess-1"), finished()]])
     backend = ScriptedBackend([client], transcripts={"sess-1": stored})
-    sup = Supervisor(settings=Settings(), backend=backend, prompts=load_prompts(), journal=None)
-    sup.add_session(SessionSpec(name="s1", task="t", cwd=tmp_path))
+    sup = build_supervisor(backend, [SessionSpec(name="s1", task="t", cwd=tmp_path)])
     assert sup.transcript_path("s1") is None  # no session id yet
     result = await sup.run()
     assert result.statuses == {"s1": EndStatus.DONE}

@@ -1,4 +1,4 @@
-"""Small builders for conversations and limits, shared by the core and runtime tests."""
+"""Small builders for conversations and limits, shared by every tier."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from typing import Any
 
 from mala_tui.config import Settings
 from mala_tui.core.limits import Limits
+from mala_tui.core.masking import placeholder
 from mala_tui.core.transcript import Message, Role, TextBlock, ToolCall, ToolResult, Transcript
 from mala_tui.runtime.session import RunnerLimits
 from mala_tui.runtime.session_limits import limits_from, runner_limits_from
@@ -46,3 +47,26 @@ def reads(count: int, size: int = 4000, prompt: str = "Fix the bug.") -> Transcr
         transcript.append(call(tool_id))
         transcript.append(result(tool_id, "\n".join(["x" * 79] * (size // 80))))
     return transcript
+
+
+def sample_session() -> Transcript:
+    """A session's conversation with a masked result, a read, a write and a command in it."""
+    read = ToolCall("r1", "Read", {"file_path": "/ws/src/app.py"})
+    write = ToolCall("w1", "Write", {"file_path": "/ws/NOTES.md", "content": "n" * 4_000})
+    bash = ToolCall("b1", "Bash", {"command": "pytest -q"})
+    old = ToolCall("r0", "Read", {"file_path": "/ws/src/old.py"})
+    old_result = ToolResult("r0", "o" * 40_000)
+    return Transcript(
+        [
+            Message.user_text("p" * 400),
+            Message(Role.ASSISTANT, (TextBlock("t" * 200), old)),
+            Message(Role.USER, (ToolResult("r0", placeholder(old, old_result)),)),
+            Message(Role.ASSISTANT, (read,)),
+            result("r1", "a" * 8_000),
+            Message(Role.ASSISTANT, (write,)),
+            result("w1", "ok"),
+            Message(Role.ASSISTANT, (bash,)),
+            result("b1", "x" * 2_000),
+            say("done"),
+        ]
+    )

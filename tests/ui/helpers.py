@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 
 from rich.console import Console
 from textual import events as textual_events
 from textual.app import App
+from textual.command import CommandList, CommandPalette
 from textual.pilot import Pilot
 
 from mala_tui.config import Settings, UiSettings
@@ -16,6 +18,7 @@ from mala_tui.ui.app import MalaApp
 from mala_tui.ui.fake_source import T0, FakeLiveSource, sample_events
 from mala_tui.ui.screens.dashboard import DashboardScreen
 from mala_tui.ui.source import Source
+from tests.support.polling import eventually
 
 SIZE = (140, 44)
 
@@ -124,3 +127,24 @@ async def settle(pilot: Pilot[object], rounds: int = 20) -> None:
     """Let queued keys and what they set off run to the end."""
     for _ in range(rounds):
         await pilot.pause()
+
+
+async def palette_highlights(pilot: Pilot[object], text: str) -> None:
+    """Until the open command palette highlights a command reading `text`: it searches as
+    the person types, in a worker, so the wait is for its list, not for a guessed delay."""
+    palette = pilot.app.screen
+    assert isinstance(palette, CommandPalette)
+    commands = palette.query_one(CommandList)
+
+    def highlighted() -> str:
+        option = commands.highlighted_option
+        return "" if option is None else str(option.prompt)
+
+    await eventually(lambda: text in highlighted(), what=f"the palette to offer {text!r}")
+
+
+async def published(app: MalaApp, shown: Callable[[], object], what: str) -> None:
+    """Publish what the run recorded now (the bridge would at the next frame), then wait
+    until the app shows it: subscribers run on their screens' queues, not at once."""
+    app.bridge.flush()
+    await eventually(shown, what=what)

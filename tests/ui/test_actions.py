@@ -9,7 +9,7 @@ from mala_tui.ui.screens.confirm import ConfirmScreen
 from mala_tui.ui.screens.dashboard import DashboardScreen
 from mala_tui.ui.widgets.session_card import SessionCard
 
-from .helpers import make_app, notifications, read_only_sample
+from .helpers import make_app, notifications, palette_highlights, read_only_sample
 
 
 def commands(supervisor: FakeLiveSource) -> list[tuple[str, ...]]:
@@ -142,7 +142,7 @@ async def test_the_command_palette_runs_the_same_actions() -> None:
     async with app.run_test() as pilot:
         await pilot.press("ctrl+p")
         await pilot.press(*"mask now: api-docs")
-        await pilot.pause(0.3)
+        await palette_highlights(pilot, "Mask now: api-docs")
         await pilot.press("enter")
         await pilot.pause()
         assert commands(supervisor) == [("command", "api-docs", "mask_now")]
@@ -162,13 +162,15 @@ async def test_a_finished_run_offers_no_actions() -> None:
 
 
 def test_every_session_action_is_bound_on_the_dashboard_with_its_key_from_the_table() -> None:
+    from collections.abc import Iterable
+
     from textual.binding import Binding
 
     from mala_tui.ui.screens.detail import DetailScreen
     from mala_tui.ui.session_actions import SESSION_ACTIONS
 
-    def bound(bindings: object) -> dict[str, str]:
-        return {b.action: b.key for b in bindings if isinstance(b, Binding)}  # type: ignore[attr-defined]
+    def bound(bindings: Iterable[object]) -> dict[str, str]:
+        return {b.action: b.key for b in bindings if isinstance(b, Binding)}
 
     dashboard, detail = bound(DashboardScreen.BINDINGS), bound(DetailScreen.BINDINGS)
     for action in SESSION_ACTIONS:

@@ -15,8 +15,17 @@ from mala_tui.ui.screens.dashboard import DashboardScreen
 from mala_tui.ui.screens.detail import DetailScreen
 from mala_tui.ui.widgets.approval_badge import ApprovalBadge
 from mala_tui.ui.widgets.checkpoint_view import CheckpointView
+from tests.support.polling import eventually
 
-from .helpers import burst, make_app, notifications, screen_text, second_approval_events, settle
+from .helpers import (
+    burst,
+    make_app,
+    notifications,
+    published,
+    screen_text,
+    second_approval_events,
+    settle,
+)
 
 
 def decisions(supervisor: FakeLiveSource) -> list[tuple[str, ...]]:
@@ -168,8 +177,7 @@ async def test_a_new_approval_is_announced_on_any_screen() -> None:
                 at=T0 + 700, session="migrate-db", checkpoint_number=1, reason="hard threshold"
             )
         )
-        await pilot.pause(0.1)
-        assert badge.count == 2
+        await published(app, lambda: badge.count == 2, "the second approval on the badge")
         assert any(
             "migrate-db waits for approval of checkpoint #1" in n for n in notifications(app)
         )
@@ -186,9 +194,12 @@ async def test_the_modal_closes_when_its_request_stops_waiting() -> None:
                 at=T0 + 700, session="settings-form", decision="approve", decided_by="timeout"
             )
         )
-        await pilot.pause(0.1)
-        assert isinstance(app.screen, DashboardScreen)
-        assert any("no longer waits" in n for n in notifications(app))
+        await published(
+            app,
+            lambda: any("no longer waits" in n for n in notifications(app)),
+            "the notice that it no longer waits",
+        )
+        await eventually(lambda: isinstance(app.screen, DashboardScreen), what="the modal to close")
         assert decisions(supervisor) == []
 
 

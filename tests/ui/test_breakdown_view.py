@@ -13,13 +13,13 @@ from mala_tui.ui.fake_source import FakeLiveSource
 from mala_tui.ui.screens.breakdown import NOT_LIVE, BreakdownScreen
 from mala_tui.ui.screens.detail import DetailScreen
 from mala_tui.ui.widgets.window_breakdown import WindowBreakdownView, bar_cells
-from tests.core.test_breakdown import session
-from tests.core.usage_events import started, usage
+from tests.support.factories import sample_session
+from tests.support.usage_events import started, usage
 
 from .helpers import make_app, open_session, screen_text
 
 DENSITY = Density(1.5, True, 3_000)
-TRANSCRIPT = session()
+TRANSCRIPT = sample_session()
 MEASURED = 3_000 + round(TRANSCRIPT.characters / 4 * 1.5)
 
 

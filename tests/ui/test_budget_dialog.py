@@ -13,7 +13,7 @@ from mala_tui.ui.fake_source import FakeLiveSource
 from mala_tui.ui.screens.budget import BudgetLimitError, BudgetScreen, parse_limits
 from mala_tui.ui.screens.detail import DetailScreen
 from mala_tui.ui.widgets.cost_panel import CostPanel
-from tests.core.usage_events import reported_twice, started
+from tests.support.usage_events import reported_twice, started
 
 from .helpers import make_app, open_session, screen_text
 

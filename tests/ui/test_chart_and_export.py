@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from textual.widgets import Input
+
 from mala_tui.ui.fake_source import CHECKPOINT_2, T0
 from mala_tui.ui.screens.checkpoints import CheckpointScreen
 from mala_tui.ui.screens.export import ExportScreen
@@ -49,12 +51,12 @@ async def test_export_writes_the_checkpoint_and_never_replaces_a_file(tmp_path: 
         assert isinstance(app.screen, CheckpointScreen)
         await pilot.press("e")
         assert isinstance(app.screen, ExportScreen)
-        app.screen.query_one("#path").value = str(target)  # type: ignore[attr-defined]
+        app.screen.query_one("#path", Input).value = str(target)
         await pilot.press("enter")
         await pilot.pause()
         assert target.read_text(encoding="utf-8") == CHECKPOINT_2
         await pilot.press("e")
-        app.screen.query_one("#path").value = str(target)  # type: ignore[attr-defined]
+        app.screen.query_one("#path", Input).value = str(target)
         await pilot.press("enter")
         await pilot.pause()
         assert any("exists already" in note for note in notifications(app))

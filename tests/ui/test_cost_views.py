@@ -11,7 +11,7 @@ from mala_tui.core.view import RunState
 from mala_tui.ui.screens.dashboard import DashboardScreen
 from mala_tui.ui.screens.detail import DetailScreen
 from mala_tui.ui.widgets.cost_panel import CostData, CostPanel, cost_columns
-from tests.core.usage_events import reported_twice, started
+from tests.support.usage_events import reported_twice, started
 
 from .helpers import make_app, open_session, screen_text
 

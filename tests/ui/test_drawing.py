@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rich.style import Style
+from textual.strip import Strip
 
 from mala_tui.ui.drawing import FULL, HALF, MARK, Reading, gauge_bar, gauge_figures, trend_blocks
 
@@ -27,13 +28,9 @@ def reading(pressure: float, source: str = "per_call") -> Reading:
     return Reading(round(pressure * WINDOW), WINDOW, 0.7, 0.9, source, "normal")
 
 
-def cells(strip: object) -> list[tuple[str, str]]:
+def cells(strip: Strip) -> list[tuple[str, str]]:
     """(character, colour name) for every cell."""
-    return [
-        (char, segment.style.color.name)  # type: ignore[union-attr]
-        for segment in strip  # type: ignore[attr-defined]
-        for char in segment.text
-    ]
+    return [(char, segment.style.color.name) for segment in strip for char in segment.text]
 
 
 def test_bar_fills_to_the_pressure_and_marks_both_thresholds() -> None:

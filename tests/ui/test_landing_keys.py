@@ -23,7 +23,7 @@ from mala_tui.ui.screens.confirm import ConfirmScreen
 from mala_tui.ui.screens.dashboard import DashboardScreen
 from mala_tui.ui.screens.land import LandScreen
 from mala_tui.ui.widgets.session_card import state_text
-from tests.core.usage_events import started
+from tests.support.usage_events import started
 
 from .helpers import make_app, notifications, screen_text
 

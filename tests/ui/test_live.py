@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Callable
 from pathlib import Path
 
 from textual.widgets import TextArea
@@ -18,11 +16,14 @@ from mala_tui.core.usage import CallUsage
 from mala_tui.prompt_files import load_prompts
 from mala_tui.runtime.backends.base import MessageItem, SessionIdItem, SessionSpec, UsageItem
 from mala_tui.runtime.backends.scripted import HANG, ScriptedBackend, ScriptedClient, finished
+from mala_tui.runtime.run_types import RunResult
 from mala_tui.runtime.supervisor import Supervisor
 from mala_tui.ui.app import QUIT_CAUSE, MalaApp
 from mala_tui.ui.screens.approval import ApprovalScreen
 from mala_tui.ui.screens.dashboard import DashboardScreen
 from mala_tui.ui.widgets.approval_badge import ApprovalBadge
+from tests.support.polling import eventually
+from tests.support.supervisors import build_supervisor
 
 AWAITING = Phase.AWAITING_APPROVAL
 CHECKPOINT = (
@@ -46,26 +47,12 @@ def read(index: int) -> list[MessageItem]:
 
 def supervisor_with(*clients: ScriptedClient, approval: bool) -> Supervisor:
     settings = Settings(context=ContextSettings(context_limit=100_000, require_approval=approval))
-    supervisor = Supervisor(
-        settings=settings,
-        backend=ScriptedBackend(list(clients)),
-        prompts=load_prompts(),
-        journal=None,
-    )
-    supervisor.add_session(SessionSpec(name="s1", task="Fix issue 42.", cwd=Path("/ws")))
-    return supervisor
+    session = SessionSpec(name="s1", task="Fix issue 42.", cwd=Path("/ws"))
+    return build_supervisor(ScriptedBackend(list(clients)), [session], settings=settings)
 
 
 def app_on(supervisor: Supervisor) -> MalaApp:
     return MalaApp(supervisor, settings=Settings(ui=UiSettings()), clock=lambda: 0.0)
-
-
-async def wait_for(condition: Callable[[], object], seconds: float = 10.0) -> None:
-    """Until `condition` holds: the app shows an update a frame or more after the supervisor
-    records it, so a test waits for what it expects to see, never for a guessed delay."""
-    async with asyncio.timeout(seconds):
-        while not condition():
-            await asyncio.sleep(0.02)
 
 
 async def test_an_edited_checkpoint_is_what_the_restarted_agent_gets() -> None:
@@ -84,20 +71,20 @@ async def test_an_edited_checkpoint_is_what_the_restarted_agent_gets() -> None:
     async with app.run_test(size=(140, 44)) as pilot:
         screen = app.screen
         assert isinstance(screen, DashboardScreen)
-        await wait_for(app.controller.pending)
-        await wait_for(lambda: screen.query_one(ApprovalBadge).count == 1)
-        await wait_for(lambda: screen.card("s1") is not None)
+        await eventually(app.controller.pending)
+        await eventually(lambda: screen.query_one(ApprovalBadge).count == 1)
+        await eventually(lambda: screen.card("s1") is not None)
         card = screen.card("s1")
         assert card is not None
-        await wait_for(lambda: card.snapshot is not None and card.snapshot.phase is AWAITING)
+        await eventually(lambda: card.snapshot is not None and card.snapshot.phase is AWAITING)
         await pilot.press("a", "e")
         assert isinstance(app.screen, ApprovalScreen)
         editor = app.screen.query_one(TextArea)
         editor.text = "## Goal\nFix issue 42, edited by hand.\n"
         await pilot.press("ctrl+s")
-        await wait_for(lambda: supervisor.runners["s1"].status is not None)
+        await eventually(lambda: supervisor.runners["s1"].status is not None)
         assert new.queries and "Fix issue 42, edited by hand." in new.queries[0]
-        await wait_for(lambda: card.snapshot is not None and card.snapshot.status is not None)
+        await eventually(lambda: card.snapshot is not None and card.snapshot.status is not None)
         assert card.snapshot is not None
         assert card.snapshot.status is EndStatus.DONE
         assert card.snapshot.restarts == 1
@@ -110,15 +97,15 @@ async def test_quitting_stops_every_session_and_waits_for_the_run() -> None:
     supervisor.listeners.events.append(recorded.append)
     app = app_on(supervisor)
     async with app.run_test() as pilot:
-        await wait_for(lambda: "s1" in app.controller.state.sessions and client.queries)
+        await eventually(lambda: "s1" in app.controller.state.sessions and client.queries)
         screen = app.screen
         assert isinstance(screen, DashboardScreen)
-        await wait_for(lambda: screen.card("s1") is not None)
+        await eventually(lambda: screen.card("s1") is not None)
         card = screen.card("s1")
         assert card is not None
-        await wait_for(lambda: card.snapshot is not None and card.snapshot.tokens == 30_000)
+        await eventually(lambda: card.snapshot is not None and card.snapshot.tokens == 30_000)
         await pilot.press("q")
-        await wait_for(lambda: not app.is_running)
+        await eventually(lambda: not app.is_running)
     assert client.disconnected
     assert supervisor.runners["s1"].status is not None
     assert supervisor.state.ended_at is not None  # the run recorded its end
@@ -129,7 +116,7 @@ async def test_quitting_stops_every_session_and_waits_for_the_run() -> None:
 
 
 class _BrokenSupervisor(Supervisor):
-    async def run(self) -> object:  # type: ignore[override]
+    async def run(self) -> RunResult:
         raise RuntimeError("journal disk full")
 
 
@@ -140,7 +127,7 @@ async def test_a_supervisor_that_fails_is_reported_and_the_app_runs_on() -> None
     )
     app = app_on(supervisor)
     async with app.run_test(notifications=True) as pilot:
-        await wait_for(lambda: any("journal disk full" in n.message for n in app._notifications))
+        await eventually(lambda: any("journal disk full" in n.message for n in app._notifications))
         assert app.is_running
         await pilot.press("q")
-        await wait_for(lambda: not app.is_running)
+        await eventually(lambda: not app.is_running)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from textual.widgets import DataTable
+from textual.widgets import DataTable, Input, Select
 
 from mala_tui.core import events as ev
 from mala_tui.core.view import RunState
@@ -200,11 +200,11 @@ async def test_the_event_log_filters_by_type_and_words() -> None:
         log = app.screen.query_one(EventLog)
         every = log.shown()
         assert len(every) == len(app.controller.state.sessions["settings-form"].log)
-        log.query_one("#event-type").value = "restart"  # type: ignore[attr-defined]
+        log.query_one("#event-type", Select).value = "restart"
         await pilot.pause()
         assert [event.type for event in log.shown()] == ["restart"]
-        log.query_one("#event-type").clear()  # type: ignore[attr-defined]
-        log.query_one("#event-text").value = "approval_requested checkpoint #2"  # type: ignore[attr-defined]
+        log.query_one("#event-type", Select).clear()
+        log.query_one("#event-text", Input).value = "approval_requested checkpoint #2"
         await pilot.pause()
         assert [event.type for event in log.shown()] == ["approval_requested"]
 

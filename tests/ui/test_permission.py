@@ -10,6 +10,7 @@ from mala_tui.core.permissions import AnsweredBy, PermissionAnswer
 from mala_tui.ui.fake_source import T0, FakeLiveSource
 from mala_tui.ui.screens.dashboard import DashboardScreen
 from mala_tui.ui.screens.permission import PermissionScreen
+from tests.support.polling import eventually
 
 from .helpers import (
     SIZE,
@@ -17,6 +18,7 @@ from .helpers import (
     notifications,
     open_session,
     permission_events,
+    published,
     screen_text,
 )
 
@@ -97,9 +99,14 @@ async def test_a_request_answered_elsewhere_closes_its_screen() -> None:
                 decided_by=AnsweredBy.TIMEOUT,
             )
         )
-        await pilot.pause(0.2)  # the bridge publishes once a frame
-        assert isinstance(app.screen, DashboardScreen)
-        assert "parser-fix: request #1 no longer waits" in " ".join(notifications(app))
+        await published(
+            app,
+            lambda: "parser-fix: request #1 no longer waits" in " ".join(notifications(app)),
+            "the notice that it no longer waits",
+        )
+        await eventually(
+            lambda: isinstance(app.screen, DashboardScreen), what="the request's screen to close"
+        )
         assert answers(source) == []
 
 
@@ -109,8 +116,11 @@ async def test_a_new_request_is_announced_and_the_card_says_it_waits() -> None:
     async with app.run_test(size=SIZE) as pilot:
         assert "waiting for permission" not in screen_text(app)
         source.record(permission_events("Bash")[-1])
-        await pilot.pause(0.2)
-        assert any("parser-fix asks to use Bash" in n for n in notifications(app))
+        await published(
+            app,
+            lambda: any("parser-fix asks to use Bash" in n for n in notifications(app)),
+            "the request's notice",
+        )
         app.clear_notifications()
         await pilot.pause()
         assert "waiting for permission" in screen_text(app)

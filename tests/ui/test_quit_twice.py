@@ -10,7 +10,8 @@ from mala_tui.prompt_files import load_prompts
 from mala_tui.runtime.backends.base import SessionIdItem, SessionSpec
 from mala_tui.runtime.backends.scripted import HANG, ScriptedBackend, ScriptedClient
 from mala_tui.runtime.supervisor import Supervisor
-from tests.ui.test_live import app_on, usage_at, wait_for
+from tests.support.polling import eventually
+from tests.ui.test_live import app_on, usage_at
 
 
 class Counting(Supervisor):
@@ -34,10 +35,10 @@ async def test_a_second_quit_hurries_the_stop() -> None:
     supervisor.add_session(SessionSpec(name="s1", task="Fix issue 42.", cwd=Path("/ws")))
     app = app_on(supervisor)
     async with app.run_test() as pilot:
-        await wait_for(lambda: client.queries)
+        await eventually(lambda: client.queries)
         await pilot.press("q")
         assert app.is_running and not client.disconnected
         await pilot.press("q")
-        await wait_for(lambda: not app.is_running)
+        await eventually(lambda: not app.is_running)
     assert supervisor.hurried == 1
     assert supervisor.state.ended_at is not None  # the run's end recorded all the same

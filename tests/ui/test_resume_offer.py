@@ -5,15 +5,16 @@ from __future__ import annotations
 from mala_tui.config import Settings, UiSettings
 from mala_tui.ui.app import MalaApp
 from mala_tui.ui.fake_source import FakeLiveSource
+from mala_tui.ui.source import Source
 
-from .helpers import read_only_sample
+from .helpers import palette_highlights, read_only_sample
 
 COMMAND = "mala-tui resume 20260101-000000-abcd"
 
 
-def app_with(resume_command: str | None, source: object = None) -> MalaApp:
+def app_with(resume_command: str | None, source: Source | None = None) -> MalaApp:
     return MalaApp(
-        source if source is not None else read_only_sample(),  # type: ignore[arg-type]
+        source if source is not None else read_only_sample(),
         settings=Settings(ui=UiSettings()),
         clock=lambda: 0.0,
         resume_command=resume_command,
@@ -35,7 +36,7 @@ async def test_the_palette_offers_the_resume_too() -> None:
     async with app.run_test() as pilot:
         await pilot.press("ctrl+p")
         await pilot.press(*"resume this run")
-        await pilot.pause(0.3)
+        await palette_highlights(pilot, "Resume this run")
         await pilot.press("enter")
         await pilot.pause()
     assert app.resume_requested

@@ -12,7 +12,7 @@ from mala_tui.core.view import RunState
 from mala_tui.runtime.worktree import changes, create
 from mala_tui.ui.screens.detail import DetailScreen
 from mala_tui.ui.screens.diff import DiffScreen
-from tests.core.usage_events import started
+from tests.support.usage_events import started
 
 from .helpers import make_app, open_session, screen_text
 

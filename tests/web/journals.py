@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from mala_tui.core import events as ev
-from tests.core.usage_events import started
+from tests.support.usage_events import started
 
 RUN = "20261101-120000-aaaa"
 

@@ -1,0 +1,55 @@
+"""Scripted agents for the tiers that run sessions: a backend per session, common steps."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+from mala_tui.core.transcript import Message, Role, ToolCall, ToolResult
+from mala_tui.runtime.backends.base import MessageItem, PermissionAsk, SessionSpec, StreamItem
+from mala_tui.runtime.backends.scripted import AskPermission, ScriptedBackend, ScriptedClient
+
+
+class PerSession:
+    """Hands each session the clients scripted for its name, in order (the last repeats),
+    or, given a function, a new client it makes for the name at each start."""
+
+    def __init__(
+        self,
+        clients: Mapping[str, Sequence[ScriptedClient]] | Callable[[str], ScriptedClient],
+    ) -> None:
+        self._make: Callable[[str], ScriptedClient] | None = None
+        self._by_name: dict[str, ScriptedBackend] = {}
+        if isinstance(clients, Mapping):
+            self._by_name = {name: ScriptedBackend(list(found)) for name, found in clients.items()}
+        else:
+            self._make = clients
+        self.created: list[str] = []
+        """The sessions started, in order (a restart or a resume adds its name again)."""
+        self.clients: dict[str, ScriptedClient] = {}
+        """Each session's latest client."""
+
+    def create(self, spec: SessionSpec, *, resume: str | None) -> ScriptedClient:
+        self.created.append(spec.name)
+        if self._make is not None:
+            client = ScriptedBackend([self._make(spec.name)]).create(spec, resume=resume)
+        else:
+            client = self._by_name[spec.name].create(spec, resume=resume)
+        self.clients[spec.name] = client
+        return client
+
+    def transcript_path(self, spec: SessionSpec, session_id: str) -> Path | None:
+        return None
+
+    async def mask_transcript(
+        self, spec: SessionSpec, session_id: str, placeholders: Mapping[str, str]
+    ) -> int:
+        return 0
+
+
+def bash(command: str, tool_id: str) -> list[StreamItem | AskPermission]:
+    """A Bash call the agent asks permission for before it runs, then the call's result
+    (the scripted result is the same whatever the answer)."""
+    call = MessageItem(Message(Role.ASSISTANT, (ToolCall(tool_id, "Bash", {"command": command}),)))
+    result = MessageItem(Message(Role.USER, (ToolResult(tool_id, "done"),)))
+    return [call, AskPermission(PermissionAsk(tool_id, "Bash", {"command": command})), result]
