@@ -12,7 +12,7 @@ from mala_tui.core.phases import Phase
 from mala_tui.core.retry import ApiFailure, classify_api_error, cli_retries_within
 from mala_tui.core.usage import CallUsage
 from mala_tui.prompt_files import load_prompts
-from tests.core.factories import default_limits
+from tests.support.factories import default_limits
 
 PROMPTS = load_prompts()
 

@@ -12,8 +12,8 @@ from mala_tui.core.operator_messages import Delivery
 from mala_tui.core.phases import IllegalTransition
 from mala_tui.core.prompts import PromptKind
 from mala_tui.prompt_files import load_prompts
-from tests.core.factories import default_limits
 from tests.core.test_restart_paths import worked
+from tests.support.factories import default_limits
 
 INSTRUCTION = "Try the other parser instead: keep the old one as it is."
 

@@ -17,19 +17,17 @@ from pathlib import Path
 
 import pytest
 
-from mala_tui.config import Settings
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.loopback import LoopbackServer, load_scenario
-from mala_tui.prompt_files import load_prompts
 from mala_tui.runtime.backends.claude import ClaudeBackend
 from mala_tui.runtime.backends.claude_transcripts import find_transcript, project_folder
 from mala_tui.runtime.backends.cli_env import config_dir
 from mala_tui.runtime.journal import RunJournal, read_events
-from mala_tui.runtime.supervisor import Supervisor
 from mala_tui.runtime.worktree import WorktreeTracker, create
-from tests.core.factories import default_limits
 from tests.integration.harness import session_spec
+from tests.support.factories import default_limits
+from tests.support.supervisors import build_supervisor
 
 pytestmark = pytest.mark.integration
 
@@ -61,9 +59,7 @@ async def test_a_fork_starts_from_the_parents_conversation_and_runs_to_its_end(
         journal = RunJournal.create(tmp_path / "data", "run-1", {"mode": "test"})
         tree = create(repo, "run-1", "parent", journal.directory / "worktrees")
         worktrees = {"parent": tree}
-        sup = Supervisor(
-            settings=Settings(), backend=ClaudeBackend(), prompts=load_prompts(), journal=journal
-        )
+        sup = build_supervisor(ClaudeBackend(), journal=journal)
         sup.listeners.events.append(WorktreeTracker(worktrees, sup.record))
         parent = replace(spec, cwd=tree.cwd)
         sup.add_session(parent, limits=default_limits())

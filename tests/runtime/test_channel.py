@@ -238,7 +238,7 @@ async def test_a_console_forks_a_session_at_the_host(tmp_path: Path) -> None:
     from mala_tui.core.actions import EndStatus
     from mala_tui.runtime.backends.scripted import HANG
 
-    backend = Sessions(
+    backend = PerSession(
         {
             "a": [ScriptedClient([[SessionIdItem("sa"), HANG]])],
             "a-fork1": [ScriptedClient([[SessionIdItem("sf"), turn_done("done", "sf")]])],
@@ -250,14 +250,14 @@ async def test_a_console_forks_a_session_at_the_host(tmp_path: Path) -> None:
     await channel.start()
     try:
         run = asyncio.create_task(sup.run())
-        await until(lambda: sup.runners["a"].manager.session_id == "sa")
+        await eventually(lambda: sup.runners["a"].manager.session_id == "sa")
         remote = RemoteRun.attach(sup.journal.directory)
         following = asyncio.create_task(remote.run())
         with pytest.raises(ValueError, match="a session is already named 'a'"):
             await asyncio.to_thread(remote.fork, "a", "a", "Another way.")
         await asyncio.to_thread(remote.fork, "a", "a-fork1", "Another way.")
-        await until(lambda: sup.runners["a-fork1"].status is EndStatus.DONE)
-        await until(lambda: "a-fork1" in remote.state.sessions)
+        await eventually(lambda: sup.runners["a-fork1"].status is EndStatus.DONE)
+        await eventually(lambda: "a-fork1" in remote.state.sessions)
         assert remote.state.sessions["a-fork1"].forked_from == "a"
         sup.stop_all()
         await asyncio.wait_for(run, 10)

@@ -313,7 +313,7 @@ def test_headless_lines_use_the_one_describer_and_make_agent_text_visible() -> N
 async def test_a_fork_resumes_its_parents_agent_session_and_is_refused_without_one(
     tmp_path: Path,
 ) -> None:
-    backend = Sessions(
+    backend = PerSession(
         {
             "a": [ScriptedClient([[SessionIdItem("sa"), finished("done", "sa")]])],
             "a-fork1": [ScriptedClient([[SessionIdItem("sf"), finished("forked", "sf")]])],

@@ -19,9 +19,10 @@ class PerSession:
         clients: Mapping[str, Sequence[ScriptedClient]] | Callable[[str], ScriptedClient],
     ) -> None:
         self._make: Callable[[str], ScriptedClient] | None = None
-        self._by_name: dict[str, ScriptedBackend] = {}
+        self.by_name: dict[str, ScriptedBackend] = {}
+        """Each session's own scripted backend (what it was asked: `created`, `masked`)."""
         if isinstance(clients, Mapping):
-            self._by_name = {name: ScriptedBackend(list(found)) for name, found in clients.items()}
+            self.by_name = {name: ScriptedBackend(list(found)) for name, found in clients.items()}
         else:
             self._make = clients
         self.created: list[str] = []
@@ -34,7 +35,7 @@ class PerSession:
         if self._make is not None:
             client = ScriptedBackend([self._make(spec.name)]).create(spec, resume=resume)
         else:
-            client = self._by_name[spec.name].create(spec, resume=resume)
+            client = self.by_name[spec.name].create(spec, resume=resume)
         self.clients[spec.name] = client
         return client
 
