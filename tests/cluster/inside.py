@@ -1,6 +1,6 @@
 """Checks that start Ray, run inside a private network namespace (tests/cluster drives them).
 
-`python -m tests.cluster.inside OUT.json` (only inside a namespace made by
+`python -m tests.cluster.inside OUT.json ROOT` (only inside a namespace made by
 mala_tui.bench.netns), each with real Claude Code sessions on the loopback model:
 
 - `mala-tui run --engine ray` against a cluster that declares no `mala_slot`;
@@ -17,6 +17,7 @@ import asyncio
 import json
 import os
 import secrets
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -216,6 +217,8 @@ async def local_ray(root: Path) -> dict[str, Any]:
     (run,) = list_runs(root / "local" / "data")
     events = read_events(run.directory / "events.jsonl").events
     pids = [e.pid for e in events if isinstance(e, ev.ProcessStarted) and e.pid]
+    left = _after_a_while(lambda: ray_processes(str(ray_dir)))
+    shutil.rmtree(ray_dir, ignore_errors=True)
     return {
         "returncode": done.returncode,
         "stdout": done.stdout,
@@ -224,7 +227,7 @@ async def local_ray(root: Path) -> dict[str, Any]:
         "meta": json.loads((run.directory / "run.json").read_text()),
         "cli_alive": [pid for pid in pids if pid_alive(pid)],
         "ray_exiting": ray_processes(str(ray_dir)),
-        "ray_left": _after_a_while(lambda: ray_processes(str(ray_dir))),
+        "ray_left": left,
         "version_2": "VERSION = 2" in (workspace / "src" / "app.py").read_text(),
     }
 
@@ -233,9 +236,9 @@ def main() -> int:
     if not inside():
         print("run me through mala_tui.bench.netns", file=sys.stderr)
         return 2
-    root = Path(tempfile.mkdtemp(prefix="inside-"))
+    out, root = Path(sys.argv[1]), Path(sys.argv[2])  # the test's folders: it reads them after
+    root.mkdir(parents=True, exist_ok=True)
     os.environ["XDG_DATA_HOME"] = str(root / "xdg")
-    out = Path(sys.argv[1])
     results = {**asyncio.run(on_a_cluster(root)), "local": asyncio.run(local_ray(root))}
     out.write_text(json.dumps(results, indent=2))
     return 0

@@ -65,9 +65,12 @@ def cli_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def inside(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    out = tmp_path_factory.mktemp("cluster-inside") / "inside.json"
+    folder = tmp_path_factory.mktemp("cluster-inside")
+    out = folder / "inside.json"
     done = in_private_network(
-        [sys.executable, "-m", "tests.cluster.inside", str(out)], cwd=ROOT, timeout=900
+        [sys.executable, "-m", "tests.cluster.inside", str(out), str(folder / "root")],
+        cwd=ROOT,
+        timeout=900,
     )
     assert done.returncode == 0 and out.exists(), done.stdout + done.stderr
     return dict(json.loads(out.read_text()))
