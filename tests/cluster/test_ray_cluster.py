@@ -29,7 +29,10 @@ from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.runtime.journal import read_events
 
-pytestmark = [pytest.mark.cluster, pytest.mark.integration]
+# Alone (after the parallel run): each fixture starts a cluster of many processes once for
+# the module, which a second worker would start again, and the node is removed at a moment
+# chosen by the sessions' progress, which another test's load would only slow.
+pytestmark = [pytest.mark.cluster, pytest.mark.integration, pytest.mark.alone]
 ROOT = Path(__file__).resolve().parents[2]
 
 
