@@ -50,6 +50,9 @@ class PermissionRequested(EventBase):
     summary: str
     """The input in one line (the whole of it is in `input_text`)."""
     input_text: str = ""
+    input_cut: bool = False
+    """The input was too long to keep whole (core.permissions.INPUT_CHARS): allow is not
+    offered, since nobody could see all of what they would allow."""
     waiting: bool = True
     """It waits for the operator (False: a policy or a session rule answers it at once)."""
 

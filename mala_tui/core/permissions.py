@@ -20,8 +20,16 @@ from mala_tui.core.text import clean, shorten
 
 SUMMARY_CHARS: Final = 160
 """A request's one-line summary is cut here; the input is kept beside it."""
-INPUT_CHARS: Final = 20_000
-"""The input is kept whole up to here (a Write of a large file is cut, and says so)."""
+INPUT_CHARS: Final = 1_000_000
+"""The input is kept whole up to here: past any tool input a model writes (its output is
+bounded), yet a bound. Past it the input is cut, says so, and allow is not offered: a
+person must see everything they approve."""
+
+CUT_INPUT_NOTE: Final = (
+    "its input is too long to be shown whole, so allow is not offered (to allow such a "
+    "tool, add it to agent.allowed_tools or run with --permissions allow)"
+)
+"""What every console says of a request whose input was cut (`PermissionRequest.input_cut`)."""
 
 
 class PermissionPolicy(StrEnum):
@@ -63,6 +71,8 @@ class PermissionRequest:
     input_text: str
     """The input as indented JSON, as the agent sent it (shown literally; see INPUT_CHARS)."""
     asked_at: float
+    input_cut: bool = False
+    """The input was longer than INPUT_CHARS: `input_text` holds only its start."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,10 +87,17 @@ class Verdict:
 def input_text(tool_input: Mapping[str, Any]) -> str:
     """A tool's input as indented JSON (what does not serialise is shown by its str()),
     cut at INPUT_CHARS with a note of how much more there was."""
+    return _shown(_whole(tool_input))
+
+
+def _whole(tool_input: Mapping[str, Any]) -> str:
     try:
-        text = json.dumps(dict(tool_input), indent=2, ensure_ascii=False, default=str)
+        return json.dumps(dict(tool_input), indent=2, ensure_ascii=False, default=str)
     except (TypeError, ValueError, RecursionError):
-        text = str(dict(tool_input))
+        return str(dict(tool_input))
+
+
+def _shown(text: str) -> str:
     if len(text) <= INPUT_CHARS:
         return text
     return f"{text[:INPUT_CHARS]}\n[... {len(text) - INPUT_CHARS:,} more characters]"
@@ -150,13 +167,15 @@ class PermissionBook:
     def open(self, tool: str, tool_input: Mapping[str, Any], at: float) -> PermissionRequest:
         """A new request, numbered; not yet waiting (`wait` puts it in the queue)."""
         self.asked += 1
+        whole = _whole(tool_input)
         return PermissionRequest(
             session=self.session,
             request_id=str(self.asked),
             tool=tool,
             summary=summarize_input(tool, tool_input),
-            input_text=input_text(tool_input),
+            input_text=_shown(whole),
             asked_at=at,
+            input_cut=len(whole) > INPUT_CHARS,
         )
 
     def wait(self, request: PermissionRequest) -> None:

@@ -67,10 +67,17 @@ class PermissionQuestion:
     summary: str
     """The input in one line (the whole of it is in `input_text`)."""
     input_text: str
+    input_cut: bool = False
+    """Only the start of the input is in `input_text` (it was too long to keep whole)."""
 
     @property
     def kind(self) -> QuestionKind:
         return QuestionKind.PERMISSION
+
+    @property
+    def allow_offered(self) -> bool:
+        """A person must see everything they approve: no allow for an input not all shown."""
+        return not self.input_cut
 
 
 Question = ApprovalQuestion | PermissionQuestion
@@ -113,4 +120,5 @@ def permission_asked(event: ev.PermissionRequested) -> PermissionQuestion:
         tool=event.tool,
         summary=event.summary,
         input_text=event.input_text,
+        input_cut=event.input_cut,
     )

@@ -18,7 +18,7 @@ from typing import Final, Protocol, TextIO
 from mala_tui.core import events as ev
 from mala_tui.core.describe import summary
 from mala_tui.core.observations import Decision
-from mala_tui.core.permissions import PermissionAnswer
+from mala_tui.core.permissions import CUT_INPUT_NOTE, PermissionAnswer
 from mala_tui.core.questions import ApprovalQuestion, PermissionQuestion, Question
 from mala_tui.core.text import clean, shorten
 from mala_tui.core.view import RunState
@@ -27,6 +27,7 @@ from mala_tui.runtime.recorder import Listeners
 from mala_tui.runtime.redaction import redact
 
 LineReader = Callable[[], Awaitable[str]]
+"""Reads one line typed at the terminal; raises EOFError once its input has ended."""
 
 
 class Answerable(Protocol):
@@ -137,6 +138,7 @@ async def answer_from_terminal(supervisor: Answerable, out: TextIO, read_line: L
     or denied (editing needs the app); a tool use is allowed once, allowed for the
     session, or denied with a reason.
     """
+    read_line = _until_input_ends(read_line, out)
     changed = asyncio.Event()
     supervisor.listeners.questions.append(lambda _waiting: changed.set())
     while True:
@@ -161,6 +163,33 @@ async def answer_from_terminal(supervisor: Answerable, out: TextIO, read_line: L
             changed.clear()
             await changed.wait()
         await asyncio.sleep(0)
+
+
+NOBODY: Final = "d nobody is left to answer: the terminal's input ended\n"
+"""The answer to every question once the terminal's input has ended: a deny, with why."""
+
+
+def _until_input_ends(read_line: LineReader, out: TextIO) -> LineReader:
+    """`read_line`, until the input ends (Ctrl-D, a closed pipe): that is said once, and
+    from then on every question is denied, since no answer can come any more (asking
+    again would read the end again, and ask for ever)."""
+    ended = False
+
+    async def read() -> str:
+        nonlocal ended
+        if not ended:
+            try:
+                return await read_line()
+            except EOFError:
+                ended = True
+                out.write(
+                    "\nmala-tui: the terminal's input ended: nobody is left to answer, so this "
+                    "question and every later one is denied\n"
+                )
+                out.flush()
+        return NOBODY
+
+    return read
 
 
 def _still_listed(supervisor: Answerable, question: Question) -> bool:
@@ -209,6 +238,17 @@ PERMISSION_WORDS: Final = {
 }
 
 
+async def _deny_only(typed: str | None, out: TextIO, read_line: LineReader) -> str:
+    """An input too long to be shown whole: a deny is the only answer asked for."""
+    while typed is None or (typed.strip().split() or [""])[0].lower() not in DENY_WORDS:
+        if typed is not None:
+            out.write(f"not an answer: {one_line(typed.strip(), 40)!r}\n")
+        out.write(f"--- {CUT_INPUT_NOTE}: [d] deny, then a reason: ")
+        out.flush()
+        typed = await read_line()
+    return typed
+
+
 async def ask_permission(
     supervisor: Answerable, request: PermissionQuestion, out: TextIO, read_line: LineReader
 ) -> bool:
@@ -219,7 +259,9 @@ async def ask_permission(
         f"(request #{request.request_id}) ---\n"
     )
     typed = await show_all(request.input_text, out, read_line)
-    if typed is None:
+    if not request.allow_offered:
+        typed = await _deny_only(typed, out, read_line)
+    elif typed is None:
         out.write("--- [o] allow once / [s] allow for this session / [d] deny, then a reason: ")
         out.flush()
         typed = await read_line()

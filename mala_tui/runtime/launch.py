@@ -453,6 +453,9 @@ async def run_headless(
 async def read_stdin_line() -> str:
     """One line from the terminal, read when it is ready so the event loop runs on meanwhile.
 
+    Raises:
+        EOFError: the input has ended; nothing more can be read.
+
     A reader callback rather than a thread: a thread blocked in readline would keep
     the process from exiting until Enter was pressed.
     """
@@ -461,8 +464,13 @@ async def read_stdin_line() -> str:
 
     def ready() -> None:
         loop.remove_reader(sys.stdin)
-        if not line.done():
-            line.set_result(sys.stdin.readline())
+        if line.done():
+            return
+        text = sys.stdin.readline()
+        if text:
+            line.set_result(text)
+        else:  # the end of input (Ctrl-D, a closed pipe): no answer will ever come
+            line.set_exception(EOFError("the terminal's input ended"))
 
     loop.add_reader(sys.stdin, ready)
     try:

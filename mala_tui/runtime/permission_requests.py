@@ -111,6 +111,7 @@ class PermissionRequests:
                 tool=request.tool,
                 summary=request.summary,
                 input_text=request.input_text,
+                input_cut=request.input_cut,
                 waiting=rule is None,
             )
         )

@@ -17,6 +17,7 @@ from mala_tui.core.permissions import (
     policy_verdict,
     summarize_input,
 )
+from mala_tui.core.questions import PermissionQuestion
 from mala_tui.core.view import RunState
 
 NONE: frozenset[str] = frozenset()
@@ -166,3 +167,29 @@ def test_a_request_answered_at_once_never_counts_as_waiting() -> None:
         )
     )
     assert state.sessions["s"].snapshot().pending_permissions == 0
+
+
+def test_an_input_longer_than_any_old_cut_is_kept_whole_and_allow_stays_offered() -> None:
+    # 30,000 characters: a Write of a middling file. It used to be cut at 20,000 while
+    # "allow" was still offered for the part nobody saw.
+    content = "y" * 30_000 + "HIDDEN-TAIL"
+    request = PermissionBook("s").open("Write", {"file_path": "a", "content": content}, 1.0)
+    assert "HIDDEN-TAIL" in request.input_text
+    assert not request.input_cut
+
+
+def test_an_input_past_what_can_be_shown_is_marked_cut_so_allow_is_not_offered() -> None:
+    request = PermissionBook("s").open("Write", {"content": "z" * (INPUT_CHARS + 10)}, 1.0)
+    assert request.input_cut
+    asked = ev.PermissionRequested(
+        at=1.0,
+        session="s",
+        request_id=request.request_id,
+        tool="Write",
+        summary=request.summary,
+        input_text=request.input_text,
+        input_cut=request.input_cut,
+    )
+    (question,) = RunState().apply_all([asked]).questions()
+    assert isinstance(question, PermissionQuestion)
+    assert question.input_cut and not question.allow_offered

@@ -129,3 +129,73 @@ async def test_a_checkpoint_is_shown_whole_before_approve_is_offered(tmp_path: P
     assert result.statuses == {"a": EndStatus.DONE}
     text = out.getvalue()
     assert "HIDDEN-TAIL" in text[: text.index("--- restart from this checkpoint?")]
+
+
+async def test_an_input_too_long_to_show_whole_is_never_offered_for_allow(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mala_tui.core import permissions
+
+    monkeypatch.setattr(permissions, "INPUT_CHARS", 2_000)  # past it, the input is cut
+    command = "echo " + "x" * 3_000 + " && echo HIDDEN-TAIL"
+    client = ScriptedClient([[SessionIdItem("s"), *bash(command, "t1"), finished()]])
+    sup = build_supervisor(
+        ScriptedBackend([client]), ["a"], cwd=tmp_path, journal=tmp_path, settings=one_window()
+    )
+    out = io.StringIO()
+    pages = ["\n"] * 5
+    answers = answering(*pages, "o\n", "s\n", "d cannot see all of it\n")
+    await asyncio.wait_for(run_headless(sup, out, read_line=answers), 10)
+    text = out.getvalue()
+    assert ALLOW_PROMPT not in text
+    assert "allow is not offered" in text
+    assert "not an answer: 'o'" in text and "not an answer: 's'" in text
+    (decision,) = journaled(sup, ev.PermissionDecided)
+    assert (decision.answer, decision.reason) == ("deny", "cannot see all of it")
+
+
+def ended_input(calls: list[int]):  # type: ignore[no-untyped-def]
+    """A terminal whose input has ended: every read says so (as `read_stdin_line` does)."""
+
+    async def read_line() -> str:
+        calls.append(1)
+        await asyncio.sleep(0)
+        raise EOFError
+
+    return read_line
+
+
+async def test_the_end_of_input_denies_once_and_clearly_instead_of_asking_forever(
+    tmp_path: Path,
+) -> None:
+    client = ScriptedClient(
+        [[SessionIdItem("s"), *bash("make", "t1"), *bash("make test", "t2"), finished()]]
+    )
+    sup = build_supervisor(
+        ScriptedBackend([client]), ["a"], cwd=tmp_path, journal=tmp_path, settings=one_window()
+    )
+    out = io.StringIO()
+    calls: list[int] = []
+    result = await asyncio.wait_for(run_headless(sup, out, read_line=ended_input(calls)), 10)
+    assert result.statuses == {"a": EndStatus.DONE}
+    assert len(calls) == 1  # read once: the end of input is not asked again
+    text = out.getvalue()
+    assert text.count("mala-tui: the terminal's input ended") == 1
+    assert [(d.answer, d.reason) for d in journaled(sup, ev.PermissionDecided)] == [
+        ("deny", "nobody is left to answer: the terminal's input ended"),
+    ] * 2
+
+
+def test_the_terminals_end_of_input_is_an_eof_error_not_an_empty_answer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import os
+
+    from mala_tui.runtime.launch import read_stdin_line
+
+    read_end, write_end = os.pipe()
+    os.close(write_end)
+    with os.fdopen(read_end) as ended:
+        monkeypatch.setattr("sys.stdin", ended)
+        with pytest.raises(EOFError):
+            asyncio.run(asyncio.wait_for(read_stdin_line(), 5))

@@ -143,3 +143,23 @@ async def test_p_opens_the_request_from_a_sessions_detail_too() -> None:
         assert "waiting for permission (1, P)" in screen_text(app)
         await pilot.press("P")
         assert isinstance(app.screen, PermissionScreen)
+
+
+async def test_an_input_too_long_to_show_whole_offers_no_allow() -> None:
+    events = permission_events("Write")
+    cut = events[-1]
+    assert isinstance(cut, ev.PermissionRequested)
+    events[-1] = cut.model_copy(update={"input_cut": True})
+    source = FakeLiveSource(events)
+    app = make_app(source)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("P")
+        assert isinstance(app.screen, PermissionScreen)
+        assert not app.screen.query("#allow-once") and not app.screen.query("#allow-session")
+        assert "allow is not offered" in screen_text(app)
+        await pilot.press("o", "s")
+        await pilot.pause()
+        assert answers(source) == []
+        await pilot.press("d")
+        await pilot.pause()
+        assert answers(source) == [("parser-fix", "1", PermissionAnswer.DENY, "")]

@@ -13,7 +13,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Footer, Input, Static
 
-from mala_tui.core.permissions import PermissionAnswer
+from mala_tui.core.permissions import CUT_INPUT_NOTE, PermissionAnswer
 from mala_tui.core.questions import PermissionQuestion, Question
 from mala_tui.ui.format import elapsed
 from mala_tui.ui.services import Services
@@ -76,10 +76,15 @@ class PermissionScreen(ModalScreen[PermissionReply | None]):
             )
             with VerticalScroll(id="input-view"):
                 yield Static(literal(request.input_text or request.summary), id="tool-input")
+            if not request.allow_offered:
+                yield Static(
+                    literal(f"{CUT_INPUT_NOTE[0].upper()}{CUT_INPUT_NOTE[1:]}."), id="cut-note"
+                )
             yield Input(placeholder="Reason for a deny (the agent reads it)", id="reason")
             with Horizontal(id="buttons"):
-                yield Button("Allow once", variant="success", id="allow-once")
-                yield Button("Allow for this session", variant="primary", id="allow-session")
+                if request.allow_offered:  # a person must see everything they approve
+                    yield Button("Allow once", variant="success", id="allow-once")
+                    yield Button("Allow for this session", variant="primary", id="allow-session")
                 yield Button("Deny", variant="error", id="deny")
                 yield Button("Later", id="later")
         yield Footer()
@@ -90,6 +95,8 @@ class PermissionScreen(ModalScreen[PermissionReply | None]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # Typing a reason must not answer: letters go to the input while it has focus.
+        if action in {"allow_once", "allow_session"} and not self.request.allow_offered:
+            return False
         if action in {"allow_once", "allow_session", "deny"}:
             return not isinstance(self.focused, Input)
         return True
