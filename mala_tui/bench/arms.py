@@ -49,6 +49,7 @@ from mala_tui.loopback.compaction import DEFAULT_TRIGGER_INPUT_TOKENS
 from mala_tui.prompt_files import load_prompts
 from mala_tui.runtime.backends.base import SessionSpec
 from mala_tui.runtime.backends.claude import ClaudeBackend
+from mala_tui.runtime.backends.cli_stderr import StderrLog
 from mala_tui.runtime.journal import RunJournal, new_run_id
 from mala_tui.runtime.launch import TaskPlan, agent_spec
 from mala_tui.runtime.supervisor import Supervisor
@@ -63,6 +64,8 @@ COMPACT_WINDOW = 200_000
 # An arm that has not ended after this long is stopped and counted as not finished: a
 # benchmark that hangs on one arm reports nothing at all.
 ARM_TIMEOUT_S = 1_200.0
+CLI_STDERR = "stderr.log"
+"""What a CLI-only arm's Claude Code printed on stderr, kept in its folder (cleaned)."""
 
 
 @dataclass(frozen=True)
@@ -251,6 +254,9 @@ async def run_cli_arm(
             setting_sources=[],
             betas=[BETA_1M] if arm == "raw" else [],
             can_use_tool=can_use_tool,
+            # Kept as the runtime keeps it (cleaned, redacted, in a file): what an endpoint
+            # says can reach the CLI's stderr, and must never reach the terminal raw.
+            stderr=_kept_in(StderrLog(folder / CLI_STDERR)),
         )
         started = time.monotonic()
         result: ResultMessage | None = None
@@ -291,6 +297,13 @@ async def run_cli_arm(
         compact_trigger=compact_trigger if arm == "server-compaction" else None,
         waited_s=sum(seconds for _, seconds in operator.waited),
     )
+
+
+def _kept_in(log: StderrLog) -> Callable[[str], None]:
+    def keep(line: str) -> None:
+        log.add(line)
+
+    return keep
 
 
 async def _converse(

@@ -143,3 +143,23 @@ def test_the_economy_command_exits_1_when_a_scenario_misses_a_target(
         ("scenario: an unmanaged 200K window does not finish", 2.0),
     ]
     assert set(results["densities"]) == {"1x", "2x"}
+
+
+async def test_a_cli_arms_stderr_is_kept_cleaned_never_passed_to_the_terminal(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """A broken stream makes Claude Code print what it got (escapes and a key) on stderr;
+    the benchmark keeps it, cleaned and redacted, as the runtime does: never on the
+    terminal."""
+    from mala_tui.loopback.faults import BROKEN_STREAM_KEY
+
+    base = load_scenario("quickstart")
+    broken = base.model_copy(update={"faults": [FaultSpec(kind="broken_stream", at_request=2)]})
+    result = await run_cli_arm("unmanaged", broken, tmp_path)
+    assert result.finished, result.ending
+    terminal = capfd.readouterr()
+    assert "\x1b" not in terminal.err + terminal.out
+    assert BROKEN_STREAM_KEY not in terminal.err + terminal.out
+    kept = (tmp_path / "stderr.log").read_text(encoding="utf-8")
+    assert "Could not parse message into JSON" in kept
+    assert "\x1b" not in kept and BROKEN_STREAM_KEY not in kept
