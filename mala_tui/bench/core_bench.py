@@ -78,7 +78,7 @@ def time_masking_pass(messages: int, repeats: int) -> list[int]:
         transcript = Transcript(base)
         started = time.perf_counter_ns()
         plan = plan_masking(
-            transcript.observations(), tokens_to_free=60_000, keep_recent=4, min_batch_tokens=8_000
+            transcript.exchanges(), tokens_to_free=60_000, keep_recent=4, min_batch_tokens=8_000
         )
         transcript.replace_results(plan.placeholders)
         samples.append(time.perf_counter_ns() - started)

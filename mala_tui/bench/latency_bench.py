@@ -80,7 +80,7 @@ def measure(run_dir: Path) -> dict[str, list[float]]:
                 figures[
                     "masking round trip: decision -> first request with the placeholders"
                 ].append(first - event.at)
-        elif isinstance(event, ev.IdleTimedOut):
+        elif isinstance(event, ev.IdleTimeoutSeen):
             ended = next(
                 (
                     e

@@ -184,7 +184,7 @@ def harness_checkpoint(
     completed: list[str] = [earlier["Completed Work"]] if earlier.get("Completed Work") else []
     touched: list[str] = [earlier["Do Not Redo"]] if earlier.get("Do Not Redo") else []
     seen: set[str] = set()
-    for obs in work.observations():
+    for obs in work.exchanges():
         if obs.result is None:
             continue
         line = describe_call(obs.call)

@@ -72,7 +72,7 @@ def summary(event: ev.Event) -> str:
                 f"continuation {event.continuation} from checkpoint #{event.checkpoint_number} "
                 f"({event.reason}, {tokens(event.tokens_before)} before, by {event.approved_by})"
             )
-        case ev.IdleTimedOut():
+        case ev.IdleTimeoutSeen():
             silent = f"silent {event.idle_seconds:.0f} s, retry {event.retry}"
             return f"{silent}: {event.decision} {event.reason}"
         case ev.ApiErrorSeen():

@@ -209,7 +209,7 @@ class Restarted(EventBase):
     """hard_threshold, projection, emergency or operator (see core.phases.Cause)."""
 
 
-class IdleTimedOut(EventBase):
+class IdleTimeoutSeen(EventBase):
     type: Literal["idle_timeout"] = "idle_timeout"
     idle_seconds: float
     retry: int
@@ -372,7 +372,7 @@ Event = Annotated[
     | ApprovalPolicySet
     | ApprovalDecided
     | Restarted
-    | IdleTimedOut
+    | IdleTimeoutSeen
     | ApiErrorSeen
     | CompactionSeen
     | ProcessStarted

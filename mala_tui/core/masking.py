@@ -1,4 +1,4 @@
-"""Observation masking: which old tool results to replace, and with what.
+"""Which old tool results to replace, and with what ("observation masking" in the literature).
 
 Only tool *results* are masked; the agent's calls and its own words stay, so it
 still knows what it did (published research on coding agents finds this keeps
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from mala_tui.core.text import flatten, shorten
-from mala_tui.core.transcript import Observation, ToolCall, ToolResult, primary_argument
+from mala_tui.core.transcript import ToolCall, ToolExchange, ToolResult, primary_argument
 from mala_tui.core.usage import estimate_tokens
 
 #: What every placeholder looks like; also how a masked result is recognised.
@@ -119,19 +119,19 @@ def call_key(call: ToolCall) -> tuple[str, str]:
 
 
 def maskable(
-    observations: Sequence[Observation],
+    exchanges: Sequence[ToolExchange],
     keep_recent: int,
     never_mask: frozenset[str] = frozenset(),
     needed: frozenset[tuple[str, str]] = frozenset(),
     needed_chars: int | None = None,
-) -> list[Observation]:
+) -> list[ToolExchange]:
     """Results that may be masked: complete, not already masked, not among the newest few,
     not from a tool whose results are always kept (as the API's own tool-result clearing
     keeps its `exclude_tools`), and not the latest fetch of something the agent has shown
     it needs (it fetched it again after it was masked), newest first, while those kept
     for that reason stay within `needed_chars`: kept without a bound, they would become a
     floor no mask can go below."""
-    complete = [obs for obs in observations if obs.result is not None]
+    complete = [obs for obs in exchanges if obs.result is not None]
     older = complete[: max(0, len(complete) - keep_recent)]
     latest_needed: set[str] = set()
     if needed:
@@ -160,7 +160,7 @@ def maskable(
 
 
 def plan_masking(
-    observations: Sequence[Observation],
+    exchanges: Sequence[ToolExchange],
     *,
     tokens_to_free: int,
     keep_recent: int,
@@ -182,7 +182,7 @@ def plan_masking(
     chosen: dict[str, str] = {}
     freed = 0
     available = 0
-    for obs in maskable(observations, keep_recent, never_mask, needed, needed_chars):
+    for obs in maskable(exchanges, keep_recent, never_mask, needed, needed_chars):
         assert obs.result is not None
         # Judge by an upper bound of the placeholder's size; build the real one only
         # for results chosen (building it means counting lines of large outputs).

@@ -66,7 +66,7 @@ class MaskingDecisions:
         self, goal: int, cause: Cause, *, keep_recent: int | None = None, any_size: bool = False
     ) -> MaskPlan:
         """Which results to mask to free `goal` tokens (every old one, for a mask by hand)."""
-        observations = self._state.transcript.observations()
+        observations = self._state.transcript.exchanges()
         keep = self._state.limits.keep_recent_observations if keep_recent is None else keep_recent
         never = self._state.limits.never_mask_tools
         if cause is Cause.OPERATOR:
@@ -362,7 +362,7 @@ class MaskingDecisions:
         applied = {tool_id: pending.plan.placeholders[tool_id] for tool_id in obs.tool_use_ids}
         self._state.masked_keys.update(
             call_key(item.call)
-            for item in self._state.transcript.observations()
+            for item in self._state.transcript.exchanges()
             if item.call.id in applied
         )
         self._state.transcript.replace_results(applied)

@@ -169,7 +169,7 @@ class Recovery:
         decision, decided = self._retry(obs.at, f"idle for {obs.idle_seconds:.3g} s")
         retry = next((a for a in decided.actions if isinstance(a, RetryTurn)), None)
         ended = next((e for e in decided.events if isinstance(e, ev.SessionEnded)), None)
-        event = ev.IdleTimedOut(
+        event = ev.IdleTimeoutSeen(
             at=obs.at,
             session=self._state.name,
             idle_seconds=obs.idle_seconds,

@@ -98,7 +98,7 @@ class Message:
 
 
 @dataclass(frozen=True, slots=True)
-class Observation:
+class ToolExchange:
     """A tool call and, once it has arrived, its result, with their positions."""
 
     call: ToolCall
@@ -209,7 +209,7 @@ class Transcript:
                 return message.text
         return ""
 
-    def observations(self) -> list[Observation]:
+    def exchanges(self) -> list[ToolExchange]:
         """Every tool call in order, paired with its result when there is one."""
         results: dict[str, tuple[ToolResult, int]] = {}
         calls: list[tuple[ToolCall, int]] = []
@@ -222,7 +222,7 @@ class Transcript:
         found = []
         for call, call_index in calls:
             result, result_index = results.get(call.id, (None, None))
-            found.append(Observation(call, call_index, result, result_index))
+            found.append(ToolExchange(call, call_index, result, result_index))
         return found
 
     def replace_results(self, contents: Mapping[str, str]) -> int:

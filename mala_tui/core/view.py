@@ -207,7 +207,7 @@ class SessionState:
                 self.mask_failures, self.mask_problem = 0, ""
                 self.tokens, self.source = 0, UsageSource.DISABLED
                 self._await_after_restart = True
-            case ev.IdleTimedOut():
+            case ev.IdleTimeoutSeen():
                 self.idle_retries = event.retry
             case ev.SessionEnded():
                 self.status, self.end_reason = event.status, event.reason

@@ -30,8 +30,8 @@ from mala_tui.runtime.landings import FinishedRun
 from mala_tui.runtime.signals import StopReason
 from mala_tui.ui.answer_queue import AnswerQueue
 from mala_tui.ui.bridge import UpdateBridge
-from mala_tui.ui.commands import SessionCommands
 from mala_tui.ui.controller import Controller
+from mala_tui.ui.palette import SessionCommands
 from mala_tui.ui.screens.checkpoints import CheckpointScreen
 from mala_tui.ui.screens.dashboard import DashboardScreen
 from mala_tui.ui.screens.detail import DetailScreen

@@ -19,12 +19,12 @@ from mala_tui.core.questions import ApprovalQuestion, PermissionQuestion, Questi
 from mala_tui.core.view import RunState, SessionSnapshot, SessionState
 from mala_tui.runtime.landings import Landings
 from mala_tui.ui.source import (
+    BreakdownSource,
     BudgetSource,
     LandingSource,
     LiveSource,
     ProfileSource,
     Source,
-    WindowSource,
 )
 
 
@@ -115,8 +115,8 @@ class Controller:
 
     def window_contents(self, name: str) -> WindowContents | None:
         """What fills the session's window, while the run is live (a journal does not hold it)."""
-        source: object = self.supervisor  # a LiveSource may or may not also be a WindowSource
-        if isinstance(source, WindowSource):
+        source: object = self.supervisor  # a LiveSource may or may not also be a BreakdownSource
+        if isinstance(source, BreakdownSource):
             return source.window_contents(name)
         return None
 

@@ -29,7 +29,7 @@ BLOCKS: Final = "\u2581\u2582\u2583\u2584\u2585\u2586\u2587\u2588"  # "▁" to "
 
 
 @dataclass(frozen=True, slots=True)
-class Reading:
+class GaugeReading:
     """What a gauge shows: one session's context figures and thresholds."""
 
     tokens: int
@@ -42,7 +42,7 @@ class Reading:
     """The window itself is an estimate (learnt from a refusal): shown as "~70k"."""
 
     @classmethod
-    def of(cls, snapshot: SessionSnapshot) -> Reading:
+    def of(cls, snapshot: SessionSnapshot) -> GaugeReading:
         return cls(
             snapshot.tokens,
             snapshot.window,
@@ -60,7 +60,7 @@ class Reading:
         return self.tokens / self.window
 
 
-def gauge_bar(reading: Reading | None, width: int, styles: Mapping[str, Style]) -> Strip:
+def gauge_bar(reading: GaugeReading | None, width: int, styles: Mapping[str, Style]) -> Strip:
     """The bar: filled to the pressure in half cells, the soft and hard thresholds marked.
 
     Styles: "fill", "empty", "mark". Built as a few runs, not a segment a cell:
@@ -93,7 +93,7 @@ def gauge_bar(reading: Reading | None, width: int, styles: Mapping[str, Style]) 
     return Strip(segments, width)
 
 
-def gauge_text(reading: Reading | None) -> tuple[str, str]:
+def gauge_text(reading: GaugeReading | None) -> tuple[str, str]:
     """The figures ("62%  124k / 200k") and their source ("exact", "est." or "")."""
     if reading is None or reading.source == UsageSource.DISABLED:
         figures = (
@@ -105,7 +105,7 @@ def gauge_text(reading: Reading | None) -> tuple[str, str]:
     return figures, source_label(reading.source)
 
 
-def gauge_figures(reading: Reading | None, width: int, styles: Mapping[str, Style]) -> Strip:
+def gauge_figures(reading: GaugeReading | None, width: int, styles: Mapping[str, Style]) -> Strip:
     """Figures on the left, their source on the right. Styles: "figures", "source", "base"."""
     figures, source = gauge_text(reading)
     gap = max(1, width - len(figures) - len(source))

@@ -312,12 +312,12 @@ def _failed() -> _Session:
     s.start(0)
     s.climb(10, 120, 0.03, 0.22, steps=6, source=UsageSource.ESTIMATE)
     s.add(
-        ev.IdleTimedOut(
+        ev.IdleTimeoutSeen(
             at=T0 + 180, session=s.name, idle_seconds=120, retry=1, decision="resume", delay=0
         )
     )
     s.add(
-        ev.IdleTimedOut(
+        ev.IdleTimeoutSeen(
             at=T0 + 320, session=s.name, idle_seconds=120, retry=2, decision="resume", delay=5
         )
     )

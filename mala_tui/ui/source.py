@@ -116,7 +116,7 @@ class LiveSource(Protocol):
 
 
 @runtime_checkable
-class WindowSource(Protocol):
+class BreakdownSource(Protocol):
     """A live run that can show what fills a session's window (the real Supervisor can)."""
 
     def window_contents(self, session: str) -> WindowContents | None:

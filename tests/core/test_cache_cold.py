@@ -90,7 +90,7 @@ def in_the_soft_zone(**limits: object) -> Session:
         decided = one.request()
         assert not decided.actions
         skipped += [e.reason for e in decided.events if isinstance(e, ev.MaskSkipped)]
-        if len(manager.transcript.observations()) < 5:
+        if len(manager.transcript.exchanges()) < 5:
             assert not any(isinstance(a, StopTurn) for a in one.tool_call().actions)
     assert manager.zone.value == "soft"
     assert skipped and "batch minimum" in skipped[0]

@@ -45,7 +45,7 @@ def test_string_values_read_back_as_the_core_enums() -> None:
     assert usage.window_source is WindowSource.TABLE
     assert isinstance(decided, ev.ApprovalDecided) and decided.decision is Decision.EDIT
     assert isinstance(ended, ev.SessionEnded) and ended.status is EndStatus.DENIED
-    assert isinstance(idle, ev.IdleTimedOut) and idle.decision is RetryDecision.FAIL_FAST
+    assert isinstance(idle, ev.IdleTimeoutSeen) and idle.decision is RetryDecision.FAIL_FAST
     assert isinstance(masked, ev.MaskApplied) and masked.trigger is Cause.SOFT_THRESHOLD
     assert isinstance(wind_down, ev.WindDownSent) and wind_down.trigger is Cause.HARD_THRESHOLD
 

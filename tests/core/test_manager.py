@@ -393,7 +393,7 @@ def test_soft_zone_mid_turn_interrupts_masks_oldest_and_resumes() -> None:
     applied = next(e for e in confirmed.events if isinstance(e, ev.MaskApplied))
     assert (applied.count, applied.total_masked, applied.tokens_before) == (4, 4, 75_000)
     assert m.phase is Phase.RUNNING and m.streaming
-    masked = m.transcript.observations()[0].result
+    masked = m.transcript.exchanges()[0].result
     assert masked is not None and masked.content.startswith("[Read result masked")
 
     measured = m.observe(usage(59_100))
@@ -673,7 +673,7 @@ def test_idle_timeout_retries_and_recovers() -> None:
         ),
     )
     (event,) = outcome.events
-    assert isinstance(event, ev.IdleTimedOut) and (event.retry, event.decision) == (1, "resume")
+    assert isinstance(event, ev.IdleTimeoutSeen) and (event.retry, event.decision) == (1, "resume")
     m.observe(done())
     assert m.phase is Phase.DONE
 
@@ -719,7 +719,8 @@ def test_idle_timeout_first_turn_with_tool_calls_fails_fast() -> None:
         ),
     )
     assert (
-        isinstance(outcome.events[0], ev.IdleTimedOut) and outcome.events[0].decision == "fail_fast"
+        isinstance(outcome.events[0], ev.IdleTimeoutSeen)
+        and outcome.events[0].decision == "fail_fast"
     )
 
 

@@ -21,11 +21,11 @@ from tests.support.factories import call, reads, result
 def test_masks_oldest_first_and_keeps_the_recent_ones() -> None:
     transcript = reads(10, size=4000)
     plan = plan_masking(
-        transcript.observations(), tokens_to_free=2500, keep_recent=4, min_batch_tokens=0
+        transcript.exchanges(), tokens_to_free=2500, keep_recent=4, min_batch_tokens=0
     )
     assert plan.ids == ("t0000", "t0001", "t0002")  # ~990 tokens each until 2500 is reached
     everything = plan_masking(
-        transcript.observations(), tokens_to_free=10**9, keep_recent=4, min_batch_tokens=0
+        transcript.exchanges(), tokens_to_free=10**9, keep_recent=4, min_batch_tokens=0
     )
     assert everything.ids == tuple(f"t{i:04d}" for i in range(6))
 
@@ -33,7 +33,7 @@ def test_masks_oldest_first_and_keeps_the_recent_ones() -> None:
 def test_batch_minimum_grows_the_batch() -> None:
     transcript = reads(10, size=4000)
     plan = plan_masking(
-        transcript.observations(), tokens_to_free=100, keep_recent=0, min_batch_tokens=3000
+        transcript.exchanges(), tokens_to_free=100, keep_recent=0, min_batch_tokens=3000
     )
     assert len(plan.ids) == 4
     assert plan.estimated_tokens >= 3000
@@ -42,7 +42,7 @@ def test_batch_minimum_grows_the_batch() -> None:
 def test_nothing_is_masked_below_the_batch_minimum() -> None:
     transcript = reads(3, size=4000)
     plan = plan_masking(
-        transcript.observations(), tokens_to_free=100, keep_recent=1, min_batch_tokens=8000
+        transcript.exchanges(), tokens_to_free=100, keep_recent=1, min_batch_tokens=8000
     )
     assert not plan
     assert plan.skipped_reason is not None and "8000-token batch minimum" in plan.skipped_reason
@@ -51,11 +51,11 @@ def test_nothing_is_masked_below_the_batch_minimum() -> None:
 def test_never_masks_twice() -> None:
     transcript = reads(6, size=4000)
     first = plan_masking(
-        transcript.observations(), tokens_to_free=1500, keep_recent=2, min_batch_tokens=0
+        transcript.exchanges(), tokens_to_free=1500, keep_recent=2, min_batch_tokens=0
     )
     transcript.replace_results(dict(first.placeholders))
     second = plan_masking(
-        transcript.observations(), tokens_to_free=1500, keep_recent=2, min_batch_tokens=0
+        transcript.exchanges(), tokens_to_free=1500, keep_recent=2, min_batch_tokens=0
     )
     assert set(first.ids).isdisjoint(second.ids)
     assert second.ids[0] == f"t{len(first.ids):04d}"
@@ -64,7 +64,7 @@ def test_never_masks_twice() -> None:
 def test_tiny_results_are_not_worth_masking() -> None:
     transcript = reads(6, size=80)
     plan = plan_masking(
-        transcript.observations(), tokens_to_free=10**6, keep_recent=0, min_batch_tokens=0
+        transcript.exchanges(), tokens_to_free=10**6, keep_recent=0, min_batch_tokens=0
     )
     assert not plan
 
@@ -75,7 +75,7 @@ def test_unanswered_calls_are_never_masked() -> None:
 
     transcript.append(call("open"))
     plan = plan_masking(
-        transcript.observations(), tokens_to_free=10**6, keep_recent=0, min_batch_tokens=0
+        transcript.exchanges(), tokens_to_free=10**6, keep_recent=0, min_batch_tokens=0
     )
     assert "open" not in plan.ids
 
@@ -213,8 +213,8 @@ def test_what_was_fetched_again_is_kept_newest_first_within_its_share() -> None:
         transcript.append(call(tool_id, "Read", file_path=path))
         transcript.append(result(tool_id, "x" * 10_000))
     needed = frozenset({("Read", "a.py"), ("Read", "b.py"), ("Read", "c.py")})
-    unbounded = {obs.call.id for obs in maskable(transcript.observations(), 1, needed=needed)}
+    unbounded = {obs.call.id for obs in maskable(transcript.exchanges(), 1, needed=needed)}
     assert unbounded == set()
     # Room for two of them: the newest two stay, the oldest may go.
-    bounded = maskable(transcript.observations(), 1, needed=needed, needed_chars=25_000)
+    bounded = maskable(transcript.exchanges(), 1, needed=needed, needed_chars=25_000)
     assert {obs.call.id for obs in bounded} == {"a"}

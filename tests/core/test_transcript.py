@@ -20,7 +20,7 @@ from tests.support.factories import call, reads, result, say
 
 def test_observations_pair_calls_with_results_in_order() -> None:
     transcript = Transcript([Message.user_text("go"), call("a"), result("a", "A"), call("b")])
-    pairs = transcript.observations()
+    pairs = transcript.exchanges()
     assert [(o.call.id, o.result.content if o.result else None) for o in pairs] == [
         ("a", "A"),
         ("b", None),
@@ -34,7 +34,7 @@ def test_parallel_calls_in_one_message_pair_by_id() -> None:
         (ToolCall("x", "Bash", {"command": "ls"}), ToolCall("y", "Bash", {"command": "pwd"})),
     )
     answers = Message(Role.USER, (ToolResult("y", "/ws"), ToolResult("x", "a b")))
-    pairs = Transcript([Message.user_text("go"), both, answers]).observations()
+    pairs = Transcript([Message.user_text("go"), both, answers]).exchanges()
     assert [(o.call.id, o.result and o.result.content) for o in pairs] == [
         ("x", "a b"),
         ("y", "/ws"),
@@ -87,7 +87,7 @@ def test_character_count_follows_replacements() -> None:
     transcript = reads(2, size=800)
     full = transcript.characters
     transcript.replace_results({"t0000": "short"})
-    assert transcript.characters == full - len(transcript.observations()[0].call.id) * 0 - (
+    assert transcript.characters == full - len(transcript.exchanges()[0].call.id) * 0 - (
         len("\n".join(["x" * 79] * 10)) - len("short")
     )
 
@@ -132,7 +132,7 @@ def test_carryover_never_splits_a_call_from_its_result(transcript: Transcript, t
     carried = transcript.carryover(turns)
     calls = {b.id for m in carried for b in m.blocks if isinstance(b, ToolCall)}
     results = {b.tool_use_id for m in carried for b in m.blocks if isinstance(b, ToolResult)}
-    answered = {o.call.id for o in transcript.observations() if o.result is not None}
+    answered = {o.call.id for o in transcript.exchanges() if o.result is not None}
     assert calls & answered <= results  # every answered call brings its result
     assert results <= calls  # no result without its call
     # It is one contiguous stretch ending at the last clean cut point.

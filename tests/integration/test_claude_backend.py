@@ -95,7 +95,7 @@ async def test_a_real_stall_is_detected_disconnected_and_resumed(tmp_path: Path)
         started = time.monotonic()
         assert await run.run() is EndStatus.DONE
         elapsed = time.monotonic() - started
-    (timeout,) = recorded.of(ev.IdleTimedOut)
+    (timeout,) = recorded.of(ev.IdleTimeoutSeen)
     assert timeout.decision == "resume" and timeout.idle_seconds >= 3.0
     stalled_pid = run.pids[0]
     ended = next(e for e in recorded.of(ev.ProcessEnded) if e.pid == stalled_pid)

@@ -102,7 +102,7 @@ def test_the_demo_shows_every_behaviour_and_leaves_nothing_behind(tmp_path: Path
 
     # The stall: detected, the stuck process gone within the disconnect bound, resumed.
     stall = [e for e in events if e.session == "stall-once"]
-    (timeout,) = [e for e in stall if isinstance(e, ev.IdleTimedOut)]
+    (timeout,) = [e for e in stall if isinstance(e, ev.IdleTimeoutSeen)]
     assert timeout.decision is RetryDecision.RESUME
     started = [e.pid for e in stall if isinstance(e, ev.ProcessStarted)]
     stuck_end = next(e for e in stall if isinstance(e, ev.ProcessEnded) and e.pid == started[0])

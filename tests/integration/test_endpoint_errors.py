@@ -66,7 +66,7 @@ def sent_once(tmp_path: Path) -> bool:
     still send a request more than once itself before it says it failed)."""
     events = journal(tmp_path)
     started = [e for e in events if isinstance(e, ev.ProcessStarted)]
-    retried = [e for e in events if isinstance(e, ev.ApiErrorSeen | ev.IdleTimedOut)]
+    retried = [e for e in events if isinstance(e, ev.ApiErrorSeen | ev.IdleTimeoutSeen)]
     return len(started) == 1 and not retried
 
 

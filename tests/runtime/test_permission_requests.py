@@ -135,7 +135,9 @@ async def test_the_idle_timeout_still_fires_once_the_request_is_answered(tmp_pat
     sup.permissions.operator_present = False  # answered at once
     run = asyncio.create_task(sup.run())
     stalled = asyncio.Event()
-    sup.listeners.events.append(lambda e: stalled.set() if isinstance(e, ev.IdleTimedOut) else None)
+    sup.listeners.events.append(
+        lambda e: stalled.set() if isinstance(e, ev.IdleTimeoutSeen) else None
+    )
     await asyncio.wait_for(stalled.wait(), 10)
     sup.stop_all()
     await asyncio.wait_for(run, 10)

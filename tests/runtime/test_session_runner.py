@@ -117,7 +117,7 @@ async def test_idle_timeout_retries_and_recovers() -> None:
     assert hanging.disconnected
     assert h.backend.created == [("s1", None), ("s1", "sess-1")]
     assert recovering.queries == [idle_resume()]
-    (timeout,) = h.of_type(ev.IdleTimedOut)
+    (timeout,) = h.of_type(ev.IdleTimeoutSeen)
     assert (timeout.retry, timeout.decision) == (1, "resume")
     assert timeout.idle_seconds >= IDLE
 
@@ -128,7 +128,7 @@ async def test_idle_timeout_gives_up_after_max_retries() -> None:
     assert await h.run() is EndStatus.FAILED
     assert len(h.backend.created) == 3
     assert h.runner.end_reason.endswith("max retries (2) exceeded")
-    assert [t.decision for t in h.of_type(ev.IdleTimedOut)] == ["resume", "resume", "give_up"]
+    assert [t.decision for t in h.of_type(ev.IdleTimeoutSeen)] == ["resume", "resume", "give_up"]
 
 
 async def test_idle_timeout_always_disconnects_even_on_final_failure() -> None:
@@ -177,7 +177,7 @@ async def test_idle_timeout_non_query_phases_skip_the_query_block() -> None:
     # Not a synchronisation: six idle timeouts' worth of real time must pass unanswered
     # for the test to show that waiting for a person is never taken for a hang.
     await asyncio.sleep(IDLE * 6)
-    assert h.of_type(ev.IdleTimedOut) == []
+    assert h.of_type(ev.IdleTimeoutSeen) == []
     assert (len(h.backend.created), len(first.queries)) == (created, queries)
     h.runner.answer_approval("approve")
     assert await task is EndStatus.DONE
@@ -264,7 +264,7 @@ async def test_the_interrupt_waits_for_the_tool_call_in_flight() -> None:
     h = Harness(ScriptedBackend([first, resumed]))
     assert await h.run() is EndStatus.DONE
     assert first.interrupted == 1
-    assert h.manager.transcript.observations()[-1].result == ToolResult("w1", "File created")
+    assert h.manager.transcript.exchanges()[-1].result == ToolResult("w1", "File created")
     (masked,) = h.backend.masked
     assert "w1" not in masked
 
@@ -398,7 +398,7 @@ async def test_the_session_timeout_covers_every_retry() -> None:
     )
     assert await h.run() is EndStatus.FAILED
     assert h.runner.end_reason == "session timeout: 0.5 s passed, retries included"
-    assert 1 <= len(h.of_type(ev.IdleTimedOut)) < 5
+    assert 1 <= len(h.of_type(ev.IdleTimeoutSeen)) < 5
     assert all(c.disconnected for c in clients if c.connected)
 
 
@@ -485,7 +485,7 @@ async def test_a_stop_from_the_gate_ends_the_turn_before_the_next_model_request(
     (ended,) = h.manager.stopped_turns
     assert ended.terminal_reason == "hook_stopped"
     assert h.of_type(ev.UsageRecorded) == []  # the next request never started
-    assert [o.call.id for o in h.manager.transcript.observations()] == ["r0"]
+    assert [o.call.id for o in h.manager.transcript.exchanges()] == ["r0"]
 
 
 @pytest.mark.parametrize(

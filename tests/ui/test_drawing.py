@@ -5,7 +5,15 @@ from __future__ import annotations
 from rich.style import Style
 from textual.strip import Strip
 
-from mala_tui.ui.drawing import FULL, HALF, MARK, Reading, gauge_bar, gauge_figures, trend_blocks
+from mala_tui.ui.drawing import (
+    FULL,
+    HALF,
+    MARK,
+    GaugeReading,
+    gauge_bar,
+    gauge_figures,
+    trend_blocks,
+)
 
 STYLES = {
     name: Style(color=colour)
@@ -24,8 +32,8 @@ STYLES = {
 WINDOW = 200_000
 
 
-def reading(pressure: float, source: str = "per_call") -> Reading:
-    return Reading(round(pressure * WINDOW), WINDOW, 0.7, 0.9, source, "normal")
+def reading(pressure: float, source: str = "per_call") -> GaugeReading:
+    return GaugeReading(round(pressure * WINDOW), WINDOW, 0.7, 0.9, source, "normal")
 
 
 def cells(strip: Strip) -> list[tuple[str, str]]:
@@ -70,7 +78,7 @@ def test_figures_say_whether_the_count_is_exact() -> None:
 
 
 def test_a_window_learnt_from_a_refusal_reads_as_an_estimate() -> None:
-    learnt = Reading(35_000, 70_000, 0.3, 0.8, "per_call", "soft", window_estimated=True)
+    learnt = GaugeReading(35_000, 70_000, 0.3, 0.8, "per_call", "soft", window_estimated=True)
     assert gauge_figures(learnt, 30, STYLES).text.split() == ["50%", "35k", "/", "~70k", "exact"]
 
 

@@ -17,7 +17,7 @@ from mala_tui.core import events as ev
 from mala_tui.core.describe import changes_summary
 from mala_tui.core.text import tokens
 from mala_tui.core.view import SessionSnapshot, SessionState
-from mala_tui.ui.drawing import Reading
+from mala_tui.ui.drawing import GaugeReading
 from mala_tui.ui.format import elapsed, phase_label
 from mala_tui.ui.services import Services
 from mala_tui.ui.session_actions import session_bindings
@@ -126,7 +126,7 @@ class DetailScreen(Screen[None]):
         self.query_one("#title", Static).update(
             literal(f"{snapshot.name} \u00b7 {state}{extra}{counters}{approval}", one_line=True)
         )
-        self.query_one(ContextGauge).reading = Reading.of(snapshot)
+        self.query_one(ContextGauge).reading = GaugeReading.of(snapshot)
         self.query_one("#calibration", Static).update(calibration_line(snapshot))
         self._show_worktree()
 

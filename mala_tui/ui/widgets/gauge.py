@@ -10,7 +10,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from mala_tui.core.usage import Zone
-from mala_tui.ui.drawing import Reading, gauge_bar, gauge_figures
+from mala_tui.ui.drawing import GaugeReading, gauge_bar, gauge_figures
 
 
 class ContextGauge(Widget):
@@ -54,12 +54,12 @@ class ContextGauge(Widget):
     }
     """
 
-    reading: reactive[Reading | None] = reactive(None)
+    reading: reactive[GaugeReading | None] = reactive(None)
     """The figures shown; None draws an empty gauge (no usage yet)."""
 
     def __init__(
         self,
-        reading: Reading | None = None,
+        reading: GaugeReading | None = None,
         *,
         name: str | None = None,
         id: str | None = None,
@@ -69,7 +69,7 @@ class ContextGauge(Widget):
         self.set_reactive(ContextGauge.reading, reading)
         self._set_zone(reading.zone if reading else Zone.NORMAL)
 
-    def watch_reading(self, old: Reading | None, new: Reading | None) -> None:
+    def watch_reading(self, old: GaugeReading | None, new: GaugeReading | None) -> None:
         zone = new.zone if new else Zone.NORMAL
         if old is None or old.zone != zone:
             self._set_zone(zone)

@@ -20,7 +20,7 @@ from mala_tui.core.actions import EndStatus
 from mala_tui.core.text import ELLIPSIS, clean
 from mala_tui.core.usage import Zone
 from mala_tui.core.view import SessionSnapshot
-from mala_tui.ui.drawing import Reading, gauge_bar, gauge_figures, trend_blocks
+from mala_tui.ui.drawing import GaugeReading, gauge_bar, gauge_figures, trend_blocks
 from mala_tui.ui.format import cache_text, state_label
 from mala_tui.ui.text import literal
 from mala_tui.ui.widgets.cost_panel import spend_summary
@@ -226,7 +226,7 @@ class SessionCard(Widget, can_focus=True):
             self._subtitle = subtitle
             # A session's name is the user's: literal, never parsed as markup.
             self.border_subtitle = literal(subtitle, one_line=True)
-        reading = Reading.of(snap)
+        reading = GaugeReading.of(snap)
         self._counters_line = counters_text(snap, self.clock())
         keys: dict[str, object] = {
             "task": snap.task,
@@ -285,9 +285,9 @@ class SessionCard(Widget, can_focus=True):
             return Strip.blank(width, styles["base"])
         line = LINES[y]
         if line == "bar":
-            return gauge_bar(Reading.of(snap), width, styles)
+            return gauge_bar(GaugeReading.of(snap), width, styles)
         if line == "figures":
-            return gauge_figures(Reading.of(snap), width, styles)
+            return gauge_figures(GaugeReading.of(snap), width, styles)
         if line == "trend":
             return trend_blocks(snap.trend, width, snap.soft_threshold, snap.hard_threshold, styles)
         if line == "task":
