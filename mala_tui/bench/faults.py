@@ -13,9 +13,10 @@ their environment, not only by the PIDs the supervisor knows) and the journal li
 (written by the journal but not read back). Both must be 0. A journal is complete when
 every session has its `session_ended` and the run its `run_ended`.
 
-Then the faults of mala-tui's own world: the disk filling up mid-run, SIGTERM and SIGHUP
-mid-run, Ctrl-C then resume, SIGTERM during start-up then resume, a poisoned journal
-line, a hundred tasks at once. A "failed fast" session there is one stopped for the
+Then a hostile endpoint (a broken stream of terminal escapes and a key, a 401) and the
+faults of mala-tui's own world: the disk filling up mid-run, SIGTERM and SIGHUP mid-run,
+Ctrl-C then resume, SIGTERM during start-up then resume, a poisoned journal line, a
+hundred tasks at once. A "failed fast" session there is one stopped for the
 designed reason (the full disk, the signal); after a resume, recovered is finished.
 
 Each trial says what it expects (how many recovered, how many failed fast, and which
@@ -461,10 +462,14 @@ class Scale:
     many_tasks: int = 100
     stop_sessions: int = 2
     """Sessions of the stop trials (Ctrl-C then resume, SIGTERM during start-up)."""
+    hostile_each: int = 1
+    """Sessions of the hostile endpoint trial: this many broken streams, and as many 401s."""
 
 
 QUICK = Scale(3, 1, 1, 4, 1, 1, 1, idle_timeout=4.0)
-LONG = Scale(12, 2, 6, 6, 6, 4, 3, idle_timeout=10.0, disk_sessions=4, stop_sessions=4)
+LONG = Scale(
+    12, 2, 6, 6, 6, 4, 3, idle_timeout=10.0, disk_sessions=4, stop_sessions=4, hostile_each=3
+)
 
 #: The designed reasons a session of these trials may fail fast for.
 IDLE_LIMIT = r"^idle for .* max retries \(\d+\) exceeded$"
@@ -524,6 +529,10 @@ async def run_suite(scale: Scale, root: Path) -> list[tuple[Row, Expect]]:
                 settings=settings,
             ),
             Expect(scale.too_long_sessions, 0),
+        ),
+        (
+            await own_faults.hostile_endpoint_trial(root / "hostile", scale.hostile_each),
+            Expect(scale.hostile_each, scale.hostile_each, (own_faults.AUTH_FAILED,)),
         ),
         (
             await own_faults.disk_full_trial(root / "disk_full", scale.disk_sessions),

@@ -17,8 +17,13 @@
   exit 143 with its journal ended and every worktree and branch it made journaled, and
   `resume` must then finish every session, each in its own worktree.
 
-Both of those also count what must never leak: raw escape bytes on the terminal, and a
-key (one planted in every task, the loopback's own) in what mala-tui printed or wrote.
+- a hostile endpoint: a headless `run` whose model answers some sessions with a broken
+  stream (terminal escapes and a key, as a broken gateway echoes them) and others with a
+  401 on every request. The first must recover, the others fail at once saying so.
+
+These three also count what must never leak: raw escape bytes on the terminal, and a key
+(one planted in every task, the loopback's own, the broken stream's) in what mala-tui
+printed or wrote.
 """
 
 from __future__ import annotations
@@ -701,5 +706,98 @@ async def sigterm_during_start_up_trial(
         journal_lines_lost=lost_lines + _lines_lost(journal),
         wall_s=round(time.monotonic() - started, 1),
         journal_complete=complete and journal_complete(after, names),
+        problems=tuple(problems),
+    )
+
+
+# -- a hostile endpoint -------------------------------------------------------------------------
+
+#: A session the 401 stopped fails at once, saying so.
+AUTH_FAILED = r"^authentication failed: "
+
+
+async def hostile_endpoint_trial(
+    folder: Path, each: int = 1, *, mala_tui: Sequence[str] = ()
+) -> Row:
+    """A headless `run` against an endpoint that answers `each` sessions with a broken
+    stream (terminal escapes: a clipboard write, a window title, a clear screen; and a key)
+    and `each` with a 401 on every request.
+
+    The broken stream's sessions must recover (done, their folder edited); the 401's must
+    fail at once, saying so. Nothing of the stream may reach the terminal raw, no key any
+    file, and the run must exit 1 (not every session finished) with its journal ended."""
+    from mala_tui.loopback import FaultSpec
+
+    command = list(mala_tui) or [sys.executable, "-m", "mala_tui"]
+    scenario = load_scenario("quickstart")
+    broken = [f"broken-{index:02d}" for index in range(each)]
+    denied = [f"denied-{index:02d}" for index in range(each)]
+    names = broken + denied
+    data = folder / "data"
+    problems: list[str] = []
+    started = time.monotonic()
+    async with LoopbackServer({name: scenario for name in names}, response_delay_s=0.0) as server:
+        entries = []
+        for name in names:
+            materialize_workspace(scenario, folder / name)
+            kind = "broken_stream" if name in broken else "unauthorized"
+            fault = (
+                FaultSpec(kind=kind, at_request=2)
+                if name in broken
+                else FaultSpec(kind=kind, times=1_000)
+            )
+            server.add_fault(fault, route=name)
+            task = f"{scenario.task} (The deploy key {PLANTED_KEY} is not needed.)"
+            entries.append(
+                f"[[task]]\nname = {json.dumps(name)}\ntask = {json.dumps(task)}\n"
+                f"cwd = {json.dumps(name)}\n"
+                f"env = {{ ANTHROPIC_BASE_URL = {json.dumps(server.url_for(name))} }}\n"
+            )
+        tasks = folder / "tasks.toml"
+        tasks.write_text("\n".join(entries))
+        env = dict(os.environ, **offline_cli_env(server.base_url, folder / "claude-home"))
+        env["MALA_TUI_STORAGE__DATA_DIR"] = str(data)
+        env["MALA_TUI_CONFIG_FILE"] = os.devnull
+        process = await _mala(
+            command, *TRIAL_MODEL, "run", "--tasks", str(tasks), "--headless", env=env
+        )
+        try:
+            out, err = await asyncio.wait_for(process.communicate(), 240)
+        finally:
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
+        injected = sum(1 for record in server.request_log if record.fault)
+        left = _left_under(folder)
+    if process.returncode != 1:
+        problems.append(f"exit status {process.returncode}, expected 1")
+    journal = _journal_of(data)
+    events = read_events(journal).events if journal is not None else []
+    ends = {e.session: e for e in events if isinstance(e, ev.SessionEnded)}
+    recovered = failed = 0
+    reasons: list[str] = []
+    for name in names:
+        end = ends.get(name)
+        edited = QUICKSTART_DONE in (folder / name / "src" / "app.py").read_text()
+        if end is not None and end.status == "done" and edited:
+            recovered += 1
+        elif end is not None and end.status == "failed":
+            failed += 1
+            reasons.append(end.reason)
+        else:
+            reasons.append(f"LOST {name}: {end.status + ' ' + end.reason if end else 'no end'}")
+    problems += exposure(out + err, data)
+    return Row(
+        fault="a hostile endpoint (a broken stream of escapes and a key; a 401)",
+        sessions=len(names),
+        injected=injected,
+        recovered=recovered,
+        failed_fast=failed,
+        lost=len(names) - recovered - failed,
+        reasons=tuple(sorted(set(reasons))),
+        processes_left=len(left),
+        journal_lines_lost=_lines_lost(journal) if journal is not None else 0,
+        wall_s=round(time.monotonic() - started, 1),
+        journal_complete=journal_complete(events, names),
         problems=tuple(problems),
     )

@@ -12,9 +12,11 @@ import pytest
 
 from mala_tui.bench.faults import STOPPED_BY_SIGNAL, Expect
 from mala_tui.bench.own_faults import (
+    AUTH_FAILED,
     DEMO_SESSIONS,
     DISK_FULL_REASON,
     disk_full_trial,
+    hostile_endpoint_trial,
     many_tasks_trial,
     poisoned_journal_trial,
     signal_mid_run,
@@ -44,3 +46,11 @@ async def test_a_poisoned_journal_is_read_around(tmp_path: Path) -> None:
 async def test_many_tasks_at_once_never_run_more_agents_than_the_limit(tmp_path: Path) -> None:
     row = await many_tasks_trial(tmp_path, 10)
     assert Expect(10, 0).misses(row) == []
+
+
+async def test_a_hostile_endpoint_reaches_no_terminal_raw_and_leaves_no_key(
+    tmp_path: Path,
+) -> None:
+    row = await hostile_endpoint_trial(tmp_path, 1)
+    assert Expect(1, 1, (AUTH_FAILED,)).misses(row) == []
+    assert row.injected >= 2  # the broken stream and the 401 both reached a session
