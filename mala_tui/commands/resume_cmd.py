@@ -114,6 +114,7 @@ def _resume_on(
         _in_worktree,
         _supervise,
         _until_done,
+        host_worktree_setter,
     )
     from mala_tui.runtime.backends.claude import ClaudeBackend
     from mala_tui.runtime.headless import one_line
@@ -144,8 +145,14 @@ def _resume_on(
     trackers = [t for t in supervisor.listeners.events if isinstance(t, WorktreeTracker)]
     if trackers and supervisor.runners:
         # A session added to the resumed run gets a worktree of its own, as in `run`.
-        supervisor.spec_for_new = _in_worktree(resumed.template, trackers[0].worktrees, journal)
-        supervisor.spec_for_fork = _fork_in_worktree(trackers[0].worktrees, journal)
+        on_hosts = engine is not None
+        worktrees = trackers[0].worktrees
+        if on_hosts:  # added ones too: their hosts make their worktrees (runtime.mirror)
+            supervisor.on_added.append(host_worktree_setter(worktrees, journal.run_id))
+        supervisor.spec_for_new = _in_worktree(
+            resumed.template, worktrees, journal, on_hosts=on_hosts
+        )
+        supervisor.spec_for_fork = _fork_in_worktree(worktrees, journal, on_hosts=on_hosts)
     try:
         event = supervisor.resumed
         pause = gap(event.gap_seconds) if event is not None else "?"

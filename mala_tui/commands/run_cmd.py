@@ -329,6 +329,7 @@ def _run_on(
     from mala_tui.runtime.backends.claude import ClaudeBackend
     from mala_tui.runtime.journal import StorageError
     from mala_tui.runtime.launch import agent_spec, build_supervisor, open_journal, plain_spec
+    from mala_tui.runtime.mirror import plan_all
     from mala_tui.runtime.worktree import WorktreeError, WorktreeTracker, create_all
 
     settings = loaded.settings
@@ -348,12 +349,19 @@ def _run_on(
     worktrees: dict[str, Worktree] = {}
     if use_worktrees:
         try:
-            worktrees = create_all(
-                [(plan.name, plan.cwd) for plan in plans],
-                journal.run_id,
-                journal.directory / "worktrees",
-                until=lambda: shutdown.requested,  # stopped meanwhile: make no more
-            )
+            if engine is not None:  # each host makes its own (runtime.mirror)
+                worktrees = plan_all(
+                    [(plan.name, plan.cwd) for plan in plans],
+                    journal.run_id,
+                    journal.directory / "worktrees",
+                )
+            else:
+                worktrees = create_all(
+                    [(plan.name, plan.cwd) for plan in plans],
+                    journal.run_id,
+                    journal.directory / "worktrees",
+                    until=lambda: shutdown.requested,  # stopped meanwhile: make no more
+                )
         except WorktreeError as exc:
             journal.close()
             _discard_unstarted(journal)
@@ -381,20 +389,28 @@ def _run_on(
             host_backend=ClaudeBackend.for_run if engine is not None else None,
         )
         supervisor.profiles = profiles
-        if engine is not None and worktrees:  # each host keeps its session's work aside
-            from mala_tui.runtime.remote_runner import RemoteRunner
-            from mala_tui.runtime.wip import wip_ref
-
-            for name, runner in supervisor.runners.items():
-                if isinstance(runner, RemoteRunner):
-                    runner.snapshot_ref = wip_ref(journal.run_id, name)
         if worktrees:
-            supervisor.listeners.events.append(WorktreeTracker(worktrees, supervisor.record))
-            supervisor.spec_for_new = _in_worktree(template, worktrees, journal)
-            supervisor.spec_for_fork = _fork_in_worktree(worktrees, journal)
+            on_hosts = engine is not None
+            if on_hosts:
+                try:
+                    host_worktrees(supervisor, worktrees, journal.run_id)
+                except WorktreeError as exc:
+                    print(f"mala-tui run: {exc}", file=sys.stderr)
+                    return EXIT_STORAGE
+            supervisor.listeners.events.append(
+                WorktreeTracker(
+                    worktrees,
+                    supervisor.record,
+                    prepare=ended_on_host(journal.run_id) if on_hosts else None,
+                )
+            )
+            supervisor.spec_for_new = _in_worktree(template, worktrees, journal, on_hosts=on_hosts)
+            supervisor.spec_for_fork = _fork_in_worktree(worktrees, journal, on_hosts=on_hosts)
         out.write(f"run {journal.run_id}: journal in {journal.directory}\n")
         for name, worktree in worktrees.items():
             out.write(f"{name}: worktree {worktree.path} on branch {worktree.branch}\n")
+        if worktrees and engine is not None:
+            out.write("(each is made on its session's host, and here when the session ends)\n")
 
         async def main() -> RunResult | Shutdown | int:
             return await _supervise(supervisor, args.headless, out, shutdown, args.host_fd)
@@ -412,15 +428,54 @@ def _discard_unstarted(journal: RunJournal) -> None:
     shutil.rmtree(journal.directory, ignore_errors=True)
 
 
+def host_worktrees(supervisor: Supervisor, worktrees: dict[str, Worktree], run_id: str) -> None:
+    """On a cluster, each session's host makes its worktree from its own mirror of the
+    repository (runtime.mirror): the sessions there now, and those added later.
+
+    Raises:
+        WorktreeError: a repository cannot be written (its base ref).
+    """
+    set_up = host_worktree_setter(worktrees, run_id)
+    for name, runner in supervisor.runners.items():
+        set_up(name, runner)
+    supervisor.on_added.append(set_up)
+
+
+def host_worktree_setter(
+    worktrees: dict[str, Worktree], run_id: str
+) -> Callable[[str, object], None]:
+    """Hands a session's runner on a cluster the worktree its host is to make (raises
+    WorktreeError when the repository cannot be written)."""
+    from mala_tui.runtime.mirror import workspace
+    from mala_tui.runtime.remote_runner import RemoteRunner
+
+    def set_up(name: str, runner: object) -> None:
+        if isinstance(runner, RemoteRunner) and name in worktrees:
+            runner.workspace = workspace(worktrees[name], run_id)
+
+    return set_up
+
+
+def ended_on_host(run_id: str) -> Callable[[Worktree], object]:
+    """The driver's worktree of a session its host ran, made as the session ends."""
+    from mala_tui.runtime.mirror import materialize
+    from mala_tui.runtime.wip import wip_ref
+
+    return lambda worktree: materialize(worktree, wip_ref(run_id, worktree.session))
+
+
 def _in_worktree(
-    template: SessionSpec, worktrees: dict[str, Worktree], journal: RunJournal
+    template: SessionSpec, worktrees: dict[str, Worktree], journal: RunJournal, *, on_hosts: bool
 ) -> Callable[[str, str, Path], SessionSpec]:
-    """A session added to a worktree run gets a worktree of its own, like the others."""
+    """A session added to a worktree run gets a worktree of its own, like the others (on a
+    cluster, one its host makes)."""
+    from mala_tui.runtime.mirror import plan
     from mala_tui.runtime.worktree import WorktreeError, create
 
     def spec(name: str, task: str, cwd: Path) -> SessionSpec:
         try:
-            worktree = create(cwd, journal.run_id, name, journal.directory / "worktrees")
+            made = plan if on_hosts else create
+            worktree = made(cwd, journal.run_id, name, journal.directory / "worktrees")
         except WorktreeError as exc:
             raise ValueError(str(exc)) from None
         worktrees[name] = worktree  # the tracker journals it when the session starts
@@ -430,7 +485,7 @@ def _in_worktree(
 
 
 def _fork_in_worktree(
-    worktrees: dict[str, Worktree], journal: RunJournal
+    worktrees: dict[str, Worktree], journal: RunJournal, *, on_hosts: bool
 ) -> Callable[[SessionSpec, str, str], SessionSpec]:
     """A fork in a worktree run gets a worktree of its own, made from its parent's."""
     from mala_tui.runtime.worktree import WorktreeError, fork
@@ -439,6 +494,11 @@ def _fork_in_worktree(
         made = worktrees.get(parent.name)
         if made is None:
             raise ValueError(f"{parent.name} has no worktree to fork")
+        if on_hosts:  # its files are on its host until it ends
+            raise ValueError(
+                f"a worktree session on a cluster cannot be forked yet ({parent.name}'s "
+                "worktree is on its host); add a session instead"
+            )
         try:
             worktree = fork(made, journal.run_id, name, journal.directory / "worktrees")
         except WorktreeError as exc:

@@ -24,7 +24,6 @@ import json
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import replace
-from pathlib import Path
 from typing import Protocol
 
 from mala_tui.core import events as ev
@@ -55,6 +54,7 @@ from mala_tui.runtime.host_wire import (
     PermissionWithdrawn,
     message_from_json,
 )
+from mala_tui.runtime.mirror import Workspace
 from mala_tui.runtime.redaction import redact_json_line
 from mala_tui.runtime.session import RunnerLimits
 from mala_tui.runtime.session_host import BackendFactory, HostSetup
@@ -227,9 +227,10 @@ class RemoteRunner:
         """After a reattach: the journal's last events of the session, which the host's
         first batch may repeat (acknowledged by no driver before it went)."""
         self.stop_reason = ""
-        self.snapshot_ref: str | None = None
-        """Set in a worktree run: its host keeps the working tree at this ref after each turn,
-        and a host after a lost one makes the folder again from it when it is not there."""
+        self.workspace: Workspace | None = None
+        """Set in a worktree run: each host makes the session's worktree from its mirror of
+        the repository (runtime.mirror), from the last snapshot when one was pushed (a host
+        after a lost one), and pushes one after each turn."""
 
     def _from_current_host(self) -> list[str]:
         """The journal's last events from the session's current host (what the host may
@@ -322,10 +323,6 @@ class RemoteRunner:
         return self._status or EndStatus.FAILED
 
     def _setup(self, manager: ContextManager) -> HostSetup:
-        restore = None
-        made = [e for e in self._events if isinstance(e, ev.WorktreeCreated)]
-        if self.snapshot_ref is not None and made and self.attempts > 1:
-            restore = (Path(made[-1].repository), Path(made[-1].path), made[-1].branch)
         return HostSetup(
             run_id=self._run_id,
             spec=self.spec,
@@ -333,8 +330,7 @@ class RemoteRunner:
             runner_limits=self._runner_limits,
             backend=self._backend,
             orphan_seconds=self._orphan_seconds,
-            snapshot_ref=self.snapshot_ref,
-            restore=restore,
+            workspace=self.workspace,
         )
 
     async def _host(self, link: HostLink, *, reattached: bool = False) -> ContextManager | None:

@@ -36,6 +36,7 @@ from mala_tui.runtime.launch import (
     build_supervisor,
     plain_spec,
 )
+from mala_tui.runtime.mirror import materialize, plan_all, workspace
 from mala_tui.runtime.profiles import Profile, ProfileError, profiles_from_json
 from mala_tui.runtime.remote_runner import HostEngine, RemoteRunner
 from mala_tui.runtime.run_source import (
@@ -208,7 +209,12 @@ def prepare(
         if source.meta.get(WORKTREE_KEY) is True:
             missing = [(name, spec.cwd) for name, spec in specs.items() if name not in worktrees]
             try:
-                made = create_all(missing, plan.run_id, source.folder / "worktrees", until=until)
+                if engine is not None:  # each host makes its own (runtime.mirror)
+                    made = plan_all(missing, plan.run_id, source.folder / "worktrees")
+                else:
+                    made = create_all(
+                        missing, plan.run_id, source.folder / "worktrees", until=until
+                    )
             except WorktreeError as exc:
                 raise ResumeError(str(exc)) from None
             specs.update({name: replace(specs[name], cwd=w.cwd) for name, w in made.items()})
@@ -311,7 +317,13 @@ def _carry_on(
     supervisor.profiles = named_profiles(source)  # for sessions added to the resumed run
     supervisor.state.apply_all(source.events)  # the history so far, in the app too
     if worktrees:  # what each session changed is measured again when it ends
-        supervisor.listeners.events.append(WorktreeTracker(worktrees, supervisor.record))
+        prepare = None
+        if engine is not None:  # made here from what its host pushed (runtime.mirror)
+            run_id = plan.run_id
+            prepare = lambda w: materialize(w, wip_ref(run_id, w.session))  # noqa: E731
+        supervisor.listeners.events.append(
+            WorktreeTracker(worktrees, supervisor.record, prepare=prepare)
+        )
     gap = plan.gap(now)
     for session in plan.resuming:
         history = []
@@ -338,8 +350,11 @@ def _carry_on(
         if isinstance(runner, RemoteRunner):  # its history, for a restart after a loss
             runner.remember([*(e for e in source.events if e.session == name), supervisor.resumed])
             runner.reattach = name in (hosts or set())
-            if name in worktrees:  # its host keeps its work aside, as in the run
-                runner.snapshot_ref = wip_ref(plan.run_id, name)
+            if name in worktrees:  # its host makes its worktree, as in the run
+                try:
+                    runner.workspace = workspace(worktrees[name], plan.run_id)
+                except WorktreeError as exc:
+                    raise ResumeError(str(exc)) from None
     return supervisor
 
 

@@ -18,7 +18,8 @@ import contextlib
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 
 from mala_tui.core import events as ev
 from mala_tui.core.actions import (
@@ -197,6 +198,11 @@ class SessionRunner:
 
     def set_manage_mode(self, mode: ManageMode) -> None:
         self._inbox.put_nowait(ManageModeChanged(self._clock(), mode))
+
+    def work_in(self, cwd: Path) -> None:
+        """Where the agent works, set before the session runs (a session host's own worktree,
+        made once the host runs: runtime.mirror)."""
+        self.spec = self._process.spec = replace(self.spec, cwd=cwd)
 
     def say(self, text: str) -> None:
         """A message for the agent, delivered at its next clean point (core.operator_messages)."""

@@ -55,9 +55,10 @@ from mala_tui.runtime.host_wire import (
     PermissionWithdrawn,
     message_json,
 )
+from mala_tui.runtime.mirror import Workspace, check_out, push
 from mala_tui.runtime.session import RunnerLimits, SessionRunner
 from mala_tui.runtime.turn_ends import TurnEnds
-from mala_tui.runtime.wip import WorktreeError, restore, snapshot
+from mala_tui.runtime.wip import WorktreeError, snapshot
 
 BackendFactory = Callable[[Path], Backend]
 """Makes the session's backend on its host, given the host's folder for the run."""
@@ -78,20 +79,23 @@ class HostSetup:
     runner_limits: RunnerLimits
     backend: BackendFactory
     orphan_seconds: float = 30 * 60.0
-    snapshot_ref: str | None = None
-    """Keep the session's working tree at this ref after every turn (runtime.wip)."""
-    restore: tuple[Path, Path, str] | None = None
-    """(repository, worktree folder, branch): made again from the snapshot if the folder is
-    not there (the session restarts after its host was lost)."""
+    workspace: Workspace | None = None
+    """The session works in a worktree of its own on this host (runtime.mirror), made
+    from the host's mirror of the repository, kept in the source after every turn."""
     flush_seconds: float = 0.1
     """How long the host gathers events before it sends what it has."""
     batch_events: int = 256
     """The most events one batch carries."""
 
 
+def data_folder() -> Path:
+    """This machine's data folder for whoever runs the hosts (their mirrors are there)."""
+    return Path(platformdirs.user_data_dir("mala-tui", appauthor=False))
+
+
 def host_folder(run_id: str) -> Path:
     """This machine's folder for a run's sessions (the driver's run folder is elsewhere)."""
-    return Path(platformdirs.user_data_dir("mala-tui", appauthor=False)) / HOSTS_DIR / run_id
+    return data_folder() / HOSTS_DIR / run_id
 
 
 class RelayedApprovals(Approvals):
@@ -114,9 +118,9 @@ class SessionHost:
     def __init__(self, setup: HostSetup, *, on_exit: Callable[[], None] | None = None) -> None:
         self.setup = setup
         self.spec = setup.spec
-        folder = host_folder(setup.run_id)
+        self._folder = folder = host_folder(setup.run_id)
         backend = setup.backend(folder)
-        if setup.snapshot_ref is not None:
+        if setup.workspace is not None:
             backend = TurnEnds(backend, self._turn_ended)
         self._snapshot_task: asyncio.Task[None] | None = None
         self._snapshot_again = False
@@ -148,6 +152,9 @@ class SessionHost:
         self.orphaned = False
         self._task: asyncio.Task[EndStatus] | None = None
         self._watch: asyncio.Task[None] | None = None
+        self._held_end: ev.SessionEnded | None = None
+        """In a worktree of its own, the session's end waits for its work to be pushed: the
+        driver makes its worktree from what was pushed once it hears of the end."""
 
     # -- the session -----------------------------------------------------------------------
 
@@ -158,16 +165,29 @@ class SessionHost:
             self._watch = asyncio.create_task(self._watch_driver(), name="orphan watch")
 
     async def _run(self) -> EndStatus:
-        await self._restore()
+        if not await self._check_out():
+            reason = "its worktree could not be made on its host"
+            self._emit(
+                ev.SessionEnded(
+                    at=time.time(), session=self.spec.name, status=EndStatus.FAILED, reason=reason
+                )
+            )
+            self._let_end_go()
+            self.end = HostEnd(EndStatus.FAILED, reason, (), self.sent_up_to)
+            self._changed.set()
+            return EndStatus.FAILED
         try:
             status = await self.runner.run()
         except BaseException as exc:
             status = EndStatus.FAILED
             reason = f"the host's runner broke: {exc!r}"
+            self._let_end_go()
             self.end = HostEnd(status, reason, self._pids(), self.sent_up_to)
             self._changed.set()
             raise
         await self._keep_work()  # the last turn's files too, before the end is said
+        await self._push_branch()
+        self._let_end_go()
         self.end = HostEnd(status, self.runner.end_reason, self._pids(), self.sent_up_to)
         self._changed.set()
         return status
@@ -182,8 +202,8 @@ class SessionHost:
         self._snapshot_task = asyncio.create_task(self._keep_work(), name="snapshot")
 
     async def _keep_work(self) -> None:
-        ref = self.setup.snapshot_ref
-        if ref is None:
+        space = self.setup.workspace
+        if space is None:
             return
         if self._snapshot_task is not None and self._snapshot_task is not asyncio.current_task():
             await asyncio.shield(self._snapshot_task)  # let the one under way finish first
@@ -191,40 +211,70 @@ class SessionHost:
             self._snapshot_again = False
             message = f"mala-tui: work in progress of {self.spec.name} (run {self.setup.run_id})"
             try:
-                commit = await asyncio.to_thread(snapshot, self.spec.cwd, ref, message)
+                commit = await asyncio.to_thread(self._snapshot, space, message)
             except WorktreeError as exc:
                 self._error("snapshot", str(exc))
                 return
             if commit is not None:
                 self._emit(
                     ev.WorktreeSnapshot(
-                        at=time.time(), session=self.spec.name, ref=ref, commit=commit
+                        at=time.time(),
+                        session=self.spec.name,
+                        ref=space.snapshot_ref,
+                        commit=commit,
                     )
                 )
             if not self._snapshot_again:
                 return
 
-    async def _restore(self) -> None:
-        if self.setup.restore is None or self.setup.snapshot_ref is None:
-            return
-        repository, path, branch = self.setup.restore
-        try:
-            commit = await asyncio.to_thread(
-                restore, repository, path, branch, self.setup.snapshot_ref
-            )
-        except WorktreeError as exc:
-            self._error("snapshot", f"the worktree could not be made again: {exc}")
-            return
+    def _snapshot(self, space: Workspace, message: str) -> str | None:
+        """Keep the working tree at the snapshot ref here, then in the source."""
+        commit = snapshot(self.spec.cwd, space.snapshot_ref, message)
         if commit is not None:
+            push(self.spec.cwd, space.source, commit, space.snapshot_ref)
+        return commit
+
+    async def _push_branch(self) -> None:
+        """The session's branch (the agent's commits) to the source, as the session ends."""
+        space = self.setup.workspace
+        if space is None:
+            return
+        ref = f"refs/heads/{space.branch}"
+        try:
+            await asyncio.to_thread(push, self.spec.cwd, space.source, ref, ref)
+        except WorktreeError as exc:
+            self._error("snapshot", str(exc))
+
+    def _let_end_go(self) -> None:
+        held, self._held_end = self._held_end, None
+        if held is not None:
+            self._outbox.append(ev.event_json(held))
+            self._changed.set()
+
+    async def _check_out(self) -> bool:
+        """Make the session's worktree on this host (runtime.mirror); False when it cannot be."""
+        space = self.setup.workspace
+        if space is None:
+            return True
+        root = data_folder()
+        try:
+            cwd, kept = await asyncio.to_thread(check_out, space, root, self._folder / "worktrees")
+        except WorktreeError as exc:
+            self._error("snapshot", f"the worktree could not be made: {exc}")
+            return False
+        self.runner.work_in(cwd)
+        self.spec = self.runner.spec
+        if kept is not None:
             self._emit(
                 ev.WorktreeSnapshot(
                     at=time.time(),
                     session=self.spec.name,
-                    ref=self.setup.snapshot_ref,
-                    commit=commit,
+                    ref=space.snapshot_ref,
+                    commit=kept,
                     restored=True,
                 )
             )
+        return True
 
     def _error(self, where: str, message: str) -> None:
         self._emit(
@@ -235,6 +285,9 @@ class SessionHost:
         return tuple(self.runner.pids)
 
     def _emit(self, event: ev.Event) -> ev.Event:
+        if self.setup.workspace is not None and isinstance(event, ev.SessionEnded):
+            self._held_end = event  # said once the work is pushed (`_let_end_go`)
+            return event
         self._outbox.append(ev.event_json(event))
         self._changed.set()
         return event

@@ -119,6 +119,8 @@ class Supervisor:
         self.spec_for_new: Callable[[str, str, Path], SessionSpec] | None = None
         """How a session added while the run runs is made (name, task, cwd); set by the
         launcher, which knows the run's model, environment and worktrees."""
+        self.on_added: list[Callable[[str, Runner], object]] = []
+        """Called with each session's runner on a cluster as it is added (before it runs)."""
         self.max_concurrent = settings.agent.max_concurrent
         self.queued: list[str] = []
         """Sessions waiting for a slot, in the order they will start."""
@@ -216,6 +218,8 @@ class Supervisor:
                 clock=self.clock,
             )
             self.runners[spec.name] = runner
+            for added in self.on_added:
+                added(spec.name, runner)
             return runner
         runner = SessionRunner(
             spec=spec,

@@ -338,12 +338,21 @@ class WorktreeTracker:
     stopped during its start-up) has its worktree journaled as it ends: no worktree or
     branch the run made is left out of its journal.
 
-    An event listener of the run: `record` is the supervisor's sink.
+    An event listener of the run: `record` is the supervisor's sink. `prepare` is called
+    with a session's worktree as the session ends, before it is measured: on a cluster,
+    the driver's worktree is made there and then, from what the host pushed
+    (runtime.mirror); what it raises is said as the measure's error.
     """
 
-    def __init__(self, worktrees: dict[str, Worktree], record: Callable[[ev.Event], object]):
+    def __init__(
+        self,
+        worktrees: dict[str, Worktree],
+        record: Callable[[ev.Event], object],
+        prepare: Callable[[Worktree], object] | None = None,
+    ):
         self.worktrees = worktrees
         self._record = record
+        self._prepare = prepare
         self._journaled: set[str] = set()
 
     def __call__(self, event: ev.Event) -> None:
@@ -368,6 +377,8 @@ class WorktreeTracker:
             ahead: int | None = None
             uncommitted: bool | None = None
             try:
+                if self._prepare is not None:
+                    self._prepare(worktree)
                 files = changes(worktree.path, worktree.base_commit)
                 error = ""
             except WorktreeError as exc:

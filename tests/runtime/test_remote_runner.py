@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import shutil
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -477,19 +478,25 @@ async def test_a_session_wound_down_while_no_driver_was_there_goes_on_when_one_i
         await running
 
 
-async def test_a_worktree_kept_aside_after_each_turn_is_made_again_after_its_host_was_lost(
+async def test_a_host_works_in_its_own_mirror_and_its_successor_restores_the_pushed_snapshot(
     tmp_path: Path,
 ) -> None:
+    """The driver makes no worktree; each host makes its own from a mirror in its own data
+    folder, pushes each turn's snapshot to the repository, and the branch at the end; after
+    the host and its disk are gone the next host starts from the snapshot, and the driver's
+    worktree, made when the session ends, holds the agent's commit and its edits."""
     from mala_tui.runtime.backends.base import ResultItem
+    from mala_tui.runtime.mirror import materialize, mirror_path, plan, workspace
     from mala_tui.runtime.remote_runner import RemoteRunner
+    from mala_tui.runtime.session_host import data_folder, host_folder
     from mala_tui.runtime.wip import wip_ref
-    from mala_tui.runtime.worktree import WorktreeTracker, create
+    from mala_tui.runtime.worktree import WorktreeTracker
     from tests.runtime.test_worktree import git, make_repo
 
     repo = tmp_path / "repo"
     base = make_repo(repo)
-    worktree = create(repo, "run-1", "a", tmp_path / "worktrees")
-    (worktree.cwd / "notes.txt").write_text("draft 1\n")  # what the agent wrote, say
+    worktree = plan(repo / "src", "run-1", "a", tmp_path / "driver" / "worktrees")
+    assert not worktree.path.exists(), "nothing made on the driver yet"
     api_error = ResultItem(
         subtype="error_during_execution",
         is_error=True,
@@ -508,6 +515,26 @@ async def test_a_worktree_kept_aside_after_each_turn_is_made_again_after_its_hos
     retried = ScriptedClient([[SessionIdItem("sa"), HANG]])
     again = ScriptedClient([[SessionIdItem("sa-2"), finished("done", "sa-2")]])
     shared = ScriptedBackend([first, retried, again])
+    folders: list[Path] = []
+    found: list[str] = []
+
+    class Agent:
+        """The scripted backend, and what its agent does to the files where it is started."""
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(shared, name)
+
+        def create(self, spec: SessionSpec, *, resume: str | None) -> ScriptedClient:
+            folders.append(spec.cwd)
+            notes = spec.cwd / "notes.txt"
+            found.append(notes.read_text() if notes.exists() else "")
+            if len(folders) == 1:  # the first agent commits once, and leaves an edit
+                (spec.cwd / "feature.py").write_text("FEATURE = True\n")
+                git(spec.cwd, "add", "feature.py")
+                git(spec.cwd, "commit", "-q", "-m", "feature")
+                notes.write_text("draft 1\n")
+            return shared.create(spec, resume=resume)
+
     engine = InProcessEngine()
     journal = RunJournal.create(tmp_path / "data", "run-1", {"mode": "test"})
     OPEN.append(journal)
@@ -518,30 +545,55 @@ async def test_a_worktree_kept_aside_after_each_turn_is_made_again_after_its_hos
         journal=journal,
         approval_mode="auto",
         engine=engine,
-        host_backend=lambda folder: shared,
+        host_backend=lambda folder: Agent(),  # type: ignore[return-value]
     )
     runner = sup.add_session(SessionSpec(name="a", task="task a", cwd=worktree.cwd))
     assert isinstance(runner, RemoteRunner)
-    runner.snapshot_ref = wip_ref("run-1", "a")
-    sup.listeners.events.append(WorktreeTracker({"a": worktree}, sup.record))
+    runner.workspace = workspace(worktree, "run-1")
+    sup.listeners.events.append(
+        WorktreeTracker(
+            {"a": worktree},
+            sup.record,
+            prepare=lambda w: materialize(w, wip_ref("run-1", w.session)),
+        )
+    )
     run = asyncio.create_task(sup.run())
     await until(sup, lambda e: isinstance(e, ev.WorktreeSnapshot))
+    host_tree = host_folder("run-1") / "worktrees" / "a"
+    assert folders[0] == host_tree / "src", "the agent works in the host's own worktree"
+    mirror = mirror_path(data_folder(), str(worktree.repository))
+    assert (mirror / "HEAD").is_file()
     kept = git(repo, "rev-parse", "refs/mala/wip/run-1/a").strip()
-    assert git(repo, "show", f"{kept}:notes.txt") == "draft 1\n"
-    assert git(repo, "rev-parse", f"{kept}^").strip() == base, "hung on the branch's tip"
-    assert git(repo, "rev-parse", worktree.branch).strip() == base, "never on the branch"
-    # The host goes, and the disk its worktree was on with it.
-    shutil.rmtree(worktree.path)
+    assert git(repo, "show", f"{kept}:src/notes.txt") == "draft 1\n", "pushed to the source"
+    agent_commit = git(repo, "rev-parse", f"{kept}^").strip()
+    assert git(repo, "log", "-1", "--format=%s", agent_commit).strip() == "feature"
+    assert git(repo, "rev-parse", f"{agent_commit}^").strip() == base
+    missing = subprocess.run(
+        ["git", "rev-parse", "--verify", "--quiet", worktree.branch], cwd=repo, check=False
+    )
+    assert missing.returncode != 0, "the branch goes to the source when the session ends"
+    # The host goes, and its disk with it: its worktree and its mirror.
     await engine.links[0].lose()
+    shutil.rmtree(host_tree)
+    shutil.rmtree(mirror)
     result = await asyncio.wait_for(run, 20)
     assert result.statuses == {"a": EndStatus.DONE}
+    assert found[-1] == "draft 1\n", "the next host started from the pushed snapshot"
     events = read_events(journal.events_path).events
     snapshots = [e for e in events if isinstance(e, ev.WorktreeSnapshot)]
     assert [s.restored for s in snapshots][:2] == [False, True]
     assert snapshots[1].commit == kept
+    ended = [i for i, e in enumerate(events) if isinstance(e, ev.SessionEnded)]
+    assert max(i for i, e in enumerate(events) if isinstance(e, ev.WorktreeSnapshot)) < ended[0]
+    # Landing works on the driver as in a local run: the branch and the edits are there.
+    assert git(repo, "rev-parse", worktree.branch).strip() == agent_commit
     assert (worktree.cwd / "notes.txt").read_text() == "draft 1\n"
-    assert git(worktree.path, "rev-parse", "HEAD").strip() == base
-    assert "?? notes.txt" in git(worktree.path, "status", "--porcelain"), "an edit again"
+    assert git(worktree.path, "rev-parse", "HEAD").strip() == agent_commit
+    assert "?? src/notes.txt" in git(worktree.path, "status", "--porcelain"), "an edit again"
+    (changed,) = [e for e in events if isinstance(e, ev.WorktreeChanged)]
+    assert changed.error == ""
+    assert {f.path for f in changed.files} == {"src/feature.py", "src/notes.txt"}
+    assert changed.commits_ahead == 1
 
 
 async def test_a_question_waiting_on_a_live_host_is_answered_from_the_new_driver(
