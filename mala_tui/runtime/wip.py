@@ -1,13 +1,13 @@
 """Work in progress kept aside: a snapshot of a session's worktree after every turn.
 
-A session on a cluster's host works in a worktree whose folder may be on that host's
-own disk. So that a lost host loses at most one turn of file changes, the host commits
-the whole working tree (untracked files included, ignored ones not) after each turn to
-a side ref of the repository, `refs/mala/wip/<run>/<session>`: never a commit on the
-agent's branch, never its index (a throwaway index is used), its parent the branch's tip.
-When the session restarts on another host and its worktree's folder is not there, the
-folder is made again from the snapshot: the agent's commits as they were, its edits
-since as edits not yet committed.
+A session on a cluster's host works in a worktree on that host's own disk
+(runtime.mirror). So that a lost host loses at most one turn of file changes, the host
+commits the whole working tree (untracked files included, ignored ones not) after each
+turn to a side ref, `refs/mala/wip/<run>/<session>`, and pushes it to the repository:
+never a commit on the agent's branch, never its index (a throwaway index is used), its
+parent the branch's tip. When the session restarts on another host, its worktree is made
+again from the snapshot: the agent's commits as they were, its edits since as edits not
+yet committed (`restore`; the driver makes its own the same way once the session ends).
 """
 
 from __future__ import annotations
