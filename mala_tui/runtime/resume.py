@@ -126,9 +126,12 @@ def specs_for(
         e.session: e.model for e in source.events if isinstance(e, ev.SessionStarted) and e.model
     }
     specs = {}
+    # On a cluster a worktree is made on the driver only when its session ends: the folder
+    # of one that did not is not there yet (its host makes its own from the repository).
+    on_hosts = source.meta.get(WORKTREE_KEY) is True and source.meta.get("engine") == "ray"
     for session in plan.resuming:
         folder = Path(session.cwd)
-        if not folder.is_dir():
+        if not folder.is_dir() and not on_hosts:
             raise ResumeError(f"{session.name}: its folder {session.cwd} is gone")
         profile = (profiles or {}).get(session.name, Profile())
         plan_task = TaskPlan(session.name, session.task, folder, profile)

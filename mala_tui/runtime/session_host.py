@@ -288,6 +288,10 @@ class SessionHost:
         if self.setup.workspace is not None and isinstance(event, ev.SessionEnded):
             self._held_end = event  # said once the work is pushed (`_let_end_go`)
             return event
+        if self.setup.workspace is not None and isinstance(event, ev.SessionStarted):
+            # The journal is the driver's: the folder it names is the driver's worktree
+            # (made there when the session ends), which `resume` starts the session from.
+            event = event.model_copy(update={"cwd": str(self.setup.spec.cwd)})
         self._outbox.append(ev.event_json(event))
         self._changed.set()
         return event

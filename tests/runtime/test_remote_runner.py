@@ -590,6 +590,8 @@ async def test_a_host_works_in_its_own_mirror_and_its_successor_restores_the_pus
     assert (worktree.cwd / "notes.txt").read_text() == "draft 1\n"
     assert git(worktree.path, "rev-parse", "HEAD").strip() == agent_commit
     assert "?? src/notes.txt" in git(worktree.path, "status", "--porcelain"), "an edit again"
+    started = [e for e in events if isinstance(e, ev.SessionStarted)]
+    assert {e.cwd for e in started} == {str(worktree.cwd)}, "the driver's folder, for resume"
     (changed,) = [e for e in events if isinstance(e, ev.WorktreeChanged)]
     assert changed.error == ""
     assert {f.path for f in changed.files} == {"src/feature.py", "src/notes.txt"}
