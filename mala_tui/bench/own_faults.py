@@ -4,8 +4,9 @@
   journal's writes are made to fail as a full disk's would, and the row says so), filled
   while the sessions run. Every session must be stopped for that reason, the journal end
   with `run_ended`, and no agent process outlive the run.
-- SIGTERM / SIGHUP mid-run: a headless demo gets the signal once every agent runs; it must
-  stop every session, journal `run_ended`, and exit 143 / 129.
+- SIGTERM / SIGHUP mid-run: a headless demo gets the signal once every agent runs. SIGTERM
+  must stop every session, journal `run_ended`, and exit 143. SIGHUP (its terminal gone)
+  must leave the run going, every agent still at work; the SIGTERM that follows stops it.
 - a poisoned journal: lines of every wrong shape spliced into a finished run's journal;
   `runs` and `show --json` must read every good line and name every bad one.
 - many tasks at once: never more agents at once than `agent.max_concurrent`, the rest
@@ -173,7 +174,8 @@ async def agents_running(supervisor: Supervisor, count: int) -> None:
 
 
 def signal_mid_run(folder: Path, number: signal.Signals, *, mala_tui: Sequence[str] = ()) -> Row:
-    """Send `number` to a headless demo once every agent runs; read back what it left."""
+    """Send `number` to a headless demo once every agent runs; read back what it left. A
+    hangup must not stop it: SIGTERM is sent after it, and must."""
     command = list(mala_tui) or [sys.executable, "-m", "mala_tui"]
     data = folder / "data"
     folder.mkdir(parents=True, exist_ok=True)
@@ -191,18 +193,22 @@ def signal_mid_run(folder: Path, number: signal.Signals, *, mala_tui: Sequence[s
         try:
             running = min(DEMO_SESSIONS, Settings().agent.max_concurrent)
             journal = _wait_for_agents(data, running, process)
+            stop = number
+            if number is signal.SIGHUP:
+                problems += _goes_on_after_hangup(process, journal)
+                stop = signal.SIGTERM
             sent = time.monotonic()
-            os.kill(process.pid, number)
+            os.kill(process.pid, stop)
             status = process.wait(120)
             shutdown_s = time.monotonic() - sent
         finally:
             if process.poll() is None:
                 process.kill()
                 process.wait(10)
-    if status != 128 + int(number):
-        problems.append(f"exit status {status}, expected {128 + int(number)}")
+    if status != 128 + int(stop):
+        problems.append(f"exit status {status}, expected {128 + int(stop)}")
     printed = (folder / "stdout.txt").read_text(errors="replace")
-    if f"stopped by {number.name}: every session was stopped" not in printed:
+    if f"stopped by {stop.name}: every session was stopped" not in printed:
         problems.append("the command did not say why it stopped")
     left = _left_under(data)
     contents = read_events(journal)
@@ -212,7 +218,7 @@ def signal_mid_run(folder: Path, number: signal.Signals, *, mala_tui: Sequence[s
     events = contents.events
     sessions = next((e.sessions for e in events if isinstance(e, ev.RunStarted)), ())
     run_reason = events[-1].reason if events and isinstance(events[-1], ev.RunEnded) else ""
-    if run_reason != f"stopped by {number.name}":
+    if run_reason != f"stopped by {stop.name}":
         problems.append(f"run_ended says {run_reason!r}")
     ended = {e.session: e for e in events if isinstance(e, ev.SessionEnded)}
     recovered = sum(1 for e in ended.values() if e.status == "done")
@@ -227,20 +233,41 @@ def signal_mid_run(folder: Path, number: signal.Signals, *, mala_tui: Sequence[s
     )
     if runs.returncode != 0 or "running?" in runs.stdout:
         problems.append("`runs` does not show the run as ended")
+    said = "SIGHUP (goes on), then SIGTERM" if stop is not number else number.name
     return Row(
-        fault=f"{number.name} mid-run (headless demo, every agent running)",
+        fault=f"{said} mid-run (headless demo, every agent running)",
         sessions=len(sessions),
         injected=1,
         recovered=recovered,
         failed_fast=stopped,
         lost=len(sessions) - recovered - stopped,
-        reasons=(f"stopped by {number.name}",) if stopped else (),
+        reasons=(f"stopped by {stop.name}",) if stopped else (),
         processes_left=len(left),
         journal_lines_lost=len(lines) - len(events) - (1 if torn else 0),
         wall_s=round(shutdown_s, 1),
         journal_complete=journal_complete(events, sessions) and not torn,
         problems=tuple(problems),
     )
+
+
+def _goes_on_after_hangup(process: subprocess.Popen[bytes], journal: Path) -> list[str]:
+    """SIGHUP (the terminal gone) to a headless run: the run must go on without it, its
+    agents still at work (the journal grows), nothing stopped or ended."""
+    before = _count(journal, b"\n")
+    os.kill(process.pid, signal.SIGHUP)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and process.poll() is None:
+        if _count(journal, b"\n") >= before + 5:
+            break
+        time.sleep(0.1)
+    problems = []
+    if process.poll() is not None:
+        problems.append(f"a hangup ended the run (exit status {process.returncode})")
+    elif _count(journal, b"\n") < before + 5:
+        problems.append("the run did nothing after a hangup")
+    if _count(journal, b'"type":"run_ended"') or _count(journal, b'"status":"stopped"'):
+        problems.append("a hangup stopped sessions")
+    return problems
 
 
 def _wait_for_agents(data: Path, agents: int, process: subprocess.Popen[bytes]) -> Path:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import os
 import shlex
 import signal
 import sys
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Final, TextIO
 from mala_tui.config import LoadedSettings
 
 if TYPE_CHECKING:
+    from mala_tui.runtime.host import Started
     from mala_tui.runtime.remote import RemoteRun
     from mala_tui.runtime.run_types import RunResult
     from mala_tui.runtime.supervisor import Supervisor
@@ -54,32 +56,63 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 # -- --detach, and the run's own side of the channel ---------------------------------------------
 
 
-def start_detached(args: argparse.Namespace, out: TextIO) -> int | None:
-    """`--detach`: start this command again as the run's host and say how to reach it;
-    the exit status. None when the run is to be built here: no `--detach`, or this
-    process is the host (then `args.host_fd` is the pipe it says it is ready on)."""
+def start_hosted(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO) -> int | None:
+    """How `run`, `resume` and `demo` start: the exit status when this process only
+    starts the run's host (runtime.host) and is done, or is the app console of the run it
+    hosts; None when the run is to be built in this process.
+
+    - this process is the host (`--host-ready-fd`; then `args.host_fd`): None;
+    - `--detach`: the host is started, this says how to reach it, and exits 0;
+    - the app in a terminal: the host is started, and this process is its console, as a
+      console that `attach` opens is, but the run's own: Ctrl-C and SIGTERM are passed on
+      to the host (the run stops, resumably, and this exits with the host's status),
+      while a closed terminal (SIGHUP), `D`, or `q` then detach leave the run going;
+    - headless (or the app with no command line to start again, as `show`'s resume):
+      None, the run here. A headless run outlives a closed terminal in place.
+    """
+    from mala_tui.commands.run_cmd import has_terminal, on_the_web
     from mala_tui.runtime.host import spawn
 
     args.host_fd = getattr(args, "host_ready_fd", None)
-    if not getattr(args, "detach", False):
-        return None
     if args.host_fd is not None:
         # The host has no terminal to lose: a hangup is no reason to stop (SIGTERM is).
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
         return None
-    started = spawn(args.argv, args.command)
+    argv = getattr(args, "argv", None)
+    detach = bool(getattr(args, "detach", False))
+    if argv is None or not (detach or (not args.headless and has_terminal() and not on_the_web())):
+        return None
+    started = spawn(argv, args.command)
     if isinstance(started, int):
         return started  # it said why on stderr
+    if not detach:
+        return _console_of(started, loaded, out)
     data_dir = getattr(args, "data_dir", None)
     where = "" if data_dir is None else f" --data-dir {shlex.quote(str(data_dir))}"
     out.write(
-        f"run {started.run_id}: journal in {started.folder}\n"
         f"running in the background (host pid {started.pid}); this terminal can close\n"
         f"attach: mala-tui attach {started.run_id}{where}\n"
         f"stop:   mala-tui stop {started.run_id}{where}\n"
     )
     out.flush()
     return EXIT_OK
+
+
+def _console_of(started: Started, loaded: LoadedSettings, out: TextIO) -> int:
+    """The app on a run this process just started the host of (its child)."""
+    from mala_tui.runtime.host import wait
+    from mala_tui.runtime.remote import RemoteRun
+    from mala_tui.runtime.sockets import ChannelError
+
+    try:
+        remote = RemoteRun.attach(started.folder, prices=loaded.settings.pricing.table())
+    except ChannelError as exc:  # gone already (killed as it started, say)
+        print(f"mala-tui: {exc}", file=sys.stderr)
+        return wait(started.pid)
+    try:
+        return asyncio.run(_attached(remote, loaded, False, out, host=started.pid))
+    except KeyboardInterrupt:
+        return wait(started.pid)
 
 
 async def hosted(supervisor: Supervisor, out: TextIO, ready: int) -> RunResult | int:
@@ -182,9 +215,15 @@ def attach(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.s
         return EXIT_OK
 
 
-async def _attached(remote: RemoteRun, loaded: LoadedSettings, headless: bool, out: TextIO) -> int:
-    """Follow the run until it ends, its host goes away, or this console detaches
-    (Ctrl-C, SIGTERM, SIGHUP: the run goes on)."""
+async def _attached(
+    remote: RemoteRun, loaded: LoadedSettings, headless: bool, out: TextIO, host: int | None = None
+) -> int:
+    """Follow the run until it ends, its host goes away, or this console detaches.
+
+    A console that `attach` opened detaches on Ctrl-C, SIGTERM and SIGHUP: the run goes
+    on. The console of a foreground run (`host`: its host, this process's child) passes
+    Ctrl-C and SIGTERM on to the host, which stops the run as it would have in this
+    process, and exits with the host's status; only SIGHUP (its terminal gone) detaches."""
     from mala_tui.ui.app import MalaApp, run_app_async
 
     main = asyncio.current_task()
@@ -198,12 +237,23 @@ async def _attached(remote: RemoteRun, loaded: LoadedSettings, headless: bool, o
             return
         detached.append(cause)
         if apps:
-            apps[0].call_later(apps[0].exit, 0)  # the app's own exit restores the terminal
+            apps[0].call_later(apps[0].action_detach)  # the app's exit restores the terminal
         else:
             main.cancel()
 
-    for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        loop.add_signal_handler(number, detach, number.name)
+    def pass_on(number: signal.Signals) -> None:
+        assert host is not None
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(host, number)
+        if apps:  # leave once the run has stopped, as a quit does
+            apps[0].call_later(apps[0].stop_and_exit, ask=False)
+
+    signals = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    for number in signals:
+        if host is not None and number is not signal.SIGHUP:
+            loop.add_signal_handler(number, pass_on, number)
+        else:
+            loop.add_signal_handler(number, detach, number.name)
     try:
         if headless:
             await _headless(remote, out)
@@ -211,17 +261,28 @@ async def _attached(remote: RemoteRun, loaded: LoadedSettings, headless: bool, o
             status = await run_app_async(remote, loaded.settings, apps.append, attached=True)
             if status:
                 return status
-            if remote.ended is None and not remote.lost:
-                detached.append("the app")  # left before the run ended: detached
+            if apps and apps[0].detached:
+                detached.append("the app")
     except asyncio.CancelledError:
         if not detached:
             raise
         main.uncancel()
     finally:
-        for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        for number in signals:
             loop.remove_signal_handler(number)
         remote.close()
+    if host is not None and not detached:
+        return await _host_ended(remote, out, host)
     return _ending(remote, out, detached=bool(detached))
+
+
+async def _host_ended(remote: RemoteRun, out: TextIO, host: int) -> int:
+    """The foreground run's end: its sessions as the run left them, and the host's status."""
+    from mala_tui.runtime.host import wait
+
+    status = await asyncio.to_thread(wait, host)
+    _ending(remote, out, detached=False)
+    return status
 
 
 async def _headless(remote: RemoteRun, out: TextIO) -> None:
@@ -249,29 +310,37 @@ async def _headless(remote: RemoteRun, out: TextIO) -> None:
 def _ending(remote: RemoteRun, out: TextIO, *, detached: bool) -> int:
     """What the console says as it leaves, and its exit status."""
     from mala_tui.commands.run_cmd import cost_line
+    from mala_tui.core.actions import EndStatus
     from mala_tui.runtime.headless import one_line
     from mala_tui.runtime.redaction import redact
 
     run_id = remote.folder.name
-    with contextlib.suppress(OSError):
-        if detached or (remote.ended is None and not remote.lost):
+    ended = remote.ended
+    with contextlib.suppress(OSError):  # after SIGHUP the terminal may be gone
+        if detached or (ended is None and not remote.lost):
             out.write(f"detached: run {run_id} goes on (mala-tui attach {run_id})\n")
             out.flush()
             return EXIT_OK
-        if remote.ended is None:
+        if ended is None:
             print(
-                f"mala-tui attach: {remote.lost}; `mala-tui resume {run_id}` carries the run on",
+                f"mala-tui: {remote.lost}; `mala-tui resume {run_id}` carries it on",
                 file=sys.stderr,
             )
             return EXIT_NOT_ALL_DONE
+        stopped = 0
         for name, session in remote.state.sessions.items():
             status = session.status.value if session.status is not None else "?"
             reason = one_line(session.end_reason, 400)
             line = f"{one_line(name, 80)}: {status}{' - ' + reason if reason else ''}"
             out.write(redact(line) + "\n")
+            cause = ended.reason
+            if session.status is EndStatus.STOPPED and cause and reason.startswith(cause):
+                stopped += 1
+        if stopped and remote.mode != "demo":  # a demo's model server went with it
+            out.write(f"{stopped} stopped with the run; carry on: mala-tui resume {run_id}\n")
         out.write(cost_line(remote.state.spend))
         out.flush()
-    return EXIT_OK if remote.ended is not None and remote.ended.ok else EXIT_NOT_ALL_DONE
+    return EXIT_OK if ended is not None and ended.ok else EXIT_NOT_ALL_DONE
 
 
 # -- stop -----------------------------------------------------------------------------------------
@@ -311,8 +380,20 @@ def stop(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.std
             file=sys.stderr,
         )
         return EXIT_NOT_ALL_DONE
-    out.write(
-        f"run {folder.name} stopped: every session was stopped with it "
-        f"(carry it on: mala-tui resume {folder.name})\n"
-    )
+    said = f"run {folder.name} stopped: every session was stopped with it"
+    if _mode(folder) != "demo":  # a demo's model server went with it: it cannot go on
+        said += f" (carry it on: mala-tui resume {folder.name})"
+    out.write(said + "\n")
     return EXIT_OK
+
+
+def _mode(folder: Path) -> str:
+    """What started the run (run, demo), as its run.json says; "" when it cannot say."""
+    import json
+
+    try:
+        meta = json.loads((folder / "run.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return ""
+    mode = meta.get("mode") if isinstance(meta, dict) else None
+    return mode if isinstance(mode, str) else ""

@@ -45,10 +45,10 @@ def resume_command(run_id: str) -> str:
 
 
 def resume(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.stdout) -> int:
-    from mala_tui.commands.console_cmd import start_detached
+    from mala_tui.commands.console_cmd import start_hosted
     from mala_tui.runtime.signals import stop_requests
 
-    detached = start_detached(args, out)
+    detached = start_hosted(args, loaded, out)
     if detached is not None:
         return detached
     # As `run`: a signal while the run is prepared stops it before any session starts.

@@ -248,10 +248,10 @@ def refusal(args: argparse.Namespace, loaded: LoadedSettings) -> str | None:
 
 
 def run(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.stdout) -> int:
-    from mala_tui.commands.console_cmd import start_detached
+    from mala_tui.commands.console_cmd import start_hosted
     from mala_tui.runtime.signals import stop_requests
 
-    detached = start_detached(args, out)
+    detached = start_hosted(args, loaded, out)
     if detached is not None:
         return detached
     # Before anything is made: a signal during start-up stops it at its next step.
@@ -510,10 +510,10 @@ def _fork_in_worktree(
 
 
 def demo(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.stdout) -> int:
-    from mala_tui.commands.console_cmd import start_detached
+    from mala_tui.commands.console_cmd import start_hosted
     from mala_tui.runtime.signals import stop_requests
 
-    detached = start_detached(args, out)
+    detached = start_hosted(args, loaded, out)
     if detached is not None:
         return detached
     with stop_requests() as shutdown:

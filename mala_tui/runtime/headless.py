@@ -141,6 +141,17 @@ async def answer_from_terminal(supervisor: Answerable, out: TextIO, read_line: L
     read_line = _until_input_ends(read_line, out)
     changed = asyncio.Event()
     supervisor.listeners.questions.append(lambda _waiting: changed.set())
+    try:
+        await _ask_each(supervisor, out, read_line, changed)
+    except (EOFError, OSError):
+        # The terminal is gone (closed, hung up): the questions wait for a console that
+        # attaches (`mala-tui attach`), or for their timeouts.
+        return
+
+
+async def _ask_each(
+    supervisor: Answerable, out: TextIO, read_line: LineReader, changed: asyncio.Event
+) -> None:
     while True:
         waiting = supervisor.state.questions()
         approvals = [q for q in waiting if isinstance(q, ApprovalQuestion)]

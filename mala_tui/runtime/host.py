@@ -83,37 +83,52 @@ def spawn(argv: Sequence[str], command: str) -> Started | int:
     """Start `mala-tui ARGV` (whose subcommand is `command`) as a run's host, and wait
     until it is ready.
 
-    Returns the host once it is, or its exit status when it ended first (it said why on
-    this process's stderr, which it shares until it is ready).
+    Until then the host writes on this process's stdout and stderr (the run's first
+    lines, or why it could not start). Returns the host once it is ready, or its exit
+    status when it ended first. Ctrl-C meanwhile is passed on: the host stops its
+    start-up, resumably, and its status (130) is returned.
     """
     read, write = os.pipe()
     os.set_inheritable(write, True)  # the host's only descriptor from here, but 0-2
+    sys.stdout.flush()
     try:
-        # posix_spawn rather than Popen: nothing here waits for the host (it outlives this
-        # process), and a Popen left unwaited would complain when collected.
+        # posix_spawn rather than Popen: nothing here need wait for the host (a detached
+        # one outlives this process), and a Popen left unwaited complains when collected.
         pid = os.posix_spawn(
             sys.executable,
             [sys.executable, "-m", "mala_tui", *host_argv(argv, command, write)],
             os.environ,
-            file_actions=[
-                (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
-                (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
-            ],
+            file_actions=[(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0)],
             setsid=True,
         )
     finally:
         os.close(write)
-    try:
-        with os.fdopen(read, "rb") as pipe:
-            data = pipe.read()
-    except KeyboardInterrupt:
-        # Ctrl-C while it starts: the host stops, resumably, as the run would.
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGTERM)
-        raise
+    data = b""
+    with os.fdopen(read, "rb") as pipe:
+        while True:
+            try:
+                data = pipe.read()
+                break
+            except KeyboardInterrupt:
+                # The host is in a session of its own: the terminal's Ctrl-C is passed on.
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGINT)
     try:
         said = json.loads(data)
         return Started(said["run_id"], Path(said["folder"]), Path(said["socket"]), pid)
     except (ValueError, KeyError, TypeError):
-        _, status = os.waitpid(pid, 0)
-        return os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 1
+        return wait(pid)
+
+
+def wait(pid: int) -> int:
+    """The exit status of the host `pid` (this process's child), once it has ended:
+    128 + the signal's number when a signal ended it, as a shell says it."""
+    while True:
+        try:
+            _, status = os.waitpid(pid, 0)
+        except ChildProcessError:
+            return 1  # reaped elsewhere: its status is lost
+        except InterruptedError:
+            continue
+        code = os.waitstatus_to_exitcode(status)
+        return code if code >= 0 else 128 - code

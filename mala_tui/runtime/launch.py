@@ -453,11 +453,12 @@ async def run_headless(
 async def read_stdin_line() -> str:
     """One line from the terminal, read when it is ready so the event loop runs on meanwhile.
 
-    Raises:
-        EOFError: the input has ended; nothing more can be read.
-
     A reader callback rather than a thread: a thread blocked in readline would keep
     the process from exiting until Enter was pressed.
+
+    Raises:
+        EOFError: the input has ended, or the terminal is gone (closed, hung up):
+            nothing more can be read.
     """
     loop = asyncio.get_running_loop()
     line: asyncio.Future[str] = loop.create_future()
@@ -466,7 +467,11 @@ async def read_stdin_line() -> str:
         loop.remove_reader(sys.stdin)
         if line.done():
             return
-        text = sys.stdin.readline()
+        try:
+            text = sys.stdin.readline()
+        except OSError as exc:  # EIO from a terminal that hung up
+            line.set_exception(EOFError(str(exc)))
+            return
         if text:
             line.set_result(text)
         else:  # the end of input (Ctrl-D, a closed pipe): no answer will ever come

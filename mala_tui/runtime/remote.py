@@ -109,6 +109,8 @@ class RemoteRun:
         self.lost = ""
         """Why the stream ended before the run did (its host gone), when it did."""
         self.reconnects = 0
+        self.mode = ""
+        """What started the run (run, demo), from its `run_started`."""
         self._budget: BudgetWatch | None = None
         self._closing = False
         self._ws: aiohttp.ClientWebSocketResponse | None = None
@@ -235,6 +237,8 @@ class RemoteRun:
         if event.seq and event.seq <= self.recorder.seq:
             return  # had it already (from the journal, or before a reconnect)
         self.recorder.follow(event)
+        if isinstance(event, ev.RunStarted):
+            self.mode = event.mode
         if isinstance(event, ev.RunEnded):
             self.ended = event
         elif isinstance(event, ev.RunResumed):

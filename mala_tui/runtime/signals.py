@@ -1,11 +1,12 @@
 """Stops asked for from outside a run's sessions: Ctrl-C, `q` in the app, SIGTERM, SIGHUP.
 
-Each is a `StopReason`. What a reason does is looked up in one table (`ROUTES`): today
-every reason stops the run the same way, resumably (every session stopped with the run,
-its CLI process ended, the journal ended), and the command exits afterwards with the
-reason's status (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP; `q` the run's own). A reason can
-be sent another way (a hangup that leaves the run going without its terminal) by
-changing its route, not who receives it.
+Each is a `StopReason`. What a reason does is looked up in one table (`ROUTES`): Ctrl-C,
+`q` and SIGTERM stop the run the same way, resumably (every session stopped with the
+run, its CLI process ended, the journal ended), and the command exits afterwards with the
+reason's status (130 Ctrl-C, 143 SIGTERM; `q` the run's own). A hangup (SIGHUP: the
+terminal went away) detaches instead: the run goes on without its terminal, and a
+console can attach to it (a run hosted in a session of its own never gets one; a
+headless run in the terminal's own process goes on in place).
 
 The handlers are installed before a run makes anything (`stop_requests`): a signal
 during start-up (while the journal, the worktrees, the model server are made) is taken
@@ -68,9 +69,14 @@ SIGNALS: Final = {
 class StopRoute(StrEnum):
     STOP = "stop"
     """Every session stopped with the run, resumably; then the command exits."""
+    DETACH = "detach"
+    """The run goes on without its terminal; no stop is asked for."""
 
 
-ROUTES: Final[dict[StopReason, StopRoute]] = {reason: StopRoute.STOP for reason in StopReason}
+ROUTES: Final[dict[StopReason, StopRoute]] = {
+    reason: StopRoute.DETACH if reason is StopReason.HANGUP else StopRoute.STOP
+    for reason in StopReason
+}
 """What each reason does: the one place a reason is sent one way or another."""
 
 
@@ -81,6 +87,8 @@ class Shutdown:
         self.reason: StopReason | None = None
         self.signal: signal.Signals | None = None
         self.times = 0
+        self.detached = False
+        """The terminal went away (a reason routed to DETACH): the run goes on."""
         self._act: Callable[[int], None] | None = None
 
     @property
@@ -101,7 +109,11 @@ class Shutdown:
 
     def request(self, reason: StopReason, number: signal.Signals | None = None) -> None:
         """A stop is asked for (the first reason is the one kept); the run is told, if it
-        listens, else it finds out when it next looks (start-up checks between steps)."""
+        listens, else it finds out when it next looks (start-up checks between steps).
+        A reason routed to DETACH asks for no stop: it is only noted (`detached`)."""
+        if ROUTES[reason] is StopRoute.DETACH:
+            self.detached = True
+            return
         self.times += 1
         if self.reason is None:
             self.reason, self.signal = reason, number

@@ -36,6 +36,7 @@ from mala_tui.ui.screens.checkpoints import CheckpointScreen
 from mala_tui.ui.screens.dashboard import DashboardScreen
 from mala_tui.ui.screens.detail import DetailScreen
 from mala_tui.ui.screens.help import HelpScreen
+from mala_tui.ui.screens.leave import DETACH, STOP, Leave, LeaveScreen
 from mala_tui.ui.screens.new_task import NewTask, NewTaskScreen
 from mala_tui.ui.services import Services
 from mala_tui.ui.session_actions import SessionActions
@@ -66,6 +67,7 @@ class MalaApp(App[int]):
         Binding("question_mark,f1", "help", "Help", key_display="?"),
         Binding("T", "change_theme", "Theme", show=False),
         Binding("R", "resume_run", "Resume run"),
+        Binding("D", "detach", "Detach"),
         Binding("q", "quit", "Quit"),
     ]
 
@@ -83,8 +85,10 @@ class MalaApp(App[int]):
         super().__init__()
         self.finished = finished
         self.attached = attached
-        """A console attached to a run its host runs (`mala-tui attach`): leaving it
-        detaches, and the run goes on."""
+        """A console of a run another process hosts (`mala-tui attach`, or a foreground
+        run's): `D` detaches, and `q` asks whether to detach or to stop the run."""
+        self.detached = False
+        """The person left this console and the run goes on (`D`, `q` then detach)."""
         self.resume_command = resume_command
         """For a finished run whose sessions had not all ended: how to carry it on."""
         self.resume_requested = False
@@ -216,23 +220,47 @@ class MalaApp(App[int]):
             )
 
     async def action_quit(self) -> None:
-        """Stop every session, wait for the supervisor to finish (agents gone), then exit.
+        """Stop every session, wait for the supervisor to finish (agents gone), then exit;
+        in a console of a hosted run, first ask: detach (the run goes on) or stop it.
 
         A second quit while waiting kills the agent processes at once (each one's end
         is still journaled) and cancels the supervisor, which stops its sessions on the
         way out.
         """
         worker = self._supervisor_worker
-        if (
-            self.attached
-            or worker is None
-            or worker.state
-            not in (
-                WorkerState.PENDING,
-                WorkerState.RUNNING,
-            )
-        ):
-            self.exit(0)  # an attached console detaches: the run goes on without it
+        if worker is None or worker.state not in (WorkerState.PENDING, WorkerState.RUNNING):
+            self.exit(0)
+            return
+        sessions = self.controller.state.sessions.values()
+        if all(state.status is not None for state in sessions):
+            # Every session has ended: nothing is left to stop or to leave going. The run
+            # is ending; the app exits once it has.
+            self.stop_and_exit(ask=False)
+            return
+        if self.attached and not self._stopping:
+            if not isinstance(self.screen, LeaveScreen):
+                self.push_screen(LeaveScreen(self.controller.state.run_id), self._leave)
+            return
+        self.stop_and_exit()
+
+    def _leave(self, choice: Leave | None) -> None:
+        if choice == DETACH:
+            self.action_detach()
+        elif choice == STOP:
+            self.stop_and_exit()
+
+    def action_detach(self) -> None:
+        """Close this console; the run goes on (only a console of a hosted run can)."""
+        if self.attached:
+            self.detached = True
+            self.exit(0)
+
+    def stop_and_exit(self, *, ask: bool = True) -> None:
+        """Stop every session with the run, then exit once the run has ended. `ask`: False
+        when the run was told already (a signal the run's host got too)."""
+        worker = self._supervisor_worker
+        if worker is None or worker.state not in (WorkerState.PENDING, WorkerState.RUNNING):
+            self.exit(0)
             return
         supervisor = self.controller.supervisor
         assert supervisor is not None
@@ -242,7 +270,8 @@ class MalaApp(App[int]):
             return
         self._stopping = True
         # Stopped with the run, not one by one: `mala-tui resume` can carry them on.
-        supervisor.stop_for(QUIT_CAUSE)
+        if ask:
+            supervisor.stop_for(QUIT_CAUSE)
         self.notify("Stopping every session...", title="Quitting", timeout=STOP_WAIT_SECONDS)
         self.run_worker(self._exit_when_stopped(worker), group="quit", exclusive=True)
 
@@ -266,6 +295,8 @@ class MalaApp(App[int]):
             return self.controller.live
         if action == "resume_run":
             return self.resume_command is not None and not self.controller.live
+        if action == "detach":
+            return self.attached
         return True
 
     def action_new_task(self) -> None:

@@ -1,5 +1,5 @@
-"""The app in a real terminal (tmux): sessions past agent.max_concurrent show as queued, and
-SIGTERM stops every session as `q` would, then exits 143."""
+"""The app in a real terminal (tmux): sessions past agent.max_concurrent show as queued,
+SIGTERM stops every session as `q` would, then exits 143, and a closed terminal detaches."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ import pytest
 
 from mala_tui.core import events as ev
 from mala_tui.runtime.journal import list_runs, read_events
+from mala_tui.runtime.sockets import live_host
 from tests.integration.harness import alive
 from tests.support.polling import wait_until
 from tests.support.terminal import screen, tmux
@@ -74,21 +75,21 @@ def _agents_started(data: Path) -> int:
     return sum(1 for e in events if isinstance(e, ev.ProcessStarted))
 
 
-def test_closing_the_terminal_stops_the_run_and_the_app_exits(tmp_path: Path) -> None:
+def test_closing_the_terminal_detaches_the_app_and_the_run_goes_on(tmp_path: Path) -> None:
     """The window closed under the app (SIGHUP, and every write to it failing from then
-    on): the run is stopped and journaled, and the process exits rather than wait forever
-    to restore a terminal that is gone."""
+    on): the app exits rather than wait forever to restore a terminal that is gone, and
+    the run, in its host's session of its own, goes on until `mala-tui stop` stops it."""
     assert shutil.which("tmux"), "tmux is needed for this test (.ci/run installs it)"
     name = f"mala-tui-hangup-{os.getpid()}"
-    pid_file = tmp_path / "pid"
+    pid_file, data = tmp_path / "pid", tmp_path / "data"
     inner = f"echo $$ > {shlex.quote(str(pid_file))}; exec {shlex.quote(sys.executable)} -m mala_tui demo"
     command = (
         f"cd {shlex.quote(os.getcwd())} && unset COLUMNS LINES && "
-        f"MALA_TUI_STORAGE__DATA_DIR={shlex.quote(str(tmp_path / 'data'))} "
+        f"MALA_TUI_STORAGE__DATA_DIR={shlex.quote(str(data))} "
         f"sh -c {shlex.quote(inner)}"
     )
     tmux("new-session", "-d", "-s", name, "-x", "160", "-y", "48", command)
-    pid = 0
+    pid, host = 0, None
     try:
         wait_until(
             lambda: _agents_started(tmp_path) >= 2,
@@ -97,17 +98,39 @@ def test_closing_the_terminal_stops_the_run_and_the_app_exits(tmp_path: Path) ->
             seen=lambda: screen(name),
         )
         pid = int(pid_file.read_text())
+        (run,) = list_runs(data)
+        host = live_host(run.directory)
+        assert host is not None and host.pid != pid
         tmux("kill-session", "-t", name)
         deadline = time.monotonic() + 90  # generous, for a loaded machine
         while alive(pid) and time.monotonic() < deadline:
             time.sleep(0.2)
         assert not alive(pid), "the app outlived its terminal"
+        # The run goes on without it: still served, its agents still at work.
+        before = len(read_events(run.directory / "events.jsonl").events)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if len(read_events(run.directory / "events.jsonl").events) > before + 3:
+                break
+            time.sleep(0.2)
+        assert live_host(run.directory) is not None
+        events = read_events(run.directory / "events.jsonl").events
+        assert len(events) > before + 3 and not isinstance(events[-1], ev.RunEnded)
+        stopped = subprocess.run(
+            [sys.executable, "-m", "mala_tui", "stop", run.run_id, "--data-dir", str(data)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert stopped.returncode == 0, stopped.stderr
     finally:
         subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True, check=False)
-        if pid and alive(pid):
-            os.kill(pid, signal.SIGKILL)
-    (run,) = list_runs(tmp_path / "data")
+        for left in (pid, host.pid if host is not None else 0):
+            if left and alive(left):
+                os.kill(left, signal.SIGKILL)
     events = read_events(run.directory / "events.jsonl").events
     pids = [e.pid for e in events if isinstance(e, ev.ProcessStarted) and e.pid is not None]
     assert pids and [p for p in pids if alive(p)] == []
-    assert isinstance(events[-1], ev.RunEnded) and events[-1].reason == "stopped by SIGHUP"
+    assert isinstance(events[-1], ev.RunEnded)
+    assert events[-1].reason == "stopped by mala-tui stop"

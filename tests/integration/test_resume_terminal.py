@@ -58,6 +58,14 @@ async def test_a_quit_run_is_resumed_from_show_with_r(tmp_path: Path) -> None:
             )
             tmux("send-keys", "-t", name, "q")
             await eventually(
+                lambda: "Leave run" in screen(name),
+                timeout=30,
+                what="the question at q",
+                seen=lambda: screen(name),
+                every=0.2,
+            )
+            tmux("send-keys", "-t", name, "s")  # stop the run (not detach)
+            await eventually(
                 ran.exists, timeout=60, what="the app to quit", seen=lambda: screen(name), every=0.2
             )
             assert ran.read_text().strip() == "1"  # quit mid-run: not every session finished

@@ -50,6 +50,15 @@ def test_the_demo_in_a_real_terminal(tmp_path: Path) -> None:
         )
         assert "soft-zone-reader" in screen(name)
         tmux("send-keys", "-t", name, "q")
+        # The run is hosted apart from its console: q asks whether to detach or to stop it.
+        wait_until(
+            lambda: "Leave run" in screen(name),
+            timeout=30,
+            what="the question at q",
+            seen=lambda: screen(name),
+        )
+        assert "Detach" in screen(name) and "Stop the run" in screen(name)
+        tmux("send-keys", "-t", name, "s")
         wait_until(
             status_file.exists, timeout=60, what="the app to exit", seen=lambda: screen(name)
         )

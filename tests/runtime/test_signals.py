@@ -1,4 +1,5 @@
-"""Ctrl-C, SIGTERM and SIGHUP stop a run resumably, then give the conventional status."""
+"""Ctrl-C and SIGTERM stop a run resumably, then give the conventional status; SIGHUP (the
+terminal gone) leaves it going."""
 
 from __future__ import annotations
 
@@ -36,7 +37,6 @@ def journal(tmp_path: Path) -> Iterator[RunJournal]:
     ("number", "status", "cause"),
     [
         (signal.SIGTERM, 143, "stopped by SIGTERM"),
-        (signal.SIGHUP, 129, "stopped by SIGHUP"),
         (signal.SIGINT, 130, "interrupted by Ctrl-C"),
     ],
 )
@@ -84,6 +84,45 @@ async def test_a_signal_stops_every_session_ends_the_journal_and_gives_its_statu
         f"{cause}: every session was stopped\n"
         "2 stopped with the run; carry on: mala-tui resume run-1\n"
     )
+
+
+async def test_a_hangup_leaves_a_headless_run_going_until_sigterm_stops_it(
+    journal: RunJournal, tmp_path: Path
+) -> None:
+    backend = PerName()
+    sup = Supervisor(
+        settings=Settings(idle=IdleSettings(idle_timeout_seconds=30)),
+        backend=backend,  # type: ignore[arg-type]
+        prompts=load_prompts(),
+        journal=journal,
+    )
+    for name in ("a", "b"):
+        sup.add_session(SessionSpec(name=name, task=f"task {name}", cwd=tmp_path))
+    running = asyncio.Event()
+    sup.listeners.events.append(
+        lambda e: running.set() if isinstance(e, ev.SessionStarted) and e.session == "b" else None
+    )
+    seen: list[ev.Event] = []
+
+    async def hang_up_then_terminate() -> None:
+        await running.wait()
+        os.kill(os.getpid(), signal.SIGHUP)
+        await asyncio.sleep(0.3)  # time for a stop, had the hangup asked for one
+        seen.extend(read_events(journal.events_path).events)
+        sup.record(ev.WarningRecorded(at=0.0, where="test", message="still recording"))
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    sender = asyncio.create_task(hang_up_then_terminate())
+    with stop_requests() as shutdown:
+        outcome = await asyncio.wait_for(_supervise(sup, True, io.StringIO(), shutdown), 30)
+    await sender
+    assert shutdown.detached
+    # After the hangup nothing had stopped: no session ended, no end of the run.
+    assert not any(isinstance(e, ev.SessionEnded | ev.RunEnded) for e in seen)
+    assert isinstance(outcome, Shutdown) and outcome.exit_status == 143
+    events = read_events(journal.events_path).events
+    assert isinstance(events[-1], ev.RunEnded) and events[-1].reason == "stopped by SIGTERM"
+    assert any(isinstance(e, ev.WarningRecorded) and e.where == "test" for e in events)
 
 
 async def test_a_session_stopped_with_x_stays_ended_when_ctrl_c_stops_the_rest(
