@@ -222,6 +222,10 @@ class UiSettings(BaseModel):
     """A desktop notification then too: auto guesses the terminal's escape (OSC 9 or 777)."""
     notify_headless: bool = False
     """Bell and notifications in headless runs too (`--notify`); off, headless output is a log."""
+    notify_command: str = ""
+    """A command a detached run's host runs (by /bin/sh) when it needs a person and no console
+    is attached, told what in MALA_NOTICE, MALA_RUN, MALA_SESSION, MALA_WAITS, MALA_ATTACH:
+    e.g. notify-send "$MALA_NOTICE"."""
 
 
 class ModelPriceSetting(BaseModel):

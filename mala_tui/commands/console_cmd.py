@@ -22,7 +22,10 @@ from typing import TYPE_CHECKING, Final, TextIO
 from mala_tui.config import LoadedSettings
 
 if TYPE_CHECKING:
+    from mala_tui.core import events as ev
+    from mala_tui.runtime.channel import ControlChannel
     from mala_tui.runtime.host import Started
+    from mala_tui.runtime.notify import NotifyCommand
     from mala_tui.runtime.remote import RemoteRun
     from mala_tui.runtime.run_types import RunResult
     from mala_tui.runtime.supervisor import Supervisor
@@ -131,10 +134,38 @@ async def hosted(supervisor: Supervisor, out: TextIO, ready: int) -> RunResult |
         return EXIT_USAGE
     say_ready(ready, journal.directory, path)
     supervisor.listeners.events.append(printer(out))
+    notify = _notifier(supervisor, channel)
     try:
         return await supervisor.run()
     finally:
+        if notify is not None:
+            await notify.close()
         await channel.close()
+
+
+def _notifier(supervisor: Supervisor, channel: ControlChannel) -> NotifyCommand | None:
+    """`ui.notify_command`, run when the run needs a person and no console is attached."""
+    from mala_tui.runtime.notify import NotifyCommand
+
+    command = supervisor.settings.ui.notify_command
+    journal = supervisor.journal
+    if not command.strip() or journal is None:
+        return None
+    data_dir = shlex.quote(str(supervisor.settings.resolved_data_dir()))
+
+    def record(event: ev.Event) -> None:
+        if supervisor.state.ended_at is None:  # nothing is journaled after the run's end
+            supervisor.record(event)
+
+    notify = NotifyCommand(
+        command,
+        run_id=journal.run_id,
+        consoles=lambda: channel.consoles,
+        record=record,
+        attach=f"mala-tui attach {journal.run_id} --data-dir {data_dir}",
+    )
+    supervisor.listeners.events.append(notify)
+    return notify
 
 
 @contextlib.asynccontextmanager

@@ -23,7 +23,8 @@ from enum import StrEnum
 from typing import Final
 
 from mala_tui.core import events as ev
-from mala_tui.core.actions import EndStatus
+from mala_tui.core.notices import APP, event_notice
+from mala_tui.runtime.redaction import redact
 
 BEL: Final = "\a"
 _CONTROL: Final = re.compile(r"[\x00-\x1f\x7f-\x9f]")
@@ -80,30 +81,14 @@ def notification(protocol: Desktop, title: str, body: str, *, in_tmux: bool = Fa
     return sequence
 
 
-def needs_attention(event: ev.Event) -> tuple[str, str] | None:
-    """(title, body) when this event needs the operator, else None."""
-    match event:
-        case ev.ApprovalRequested():
-            return (
-                "mala-tui: approval",
-                f"{event.session} waits for approval of checkpoint #{event.checkpoint_number}",
-            )
-        case ev.PermissionRequested() if event.waiting:
-            return "mala-tui: permission", f"{event.session} asks to use {event.tool}"
-        case ev.CacheCooling():
-            return (
-                "mala-tui: cache going cold",
-                f"{event.session} still waits for {event.waiting_for}: its prompt cache "
-                f"goes cold in {_minutes(event.cold_in)}",
-            )
-        case ev.SessionEnded() if event.status is EndStatus.FAILED:
-            return "mala-tui: session failed", f"{event.session}: {event.reason}"
-    return None
-
-
-def _minutes(seconds: float) -> str:
-    whole = max(0, round(seconds))
-    return f"{whole // 60}:{whole % 60:02d}"
+def needs_attention(event: ev.Event, run_id: str = "") -> tuple[str, str] | None:
+    """(title, body) when this event needs the operator, else None: the body names the
+    session, what waits and the run, in the words a web console's title uses
+    (core.notices), redacted as every line mala-tui prints is."""
+    notice = event_notice(event, run_id)
+    if notice is None:
+        return None
+    return APP, redact(notice.text)
 
 
 class Attention:
@@ -119,8 +104,10 @@ class Attention:
         bell: bool,
         desktop: Desktop,
         in_tmux: bool = False,
+        run_id: str = "",
     ) -> None:
         self._write = write
+        self._run_id = run_id
         self._bell = bell
         self._desktop = desktop
         self._in_tmux = in_tmux
@@ -128,7 +115,7 @@ class Attention:
         """Every (title, body) raised, in order: what a test or the app can read back."""
 
     def __call__(self, event: ev.Event) -> None:
-        wanted = needs_attention(event)
+        wanted = needs_attention(event, self._run_id)
         if wanted is not None:
             self.raise_(*wanted)
 

@@ -434,6 +434,7 @@ async def run_headless(
                 bell=ui.bell,
                 desktop=desktop_protocol(Desktop(ui.desktop_notifications), os.environ),
                 in_tmux=bool(os.environ.get("TMUX")),
+                run_id=supervisor.state.run_id,
             )
         )
     asker = None

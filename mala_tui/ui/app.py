@@ -120,6 +120,7 @@ class MalaApp(App[int]):
             bell=ui.bell,
             desktop=desktop_protocol(Desktop(ui.desktop_notifications), os.environ),
             in_tmux=bool(os.environ.get("TMUX")),
+            run_id=self.controller.state.run_id,
         )
         """Rings and notifies when an approval or a permission waits, or a session fails
         (runtime.attention)."""

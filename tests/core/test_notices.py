@@ -16,7 +16,7 @@ def permission(session: str, tool: str, at: float = 2.0) -> PermissionQuestion:
 
 def test_a_title_names_what_waits_and_the_run() -> None:
     assert page_title("r1", [approval("fix-tests")]) == (
-        "mala-tui \u2014 fix-tests waits for approval \u00b7 run r1"
+        "mala-tui \u2014 fix-tests waits for restart approval \u00b7 run r1"
     )
     assert page_title("r1", [permission("docs", "Bash")]) == (
         "mala-tui \u2014 docs asks to use Bash \u00b7 run r1"
@@ -25,7 +25,7 @@ def test_a_title_names_what_waits_and_the_run() -> None:
 
 def test_the_oldest_question_is_named_and_the_others_counted() -> None:
     title = page_title("r1", [approval("a"), permission("b", "Bash"), permission("c", "Edit")])
-    assert title == "mala-tui \u2014 a waits for approval (+2 more) \u00b7 run r1"
+    assert title == "mala-tui \u2014 a waits for restart approval (+2 more) \u00b7 run r1"
 
 
 def test_nothing_waiting_and_ended_runs() -> None:

@@ -151,8 +151,12 @@ def test_a_detached_run_two_consoles_one_answer_and_a_console_killed(tmp_path: P
     server, env_lines = serve(workspace, tmp_path / "home")
     env = environment(env_lines, data)
     consoles: list[Console] = []
+    told = tmp_path / "told"
+    notify = f'printf "%s|%s\\n" "$MALA_NOTICE" "$MALA_WAITS" >> {shlex.quote(str(told))}'
     try:
-        detached = mala(*run_args(workspace), "--detach", env=env)
+        detached = mala(
+            "--set", f"ui.notify_command={notify}", *run_args(workspace), "--detach", env=env
+        )
         assert detached.returncode == 0, detached.stderr
         run_id = re.search(r"^run (\S+): journal in", detached.stdout, re.M).group(1)  # type: ignore[union-attr]
         assert f"attach: mala-tui attach {run_id}\n" in detached.stdout
@@ -173,6 +177,11 @@ def test_a_detached_run_two_consoles_one_answer_and_a_console_killed(tmp_path: P
         first, second = Console(run_id, env), Console(run_id, env)
         doomed = Console(run_id, env, terminal=False)
         consoles += [first, second, doomed]
+        # Asked while no console was attached: the notification command was run.
+        wait_until(told.exists, 30, "the notification command")
+        assert told.read_text() == (
+            f"task-1 asks to use Bash \u00b7 run {run_id}|permission for Bash\n"
+        )
         for console in (first, second):
             console.wait_for(ASKED)
         doomed.wait_for("live from here")

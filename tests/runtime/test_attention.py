@@ -68,19 +68,36 @@ def events() -> list[ev.Event]:
 
 
 def test_only_a_waiting_approval_and_a_failure_need_the_operator() -> None:
-    wanted = [needs_attention(event) for event in events()]
-    assert wanted[0] == ("mala-tui: approval", "a waits for approval of checkpoint #2")
+    """Each notice names the session, what waits, and the run."""
+    wanted = [needs_attention(event, "r1") for event in events()]
+    assert wanted[0] == ("mala-tui", "a waits for restart approval \u00b7 run r1")
     assert wanted[1] is None and wanted[3] is None
-    assert wanted[2] == ("mala-tui: session failed", "c: crashed")
+    assert wanted[2] == ("mala-tui", "c failed: crashed \u00b7 run r1")
+    asked = ev.PermissionRequested(
+        at=5.0, session="d", request_id="1", tool="Bash", summary="ls", input_text="ls"
+    )
+    assert needs_attention(asked, "r1") == ("mala-tui", "d asks to use Bash \u00b7 run r1")
+
+
+def test_a_notice_says_what_the_web_console_title_says() -> None:
+    """The bell's notification and a browser tab's title read the same words."""
+    from mala_tui.core.notices import page_title
+    from mala_tui.core.questions import approval_asked
+
+    asked = events()[0]
+    assert isinstance(asked, ev.ApprovalRequested)
+    question = approval_asked(asked, "## Goal\nG")
+    title, body = needs_attention(asked, "r1") or ("", "")
+    assert page_title("r1", [question]) == f"{title} \u2014 {body}"
 
 
 def test_the_listener_rings_and_notifies_as_configured() -> None:
     written: list[str] = []
-    attention = Attention(written.append, bell=True, desktop=Desktop.OSC9)
+    attention = Attention(written.append, bell=True, desktop=Desktop.OSC9, run_id="r1")
     for event in events():
         attention(event)
     assert len(written) == 2
-    assert written[0] == "\x1b]9;mala-tui: approval: a waits for approval of checkpoint #2\a\a"
+    assert written[0] == "\x1b]9;mala-tui: a waits for restart approval \u00b7 run r1\a\a"
     quiet: list[str] = []
     silent = Attention(quiet.append, bell=False, desktop=Desktop.OFF)
     for event in events():

@@ -139,9 +139,10 @@ async def test_an_approval_that_comes_in_and_a_failure_call_for_the_operator() -
             )
         )
         await pilot.pause()
+        run = app.controller.state.run_id
         assert app.attention.raised[before:] == [
-            ("mala-tui: approval", "migrate-db waits for approval of checkpoint #1"),
-            ("mala-tui: session failed", "api-docs: crashed"),
+            ("mala-tui", f"migrate-db waits for restart approval \u00b7 run {run}"),
+            ("mala-tui", f"api-docs failed: crashed \u00b7 run {run}"),
         ]
 
 
