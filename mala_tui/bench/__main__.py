@@ -7,6 +7,7 @@ import importlib
 import sys
 
 BENCHMARKS = {
+    "attach": "mala_tui.bench.attach_bench",
     "cluster": "mala_tui.bench.cluster_bench",
     "core": "mala_tui.bench.core_bench",
     "economy": "mala_tui.bench.economy",
