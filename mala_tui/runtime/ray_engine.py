@@ -191,11 +191,27 @@ def _die_with_parent() -> None:
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
+def _own_exit_statuses() -> None:
+    """Children's exit statuses back to this process. With the raylet as subreaper (set in
+    `connect`), Ray's core worker, in the driver and in every worker, sets SIGCHLD to be
+    ignored, so the kernel reaps each child itself and every `subprocess.run` reads 0 as
+    its exit status, whatever it was: a git that failed would pass for one that worked.
+    The default disposition gives them back (everything this process starts, it waits for);
+    the raylet still kills what a dead worker leaves behind."""
+    try:
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    except ValueError:  # not the main thread (an async actor's): the process-wide call
+        with contextlib.suppress(OSError, AttributeError):
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.signal(int(signal.SIGCHLD), 0)  # SIG_DFL
+
+
 class HostActor:
     """A session host in a Ray worker (the actor class; `ray.remote` is applied on use)."""
 
     def __init__(self, setup: HostSetup) -> None:
         _die_with_parent()
+        _own_exit_statuses()
         ray = _ray()
         self.host = SessionHost(setup, on_exit=self._exit)
         context = ray.get_runtime_context()
@@ -349,6 +365,7 @@ class RayEngine:
             first = next((line for line in str(exc).splitlines() if line.strip()), "")
             raise (refusal or EngineRefused(f"cannot join {where}: {first}")) from None
         _keep_raylet_messages_off_the_terminal(ray)
+        _own_exit_statuses()
         slots = int(ray.cluster_resources().get(SLOT, 0))
         if slots < 1:
             ray.shutdown()

@@ -6,7 +6,9 @@ mala_tui.bench.netns), each with real Claude Code sessions on the loopback model
 - `mala-tui run --engine ray` against a cluster that declares no `mala_slot`;
 - the same cluster given a node with slots: a run whose driver is killed (`kill -9`)
   while its sessions work, then `mala-tui resume`, which takes the hosts up again;
-- a run on a local Ray started for it, and stopped after it.
+- a run on a local Ray started for it, and stopped after it, with `--worktree`: its host
+  makes the worktree from its own mirror of the repository, and the driver its own once
+  the session has ended, from what the host pushed.
 
 What each did is written to OUT.json for the tests to judge.
 """
@@ -197,6 +199,13 @@ async def local_ray(root: Path) -> dict[str, Any]:
     workspace = root / "local" / "project"
     workspace.mkdir(parents=True)
     materialize_workspace(scenario, workspace)
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "start"]):
+        subprocess.run(
+            ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
+            cwd=workspace,
+            check=True,
+            capture_output=True,
+        )
     ray_dir = Path(tempfile.mkdtemp(prefix="mr", dir="/tmp"))
     token = ray_dir / "auth_token"
     token.write_text(secrets.token_hex(32))
@@ -211,7 +220,10 @@ async def local_ray(root: Path) -> dict[str, Any]:
         )
         done = await asyncio.to_thread(
             mala,
-            ["run", scenario.task, "--cwd", str(workspace), "--headless", "--engine", "ray"],
+            [
+                *("run", scenario.task, "--cwd", str(workspace), "--headless"),
+                *("--engine", "ray", "--worktree"),
+            ],
             env,
         )
     (run,) = list_runs(root / "local" / "data")
@@ -219,6 +231,17 @@ async def local_ray(root: Path) -> dict[str, Any]:
     pids = [e.pid for e in events if isinstance(e, ev.ProcessStarted) and e.pid]
     left = _after_a_while(lambda: ray_processes(str(ray_dir)))
     shutil.rmtree(ray_dir, ignore_errors=True)
+    started = [e.cwd for e in events if isinstance(e, ev.SessionStarted)]
+    made = [e for e in events if isinstance(e, ev.WorktreeCreated)]
+    driver_tree = Path(made[0].path) if made else workspace
+    wip = subprocess.run(
+        ["git", "log", "--format=%s", f"refs/mala/wip/{run.directory.name}/task-1"],
+        cwd=workspace,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    host_tree = root / "xdg" / "mala-tui" / "hosts" / run.directory.name / "worktrees" / "task-1"
     return {
         "returncode": done.returncode,
         "stdout": done.stdout,
@@ -228,7 +251,12 @@ async def local_ray(root: Path) -> dict[str, Any]:
         "cli_alive": [pid for pid in pids if pid_alive(pid)],
         "ray_exiting": ray_processes(str(ray_dir)),
         "ray_left": left,
-        "version_2": "VERSION = 2" in (workspace / "src" / "app.py").read_text(),
+        "version_2": "VERSION = 2" in (driver_tree / "src" / "app.py").read_text(),
+        "source_untouched": "VERSION = 1" in (workspace / "src" / "app.py").read_text(),
+        "driver_tree": str(driver_tree),
+        "started_in": started,
+        "snapshots": wip.stdout.splitlines(),
+        "host_version_2": "VERSION = 2" in (host_tree / "src" / "app.py").read_text(),
     }
 
 

@@ -180,7 +180,13 @@ def test_without_an_address_a_local_ray_runs_the_session_and_stops_after(
     assert "task-1: done - the agent finished its task" in local["stdout"]
     assert "host_placed" in local["stdout"]
     assert local["meta"]["engine"] == "ray" and local["meta"]["ray_address"] is None
-    assert local["version_2"]
+    # --worktree: the host worked in a worktree of its own (its mirror, its data folder), and
+    # pushed its snapshots; the driver's worktree, made when the session ended, has the work.
+    assert local["host_version_2"], "the agent worked in the host's own worktree"
+    assert local["snapshots"] and local["snapshots"][0].startswith("mala-tui: work in progress")
+    assert local["version_2"], "the driver's worktree has the agent's work"
+    assert local["source_untouched"], "nothing in the repository's own checkout changed"
+    assert local["started_in"] == [local["driver_tree"]], "the journal names the driver's folder"
     assert local["cli_alive"] == [], "no agent outlives the run"
     # Ray's processes are stopped and waited for; an idle worker of theirs may take a moment
     # to notice its raylet gone, but none stays.
