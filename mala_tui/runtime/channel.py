@@ -38,7 +38,9 @@ from mala_tui.core.operator_messages import MessageError
 from mala_tui.core.permissions import PermissionAnswer
 from mala_tui.core.phases import ManageMode
 from mala_tui.core.text import clean, shorten
+from mala_tui.core.transcript import Message, TextBlock, ToolCall, ToolResult
 from mala_tui.runtime.desk import QuestionClosed
+from mala_tui.runtime.redaction import redact
 from mala_tui.runtime.sockets import (
     PROTOCOL,
     ChannelError,
@@ -135,6 +137,7 @@ class ControlChannel:
                 web.get("/events", self._events),
                 web.get("/budget", self._budget),
                 web.get("/transcript", self._transcript),
+                web.get("/window", self._window),
                 web.post("/command", self._post(self._command)),
                 web.post("/decide", self._post(self._decide)),
                 web.post("/permission", self._post(self._permission)),
@@ -383,6 +386,46 @@ class ControlChannel:
             return _refused(404, "key", f"no session {session!r} in this run")
         path = self.supervisor.transcript_path(session)
         return web.json_response({"path": None if path is None else str(path)})
+
+    async def _window(self, request: web.Request) -> web.Response:
+        """What fills the session's window (its conversation, whole, and its calibration):
+        what the breakdown view draws, which a console cannot rebuild from the journal."""
+        session = request.query.get("session", "")
+        if session not in self.supervisor.runners:
+            return _refused(404, "key", f"no session {session!r} in this run")
+        contents = self.supervisor.window_contents(session)
+        if contents is None:
+            return web.json_response({"contents": None})
+        density = contents.density
+        return web.json_response(
+            {
+                "contents": {
+                    "messages": [_message_json(m) for m in contents.transcript],
+                    "density": [density.ratio, density.measured, density.overhead],
+                    "root": contents.root,
+                }
+            }
+        )
+
+
+def _message_json(message: Message) -> dict[str, Any]:
+    """A conversation's message whole (redacted as the journal is), in the shape
+    runtime.host_wire reads back."""
+    blocks: list[dict[str, Any]] = []
+    for block in message.blocks:
+        if isinstance(block, TextBlock):
+            blocks.append({"text": redact(block.text)})
+        elif isinstance(block, ToolCall):
+            blocks.append({"call": block.id, "name": block.name, "input": block.input})
+        elif isinstance(block, ToolResult):
+            blocks.append(
+                {
+                    "result": block.tool_use_id,
+                    "content": redact(block.content),
+                    "error": block.is_error,
+                }
+            )
+    return {"role": message.role.value, "harness": message.from_harness, "blocks": blocks}
 
 
 def limits_json(limits: BudgetLimits) -> dict[str, Any]:

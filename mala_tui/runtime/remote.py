@@ -33,14 +33,17 @@ import aiohttp
 from mala_tui.core import events as ev
 from mala_tui.core.breakdown import WindowContents
 from mala_tui.core.budget import BudgetCheck, BudgetLimits
+from mala_tui.core.calibration import Density
 from mala_tui.core.observations import Command, Decision
 from mala_tui.core.operator_messages import MessageError
 from mala_tui.core.permissions import PermissionAnswer
 from mala_tui.core.phases import ManageMode
+from mala_tui.core.transcript import Transcript
 from mala_tui.core.view import RunState, SessionSnapshot
 from mala_tui.runtime.budget_watch import BudgetWatch
 from mala_tui.runtime.channel import FELL_BEHIND, RUN_OVER, WHEN_STOPPED, limits_json
 from mala_tui.runtime.desk import QuestionClosed, Reply
+from mala_tui.runtime.host_wire import message_from_json
 from mala_tui.runtime.journal import EVENTS_FILE, JournalContents, read_events
 from mala_tui.runtime.recorder import Listeners, RunRecorder
 from mala_tui.runtime.sockets import ChannelError, HostRecord, live_host
@@ -348,7 +351,19 @@ class RemoteRun:
         return Path(path) if isinstance(path, str) else None
 
     def window_contents(self, session: str) -> WindowContents | None:
-        return None  # the conversation is the host's; a console has its figures only
+        """The session's conversation and calibration, as the host has them now (the
+        journal has the figures only): asked for when the breakdown view opens."""
+        answer = self._request("GET", f"/window?session={_quote(session)}")
+        data = answer.get("contents") if isinstance(answer, dict) else None
+        if not isinstance(data, dict):
+            return None
+        try:
+            messages = [message_from_json(item) for item in data["messages"]]
+            ratio, measured, overhead = data["density"]
+            density = Density(float(ratio), bool(measured), int(overhead))
+        except (KeyError, TypeError, ValueError):
+            return None
+        return WindowContents(Transcript(messages), density, str(data.get("root", "")))
 
     # -- budgets -------------------------------------------------------------------------------
 

@@ -265,3 +265,92 @@ async def test_a_console_forks_a_session_at_the_host(tmp_path: Path) -> None:
     finally:
         await channel.close()
     assert backend.by_name["a-fork1"].created == [("a-fork1", "sa")]
+
+
+async def test_every_operator_action_works_from_a_console(tmp_path: Path) -> None:
+    """What the app's keys send, sent through the channel: each reaches the supervisor
+    (its event comes back on the stream), and each refusal comes back as the supervisor's
+    own exception."""
+    from mala_tui.core.budget import BudgetLimits
+    from mala_tui.core.observations import Command
+    from mala_tui.core.operator_messages import MessageError
+    from mala_tui.core.phases import ManageMode, Phase
+    from mala_tui.core.transcript import Message, Role, TextBlock
+    from mala_tui.core.usage import CallUsage
+    from mala_tui.runtime.backends.base import MessageItem, SessionSpec, UsageItem
+    from mala_tui.runtime.backends.scripted import HANG
+    from mala_tui.runtime.launch import like
+
+    said = Message(Role.ASSISTANT, (TextBlock("Reading the modules."),))
+    backend = PerSession(
+        lambda name: ScriptedClient(
+            [
+                [
+                    SessionIdItem(f"id-{name}"),
+                    UsageItem(CallUsage(input_tokens=3, cache_read_input_tokens=9_000), True),
+                    MessageItem(said),
+                    HANG,
+                ]
+            ]
+        )
+    )
+    sup = hosted(tmp_path, backend, ["a"])
+    sup.spec_for_new = like(SessionSpec(name="a", task="task a", cwd=tmp_path))
+    assert sup.journal is not None
+    channel = ControlChannel(sup, sup.journal.directory)
+    await channel.start()
+    try:
+        run = asyncio.create_task(sup.run())
+        await eventually(
+            lambda: "a" in sup.state.sessions and sup.state.sessions["a"].tokens > 0,
+            what="a's first call",
+        )
+        remote = RemoteRun.attach(sup.journal.directory)
+        following = asyncio.create_task(remote.run())
+
+        async def act(call: Any, *args: Any) -> Any:
+            return await asyncio.to_thread(call, *args)
+
+        def seen(kind: type) -> list[Any]:
+            return [e for e in lines_of(sup.journal.events_path) if isinstance(e, kind)]  # type: ignore[union-attr]
+
+        await act(remote.command, "a", Command.PAUSE)
+        await eventually(lambda: remote.state.sessions["a"].phase is Phase.PAUSED, what="paused")
+        await act(remote.command, "a", Command.RESUME)
+        await eventually(lambda: remote.state.sessions["a"].phase is Phase.RUNNING, what="resumed")
+        await act(remote.say, "a", "skip the last step")
+        await eventually(lambda: seen(ev.MessageQueued), what="the message queued")
+        with pytest.raises(MessageError):
+            await act(remote.say, "a", "   ")
+        with pytest.raises(KeyError):
+            await act(remote.command, "nobody", Command.STOP)
+        await act(remote.set_require_approval, None, True)
+        await eventually(lambda: remote.state.sessions["a"].require_approval, what="approval on")
+        await act(remote.set_manage_mode, "a", ManageMode.MASK)
+        await eventually(
+            lambda: remote.state.sessions["a"].manage is ManageMode.MASK, what="mask only"
+        )
+        await act(remote.set_budget, "a", BudgetLimits(max_turns=50))
+        mine, whole_run = await act(remote.budget_limits, "a")
+        assert (mine.max_turns, whole_run.max_turns) == (50, None)
+        assert remote.budget_check("a").readings[0].allowed == 50
+        contents = await act(remote.window_contents, "a")
+        hosts = sup.window_contents("a")
+        assert contents is not None and hosts is not None and said in contents.transcript.messages
+        assert contents.transcript.messages == hosts.transcript.messages
+        assert (contents.density, contents.root) == (hosts.density, hosts.root)
+        assert await act(remote.transcript_path, "a") is None  # scripted: no transcript file
+        with pytest.raises(ValueError, match="printable"):
+            await act(remote.add_task, "bad\nname", "task", tmp_path)
+        await act(remote.add_task, "b", "task b", tmp_path)
+        await eventually(lambda: "b" in remote.state.sessions, what="b added")
+        await act(remote.command, "b", Command.STOP)
+        await eventually(lambda: remote.state.sessions["b"].status is not None, what="b stopped")
+        await act(remote.stop_for, "stopped from a console")
+        await asyncio.wait_for(run, 20)
+        ended = await asyncio.wait_for(following, 10)
+    finally:
+        await channel.close()
+    assert ended is not None and ended.reason == "stopped from a console"
+    assert remote.state.sessions["a"].end_reason == "stopped from a console"
+    assert remote.last_seq == lines_of(sup.journal.events_path)[-1].seq
