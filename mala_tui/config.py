@@ -29,6 +29,8 @@ from pydantic import (
 
 from mala_tui.core.budget import BudgetLimits
 from mala_tui.core.numbers import NumberOutOfRange, loads_toml
+from mala_tui.core.permissions import PermissionPolicy
+from mala_tui.core.phases import ManageMode
 from mala_tui.core.pricing import PriceTable
 from mala_tui.text_files import read_text
 
@@ -83,7 +85,7 @@ class ContextSettings(BaseModel):
     overriding) the built-in table for current Claude models (all 200,000 unless the 1M
     window is asked for)."""
 
-    manage: Literal["full", "mask", "off"] = "full"
+    manage: ManageMode = ManageMode.FULL
     """full: mask, wind down, checkpoint and restart. mask: mask only, never restart.
     off: watch only (gauges and the journal), and leave Claude Code's own compaction on."""
 
@@ -189,7 +191,7 @@ class AgentSettings(BaseModel):
     """Give each agent of `mala-tui run` its own git worktree and branch of the repository
     its folder is in, kept after the run (as --worktree)."""
 
-    permissions: Literal["ask", "allow", "deny"] = "ask"
+    permissions: PermissionPolicy = PermissionPolicy.ASK
     """A tool use outside allowed_tools: ask the operator (in the app, or on the terminal
     headless), allow it, or deny it (as --permissions)."""
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from mala_tui.bench.loopback_session import supervised_session
 from mala_tui.core import events as ev
+from mala_tui.core.checkpoint import CheckpointOrigin
 from mala_tui.loopback import LoopbackServer, load_scenario
 from mala_tui.loopback.request_log import cost_units
 
@@ -70,7 +71,9 @@ async def one_run(root: Path, scenario_name: str, window: int, token_ratio: floa
         ending=ended[-1].status if ended else "no ending",
         refused=sum(1 for record in log if record.response_kind == "error"),
         restarts=sum(1 for event in events if isinstance(event, ev.Restarted)),
-        harness_checkpoints=sum(1 for event in checkpoints if event.origin == "harness"),
+        harness_checkpoints=sum(
+            1 for event in checkpoints if event.origin is CheckpointOrigin.HARNESS
+        ),
         masks=sum(1 for event in events if isinstance(event, ev.MaskApplied)),
         peak=max((record.prompt_tokens for record in sent), default=0),
         decided_with=f"{usage[-1].window:,} ({usage[-1].window_source})" if usage else "-",

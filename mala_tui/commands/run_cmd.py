@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from mala_tui.config import LoadedSettings
+from mala_tui.core.permissions import PermissionPolicy
 from mala_tui.core.pricing import Spend, format_cost
 
 if TYPE_CHECKING:
@@ -103,7 +104,7 @@ def with_permissions_flag(args: argparse.Namespace, loaded: LoadedSettings) -> L
     policy = getattr(args, "permissions", None)
     if policy is None:
         return loaded
-    agent = loaded.settings.agent.model_copy(update={"permissions": policy})
+    agent = loaded.settings.agent.model_copy(update={"permissions": PermissionPolicy(policy)})
     sources = {**loaded.sources, "agent.permissions": "command line --permissions"}
     settings = loaded.settings.model_copy(update={"agent": agent})
     return LoadedSettings(settings, sources, loaded.config_file, loaded.config_file_exists)

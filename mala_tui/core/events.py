@@ -22,6 +22,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from mala_tui.core.actions import EndStatus
+from mala_tui.core.checkpoint import CheckpointOrigin
 from mala_tui.core.cluster_events import HostLost, HostPlaced, WorktreeSnapshot
 from mala_tui.core.console_events import (
     AgentSessionNamed,
@@ -172,8 +173,9 @@ class CheckpointSaved(EventBase):
     type: Literal["checkpoint_saved"] = "checkpoint_saved"
     number: int
     """1 for the session's first checkpoint, 2 for the next..."""
-    origin: str
-    """tagged, fenced, untagged, harness or edited (core.checkpoint.CheckpointOrigin)."""
+    origin: CheckpointOrigin
+    """Where the text came from: the agent's tags, a fence, its whole answer, the harness,
+    a person's edit."""
     text: str
     path: str = ""
 

@@ -253,7 +253,7 @@ class RestartFlow:
             at=at,
             session=self._state.name,
             number=self._state.counters.checkpoints,
-            origin=checkpoint.origin.value,
+            origin=checkpoint.origin,
             text=checkpoint.text,
         )
 

@@ -300,7 +300,7 @@ def _checkpoint_of(state: _Seen) -> Checkpoint | None:
     if saved is None or not saved.text.strip():
         return None
     try:
-        origin = CheckpointOrigin(saved.origin)
+        origin = saved.origin
     except ValueError:
         origin = CheckpointOrigin.EDITED
     return Checkpoint(saved.text, origin)

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
+from mala_tui.core.checkpoint import CheckpointOrigin
 from mala_tui.core.phases import Cause, ManageMode, Phase
 from mala_tui.core.pricing import Spend
 from mala_tui.core.text import plural
@@ -58,7 +59,7 @@ class RestartRecord:
 class CheckpointRecord:
     at: float
     number: int
-    origin: str
+    origin: CheckpointOrigin
     text: str
     path: str
 

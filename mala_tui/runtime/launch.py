@@ -260,7 +260,7 @@ def agent_spec(plan: TaskPlan, settings: Settings, **extra: Any) -> SessionSpec:
         permission_mode=agent.permission_mode,
         mcp_config=profile.mcp_config,
         env={**profile.env, **extra.pop("env", {})},
-        own_compaction=ManageMode(task_settings.context.manage) is ManageMode.OFF,
+        own_compaction=task_settings.context.manage is ManageMode.OFF,
         cli_retries=_cli_retries(task_settings),
         **extra,
     )

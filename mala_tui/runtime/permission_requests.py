@@ -75,7 +75,7 @@ class PermissionRequests:
             answer = PermissionAnswer.DENY
         return cls(
             desk=desk,
-            policy=PermissionPolicy(agent.permissions),
+            policy=agent.permissions,
             timeout=agent.permission_timeout,
             timeout_answer=answer,
             record=record,

@@ -144,7 +144,7 @@ def with_profile(spec: SessionSpec, profile: Profile, settings: Settings) -> Ses
         mcp_config=profile.mcp_config or spec.mcp_config,
         # The run's own variables (a model mala-tui provides, say) win, as for a task.
         env={**profile.env, **spec.env},
-        own_compaction=ManageMode(task_settings.context.manage) is ManageMode.OFF,
+        own_compaction=task_settings.context.manage is ManageMode.OFF,
     )
 
 

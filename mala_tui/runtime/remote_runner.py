@@ -588,7 +588,7 @@ class RemoteRunner:
                 at=self._clock(),
                 session=self.spec.name,
                 number=number,
-                origin=built.origin.value,
+                origin=built.origin,
                 text=built.text,
             )
         )

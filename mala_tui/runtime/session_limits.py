@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from mala_tui.config import Settings
 from mala_tui.core.limits import Limits
-from mala_tui.core.phases import ManageMode
 from mala_tui.core.window import DEFAULT_MODEL_WINDOWS, Window, resolve_window
 from mala_tui.runtime.session import RunnerLimits
 
@@ -30,7 +29,7 @@ def limits_from(
         mask_target_threshold=context.mask_target_threshold,
         context_limit=window.tokens,
         window_source=window.source,
-        manage=ManageMode(context.manage),
+        manage=context.manage,
         never_mask_tools=frozenset(context.never_mask_tools),
         cache_ttl_seconds=context.cache_ttl_seconds,
         keep_recent_observations=context.keep_recent_observations,

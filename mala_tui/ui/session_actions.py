@@ -11,6 +11,7 @@ restarted from its checkpoint.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Final
 
 from textual.binding import Binding
@@ -28,9 +29,29 @@ from mala_tui.ui.format import phase_label
 from mala_tui.ui.shell import Shell
 
 
+class ActionId(StrEnum):
+    """What the operator can do to a session: the table's ids, the key bindings'
+    `session('<id>')` argument, and the name of the method that does it."""
+
+    OPEN = "open"
+    CHECKPOINTS = "checkpoints"
+    PAUSE = "pause"
+    STOP = "stop"
+    MASK = "mask"
+    RESTART = "restart"
+    APPROVAL = "approval"
+    MANAGE = "manage"
+    TRANSCRIPT = "transcript"
+    SAY = "say"
+    FORK = "fork"
+    LAND = "land"
+    DISCARD = "discard"
+    CANCEL = "cancel"
+
+
 @dataclass(frozen=True, slots=True)
 class SessionAction:
-    id: str
+    id: ActionId
     key: str
     short: str
     """The footer's word for it."""
@@ -44,7 +65,7 @@ class SessionAction:
 
 SESSION_ACTIONS: Final = (
     SessionAction(
-        "open",
+        ActionId.OPEN,
         "enter",
         "Open",
         "Open",
@@ -53,7 +74,7 @@ SESSION_ACTIONS: Final = (
         when_ended=True,
     ),
     SessionAction(
-        "checkpoints",
+        ActionId.CHECKPOINTS,
         "c",
         "Checkpoints",
         "Checkpoints",
@@ -62,18 +83,22 @@ SESSION_ACTIONS: Final = (
         when_ended=True,
     ),
     SessionAction(
-        "pause",
+        ActionId.PAUSE,
         "p",
         "Pause/resume",
         "Pause or resume",
         "hold the session after its current turn, or go on",
     ),
-    SessionAction("stop", "x", "Stop", "Stop", "end the session; its checkpoint is kept"),
+    SessionAction(ActionId.STOP, "x", "Stop", "Stop", "end the session; its checkpoint is kept"),
     SessionAction(
-        "mask", "m", "Mask now", "Mask now", "mask old tool results now, whatever the pressure"
+        ActionId.MASK,
+        "m",
+        "Mask now",
+        "Mask now",
+        "mask old tool results now, whatever the pressure",
     ),
     SessionAction(
-        "restart",
+        ActionId.RESTART,
         "r",
         "Restart now",
         "Checkpoint and restart now",
@@ -81,21 +106,21 @@ SESSION_ACTIONS: Final = (
         when_ended=True,
     ),
     SessionAction(
-        "approval",
+        ActionId.APPROVAL,
         "v",
         "Approval on/off",
         "Require approval on or off",
         "ask before this session restarts",
     ),
     SessionAction(
-        "manage",
+        ActionId.MANAGE,
         "g",
         "Manage mode",
         "Management mode: full, mask, off",
         "what mala-tui does to this window: mask and restart, mask only, or watch only",
     ),
     SessionAction(
-        "transcript",
+        ActionId.TRANSCRIPT,
         "o",
         "Transcript path",
         "Transcript path",
@@ -103,14 +128,14 @@ SESSION_ACTIONS: Final = (
         when_ended=True,
     ),
     SessionAction(
-        "say",
+        ActionId.SAY,
         "t",
         "Message",
         "Message to the agent",
         "say something to the agent: it goes at its next clean point",
     ),
     SessionAction(
-        "fork",
+        ActionId.FORK,
         "f",
         "Fork",
         "Fork the conversation",
@@ -118,7 +143,7 @@ SESSION_ACTIONS: Final = (
         when_ended=True,
     ),
     SessionAction(
-        "land",
+        ActionId.LAND,
         "L",
         "Land",
         "Land its work",
@@ -128,7 +153,7 @@ SESSION_ACTIONS: Final = (
         when_ended=True,
     ),
     SessionAction(
-        "discard",
+        ActionId.DISCARD,
         "D",
         "Discard",
         "Discard its worktree",
@@ -137,17 +162,18 @@ SESSION_ACTIONS: Final = (
         when_ended=True,
     ),
     SessionAction(
-        "cancel",
+        ActionId.CANCEL,
         "X",
         "Cancel",
         "Cancel (checkpoint, then stop)",
         "take the session out of the run: it writes its checkpoint, then stops",
     ),
 )
-ACTIONS_BY_ID: Final = {action.id: action for action in SESSION_ACTIONS}
+ACTIONS_BY_ID: Final[dict[str, SessionAction]] = {action.id: action for action in SESSION_ACTIONS}
+"""By id; a binding's `session('<id>')` gives its id as a plain string."""
 
 
-def session_bindings(*ids: str, show: bool = True) -> list[Binding]:
+def session_bindings(*ids: ActionId, show: bool = True) -> list[Binding]:
     """Key bindings for these actions, in this order, each running `session('<id>')` on the
     screen; `show` puts them in the footer. A screen lists the ones it offers."""
     return [
@@ -157,7 +183,7 @@ def session_bindings(*ids: str, show: bool = True) -> list[Binding]:
 
 
 RESTARTABLE_ENDINGS: Final = frozenset({EndStatus.STOPPED, EndStatus.FAILED, EndStatus.DENIED})
-LANDING_ACTIONS: Final = frozenset({"land", "discard"})
+LANDING_ACTIONS: Final = frozenset({ActionId.LAND, ActionId.DISCARD})
 """What finishes a worktree session's work: offered only for sessions that have a worktree."""
 
 
@@ -186,12 +212,12 @@ class SessionActions:
             return None
         if action_id in LANDING_ACTIONS:
             return self._landing_available(action_id, snapshot)
-        if action_id == "checkpoints":
+        if action_id == ActionId.CHECKPOINTS:
             state = self.controller.session(snapshot.name)
             return True if state is not None and state.checkpoints else None
         if snapshot.status is None:
             return True
-        if action_id == "restart":
+        if action_id == ActionId.RESTART:
             gone = snapshot.worktree_status is not None and snapshot.worktree_status.discarded
             return True if snapshot.status in RESTARTABLE_ENDINGS and not gone else None
         return True if action.when_ended else None

@@ -177,10 +177,14 @@ async def test_a_new_approval_is_announced_on_any_screen() -> None:
                 at=T0 + 700, session="migrate-db", checkpoint_number=1, reason="hard threshold"
             )
         )
-        await published(app, lambda: badge.count == 2, "the second approval on the badge")
-        assert any(
-            "migrate-db waits for approval of checkpoint #1" in n for n in notifications(app)
+        await published(
+            app,
+            lambda: any(
+                "migrate-db waits for approval of checkpoint #1" in n for n in notifications(app)
+            ),
+            "the second approval announced",
         )
+        await eventually(lambda: badge.count == 2, what="the second approval on the badge")
 
 
 async def test_the_modal_closes_when_its_request_stops_waiting() -> None:

@@ -23,7 +23,7 @@ from mala_tui.core.usage import Zone
 from mala_tui.core.view import SessionSnapshot
 from mala_tui.ui.format import elapsed, phase_label
 from mala_tui.ui.services import Services
-from mala_tui.ui.session_actions import session_bindings
+from mala_tui.ui.session_actions import ActionId, session_bindings
 from mala_tui.ui.text import literal
 from mala_tui.ui.widgets.approval_badge import ApprovalBadge
 from mala_tui.ui.widgets.cost_panel import spend_summary
@@ -102,11 +102,21 @@ class DashboardScreen(Screen[None]):
     # filter until "/" is pressed: cards of a live run arrive after the screen mounts.
     AUTO_FOCUS = ""
     BINDINGS: ClassVar[list[BindingType]] = [
-        *session_bindings("open", "say", "pause", "stop", "mask", "restart", "approval"),
+        *session_bindings(
+            ActionId.OPEN,
+            ActionId.SAY,
+            ActionId.PAUSE,
+            ActionId.STOP,
+            ActionId.MASK,
+            ActionId.RESTART,
+            ActionId.APPROVAL,
+        ),
         Binding("V", "approval_all", "Approval for all", show=False),
-        *session_bindings("checkpoints", "manage", "transcript", "cancel", show=False),
-        *session_bindings("land", "discard"),
-        *session_bindings("fork", show=False),
+        *session_bindings(
+            ActionId.CHECKPOINTS, ActionId.MANAGE, ActionId.TRANSCRIPT, ActionId.CANCEL, show=False
+        ),
+        *session_bindings(ActionId.LAND, ActionId.DISCARD),
+        *session_bindings(ActionId.FORK, show=False),
         Binding("slash", "filter", "Filter"),
         Binding("s", "cycle_sort", "Sort"),
         Binding("z", "cycle_zone", "Zone", show=False),
@@ -350,7 +360,7 @@ class DashboardScreen(Screen[None]):
 
     @on(SessionCard.Open)
     def _open_card(self, event: SessionCard.Open) -> None:
-        self.services.actions.run("open", event.name)
+        self.services.actions.run(ActionId.OPEN, event.name)
 
     # -- actions -----------------------------------------------------------------------------------
 

@@ -20,7 +20,7 @@ from mala_tui.core.view import SessionSnapshot, SessionState
 from mala_tui.ui.drawing import GaugeReading
 from mala_tui.ui.format import elapsed, phase_label
 from mala_tui.ui.services import Services
-from mala_tui.ui.session_actions import session_bindings
+from mala_tui.ui.session_actions import ActionId, session_bindings
 from mala_tui.ui.text import literal
 from mala_tui.ui.timeline import session_start
 from mala_tui.ui.widgets.approval_badge import ApprovalBadge
@@ -54,10 +54,19 @@ class DetailScreen(Screen[None]):
     CSS_PATH = str(Path(__file__).with_name("detail.tcss"))
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "app.pop_screen", "Back"),
-        *session_bindings("checkpoints", "say", "pause", "stop", "mask", "restart"),
-        *session_bindings("approval", "manage", "transcript", "cancel", show=False),
-        *session_bindings("land", "discard"),
-        *session_bindings("fork", show=False),
+        *session_bindings(
+            ActionId.CHECKPOINTS,
+            ActionId.SAY,
+            ActionId.PAUSE,
+            ActionId.STOP,
+            ActionId.MASK,
+            ActionId.RESTART,
+        ),
+        *session_bindings(
+            ActionId.APPROVAL, ActionId.MANAGE, ActionId.TRANSCRIPT, ActionId.CANCEL, show=False
+        ),
+        *session_bindings(ActionId.LAND, ActionId.DISCARD),
+        *session_bindings(ActionId.FORK, show=False),
         Binding("l", "show_tab('events')", "Event log", show=False),
         Binding("d", "diff", "Worktree diff"),
         Binding("w", "window", "What fills the window"),
