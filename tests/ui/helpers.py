@@ -14,8 +14,8 @@ from textual.pilot import Pilot
 from mala_tui.config import Settings, UiSettings
 from mala_tui.core import events as ev
 from mala_tui.core.view import RunState
+from mala_tui.dev.fake_source import T0, FakeLiveSource, sample_events
 from mala_tui.ui.app import MalaApp
-from mala_tui.ui.fake_source import T0, FakeLiveSource, sample_events
 from mala_tui.ui.screens.dashboard import DashboardScreen
 from mala_tui.ui.source import Source
 from tests.support.polling import eventually

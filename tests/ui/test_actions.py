@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from textual.pilot import Pilot
 
-from mala_tui.ui.fake_source import FakeLiveSource
+from mala_tui.dev.fake_source import FakeLiveSource
 from mala_tui.ui.screens.confirm import ConfirmScreen
 from mala_tui.ui.screens.dashboard import DashboardScreen
 from mala_tui.ui.widgets.session_card import SessionCard
@@ -43,7 +43,7 @@ async def test_pause_mask_and_restart_go_to_the_focused_session() -> None:
 
 async def test_pause_becomes_resume_on_a_paused_session() -> None:
     from mala_tui.core import events as ev
-    from mala_tui.ui.fake_source import T0
+    from mala_tui.dev.fake_source import T0
 
     supervisor = FakeLiveSource()
     supervisor.record(

@@ -9,7 +9,7 @@ from mala_tui.core.breakdown import WindowContents
 from mala_tui.core.calibration import Density
 from mala_tui.core.usage import CallUsage
 from mala_tui.core.view import RunState
-from mala_tui.ui.fake_source import FakeLiveSource
+from mala_tui.dev.fake_source import FakeLiveSource
 from mala_tui.ui.screens.breakdown import NOT_LIVE, BreakdownScreen
 from mala_tui.ui.screens.detail import DetailScreen
 from mala_tui.ui.widgets.window_breakdown import WindowBreakdownView, bar_cells

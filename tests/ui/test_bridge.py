@@ -11,9 +11,9 @@ from mala_tui.core import events as ev
 from mala_tui.core.observations import Decision
 from mala_tui.core.questions import ApprovalQuestion
 from mala_tui.core.view import SessionSnapshot
+from mala_tui.dev.fake_source import T0, FakeLiveSource
 from mala_tui.ui.bridge import UpdateBridge
 from mala_tui.ui.controller import Controller
-from mala_tui.ui.fake_source import T0, FakeLiveSource
 from tests.support.polling import eventually
 
 

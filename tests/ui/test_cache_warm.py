@@ -9,7 +9,7 @@ import pytest
 from mala_tui.core import events as ev
 from mala_tui.core.usage import UsageSource
 from mala_tui.core.view import RunState, SessionSnapshot
-from mala_tui.ui.fake_source import T0, FakeLiveSource
+from mala_tui.dev.fake_source import T0, FakeLiveSource
 from mala_tui.ui.format import cache_text
 from mala_tui.ui.screens.dashboard import DashboardScreen
 from mala_tui.ui.widgets.session_card import SessionCard

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from textual.widgets import Input
 
-from mala_tui.ui.fake_source import CHECKPOINT_2, T0
+from mala_tui.dev.fake_source import CHECKPOINT_2, T0
 from mala_tui.ui.screens.checkpoints import CheckpointScreen
 from mala_tui.ui.screens.export import ExportScreen
 from mala_tui.ui.widgets.context_chart import ChartData, ContextChart

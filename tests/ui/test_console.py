@@ -6,7 +6,7 @@ from pathlib import Path
 
 from textual.widgets import Input, Static, TextArea
 
-from mala_tui.ui.fake_source import FakeLiveSource
+from mala_tui.dev.fake_source import FakeLiveSource
 from mala_tui.ui.screens.confirm import ConfirmScreen
 from mala_tui.ui.screens.dashboard import DashboardScreen
 from mala_tui.ui.screens.detail import DetailScreen
@@ -122,7 +122,7 @@ async def test_a_finished_run_offers_no_message_and_no_new_session() -> None:
 async def test_an_approval_that_comes_in_and_a_failure_call_for_the_operator() -> None:
     from mala_tui.core import events as ev
     from mala_tui.core.actions import EndStatus
-    from mala_tui.ui.fake_source import T0
+    from mala_tui.dev.fake_source import T0
 
     supervisor = FakeLiveSource()
     app = make_app(supervisor)

@@ -16,9 +16,9 @@ from textual.widgets import Static, TextArea
 from mala_tui.config import Settings, UiSettings
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
+from mala_tui.dev.fake_source import FakeLiveSource
 from mala_tui.runtime.worktree import Worktree, changes, commits_ahead, create, has_uncommitted
 from mala_tui.ui.app import MalaApp
-from mala_tui.ui.fake_source import FakeLiveSource
 from mala_tui.ui.screens.confirm import ConfirmScreen
 from mala_tui.ui.screens.dashboard import DashboardScreen
 from mala_tui.ui.screens.land import LandScreen

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from mala_tui.core import events as ev
 from mala_tui.core.view import RunState
-from mala_tui.ui.fake_source import T0, WINDOW, FakeLiveSource
+from mala_tui.dev.fake_source import T0, WINDOW, FakeLiveSource
 from mala_tui.ui.screens.approval import ApprovalScreen
 
 from .helpers import make_app, screen_text

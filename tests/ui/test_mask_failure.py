@@ -6,8 +6,8 @@ import io
 
 from mala_tui.core import events as ev
 from mala_tui.core.view import RunState
+from mala_tui.dev.fake_source import T0, WINDOW
 from mala_tui.runtime.headless import printer
-from mala_tui.ui.fake_source import T0, WINDOW
 
 from .helpers import make_app, screen_text
 

@@ -7,7 +7,7 @@ from textual.widgets import Input
 
 from mala_tui.core import events as ev
 from mala_tui.core.permissions import AnsweredBy, PermissionAnswer
-from mala_tui.ui.fake_source import T0, FakeLiveSource
+from mala_tui.dev.fake_source import T0, FakeLiveSource
 from mala_tui.ui.screens.dashboard import DashboardScreen
 from mala_tui.ui.screens.permission import PermissionScreen
 from tests.support.polling import eventually

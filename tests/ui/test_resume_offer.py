@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from mala_tui.config import Settings, UiSettings
+from mala_tui.dev.fake_source import FakeLiveSource
 from mala_tui.ui.app import MalaApp
-from mala_tui.ui.fake_source import FakeLiveSource
 from mala_tui.ui.source import Source
 
 from .helpers import palette_highlights, read_only_sample

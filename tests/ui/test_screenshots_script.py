@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mala_tui.ui.screenshots import render
+from mala_tui.dev.screenshots import render
 
 
 async def test_a_screenshot_is_an_svg_of_the_screen(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from textual.pilot import Pilot
 
-from mala_tui.ui.fake_source import FakeLiveSource
+from mala_tui.dev.fake_source import FakeLiveSource
 from mala_tui.ui.screens.dashboard import DashboardScreen
 
 from .helpers import SIZE, make_app, permission_events, read_only_sample

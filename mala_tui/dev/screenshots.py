@@ -1,7 +1,7 @@
-"""`python -m mala_tui.ui.screenshots [DIR]`: render the main screens of the real app to SVG.
+"""`python -m mala_tui.dev.screenshots [DIR]`: render the main screens of the real app to SVG.
 
 Like Harlequin's export_screenshots.py: the app runs headless on the fixed
-sample run (`ui.fake_source`), each screen is reached with the keys a person would
+sample run (`dev.fake_source`), each screen is reached with the keys a person would
 press, and `save_screenshot` writes it. The README shows the results, which are
 committed in `screenshots/`.
 """
@@ -17,8 +17,8 @@ from pathlib import Path
 from textual.pilot import Pilot
 
 from mala_tui.config import Settings, UiSettings
+from mala_tui.dev.fake_source import FakeLiveSource, sample_permission_request, sample_state
 from mala_tui.ui.app import MalaApp
-from mala_tui.ui.fake_source import FakeLiveSource, sample_permission_request, sample_state
 
 SIZE = (140, 44)
 THEMES = ("mala-dark", "mala-light")
@@ -103,7 +103,7 @@ async def render_all(folder: Path) -> list[Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m mala_tui.ui.screenshots")
+    parser = argparse.ArgumentParser(prog="python -m mala_tui.dev.screenshots")
     parser.add_argument("folder", nargs="?", default="screenshots", type=Path)
     args = parser.parse_args(argv)
     args.folder.mkdir(parents=True, exist_ok=True)
