@@ -44,7 +44,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from mala_tui.bench.faults import (
+from mala_tui.bench.fault_harness import (
     Planned,
     Row,
     agent_processes_under,

@@ -10,13 +10,12 @@ from pathlib import Path
 
 import pytest
 
+from mala_tui.bench.fault_harness import Row, run_trial
 from mala_tui.bench.faults import (
     TIGHT_WINDOW,
-    Row,
     error_sessions,
     kill_mid_run,
     reset_sessions,
-    run_trial,
     stall_sessions,
     too_long_sessions,
 )

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from mala_tui.bench.faults import IDLE_LIMIT, Expect, Row, rows_table, sort_outcome
+from mala_tui.bench.fault_harness import Expect, Row, sort_outcome
+from mala_tui.bench.faults import IDLE_LIMIT, rows_table
 from mala_tui.core.actions import EndStatus
 
 
@@ -74,7 +75,7 @@ def test_an_internal_error_is_lost_not_failed_fast() -> None:
 
 
 def test_reasons_lose_their_trial_folders_but_nothing_else() -> None:
-    from mala_tui.bench.faults import _without_paths
+    from mala_tui.bench.fault_harness import _without_paths
 
     assert _without_paths("max retries (2) exceeded") == "max retries (2) exceeded"
     assert _without_paths("No space left on device (/tmp/x/runs/r/events.jsonl)") == (

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from mala_tui.bench.faults import STOPPED_BY_SIGNAL, Expect
+from mala_tui.bench.fault_harness import Expect
+from mala_tui.bench.faults import STOPPED_BY_SIGNAL
 from mala_tui.bench.own_faults import (
     AUTH_FAILED,
     DEMO_SESSIONS,

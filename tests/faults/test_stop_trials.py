@@ -8,13 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from mala_tui.bench.faults import Expect
+from mala_tui.bench.fault_harness import Expect
 from mala_tui.bench.own_faults import (
     PLANTED_KEY,
     ctrl_c_then_resume_trial,
     exposure,
     sigterm_during_start_up_trial,
 )
+
+pytestmark = pytest.mark.alone
 
 
 @pytest.mark.integration
