@@ -18,6 +18,7 @@ after the message; a scripted step it skips is neither done nor remaining, but s
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -48,6 +49,11 @@ _RECORD_START = {
     for name in TOOL_NAMES
 }
 _ANY_TOOL = re.compile(r"\b(?:" + "|".join(TOOL_NAMES) + r")\b", re.IGNORECASE)
+# A record line in its plain form: a bullet, the tool, an optional colon, the argument.
+_PLAIN_RECORD = re.compile(
+    r"^\s*(?:[-*+\u2022]\s*|\d+[.)]\s*)?(?P<tool>" + "|".join(TOOL_NAMES) + r"):?\s+"
+    r"`?(?P<argument>.+?)`?\s*$"
+)
 _BEFORE_OK = frozenset(" \t`'\"(:[,=<>*")
 
 
@@ -97,6 +103,19 @@ def line_records_step(line: str, step: PlannedStep, workspace: Path | None) -> b
     return bool(_RECORD_START[step.tool].match(line)) and _mentions(line, step.primary, workspace)
 
 
+@functools.lru_cache(maxsize=8)
+def _contained_keys(plan: tuple[PlannedStep, ...]) -> frozenset[tuple[str, str]]:
+    """Steps whose argument another step of the same tool holds (worked out once a plan)."""
+    by_tool: dict[str, list[str]] = {}
+    for step in plan:
+        by_tool.setdefault(step.tool, []).append(step.primary)
+    return frozenset(
+        step.key
+        for step in plan
+        if any(step.primary in other and step.primary != other for other in by_tool[step.tool])
+    )
+
+
 @dataclass(frozen=True)
 class StepStatus:
     """What the request shows about one step."""
@@ -130,6 +149,8 @@ class Progress:
             for line in record_lines([piece.text])
         ]
         self._requests = read_requests(pieces, self._plan, view)
+        self._contained_set: frozenset[tuple[str, str]] | None = None
+        self._recorded, self._irregular = self._read_records()
         self._statuses = {step.key: self._status(step) for step in self._plan}
 
     def call_key(self, call: ToolCall) -> tuple[str, str]:
@@ -175,14 +196,56 @@ class Progress:
             for call in self._calls.get(("Read", path), ())
         )
 
+    def _read_records(self) -> tuple[set[tuple[str, str]], list[str]]:
+        """The steps the record lines name, read at once: each line in the plain form
+        (``- Read src/a.py``, ``- Bash: pytest -q``) is looked up by its argument and
+        checked by the one rule (`line_records_step`); the other lines are returned, to
+        be matched step by step. A summary lists every step done, one a line: matching
+        every line against every step would cost steps x lines a request.
+        """
+        workspace = self._view.workspace
+        prefix = f"{workspace}/" if workspace is not None else None
+        by_key = {step.key: step for step in self._plan}
+        recorded: set[tuple[str, str]] = set()
+        irregular: list[str] = []
+        for position, line in self._lines:
+            del position
+            plain = _PLAIN_RECORD.match(line)
+            argument = plain.group("argument") if plain else ""
+            if prefix is not None and argument.startswith(prefix):
+                argument = argument[len(prefix) :]
+            step = by_key.get((plain.group("tool"), argument)) if plain else None
+            if step is not None and line_records_step(line, step, workspace):
+                recorded.add(step.key)
+            else:
+                irregular.append(line)
+        return recorded, irregular
+
+    def _contained(self, step: PlannedStep) -> bool:
+        """Another step of the same tool has an argument that holds this one's: a line
+        recording that step may record this one too, so its lines are matched too."""
+        if self._contained_set is None:
+            self._contained_set = _contained_keys(self._plan)
+        return step.key in self._contained_set
+
     def _status(self, step: PlannedStep, *, after: Position = START) -> StepStatus:
         calls = [call for call in self._calls.get(step.key, []) if call.message_index > after[0]]
         workspace = self._view.workspace
-        lines = [line for position, line in self._lines if position > after]
+        if after == START:
+            # Read at once; only lines in another form (and, rarely, a step whose
+            # argument another's holds) are matched one by one.
+            lines = self._irregular
+            recorded = step.key in self._recorded
+            if not recorded and self._recorded and self._contained(step):
+                lines = [line for _, line in self._lines]
+        else:
+            lines = [line for position, line in self._lines if position > after]
+            recorded = False
         return StepStatus(
             step=step,
             done_by_call=any(call.succeeded for call in calls),
-            done_by_text=any(line_records_step(line, step, workspace) for line in lines),
+            done_by_text=recorded
+            or any(line_records_step(line, step, workspace) for line in lines),
             done_by_content=step.tool == "Edit"
             and after == START
             and self._edit_visible_in_file(step),
