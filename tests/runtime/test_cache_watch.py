@@ -86,7 +86,7 @@ async def test_half_way_to_cold_the_wait_is_journaled_with_the_time_left() -> No
     attention(cooling)
     assert attention.raised == [
         (
-            "mala-tui: cache going cold",
+            "mala-tui",  # one title: the body says what waits, as every notice does
             "a still waits for permission to use Bash: its prompt cache goes cold in 2:30",
         )
     ]
