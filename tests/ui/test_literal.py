@@ -6,6 +6,7 @@ from mala_tui.core import events as ev
 from mala_tui.core.view import RunState
 from mala_tui.dev.fake_source import T0, WINDOW, FakeLiveSource
 from mala_tui.ui.screens.approval import ApprovalScreen
+from tests.support.polling import eventually
 
 from .helpers import make_app, screen_text
 
@@ -98,6 +99,13 @@ async def test_the_checkpoint_viewer_shows_the_checkpoint_literally() -> None:
     app = make_app(RunState().apply_all(hostile_events()))
     async with app.run_test(size=(160, 44)) as pilot:
         await pilot.press("enter", "c")
+        # The viewer draws after the key is handled; on a busy machine the
+        # first frame can come late, so wait for its text rather than read once.
+        await eventually(
+            lambda: "[link=https://example.com/x]the docs[/link]" in screen_text(app),
+            what="the checkpoint viewer's text",
+            seen=lambda: screen_text(app),
+        )
         text = screen_text(app)
         assert "[link=https://example.com/x]the docs[/link]" in text
         assert "- ran `printf '\\x1b[31m'`" in text
