@@ -35,6 +35,26 @@ class SessionAdded(EventBase):
     """The agent session it forked (that session's id then, not this one's)."""
 
 
+class TakenOver(EventBase):
+    """A person took the session over in the interactive Claude Code: its turn was stopped
+    and its process ended, so that only the person's CLI writes its transcript."""
+
+    type: Literal["taken_over"] = "taken_over"
+
+
+class HandedBack(EventBase):
+    """The person is done with the session in the interactive Claude Code: its transcript
+    was read again, and it goes on supervised or ends."""
+
+    type: Literal["handed_back"] = "handed_back"
+    prompts: int
+    """Prompts the person gave it by hand."""
+    tokens: int | None = None
+    """Its window after the person's latest call (None: the transcript gave no usage)."""
+    went_on: bool = False
+    """It goes on supervised (else it ended)."""
+
+
 class MessageDelivered(EventBase):
     type: Literal["message_delivered"] = "message_delivered"
     numbers: tuple[int, ...]

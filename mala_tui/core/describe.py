@@ -104,6 +104,12 @@ def summary(event: ev.Event) -> str:
             )
         case ev.ManageModeSet():
             return f"management mode {event.mode}"
+        case ev.TakenOver():
+            return "taken over by hand: its process ended, the person's Claude Code has it"
+        case ev.HandedBack():
+            window = f", window {tokens(event.tokens)}" if event.tokens is not None else ""
+            goes = "goes on supervised" if event.went_on else "ends"
+            return f"handed back after {plural(event.prompts, 'prompt')} by hand{window}: it {goes}"
         case ev.SessionAdded():
             profile = f", profile {event.profile}" if event.profile else ""
             if event.forked_from:

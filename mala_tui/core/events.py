@@ -26,12 +26,14 @@ from mala_tui.core.checkpoint import CheckpointOrigin
 from mala_tui.core.cluster_events import HostLost, HostPlaced, WorktreeSnapshot
 from mala_tui.core.console_events import (
     AgentSessionNamed,
+    HandedBack,
     MessageDelivered,
     MessageQueued,
     PermissionDecided,
     PermissionRequested,
     RunResumed,
     SessionAdded,
+    TakenOver,
 )
 from mala_tui.core.event_base import EventBase
 from mala_tui.core.landing_events import WorktreeDiscarded, WorktreeLanded, WorktreePushed
@@ -397,6 +399,8 @@ Event = Annotated[
     | PermissionRequested
     | PermissionDecided
     | AgentSessionNamed
+    | TakenOver
+    | HandedBack
     | RunResumed
     | HostPlaced
     | HostLost
@@ -447,6 +451,7 @@ def event_json(event: Event) -> str:
 __all__ = [
     "AgentSessionNamed",
     "EventBase",
+    "HandedBack",
     "HostLost",
     "HostPlaced",
     "MessageDelivered",
@@ -455,6 +460,7 @@ __all__ = [
     "PermissionRequested",
     "RunResumed",
     "SessionAdded",
+    "TakenOver",
     "WorktreeDiscarded",
     "WorktreeLanded",
     "WorktreePushed",

@@ -49,6 +49,7 @@ from mala_tui.core.observations import (
     ApprovalPolicyChanged,
     BudgetReached,
     CompactionObserved,
+    HandedBack,
     IdleTimedOut,
     ManageModeChanged,
     MaskConfirmed,
@@ -274,6 +275,8 @@ class ContextManager:
                 return self._operator.on_command(observation)
             case MessageForAgent():
                 return self._operator.on_message_for_agent(observation)
+            case HandedBack():
+                return self._turns.on_handed_back(observation)
             case ApprovalPolicyChanged():
                 return self._operator.on_approval_policy(observation)
             case BudgetReached():

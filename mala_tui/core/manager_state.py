@@ -162,6 +162,9 @@ class ManagerState:
     fork: Fork | None = None
     """The conversation `start` forks from instead of starting afresh on the task."""
     session_id: str | None = None
+    by_hand: bool = False
+    """A person has the session in the interactive Claude Code: nothing is sent to it
+    until it is handed back."""
     checkpoint: Checkpoint | None = None
     end_status: EndStatus | None = None
     budget_stop: str | None = None

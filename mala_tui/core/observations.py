@@ -189,6 +189,9 @@ class Command(StrEnum):
     """Checkpoint and restart now; on a stopped or failed session, restart from its checkpoint."""
     CANCEL = "cancel"
     """Take the session out of the run: wind down, write its checkpoint, then stop."""
+    TAKE_OVER = "take_over"
+    """A person takes the session over in the interactive Claude Code: its turn stops and
+    its process ends, and it waits, paused, to be handed back (`HandedBack`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,6 +236,18 @@ class MessageForAgent:
     text: str
 
 
+@dataclass(frozen=True, slots=True)
+class HandedBack:
+    """The person is done with a session taken over by hand: the conversation as its
+    transcript now holds it (the person's turns included), the usage of the latest API
+    call in it, and whether the session goes on supervised or ends."""
+
+    at: float
+    history: tuple[Message, ...]
+    call: CallUsage | None
+    go_on: bool
+
+
 Observation = (
     UsageObserved
     | ApiRetrying
@@ -253,4 +268,5 @@ Observation = (
     | ManageModeChanged
     | BudgetReached
     | MessageForAgent
+    | HandedBack
 )

@@ -18,7 +18,7 @@ the operator's waiting messages go next.
 from __future__ import annotations
 
 from mala_tui.core import events as ev
-from mala_tui.core.actions import EndStatus, Interrupt, SendPrompt, StopTurn
+from mala_tui.core.actions import Action, Disconnect, EndStatus, Interrupt, SendPrompt, StopTurn
 from mala_tui.core.manager_state import ManagerState, Outcome, StopFor
 from mala_tui.core.masking_decisions import MaskingDecisions
 from mala_tui.core.observations import (
@@ -86,8 +86,14 @@ class OperatorFlow:
     # -- the operator ----------------------------------------------------------------
 
     def on_command(self, obs: OperatorCommand) -> Outcome:
-        """Pause, resume, stop, mask now, cancel, or restart now."""
+        """Pause, resume, stop, mask now, cancel, restart now, or take over by hand."""
         at = obs.at
+        if self._state.by_hand and obs.command is not Command.STOP:
+            # Anything else would send the agent a prompt, in a process of its own, while
+            # the person's CLI writes the same transcript.
+            raise IllegalTransition(
+                f"{self._state.name} is open by hand in Claude Code: hand it back first"
+            )
         match obs.command:
             case Command.STOP:
                 self._state.check(Trigger.STOP)
@@ -116,6 +122,8 @@ class OperatorFlow:
                 )
             case Command.CANCEL:
                 return self._cancel(at, obs.reason or "cancelled by the operator")
+            case Command.TAKE_OVER:
+                return self._take_over(at)
             case Command.RESTART_NOW:
                 if self._state.phase in (Phase.STOPPED, Phase.FAILED):
                     self._state.budget_stop = (
@@ -127,6 +135,29 @@ class OperatorFlow:
                 self._state.pending.restart_cause = Cause.OPERATOR
                 return self._restart_flow.request_checkpoint(at, Trigger.OPERATOR_CHECKPOINT)
         raise IllegalTransition(f"{self._state.name}: unknown command {obs.command!r}")
+
+    def _take_over(self, at: float) -> Outcome:
+        """Stop the turn (as a pause does) and end the process: the person's interactive
+        Claude Code is then the only one writing the session's transcript."""
+        state = self._state
+        if state.phase not in (Phase.RUNNING, Phase.PAUSED):
+            raise IllegalTransition(
+                f"{state.name} is {state.phase.value.replace('_', ' ')}: it can be taken over "
+                "by hand while it is running or paused"
+            )
+        if state.session_id is None:
+            raise IllegalTransition(f"{state.name} has no agent session yet to open by hand")
+        events: list[ev.Event] = []
+        actions: list[Action] = []
+        if state.phase is Phase.RUNNING:
+            events.append(state.move(at, Trigger.PAUSE))
+            if state.turn.streaming:
+                state.turn.stopping = StopFor.PAUSE
+                actions.append(Interrupt())
+        state.by_hand = True
+        events.append(ev.TakenOver(at=at, session=state.name))
+        actions.append(Disconnect(state.limits.disconnect_timeout))
+        return Outcome(tuple(actions), tuple(events))
 
     def _cancel(self, at: float, reason: str) -> Outcome:
         """Out of the run, its work kept: a checkpoint first (unless one is already on its
@@ -186,7 +217,11 @@ class OperatorFlow:
         said = ev.MessageQueued(
             at=obs.at, session=self._state.name, number=queued.number, text=queued.text
         )
-        if self._state.phase is Phase.PAUSED and not self._state.turn.streaming:
+        if (
+            self._state.phase is Phase.PAUSED
+            and not self._state.turn.streaming
+            and not self._state.by_hand  # it goes with the hand-back
+        ):
             # Paused is idle: the message is what the agent goes on with.
             moved = self._state.move(obs.at, Trigger.RESUME)
             kind, text, delivered = self._state.back_to_work(

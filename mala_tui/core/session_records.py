@@ -171,6 +171,8 @@ class SessionSnapshot:
     """With --worktree: its commits to land, or merged (None: no worktree, or not known)."""
     forked_from: str = ""
     """The session whose conversation it was forked from ("" for none)."""
+    by_hand: bool = False
+    """A person has it in the interactive Claude Code (taken over, not handed back yet)."""
     host: str = ""
     """With `--engine ray`: the address of the node its host runs on ("" when local)."""
     hosts_lost: int = 0

@@ -25,6 +25,7 @@ from mala_tui.core.masking_decisions import MaskingDecisions
 from mala_tui.core.message_events import compaction_event, message_events
 from mala_tui.core.observations import (
     CompactionObserved,
+    HandedBack,
     MessageObserved,
     SessionIdentified,
     TurnEnded,
@@ -35,7 +36,7 @@ from mala_tui.core.phases import STREAMING, Cause, IllegalTransition, ManageMode
 from mala_tui.core.prompts import PromptKind
 from mala_tui.core.recovery import Recovery
 from mala_tui.core.restart_flow import RestartFlow
-from mala_tui.core.transcript import Role
+from mala_tui.core.transcript import Role, Transcript
 from mala_tui.core.usage import ContextUsage, Zone, estimate_tokens
 from mala_tui.core.window import WindowSource
 
@@ -87,6 +88,41 @@ class TurnFlow:
         prompt, delivered = state.messages_prompt(at, Delivery.FORK)
         state.begin_turn(prompt)
         return Outcome((SendPrompt(PromptKind.OPERATOR_MESSAGE, prompt),), (said, *delivered))
+
+    def on_handed_back(self, obs: HandedBack) -> Outcome:
+        """The person is done with the session by hand: the conversation is what its
+        transcript now holds, the window what the person's latest call measured; then it
+        goes on supervised (with whatever the operator said meanwhile) or ends."""
+        state = self._state
+        if not state.by_hand:
+            raise IllegalTransition(f"{state.name} was not taken over by hand")
+        if obs.go_on:
+            state.check(Trigger.RESUME)
+        before = sum(message.is_prompt for message in state.transcript.messages)
+        state.by_hand = False
+        state.transcript = Transcript(obs.history)
+        state.tracker.observe_transcript_size(state.transcript.characters)
+        prompts = max(0, sum(message.is_prompt for message in obs.history) - before)
+        events: list[ev.Event] = []
+        if obs.call is not None:
+            # The person's latest call is the window's measure now (its request kept the
+            # prompt cache warm); the density is not fitted on it: no estimate was taken.
+            state.tracker.observe_call(obs.call)
+            state.chars_at_call = state.transcript.characters
+            state.cache_refreshed_at = obs.at
+            events.append(self._usage_event(obs.at, state.usage, ("by hand",)))
+        tokens = state.usage.tokens if obs.call is not None else None
+        said = ev.HandedBack(
+            at=obs.at, session=state.name, prompts=prompts, tokens=tokens, went_on=obs.go_on
+        )
+        if not obs.go_on:
+            ended = state.end(obs.at, Trigger.STOP, EndStatus.STOPPED, "ended by hand")
+            return Outcome(ended.actions, (*events, said, *ended.events))
+        moved = state.move(obs.at, Trigger.RESUME)
+        kind, text, delivered = state.back_to_work(
+            obs.at, PromptKind.OPERATOR_RESUME, Delivery.RESUME, session_name=state.name
+        )
+        return Outcome((SendPrompt(kind, text),), (*events, said, moved, *delivered))
 
     # -- what the agent reports --------------------------------------------------------
 

@@ -54,6 +54,8 @@ class SessionState:
     cwd: str = ""
     forked_from: str = ""
     """The session whose conversation this one was forked from ("" for none)."""
+    by_hand: bool = False
+    """A person has it in the interactive Claude Code (taken over, not handed back yet)."""
     phase: Phase = Phase.RUNNING
     tokens: int = 0
     window: int = 200_000
@@ -183,6 +185,10 @@ class SessionState:
                 self.require_approval = event.required
             case ev.ManageModeSet():
                 self.manage = event.mode
+            case ev.TakenOver():
+                self.by_hand = True
+            case ev.HandedBack():
+                self.by_hand = False
             case ev.SessionAdded():
                 self.task, self.cwd = event.task, event.cwd
                 self.forked_from = event.forked_from
@@ -211,6 +217,7 @@ class SessionState:
                 self.idle_retries = event.retry
             case ev.SessionEnded():
                 self.status, self.end_reason = event.status, event.reason
+                self.by_hand = False
                 self.questions.clear()  # nobody is left to ask
             case ev.ErrorRecorded():
                 self.last_error = event.message
@@ -324,6 +331,7 @@ class SessionState:
             ),
             worktree_status=self.worktree.status if self.worktree is not None else None,
             forked_from=self.forked_from,
+            by_hand=self.by_hand,
             host=self.host,
             hosts_lost=self.hosts_lost,
             host_lost=self.host_lost,

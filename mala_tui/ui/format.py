@@ -36,6 +36,8 @@ def state_label(snapshot: SessionSnapshot) -> str:
     """
     if snapshot.status is None and not snapshot.task:
         return "queued"
+    if snapshot.by_hand and snapshot.status is None:
+        return "open by hand"
     return phase_label(snapshot.state)
 
 
