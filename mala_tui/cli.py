@@ -18,6 +18,7 @@ from mala_tui.commands import (
     console_cmd,
     land_cmd,
     loopback_cmd,
+    open_cmd,
     resume_cmd,
     run_cmd,
     runs_cmd,
@@ -62,6 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
     loopback_cmd.register(commands)
     resume_cmd.register(commands)
     land_cmd.register(commands)
+    open_cmd.register(commands)
     serve_cmd.register(commands)
     console_cmd.register(commands)
     return parser
@@ -138,6 +140,8 @@ def _dispatch(
         return land_cmd.land(args, loaded)
     if args.command == "discard":
         return land_cmd.discard(args, loaded)
+    if args.command == "open":
+        return open_cmd.open_session(args, loaded)
     if args.command == "serve":
         return serve_cmd.serve(args, loaded)
     if args.command == "attach":

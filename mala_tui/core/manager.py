@@ -122,6 +122,11 @@ class ContextManager:
         return self._state.session_id
 
     @property
+    def by_hand(self) -> bool:
+        """A person has the session in the interactive Claude Code (not handed back yet)."""
+        return self._state.by_hand
+
+    @property
     def checkpoint(self) -> Checkpoint | None:
         return self._state.checkpoint
 

@@ -246,6 +246,8 @@ class HandedBack:
     history: tuple[Message, ...]
     call: CallUsage | None
     go_on: bool
+    prompts: int = 0
+    """Prompts the person gave it by hand."""
 
 
 Observation = (

@@ -98,11 +98,9 @@ class TurnFlow:
             raise IllegalTransition(f"{state.name} was not taken over by hand")
         if obs.go_on:
             state.check(Trigger.RESUME)
-        before = sum(message.is_prompt for message in state.transcript.messages)
         state.by_hand = False
         state.transcript = Transcript(obs.history)
         state.tracker.observe_transcript_size(state.transcript.characters)
-        prompts = max(0, sum(message.is_prompt for message in obs.history) - before)
         events: list[ev.Event] = []
         if obs.call is not None:
             # The person's latest call is the window's measure now (its request kept the
@@ -113,7 +111,7 @@ class TurnFlow:
             events.append(self._usage_event(obs.at, state.usage, ("by hand",)))
         tokens = state.usage.tokens if obs.call is not None else None
         said = ev.HandedBack(
-            at=obs.at, session=state.name, prompts=prompts, tokens=tokens, went_on=obs.go_on
+            at=obs.at, session=state.name, prompts=obs.prompts, tokens=tokens, went_on=obs.go_on
         )
         if not obs.go_on:
             ended = state.end(obs.at, Trigger.STOP, EndStatus.STOPPED, "ended by hand")

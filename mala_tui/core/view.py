@@ -189,6 +189,8 @@ class SessionState:
                 self.by_hand = True
             case ev.HandedBack():
                 self.by_hand = False
+                if event.tokens is not None:  # the person's latest call measures the window
+                    self.tokens, self.source = event.tokens, UsageSource.PER_CALL
             case ev.SessionAdded():
                 self.task, self.cwd = event.task, event.cwd
                 self.forked_from = event.forked_from

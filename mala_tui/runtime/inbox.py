@@ -17,6 +17,7 @@ from mala_tui.core.observations import (
     BudgetReached,
     CompactionObserved,
     Decision,
+    HandedBack,
     ManageModeChanged,
     MessageForAgent,
     MessageObserved,
@@ -66,7 +67,13 @@ class PermissionWait:
 
 
 OperatorInput = (
-    OperatorCommand | ManageModeChanged | BudgetReached | MessageForAgent | Answer | PermissionWait
+    OperatorCommand
+    | ManageModeChanged
+    | BudgetReached
+    | MessageForAgent
+    | HandedBack
+    | Answer
+    | PermissionWait
 )
 """What does not come from the agent: held back while a turn is being stopped."""
 

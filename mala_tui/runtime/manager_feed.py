@@ -21,6 +21,7 @@ from mala_tui.core.actions import EndSession, EndStatus, StopTurn
 from mala_tui.core.manager import ContextManager, Outcome
 from mala_tui.core.observations import (
     BudgetReached,
+    HandedBack,
     IdleTimedOut,
     ManageModeChanged,
     MessageForAgent,
@@ -75,6 +76,7 @@ class ManagerFeed:
         | ManageModeChanged
         | BudgetReached
         | MessageForAgent
+        | HandedBack
         | PermissionWait,
     ) -> Outcome | None:
         """Observe one inbox item (an agent's from the current process); None when it was

@@ -44,6 +44,7 @@ from mala_tui.core.observations import (
     BudgetReached,
     Command,
     Decision,
+    HandedBack,
     IdleTimedOut,
     ManageModeChanged,
     MaskConfirmed,
@@ -195,6 +196,15 @@ class SessionRunner:
         self._feed.emit(
             ev.ApprovalPolicySet(at=self._clock(), session=self.spec.name, required=required)
         )
+
+    def hand_back(self, handed: HandedBack) -> None:
+        """The person is done with the session by hand (core's `HandedBack`)."""
+        self._inbox.put_nowait(handed)
+
+    @property
+    def process_open(self) -> bool:
+        """An agent process of this session is open now."""
+        return self._process.current() is not None
 
     def set_manage_mode(self, mode: ManageMode) -> None:
         self._inbox.put_nowait(ManageModeChanged(self._clock(), mode))

@@ -31,15 +31,16 @@ from mala_tui.core.breakdown import WindowContents
 from mala_tui.core.budget import BudgetCheck, BudgetLimits
 from mala_tui.core.calibration import Density
 from mala_tui.core.manager import ContextManager, Limits
-from mala_tui.core.observations import Command, Decision
+from mala_tui.core.observations import Command, Decision, HandedBack
 from mala_tui.core.operator_messages import MessageError, checked_text
 from mala_tui.core.permissions import PermissionAnswer
-from mala_tui.core.phases import ManageMode
+from mala_tui.core.phases import ManageMode, Phase
 from mala_tui.core.prompts import PromptSet
 from mala_tui.core.view import RunState, SessionSnapshot
 from mala_tui.runtime.approvals import ApprovalMode, Approvals
 from mala_tui.runtime.backends.base import Backend, SessionSpec
 from mala_tui.runtime.budget_watch import BudgetListener, BudgetNotice, BudgetWatch
+from mala_tui.runtime.by_hand import Interactive, interactive, read_back, size_of
 from mala_tui.runtime.desk import Desk
 from mala_tui.runtime.journal import RunJournal, describe_os_error
 from mala_tui.runtime.landings import Landings
@@ -58,8 +59,13 @@ Runner = SessionRunner | RemoteRunner
 
 #: Where the warning that journals a queued session comes from.
 QUEUE = "queue"
+#: Where the manager's refusal of an operator's command is journaled from.
+OPERATOR = "operator"
 #: The longest session name a new task may have (a card's title).
 MAX_NAME = 60
+#: How long a session taken over by hand may take to stop its turn (past the disconnect's
+#: own bound).
+HAND_OVER_SECONDS = 60.0
 #: Why a session ended unstarted, after the cause: the run stopped while it waited for a
 #: slot, or before the run had started any.
 QUEUED_NEVER_STARTED = "it was queued, never started"
@@ -130,6 +136,8 @@ class Supervisor:
         self.resumed: ev.RunResumed | None = None
         """Set by `runtime.resume`: the run goes on in its journal, opened by this event
         instead of a `run_started`."""
+        self._by_hand: dict[str, int] = {}
+        """Sessions opened by hand: where each transcript ended when it was (bytes)."""
         self.profiles: dict[str, Profile] = {}
         """The run's named profiles (a tasks file's `[profile.NAME]`) a session added while
         it runs may be given."""
@@ -514,6 +522,113 @@ class Supervisor:
         for name, runner in self.runners.items():
             if runner.status is None and name not in self._never_started:
                 runner.command(Command.STOP, self.stop_cause or "")
+
+    # -- a session by hand -------------------------------------------------------------------
+
+    async def take_over(self, session: str) -> Interactive:
+        """End the session's Claude Code process (its turn stopped as a pause stops it) and
+        say how to open the session in the interactive Claude Code instead. A session that
+        has ended has no process to end: it is only opened.
+
+        Raises:
+            ValueError: no such session, one on another host, one without an agent
+                session yet, one open by hand already, or one busy (masking, restarting,
+                waiting for approval: one line says which).
+            ByHandError: no Claude Code CLI here.
+        """
+        runner = self.runners.get(session)
+        if runner is None:
+            raise ValueError(f"no session is named {session!r}")
+        if not isinstance(runner, SessionRunner):
+            where = self.state.sessions[session].host or "another host"
+            raise ValueError(
+                f"{session} runs on {where}, which keeps its transcript: it cannot be opened "
+                "by hand from here"
+            )
+        manager = runner.manager
+        session_id = manager.session_id
+        if session_id is None:
+            raise ValueError(f"{session} has no agent session yet to open by hand")
+        if manager.by_hand:
+            raise ValueError(f"{session} is open by hand already")
+        how = interactive(runner.spec, session_id)
+        if runner.status is not None:
+            self._by_hand[session] = size_of(self._transcript_of(runner))
+            return how
+        if manager.phase not in (Phase.RUNNING, Phase.PAUSED):
+            raise ValueError(
+                f"{session} is {manager.phase.value.replace('_', ' ')}: it can be opened by "
+                "hand while it is running or paused"
+            )
+        moved = asyncio.Event()
+        refused: list[str] = []
+
+        def heard(event: ev.Event) -> None:
+            if event.session != session:
+                return
+            if isinstance(event, ev.ErrorRecorded) and event.where == OPERATOR:
+                refused.append(event.message)  # the manager would not (it moved meanwhile)
+            moved.set()
+
+        def handed_over() -> bool:
+            # Ended meanwhile, or taken over and its process gone: nothing else writes
+            # its transcript now.
+            ended = runner.status is not None
+            return ended or (manager.by_hand and not runner.process_open)
+
+        self.listeners.events.append(heard)
+        try:
+            runner.command(Command.TAKE_OVER)
+            bound = HAND_OVER_SECONDS + self.settings.idle.disconnect_timeout_seconds
+            async with asyncio.timeout(bound):
+                while not handed_over():
+                    if refused:
+                        raise ValueError(refused[0])
+                    moved.clear()
+                    await moved.wait()
+        except TimeoutError:
+            raise ValueError(
+                f"{session} did not stop its turn within {bound:.0f} s; try again"
+            ) from None
+        finally:
+            self.listeners.events.remove(heard)
+        # Where the person's part of the transcript starts: after what the ended process
+        # wrote as its turn was stopped.
+        self._by_hand[session] = size_of(self._transcript_of(runner))
+        return how
+
+    def _transcript_of(self, runner: SessionRunner) -> Path | None:
+        session_id = runner.manager.session_id
+        return self.backend.transcript_path(runner.spec, session_id) if session_id else None
+
+    async def hand_back(self, session: str, *, go_on: bool) -> None:
+        """The person is done with the session in the interactive Claude Code: its
+        transcript is read again (the person's turns, the window of the latest call), then
+        it goes on supervised (`go_on`) or ends. An ended session only has what the person
+        did recorded.
+
+        Raises:
+            ValueError: no such session, or one that was not open by hand.
+        """
+        runner = self.runners.get(session)
+        if not isinstance(runner, SessionRunner):
+            raise ValueError(f"no session is named {session!r} here")
+        path = self._transcript_of(runner)
+        if runner.status is None and not runner.manager.by_hand:
+            raise ValueError(f"{session} was not taken over by hand")
+        since = self._by_hand.pop(session, 0)
+        back = await asyncio.to_thread(read_back, path, since)
+        if runner.status is None:
+            runner.hand_back(HandedBack(self.clock(), back.history, back.call, go_on, back.prompts))
+            return
+        self.record(
+            ev.HandedBack(
+                at=self.clock(),
+                session=session,
+                prompts=back.prompts,
+                tokens=back.call.context_tokens if back.call is not None else None,
+            )
+        )
 
     def transcript_path(self, session: str) -> Path | None:
         """The agent's own transcript of the session's current agent session, if it has one.

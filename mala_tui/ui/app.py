@@ -26,6 +26,7 @@ from textual.worker import Worker, WorkerState
 from mala_tui.config import Settings
 from mala_tui.core.questions import QuestionKind
 from mala_tui.runtime.attention import Attention, Desktop, desktop_protocol
+from mala_tui.runtime.by_hand import ByHandError, Interactive, run_here
 from mala_tui.runtime.landings import FinishedRun
 from mala_tui.runtime.signals import StopReason
 from mala_tui.ui.answer_queue import AnswerQueue
@@ -346,6 +347,20 @@ class MalaApp(App[int]):
     def open_session(self, name: str) -> None:
         if self.controller.session(name) is not None:
             self.push_screen(DetailScreen(self.services, name))
+
+    async def run_in_terminal(self, how: Interactive) -> int:
+        """Give the terminal to the interactive Claude Code until it exits: the app suspends
+        (its driver held, so nothing of it reaches the other program's screen) while the run
+        goes on, then comes back and repaints."""
+        driver = self._driver
+        if sys.platform == "win32":
+            raise ByHandError("opening a session by hand needs a Unix terminal")
+        from mala_tui.ui.terminal_driver import MalaDriver
+
+        if not isinstance(driver, MalaDriver) or not driver.can_suspend:
+            raise ByHandError("this console's terminal cannot be given to another program")
+        with self.suspend(), driver.held():
+            return await run_here(how)
 
     def open_checkpoints(self, name: str, number: int | None = None) -> None:
         if self.controller.session(name) is not None:

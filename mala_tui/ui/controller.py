@@ -21,6 +21,7 @@ from mala_tui.runtime.landings import Landings
 from mala_tui.ui.source import (
     BreakdownSource,
     BudgetSource,
+    HandSource,
     LandingSource,
     LiveSource,
     ProfileSource,
@@ -108,6 +109,11 @@ class Controller:
         """The run's budgets, when it is live and has them."""
         source: object = self.supervisor
         return source if isinstance(source, BudgetSource) else None
+
+    def hands(self) -> HandSource | None:
+        """Opening sessions by hand, when this console can (a live run in its own process)."""
+        source: object = self.supervisor
+        return source if isinstance(source, HandSource) else None
 
     def landings(self) -> Landings | None:
         """Landing and discarding worktree sessions' work, when this run can (live or not)."""

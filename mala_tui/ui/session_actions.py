@@ -22,11 +22,14 @@ from mala_tui.core.observations import Command
 from mala_tui.core.phases import ManageMode, Phase
 from mala_tui.core.text import plural
 from mala_tui.core.view import SessionSnapshot
+from mala_tui.runtime.by_hand import ByHandError, console_problem, in_tmux, run_in_tmux
 from mala_tui.runtime.landing import LandingError
 from mala_tui.ui.bridge import UpdateBridge
 from mala_tui.ui.controller import Controller, ReadOnlyError
 from mala_tui.ui.format import phase_label
+from mala_tui.ui.screens.by_hand import HandBackScreen
 from mala_tui.ui.shell import Shell
+from mala_tui.ui.source import HandSource
 
 
 class ActionId(StrEnum):
@@ -43,6 +46,7 @@ class ActionId(StrEnum):
     MANAGE = "manage"
     TRANSCRIPT = "transcript"
     SAY = "say"
+    BY_HAND = "by_hand"
     FORK = "fork"
     LAND = "land"
     DISCARD = "discard"
@@ -133,6 +137,15 @@ SESSION_ACTIONS: Final = (
         "Message",
         "Message to the agent",
         "say something to the agent: it goes at its next clean point",
+    ),
+    SessionAction(
+        ActionId.BY_HAND,
+        "h",
+        "By hand",
+        "Open in Claude Code by hand",
+        "end its process and open it in the interactive Claude Code; afterwards hand it back "
+        "or end it",
+        when_ended=True,
     ),
     SessionAction(
         ActionId.FORK,
@@ -354,6 +367,61 @@ class SessionActions:
             ),
             answered,
         )
+
+    def _by_hand(self, snapshot: SessionSnapshot) -> None:
+        problem = console_problem()
+        hands = self.controller.hands()
+        if problem is None and hands is None:
+            problem = (
+                "this console cannot open a session by hand: open it from the app of the "
+                "run itself, or with `mala-tui open` once the run has ended"
+            )
+        if problem is not None or hands is None:
+            self.shell.notify(problem or "", severity="warning", markup=False)
+            return
+        self.shell.run_worker(self._open_by_hand(hands, snapshot.name), group="by-hand")
+
+    async def _open_by_hand(self, hands: HandSource, name: str) -> None:
+        """End its process, open it in the interactive Claude Code (a tmux window, else this
+        terminal), and once that has exited, ask whether it goes on or ends."""
+        try:
+            how = await hands.take_over(name)
+        except (ValueError, ByHandError) as exc:
+            self.shell.notify(str(exc), severity="warning", markup=False)
+            return
+        self.bridge.flush()
+        ended = self.controller.state.sessions[name].status is not None
+        failed = ""
+        try:
+            if in_tmux():
+                self.shell.notify(
+                    f"{name} is open in Claude Code in a tmux window of its own; when you "
+                    "exit it there, mala-tui asks what becomes of it",
+                    title="By hand",
+                    timeout=15,
+                    markup=False,
+                )
+                await run_in_tmux(how)
+            else:
+                await self.shell.run_in_terminal(how)
+        except (ByHandError, OSError) as exc:
+            failed = f"Claude Code could not be opened ({exc})."
+        if ended:
+            await self._hand_back(hands, name, go_on=False)  # what the person did, read back
+            return
+
+        def answered(go_on: bool | None) -> None:
+            self.shell.run_worker(self._hand_back(hands, name, go_on=bool(go_on)), group="by-hand")
+
+        self.shell.push_screen(HandBackScreen(name, failed or "Claude Code has exited."), answered)
+
+    async def _hand_back(self, hands: HandSource, name: str, *, go_on: bool) -> None:
+        try:
+            await hands.hand_back(name, go_on=go_on)
+        except ValueError as exc:
+            self.shell.notify(str(exc), severity="warning", markup=False)
+            return
+        self.bridge.flush()
 
     def _fork(self, snapshot: SessionSnapshot) -> None:
         from mala_tui.ui.screens.fork import ForkScreen

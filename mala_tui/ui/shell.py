@@ -14,6 +14,8 @@ from typing import Any, Protocol, TypeVar
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
 
+from mala_tui.runtime.by_hand import Interactive
+
 ResultT = TypeVar("ResultT")
 
 
@@ -56,6 +58,14 @@ class Shell(Protocol):
         thread: bool = False,
     ) -> Any:
         """Work that takes a while (git, a process), run without holding up the screen."""
+
+    async def run_in_terminal(self, how: Interactive) -> int:
+        """Give the terminal to the interactive Claude Code until it exits (the app suspends
+        meanwhile, the run goes on); its exit status.
+
+        Raises:
+            ByHandError: this app's terminal cannot be given away.
+        """
 
     def open_session(self, name: str) -> None:
         """The session's detail screen."""

@@ -18,6 +18,7 @@ from mala_tui.core.observations import Command, Decision
 from mala_tui.core.permissions import PermissionAnswer
 from mala_tui.core.phases import ManageMode
 from mala_tui.core.view import RunState, SessionSnapshot
+from mala_tui.runtime.by_hand import Interactive
 from mala_tui.runtime.landings import Landings
 from mala_tui.runtime.profiles import Profile
 from mala_tui.runtime.recorder import EventListener, QuestionListener, SnapshotListener
@@ -143,6 +144,19 @@ class ProfileSource(Protocol):
 
     @property
     def profiles(self) -> Mapping[str, Profile]: ...
+
+
+@runtime_checkable
+class HandSource(Protocol):
+    """A live run whose sessions can be opened by hand in the interactive Claude Code from
+    this console (the real Supervisor, in the console's own process)."""
+
+    async def take_over(self, session: str) -> Interactive:
+        """End the session's process and say how to open it instead (raises ValueError, or
+        ByHandError, saying why when it cannot)."""
+
+    async def hand_back(self, session: str, *, go_on: bool) -> None:
+        """Read the session's transcript again; then it goes on supervised, or ends."""
 
 
 @runtime_checkable

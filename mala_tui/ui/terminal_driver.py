@@ -11,7 +11,9 @@ instead, so the shutdown runs to its end and the process exits.
 
 from __future__ import annotations
 
+import contextlib
 import sys
+from collections.abc import Iterator
 from typing import IO, Any
 
 from textual.drivers.linux_driver import LinuxDriver
@@ -50,12 +52,34 @@ class GoneProof:
 
 
 class MalaDriver(LinuxDriver):
-    """Textual's Linux and macOS driver, writing through `GoneProof`."""
+    """Textual's Linux and macOS driver, writing through `GoneProof`; it can be held while
+    the app has given the terminal to another program."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         assert sys.__stderr__ is not None
         self._file = GoneProof(sys.__stderr__)  # type: ignore[assignment]
+        self._held = False
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[None]:
+        """Drop every write meanwhile. Textual's `App.suspend` is made for a program run
+        while the app waits; mala-tui's run goes on meanwhile, and the app's repaints would
+        reach the other program's screen, or, past the driver's few queued writes, block
+        the whole run. The app repaints everything when it resumes."""
+        self._held = True
+        try:
+            yield
+        finally:
+            self._held = False
+
+    def write(self, data: str) -> None:
+        if not self._held:
+            super().write(data)
+
+    def flush(self) -> None:
+        if not self._held:
+            super().flush()
 
 
 def textual_driver() -> type[LinuxDriver]:

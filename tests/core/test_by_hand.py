@@ -54,7 +54,7 @@ def test_while_open_by_hand_nothing_is_sent_and_the_hand_back_goes_on() -> None:
         with pytest.raises(IllegalTransition, match="is open by hand in Claude Code"):
             m.observe(OperatorCommand(3.2, command))
     history = by_hand(m)
-    outcome = m.observe(HandedBack(4.0, history, BY_HAND, go_on=True))
+    outcome = m.observe(HandedBack(4.0, history, BY_HAND, go_on=True, prompts=1))
     usage, back, moved, delivered = outcome.events
     assert isinstance(usage, ev.UsageRecorded) and usage.tokens == BY_HAND.context_tokens
     assert usage.notes == ("by hand",)
@@ -73,7 +73,7 @@ def test_while_open_by_hand_nothing_is_sent_and_the_hand_back_goes_on() -> None:
 
 def test_a_session_ended_by_hand_stops() -> None:
     m = taken_over()
-    outcome = m.observe(HandedBack(4.0, by_hand(m), None, go_on=False))
+    outcome = m.observe(HandedBack(4.0, by_hand(m), None, go_on=False, prompts=1))
     (end,) = outcome.actions
     assert isinstance(end, EndSession) and end.status is EndStatus.STOPPED
     assert end.reason == "ended by hand"
@@ -83,7 +83,10 @@ def test_a_session_ended_by_hand_stops() -> None:
 
 def test_taken_over_only_while_running_or_paused_and_handed_back_only_then() -> None:
     m = wound_down()
-    with pytest.raises(IllegalTransition, match="checkpointing: it can be taken over by hand while it is running or paused"):
+    with pytest.raises(
+        IllegalTransition,
+        match="checkpointing: it can be taken over by hand while it is running or paused",
+    ):
         m.observe(OperatorCommand(3.0, Command.TAKE_OVER))
     fresh = worked()
     with pytest.raises(IllegalTransition, match="was not taken over by hand"):

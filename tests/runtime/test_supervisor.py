@@ -346,3 +346,58 @@ async def test_a_fork_resumes_its_parents_agent_session_and_is_refused_without_o
     assert "Do it another way." in query
     with pytest.raises(ValueError, match="the run is not running"):
         sup.fork("a", "a-fork2", "Again.")
+
+
+async def test_a_session_taken_over_by_hand_is_handed_back_and_goes_on(tmp_path: Path) -> None:
+    import json
+
+    from mala_tui.core.phases import Phase
+
+    # The scripted agent names its session as the interrupted turn ends: "sess-1".
+    transcript = tmp_path / "sess-1.jsonl"
+    first = ScriptedClient([[SessionIdItem("sess-1"), HANG]])
+    after = ScriptedClient([[finished("carried on")]])
+    backend = ScriptedBackend([first, after], transcripts={"sess-1": transcript})
+    sup = supervisor(tmp_path, backend, ["a"])
+    run = asyncio.create_task(sup.run())
+    for _ in range(200):
+        if sup.runners["a"].manager.session_id == "sess-1":
+            break
+        await asyncio.sleep(0.01)
+    how = await asyncio.wait_for(sup.take_over("a"), 10)
+    # Its process is gone before the person gets it, and nothing is sent meanwhile.
+    assert how.session_id == "sess-1" and list(how.argv[1:3]) == ["--resume", "sess-1"]
+    assert not sup.runners["a"].process_open
+    assert sup.runners["a"].manager.phase is Phase.PAUSED
+    assert sup.state.sessions["a"].snapshot().by_hand
+    with pytest.raises(ValueError, match="is open by hand already"):
+        await sup.take_over("a")
+    # What the person did in the interactive CLI, as its transcript holds it.
+    person = [
+        {"type": "user", "message": {"role": "user", "content": "Also say hello."}},
+        {
+            "type": "assistant",
+            "message": {
+                "role": "assistant",
+                "content": [{"type": "text", "text": "Hello."}],
+                "usage": {
+                    "input_tokens": 3,
+                    "cache_creation_input_tokens": 400,
+                    "cache_read_input_tokens": 25_000,
+                    "output_tokens": 20,
+                },
+            },
+        },
+    ]
+    transcript.write_text("".join(json.dumps(line) + "\n" for line in person))
+    await sup.hand_back("a", go_on=True)
+    result = await asyncio.wait_for(run, 10)
+    assert result.statuses == {"a": EndStatus.DONE}
+    assert backend.created == [("a", None), ("a", "sess-1")]  # resumed by its id once handed back
+    events = read_events(sup.journal.events_path).events if sup.journal else []
+    (taken,) = [e for e in events if isinstance(e, ev.TakenOver)]
+    (back,) = [e for e in events if isinstance(e, ev.HandedBack)]
+    assert (back.prompts, back.tokens, back.went_on) == (1, 25_423, True)
+    by_hand = [e for e in events if isinstance(e, ev.UsageRecorded) and "by hand" in e.notes]
+    assert [e.tokens for e in by_hand] == [25_423]
+    assert events.index(taken) < events.index(back)

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from textual.widgets import Input, Static, TextArea
 
 from mala_tui.dev.fake_source import FakeLiveSource
+from mala_tui.runtime.by_hand import Interactive
 from mala_tui.ui.screens.confirm import ConfirmScreen
 from mala_tui.ui.screens.dashboard import DashboardScreen
 from mala_tui.ui.screens.detail import DetailScreen
@@ -244,3 +246,57 @@ async def test_f_forks_a_session_into_a_new_card_beside_it() -> None:
         await pilot.pause()
         assert "fork of parser-fix" in screen_text(app)
         assert "Try [bold]the other[/bold] parser." in screen_text(app)  # shown literally
+
+
+async def test_h_says_why_a_console_cannot_open_a_session_by_hand(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    app = make_app(FakeLiveSource())  # a stand-in: no process of its own to end
+    async with app.run_test(size=(140, 44)) as pilot:
+        await focus(pilot, "parser-fix")
+        await pilot.press("h")
+        await pilot.pause()
+        assert any("cannot open a session by hand" in note for note in notifications(app))
+        monkeypatch.setenv("TEXTUAL_DRIVER", "textual.drivers.web_driver:WebDriver")
+        await pilot.press("h")
+        await pilot.pause()
+        assert any("not from a browser tab" in note for note in notifications(app))
+        assert isinstance(app.screen, DashboardScreen)
+
+
+class ByHandSource(FakeLiveSource):
+    """The sample run, whose sessions can be taken over: what the app asked is recorded."""
+
+    async def take_over(self, session: str) -> Interactive:
+        self.calls.append(("take_over", session))
+        return Interactive(session, "sess-1", ("true",), {}, Path("."))
+
+    async def hand_back(self, session: str, *, go_on: bool) -> None:
+        self.calls.append(("hand_back", session, str(go_on)))
+
+
+async def test_h_takes_a_session_over_then_asks_whether_it_goes_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from mala_tui.ui.screens.by_hand import HandBackScreen
+
+    monkeypatch.delenv("TMUX", raising=False)  # this console's own terminal, not a window
+    source = ByHandSource()
+    app = make_app(source)
+    async with app.run_test(size=(140, 44)) as pilot:
+        await focus(pilot, "parser-fix")
+        await pilot.press("h")
+        for _ in range(100):
+            await pilot.pause()
+            if isinstance(app.screen, HandBackScreen):
+                break
+        screen = app.screen
+        assert isinstance(screen, HandBackScreen)
+        # A test's terminal cannot be given away: the question says so, and is still asked.
+        assert "could not be opened" in str(screen.query_one("#body", Static).render())
+        await pilot.press("b")
+        for _ in range(100):
+            await pilot.pause()
+            if ("hand_back", "parser-fix", "True") in source.calls:
+                break
+    assert source.calls[-2:] == [("take_over", "parser-fix"), ("hand_back", "parser-fix", "True")]

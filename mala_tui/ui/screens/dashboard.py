@@ -116,7 +116,7 @@ class DashboardScreen(Screen[None]):
             ActionId.CHECKPOINTS, ActionId.MANAGE, ActionId.TRANSCRIPT, ActionId.CANCEL, show=False
         ),
         *session_bindings(ActionId.LAND, ActionId.DISCARD),
-        *session_bindings(ActionId.FORK, show=False),
+        *session_bindings(ActionId.FORK, ActionId.BY_HAND, show=False),
         Binding("slash", "filter", "Filter"),
         Binding("s", "cycle_sort", "Sort"),
         Binding("z", "cycle_zone", "Zone", show=False),

@@ -66,7 +66,7 @@ class DetailScreen(Screen[None]):
             ActionId.APPROVAL, ActionId.MANAGE, ActionId.TRANSCRIPT, ActionId.CANCEL, show=False
         ),
         *session_bindings(ActionId.LAND, ActionId.DISCARD),
-        *session_bindings(ActionId.FORK, show=False),
+        *session_bindings(ActionId.FORK, ActionId.BY_HAND, show=False),
         Binding("l", "show_tab('events')", "Event log", show=False),
         Binding("d", "diff", "Worktree diff"),
         Binding("w", "window", "What fills the window"),
