@@ -17,8 +17,8 @@ from mala_tui.core.phases import IllegalTransition, Phase
 from mala_tui.core.prompts import PromptKind
 from mala_tui.core.transcript import Message
 from mala_tui.core.usage import CallUsage
-from tests.core.factories import call, result, say
 from tests.core.test_restart_paths import ended, worked, wound_down
+from tests.support.factories import call, result, say
 
 BY_HAND = CallUsage(input_tokens=1_000, cache_read_input_tokens=40_000, output_tokens=500)
 

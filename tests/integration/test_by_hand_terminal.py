@@ -18,6 +18,7 @@ import shutil
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -28,11 +29,13 @@ from mala_tui.loopback import MODEL, load_scenario
 from mala_tui.loopback.env import DUMMY_API_KEY
 from mala_tui.runtime.journal import list_runs, read_events
 from tests.integration.harness import alive
-from tests.integration.test_terminal import screen, tmux, wait_for
+from tests.support.polling import wait_until
+from tests.support.terminal import screen, tmux
 
 pytestmark = pytest.mark.integration
 
 PROMPT = "Say hello, then carry on."
+FINAL = load_scenario("quickstart").final_answer
 
 
 def serve(workspace: Path, home: Path, log: Path) -> tuple[subprocess.Popen[str], list[str]]:
@@ -55,6 +58,11 @@ def serve(workspace: Path, home: Path, log: Path) -> tuple[subprocess.Popen[str]
         if "claude -p" in line:
             break
     return server, lines
+
+
+def wait_for(condition: Callable[[], object], timeout: float, what: str, target: str) -> None:
+    """Wait for what the terminal `target` shows (it is in the message when it never does)."""
+    wait_until(condition, what=what, timeout=timeout, seen=lambda: screen(target))
 
 
 def set_up_once(config: Path, workspace: Path) -> None:
@@ -83,9 +91,34 @@ def ready(shown: str) -> bool:
     return "? for shortcuts" in shown or "shift+tab to cycle" in shown
 
 
-def answered(shown: str, prompt: str) -> bool:
-    """The loopback's agent has answered `prompt` (with its task's final words)."""
-    return "Done: reviewed" in shown.rsplit(prompt, maxsplit=1)[-1]
+def type_in(pane: str, text: str, config: Path | None = None) -> None:
+    """Type `text` into Claude Code's input and send it. With `config`, wait until the
+    session's transcript there holds it as a prompt with an answer after it: what the
+    terminal shows cannot tell a prompt sent from one still in the input box."""
+    tmux("send-keys", "-t", pane, "-l", text)
+    wait_for(lambda: text in screen(pane), 30, "the text typed", pane)
+    tmux("send-keys", "-t", pane, "Enter")
+    if config is not None:
+        wait_for(lambda: answered(config, text), 90, "the prompt answered", pane)
+
+
+def answered(config: Path, prompt: str) -> bool:
+    """Some transcript under `config` has `prompt` as a prompt, then the agent's final
+    words: the whole turn is written, every call of it (the loopback's agent carries its
+    task on to its end, as a model would)."""
+    for path in config.glob("projects/*/*.jsonl"):
+        entries = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        asked = [
+            index
+            for index, entry in enumerate(entries)
+            if entry.get("type") == "user" and entry.get("message", {}).get("content") == prompt
+        ]
+        if asked and any(
+            entry.get("type") == "assistant" and FINAL in json.dumps(entry.get("message"))
+            for entry in entries[asked[-1] :]
+        ):
+            return True
+    return False
 
 
 def windows(name: str) -> dict[str, str]:
@@ -121,12 +154,9 @@ def test_a_session_opened_by_hand_in_a_tmux_window_is_handed_back(tmp_path: Path
         wait_for(lambda: by_hand in windows(name), 60, "the window by hand", name)
         pane = f"{name}:{windows(name)[by_hand]}"
         wait_for(lambda: ready(screen(pane)), 60, "Claude Code's prompt", pane)
-        tmux("send-keys", "-t", pane, "-l", PROMPT)
-        tmux("send-keys", "-t", pane, "Enter")
         # The loopback's agent takes the prompt as a model would: it carries on its task.
-        wait_for(lambda: answered(screen(pane), PROMPT), 90, "its answer", pane)
-        tmux("send-keys", "-t", pane, "-l", "/exit")
-        tmux("send-keys", "-t", pane, "Enter")
+        type_in(pane, PROMPT, home / "claude-config")
+        type_in(pane, "/exit")
         wait_for(lambda: by_hand not in windows(name), 60, "Claude Code to exit", name)
         wait_for(lambda: "back from Claude Code" in screen(name), 60, "the question", name)
         tmux("send-keys", "-t", name, "b")
@@ -177,11 +207,8 @@ def opened_after_the_run(tmp_path: Path, env_lines: list[str], run_id: str) -> s
     try:
         tmux("new-session", "-d", "-s", name, "-x", "160", "-y", "48", command)
         wait_for(lambda: ready(screen(name)), 60, "Claude Code's prompt", name)
-        tmux("send-keys", "-t", name, "-l", "Say hello again.")
-        tmux("send-keys", "-t", name, "Enter")
-        wait_for(lambda: answered(screen(name), "Say hello again."), 60, "its answer", name)
-        tmux("send-keys", "-t", name, "-l", "/exit")
-        tmux("send-keys", "-t", name, "Enter")
+        type_in(name, "Say hello again.", tmp_path / "home" / "claude-config")
+        type_in(name, "/exit")
         wait_for(status_file.exists, 60, "`open` to exit", name)
         assert status_file.read_text().strip() == "0"
         return tmux("capture-pane", "-t", name, "-p", "-S", "-")

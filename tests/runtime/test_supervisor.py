@@ -352,6 +352,7 @@ async def test_a_session_taken_over_by_hand_is_handed_back_and_goes_on(tmp_path:
     import json
 
     from mala_tui.core.phases import Phase
+    from mala_tui.runtime.backends.scripted import ScriptedBackend
 
     # The scripted agent names its session as the interrupted turn ends: "sess-1".
     transcript = tmp_path / "sess-1.jsonl"
