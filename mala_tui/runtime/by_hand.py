@@ -62,7 +62,9 @@ class Interactive:
     session_id: str
     argv: tuple[str, ...]
     env: Mapping[str, str]
-    """What the CLI gets over the environment it inherits (the session's, as supervised)."""
+    """The whole environment the CLI runs with: the one the supervised CLI had (the run's
+    host's, with the session's own over it), but for what belongs to a terminal (`TERM`,
+    `TMUX`...), which is the terminal's it opens in."""
     cwd: Path
 
     def to_json(self) -> dict[str, Any]:
@@ -96,8 +98,11 @@ def console_problem(environ: Mapping[str, str] | None = None) -> str | None:
     return None
 
 
-def interactive(spec: SessionSpec, session_id: str) -> Interactive:
-    """The interactive Claude Code on `session_id`, as `spec` runs it supervised.
+def interactive(
+    spec: SessionSpec, session_id: str, environ: Mapping[str, str] | None = None
+) -> Interactive:
+    """The interactive Claude Code on `session_id`, as `spec` runs it supervised (in a
+    process whose environment is `environ`, by default this one's).
 
     Raises:
         ByHandError: no Claude Code CLI here.
@@ -121,9 +126,11 @@ def interactive(spec: SessionSpec, session_id: str) -> Interactive:
     if private_home(spec) is not None:
         argv.append("--setting-sources=")  # as supervised: the user's settings do not apply
     cwd = absolute(spec.cwd)
-    env = session_env(spec)
+    inherited = os.environ if environ is None else environ
+    own = session_env(spec, inherited)
+    env = {k: v for k, v in inherited.items() if k not in NOT_PASSED} | own
     if private_home(spec) is not None:
-        _ready_for_a_person(config_dir(spec), cwd, env.get("ANTHROPIC_API_KEY"))
+        _ready_for_a_person(config_dir(spec, inherited), cwd, env.get("ANTHROPIC_API_KEY"))
     return Interactive(spec.name, session_id, tuple(argv), env, cwd)
 
 
@@ -270,7 +277,7 @@ async def run_in_tmux(how: Interactive) -> None:
     Raises:
         ByHandError: tmux would not open the window.
     """
-    env = {k: v for k, v in os.environ.items() if k not in NOT_PASSED} | dict(how.env)
+    env = {k: v for k, v in how.env.items() if k not in NOT_PASSED}
     folder = Path(tempfile.mkdtemp(prefix="mala-by-hand-"))
     script = folder / "open.sh"
     lines = ["#!/bin/sh", f"rm -rf {shlex.quote(str(folder))}"]
@@ -298,8 +305,9 @@ async def run_in_tmux(how: Interactive) -> None:
 
 async def run_here(how: Interactive) -> int:
     """In this terminal (the app has given it up), until the CLI exits; its exit status."""
+    terminal = {k: v for k, v in os.environ.items() if k in NOT_PASSED}
     process = await asyncio.create_subprocess_exec(
-        *how.argv, cwd=how.cwd, env={**os.environ, **how.env}
+        *how.argv, cwd=how.cwd, env={**how.env, **terminal}
     )
     return await process.wait()
 

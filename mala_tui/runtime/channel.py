@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import json
 import os
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -39,6 +40,7 @@ from mala_tui.core.permissions import PermissionAnswer
 from mala_tui.core.phases import ManageMode
 from mala_tui.core.text import clean, shorten
 from mala_tui.core.transcript import Message, TextBlock, ToolCall, ToolResult
+from mala_tui.runtime.by_hand import ByHandError
 from mala_tui.runtime.desk import QuestionClosed
 from mala_tui.runtime.redaction import redact
 from mala_tui.runtime.sockets import (
@@ -144,6 +146,8 @@ class ControlChannel:
                 web.post("/say", self._post(self._say)),
                 web.post("/add_task", self._post(self._add_task)),
                 web.post("/fork", self._post(self._fork)),
+                web.post("/take_over", self._post(self._take_over)),
+                web.post("/hand_back", self._post(self._hand_back)),
                 web.post("/require_approval", self._post(self._require_approval)),
                 web.post("/manage", self._post(self._manage)),
                 web.post("/budget", self._post(self._set_budget)),
@@ -262,7 +266,10 @@ class ControlChannel:
     # -- requests ------------------------------------------------------------------------------
 
     def _post(
-        self, handle: Callable[[dict[str, Any]], dict[str, Any] | None]
+        self,
+        handle: Callable[
+            [dict[str, Any]], dict[str, Any] | Awaitable[dict[str, Any] | None] | None
+        ],
     ) -> Callable[[web.Request], Any]:
         async def endpoint(request: web.Request) -> web.Response:
             try:
@@ -273,6 +280,8 @@ class ControlChannel:
                 return _refused(400, "value", "the request is not a JSON object")
             try:
                 answer = handle(body)
+                if inspect.isawaitable(answer):
+                    answer = await answer
             except QuestionClosed as exc:
                 reply = exc.reply
                 return web.json_response(
@@ -341,6 +350,21 @@ class ControlChannel:
             Path(_text(body, "cwd")),
             _optional_text(body, "profile") or "",
         )
+
+    async def _take_over(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The console that asks opens the session by hand: it is on this machine (the
+        socket is a local one), and a browser tab's console refuses before it asks."""
+        try:
+            how = await self.supervisor.take_over(_text(body, "session"))
+        except ByHandError as exc:
+            raise ValueError(str(exc)) from None
+        return how.to_json()
+
+    async def _hand_back(self, body: dict[str, Any]) -> None:
+        go_on = body.get("go_on")
+        if not isinstance(go_on, bool):
+            raise ValueError("go_on must be true or false")
+        await self.supervisor.hand_back(_text(body, "session"), go_on=go_on)
 
     def _fork(self, body: dict[str, Any]) -> None:
         self.supervisor.fork(_text(body, "parent"), _text(body, "name"), _text(body, "instruction"))

@@ -41,6 +41,7 @@ from mala_tui.core.phases import ManageMode
 from mala_tui.core.transcript import Transcript
 from mala_tui.core.view import RunState, SessionSnapshot
 from mala_tui.runtime.budget_watch import BudgetWatch
+from mala_tui.runtime.by_hand import Interactive
 from mala_tui.runtime.channel import FELL_BEHIND, RUN_OVER, WHEN_STOPPED, limits_json
 from mala_tui.runtime.desk import QuestionClosed, Reply
 from mala_tui.runtime.host_wire import message_from_json
@@ -50,6 +51,9 @@ from mala_tui.runtime.sockets import ChannelError, HostRecord, live_host
 
 REQUEST_SECONDS: Final = 10.0
 """How long a command waits for the host to answer before the host counts as gone."""
+HAND_OVER_SECONDS: Final = 120.0
+"""How long taking a session over may take at the host: its turn is stopped first (the
+supervisor's own bound is a minute past the disconnect's)."""
 RECONNECT_TRIES: Final = 5
 RECONNECT_PAUSE: Final = 0.2
 
@@ -249,14 +253,20 @@ class RemoteRun:
 
     # -- requests to the host ------------------------------------------------------------------
 
-    def _request(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+    def _request(
+        self,
+        method: str,
+        path: str,
+        body: dict[str, Any] | None = None,
+        timeout: float = REQUEST_SECONDS,
+    ) -> Any:
         """One request; its JSON answer. The host's refusals raise what the supervisor's own
         method would (QuestionClosed, KeyError, MessageError, ValueError).
 
         Raises:
             ChannelError: the host cannot be reached.
         """
-        connection = _UnixConnection(self.host.socket, REQUEST_SECONDS)
+        connection = _UnixConnection(self.host.socket, timeout)
         try:
             payload = None if body is None else json.dumps(body).encode("utf-8")
             headers = {"Content-Type": "application/json"} if payload is not None else {}
@@ -323,6 +333,21 @@ class RemoteRun:
             "POST",
             "/add_task",
             {"name": name, "task": task, "cwd": str(cwd), "profile": profile},
+        )
+
+    async def take_over(self, session: str) -> Interactive:
+        """The host ends the session's process; how to open it here, on the same machine."""
+        answer = await asyncio.to_thread(
+            self._request, "POST", "/take_over", {"session": session}, HAND_OVER_SECONDS
+        )
+        try:
+            return Interactive.from_json(answer)
+        except (KeyError, TypeError, ValueError):
+            raise ChannelError("the run's host answered without how to open it") from None
+
+    async def hand_back(self, session: str, *, go_on: bool) -> None:
+        await asyncio.to_thread(
+            self._request, "POST", "/hand_back", {"session": session, "go_on": go_on}
         )
 
     def fork(self, parent: str, name: str, instruction: str) -> None:

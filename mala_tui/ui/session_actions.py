@@ -24,6 +24,7 @@ from mala_tui.core.text import plural
 from mala_tui.core.view import SessionSnapshot
 from mala_tui.runtime.by_hand import ByHandError, console_problem, in_tmux, run_in_tmux
 from mala_tui.runtime.landing import LandingError
+from mala_tui.runtime.sockets import ChannelError
 from mala_tui.ui.bridge import UpdateBridge
 from mala_tui.ui.controller import Controller, ReadOnlyError
 from mala_tui.ui.format import phase_label
@@ -373,8 +374,8 @@ class SessionActions:
         hands = self.controller.hands()
         if problem is None and hands is None:
             problem = (
-                "this console cannot open a session by hand: open it from the app of the "
-                "run itself, or with `mala-tui open` once the run has ended"
+                "this console cannot open a session by hand; `mala-tui open` can, once the "
+                "run has ended"
             )
         if problem is not None or hands is None:
             self.shell.notify(problem or "", severity="warning", markup=False)
@@ -386,7 +387,7 @@ class SessionActions:
         terminal), and once that has exited, ask whether it goes on or ends."""
         try:
             how = await hands.take_over(name)
-        except (ValueError, ByHandError) as exc:
+        except (ValueError, ByHandError, ChannelError) as exc:
             self.shell.notify(str(exc), severity="warning", markup=False)
             return
         self.bridge.flush()
@@ -418,7 +419,7 @@ class SessionActions:
     async def _hand_back(self, hands: HandSource, name: str, *, go_on: bool) -> None:
         try:
             await hands.hand_back(name, go_on=go_on)
-        except ValueError as exc:
+        except (ValueError, ChannelError) as exc:
             self.shell.notify(str(exc), severity="warning", markup=False)
             return
         self.bridge.flush()
