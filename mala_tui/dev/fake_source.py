@@ -485,6 +485,9 @@ class FakeLiveSource:
             ev.MessageQueued(at=state.updated_at, session=session, number=number, text=cleaned)
         )
 
+    def profile_names(self) -> list[str]:
+        return list(self.profiles)
+
     def add_task(self, name: str, task: str, cwd: Path, profile: str = "") -> None:
         """Recorded, and shown as a session that has just started; a taken name, or a
         profile the run does not have, is refused."""

@@ -42,6 +42,7 @@ from mala_tui.core.text import clean, shorten
 from mala_tui.core.transcript import Message, TextBlock, ToolCall, ToolResult
 from mala_tui.runtime.by_hand import ByHandError
 from mala_tui.runtime.desk import QuestionClosed
+from mala_tui.runtime.landing import LandingError
 from mala_tui.runtime.redaction import redact
 from mala_tui.runtime.sockets import (
     PROTOCOL,
@@ -140,6 +141,7 @@ class ControlChannel:
                 web.get("/budget", self._budget),
                 web.get("/transcript", self._transcript),
                 web.get("/window", self._window),
+                web.get("/profiles", self._profiles),
                 web.post("/command", self._post(self._command)),
                 web.post("/decide", self._post(self._decide)),
                 web.post("/permission", self._post(self._permission)),
@@ -147,6 +149,8 @@ class ControlChannel:
                 web.post("/add_task", self._post(self._add_task)),
                 web.post("/fork", self._post(self._fork)),
                 web.post("/take_over", self._post(self._take_over)),
+                web.post("/land", self._post(self._land)),
+                web.post("/discard", self._post(self._discard)),
                 web.post("/hand_back", self._post(self._hand_back)),
                 web.post("/require_approval", self._post(self._require_approval)),
                 web.post("/manage", self._post(self._manage)),
@@ -365,6 +369,29 @@ class ControlChannel:
         if not isinstance(go_on, bool):
             raise ValueError("go_on must be true or false")
         await self.supervisor.hand_back(_text(body, "session"), go_on=go_on)
+
+    async def _land(self, body: dict[str, Any]) -> dict[str, Any]:
+        try:
+            event = await self.supervisor.landings.land(
+                _text(body, "session"), _text(body, "message")
+            )
+        except LandingError as exc:
+            raise ValueError(str(exc)) from None
+        return {"event": event.model_dump(mode="json")}
+
+    async def _discard(self, body: dict[str, Any]) -> dict[str, Any]:
+        force = body.get("force")
+        if not isinstance(force, bool):
+            raise ValueError("force must be true or false")
+        try:
+            event = await self.supervisor.landings.discard(_text(body, "session"), force=force)
+        except LandingError as exc:
+            raise ValueError(str(exc)) from None
+        return {"event": event.model_dump(mode="json")}
+
+    async def _profiles(self, request: web.Request) -> web.Response:
+        """The run's named profiles a session added from a console may be given."""
+        return web.json_response({"profiles": self.supervisor.profile_names()})
 
     def _fork(self, body: dict[str, Any]) -> None:
         self.supervisor.fork(_text(body, "parent"), _text(body, "name"), _text(body, "instruction"))

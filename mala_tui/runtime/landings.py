@@ -137,9 +137,12 @@ class FinishedRun:
     What was done goes into the view and to the app through a recorder of its own.
     """
 
-    def __init__(self, folder: Path, state: RunState) -> None:
+    def __init__(self, folder: Path, state: RunState, recorder: RunRecorder | None = None) -> None:
+        """`recorder`: the view's own, when a console already has one (else one is made)."""
         self.folder = folder
-        self.recorder = RunRecorder(journal=None, state=state, on_storage_failure=_never)
+        self.recorder = recorder or RunRecorder(
+            journal=None, state=state, on_storage_failure=_never
+        )
         self.landings = Landings(state, self._record, self._still_running)
 
     @property

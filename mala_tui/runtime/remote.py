@@ -46,11 +46,15 @@ from mala_tui.runtime.channel import FELL_BEHIND, RUN_OVER, WHEN_STOPPED, limits
 from mala_tui.runtime.desk import QuestionClosed, Reply
 from mala_tui.runtime.host_wire import message_from_json
 from mala_tui.runtime.journal import EVENTS_FILE, JournalContents, read_events
+from mala_tui.runtime.landing import LandingError
+from mala_tui.runtime.landings import FinishedRun, Landings
 from mala_tui.runtime.recorder import Listeners, RunRecorder
 from mala_tui.runtime.sockets import ChannelError, HostRecord, live_host
 
 REQUEST_SECONDS: Final = 10.0
 """How long a command waits for the host to answer before the host counts as gone."""
+LANDING_SECONDS: Final = 120.0
+"""How long a landing (git's commit and merge, at the host) may take."""
 HAND_OVER_SECONDS: Final = 120.0
 """How long taking a session over may take at the host: its turn is stopped first (the
 supervisor's own bound is a minute past the disconnect's)."""
@@ -119,6 +123,8 @@ class RemoteRun:
         self.mode = ""
         """What started the run (run, demo), from its `run_started`."""
         self._budget: BudgetWatch | None = None
+        self.landings = RemoteLandings(self)
+        """Landing and discarding the run's worktree sessions: read here, done at the host."""
         self._closing = False
         self._ws: aiohttp.ClientWebSocketResponse | None = None
         self._closer: asyncio.Task[bool] | None = None
@@ -350,6 +356,11 @@ class RemoteRun:
             self._request, "POST", "/hand_back", {"session": session, "go_on": go_on}
         )
 
+    def profile_names(self) -> list[str]:
+        answer = self._request("GET", "/profiles")
+        found = answer.get("profiles") if isinstance(answer, dict) else None
+        return [str(name) for name in found] if isinstance(found, list) else []
+
     def fork(self, parent: str, name: str, instruction: str) -> None:
         self._request("POST", "/fork", {"parent": parent, "name": name, "instruction": instruction})
 
@@ -460,3 +471,58 @@ def _raise_refusal(status: int, answer: Any) -> None:
     if kind == "message":
         raise MessageError(message)
     raise ValueError(message)
+
+
+class RemoteLandings(Landings):
+    """A live run's worktree sessions, landed or discarded from an attached console: what
+    is left to land is read here (the console is on the run's machine, and git is git),
+    the landing itself is done by the run's host, which journals it; the console sees its
+    event come back like every other. Once the run is over its host is gone: then the
+    console does it itself, as `mala-tui land` would, reopening the journal."""
+
+    def __init__(self, run: RemoteRun) -> None:
+        super().__init__(run.state, _host_records, _running_in(run.state))
+        self._run = run
+        self._over = FinishedRun(run.folder, run.state, run.recorder)
+
+    def _host_gone(self) -> bool:
+        return self._run.ended is not None or bool(self._run.lost)
+
+    async def land(self, session: str, message: str) -> ev.WorktreeLanded:
+        if self._host_gone():
+            return await self._over.landings.land(session, message)
+        self.target(session)  # refused here first, as the host would
+        event = await self._ask("/land", {"session": session, "message": message})
+        if not isinstance(event, ev.WorktreeLanded):
+            raise LandingError(f"{session}: the run's host answered without the landing")
+        return event
+
+    async def discard(self, session: str, *, force: bool) -> ev.WorktreeDiscarded:
+        if self._host_gone():
+            return await self._over.landings.discard(session, force=force)
+        self.target(session)
+        event = await self._ask("/discard", {"session": session, "force": force})
+        if not isinstance(event, ev.WorktreeDiscarded):
+            raise LandingError(f"{session}: the run's host answered without the discard")
+        return event
+
+    async def _ask(self, path: str, body: dict[str, Any]) -> ev.Event:
+        try:
+            answer = await asyncio.to_thread(
+                self._run._request, "POST", path, body, LANDING_SECONDS
+            )
+            return ev.parse_event(answer["event"])
+        except (ValueError, KeyError, TypeError, ChannelError) as exc:
+            raise LandingError(str(exc.args[0]) if exc.args else str(exc)) from None
+
+
+def _host_records(event: ev.Event) -> None:
+    """The host journals what it did; it reaches this console with the run's other events."""
+
+
+def _running_in(state: RunState) -> Callable[[str], str | None]:
+    def still_running(session: str) -> str | None:
+        found = state.sessions.get(session)
+        return "still running" if found is not None and found.status is None else None
+
+    return still_running

@@ -298,6 +298,10 @@ class Supervisor:
                 self.queued.remove(name)  # its session_started says it left the queue
             return await runner.run()
 
+    def profile_names(self) -> list[str]:
+        """The run's named profiles a session added while it runs may be given."""
+        return list(self.profiles)
+
     def _new_name(self, name: str) -> str:
         """A name for a session joining the run, stripped; refused when unusable or taken."""
         name = name.strip()

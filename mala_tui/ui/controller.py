@@ -96,7 +96,7 @@ class Controller:
     def profile_names(self) -> list[str]:
         """The run's named profiles a new session may be given, in the tasks file's order."""
         source: object = self.supervisor
-        return list(source.profiles) if isinstance(source, ProfileSource) else []
+        return source.profile_names() if isinstance(source, ProfileSource) else []
 
     def requires_approval_everywhere(self) -> bool:
         snapshots = self.snapshots()

@@ -8,7 +8,6 @@ and the benchmark may pass a recording stand-in with the same shape. A
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
@@ -20,7 +19,6 @@ from mala_tui.core.phases import ManageMode
 from mala_tui.core.view import RunState, SessionSnapshot
 from mala_tui.runtime.by_hand import Interactive
 from mala_tui.runtime.landings import Landings
-from mala_tui.runtime.profiles import Profile
 from mala_tui.runtime.recorder import EventListener, QuestionListener, SnapshotListener
 
 
@@ -142,8 +140,8 @@ class BudgetSource(Protocol):
 class ProfileSource(Protocol):
     """A live run with named profiles a new session may be given (a tasks file's)."""
 
-    @property
-    def profiles(self) -> Mapping[str, Profile]: ...
+    def profile_names(self) -> list[str]:
+        """Their names, in the tasks file's order."""
 
 
 @runtime_checkable

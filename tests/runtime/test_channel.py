@@ -14,10 +14,15 @@ from typing import Any
 import pytest
 
 from mala_tui.core import events as ev
-from mala_tui.core.observations import Decision
+from mala_tui.core.observations import Command, Decision
 from mala_tui.core.permissions import PermissionAnswer, PermissionPolicy
 from mala_tui.runtime.backends.base import Backend, PermissionAsk, SessionIdItem
-from mala_tui.runtime.backends.scripted import AskPermission, ScriptedBackend, ScriptedClient
+from mala_tui.runtime.backends.scripted import (
+    HANG,
+    AskPermission,
+    ScriptedBackend,
+    ScriptedClient,
+)
 from mala_tui.runtime.backends.scripted import finished as turn_done
 from mala_tui.runtime.channel import ControlChannel
 from mala_tui.runtime.desk import QuestionClosed
@@ -236,7 +241,6 @@ def test_the_socket_folder_is_private_and_a_planted_link_is_refused(tmp_path: Pa
 
 async def test_a_console_forks_a_session_at_the_host(tmp_path: Path) -> None:
     from mala_tui.core.actions import EndStatus
-    from mala_tui.runtime.backends.scripted import HANG
 
     backend = PerSession(
         {
@@ -354,3 +358,90 @@ async def test_every_operator_action_works_from_a_console(tmp_path: Path) -> Non
     assert ended is not None and ended.reason == "stopped from a console"
     assert remote.state.sessions["a"].end_reason == "stopped from a console"
     assert remote.last_seq == lines_of(sup.journal.events_path)[-1].seq
+
+
+async def test_a_console_lands_at_the_host_while_the_run_lives_and_itself_once_it_is_over(
+    tmp_path: Path,
+) -> None:
+    import subprocess
+
+    from mala_tui.runtime.landing import LandingError
+    from mala_tui.runtime.profiles import Profile
+    from mala_tui.runtime.worktree import create
+
+    def git(cwd: Path, *args: str) -> str:
+        return subprocess.run(
+            ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
+            cwd=cwd,
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "app.py").write_text("VERSION = 1\n")
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "start")
+    trees = {name: create(repo, "run1", name, tmp_path / "trees") for name in "ab"}
+    (trees["a"].path / "app.py").write_text("VERSION = 2\n")
+    (trees["b"].path / "NOTES.md").write_text("b's\n")
+    backend = PerSession(
+        {name: [ScriptedClient([[SessionIdItem(f"s{name}"), HANG]])] for name in "ab"}
+    )
+    sup = hosted(tmp_path, backend, ["a", "b"])
+    sup.profiles = {"review": Profile("review", {"model": "m"})}
+    assert sup.journal is not None
+    channel = ControlChannel(sup, sup.journal.directory)
+    await channel.start()
+    try:
+        run = asyncio.create_task(sup.run())
+        await eventually(lambda: all(sup.runners[n].manager.session_id for n in "ab"))
+        for name, tree in trees.items():
+            sup.record(
+                ev.WorktreeCreated(
+                    at=1.0,
+                    session=name,
+                    path=str(tree.path),
+                    branch=tree.branch,
+                    base_commit=tree.base_commit,
+                    repository=str(repo),
+                    base_branch="main",
+                )
+            )
+        remote = RemoteRun.attach(sup.journal.directory)
+        following = asyncio.create_task(remote.run())
+        await eventually(lambda: all(remote.state.sessions[n].worktree for n in "ab"))
+        assert await asyncio.to_thread(remote.profile_names) == ["review"]
+        with pytest.raises(LandingError, match="a is still running"):
+            await remote.landings.land("a", "Bump")
+        sup.command("a", Command.STOP)
+        await eventually(lambda: remote.state.sessions["a"].status is not None)
+        assert remote.landings.draft("a").startswith("task a\n")  # drafted here
+        landed = await remote.landings.land("a", "Bump the version\n")  # b still runs
+        assert landed.into == "main" and landed.committed
+        await eventually(lambda: remote.state.sessions["a"].snapshot().worktree_status)
+        merged = remote.state.sessions["a"].snapshot().worktree_status
+        assert merged is not None and merged.merged
+        sup.stop_all()
+        await asyncio.wait_for(run, 10)
+        await asyncio.wait_for(following, 10)
+    finally:
+        await channel.close()
+    # The run is over and its host gone (its journal let go as the host exits): the
+    # console discards b itself, and journals it.
+    assert remote.ended is not None
+    sup.journal.close()
+    discarded = await remote.landings.discard("b", force=True)
+    assert discarded.uncommitted and not trees["b"].path.exists()
+    assert git(repo, "log", "-1", "--format=%s", "main") == "Bump the version"
+    journaled = lines_of(sup.journal.events_path)
+    assert [
+        type(e) for e in journaled if isinstance(e, ev.WorktreeLanded | ev.WorktreeDiscarded)
+    ] == [
+        ev.WorktreeLanded,
+        ev.WorktreeDiscarded,
+    ]
+    snapshot = remote.state.sessions["b"].snapshot().worktree_status
+    assert snapshot is not None and snapshot.discarded
