@@ -460,7 +460,8 @@ def parse_override(text: str) -> tuple[str, Any]:
         )
     dotted, raw = text.split("=", 1)
     dotted = dotted.strip()
-    return dotted, _parse_scalar(raw.strip(), f"--set {dotted}")
+    section, _, key = dotted.partition(".")
+    return dotted, _parse_value(section, key, raw.strip(), f"--set {dotted}")
 
 
 def _apply_file(layered: _Layered, path: Path) -> None:
@@ -501,7 +502,7 @@ def _apply_env(layered: _Layered, env: Mapping[str, str]) -> None:
         section, key = section.lower(), key.lower()
         if section not in SECTIONS:
             raise ConfigError(_unknown_section(section, env[name], source))
-        layered.put(section, key, _parse_scalar(env[name], name), source)
+        layered.put(section, key, _parse_value(section, key, env[name], name), source)
 
 
 def _split_key(dotted: str, source: str) -> tuple[str, str]:
@@ -511,6 +512,19 @@ def _split_key(dotted: str, source: str) -> tuple[str, str]:
     if section not in SECTIONS:
         raise ConfigError(_unknown_section(section, None, source))
     return section, key
+
+
+def _parse_value(section: str, key: str, raw: str, source: str) -> Any:
+    """An env or --set value for one setting: a text setting takes the text as written.
+
+    `ui.notify_command=true` is the command `true`, not a boolean the setting then refuses.
+    """
+    parsed = _parse_scalar(raw, source)
+    model = SECTIONS.get(section)
+    info = model.model_fields.get(key) if model is not None else None
+    if info is not None and info.annotation is str and not isinstance(parsed, str):
+        return raw
+    return parsed
 
 
 def _parse_scalar(raw: str, source: str) -> Any:

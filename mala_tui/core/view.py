@@ -369,6 +369,9 @@ class RunState:
     """Every session of a run, in the order they appeared."""
 
     run_id: str = ""
+    mode: str = ""
+    """How the run was started (`RunStarted.mode`): "run", "demo", ... A demo cannot be
+    resumed: its model server ends with it."""
     sessions: dict[str, SessionState] = field(default_factory=dict)
     started_at: float | None = None
     ended_at: float | None = None
@@ -381,7 +384,7 @@ class RunState:
     def apply(self, event: ev.Event) -> SessionState | None:
         match event:
             case ev.RunStarted():
-                self.run_id, self.started_at = event.run_id, event.at
+                self.run_id, self.started_at, self.mode = event.run_id, event.at, event.mode
                 for name in event.sessions:
                     self.sessions.setdefault(name, SessionState(name, prices=self.prices))
                 return None

@@ -241,7 +241,9 @@ class MalaApp(App[int]):
             return
         if self.attached and not self._stopping:
             if not isinstance(self.screen, LeaveScreen):
-                self.push_screen(LeaveScreen(self.controller.state.run_id), self._leave)
+                state = self.controller.state
+                leave = LeaveScreen(state.run_id, resumable=state.mode != "demo")
+                self.push_screen(leave, self._leave)
             return
         self.stop_and_exit()
 

@@ -170,6 +170,20 @@ def test_override_parsing() -> None:
         load_settings(overrides=[("ctx.a", 1, "command line")])
 
 
+def test_a_text_setting_takes_the_text_as_written_from_set_and_env() -> None:
+    # `true` and `42` are commands here, not a boolean and a number the setting refuses.
+    assert parse_override("ui.notify_command=true") == ("ui.notify_command", "true")
+    assert parse_override('ui.notify_command="notify-send hi"') == (
+        "ui.notify_command",
+        "notify-send hi",
+    )
+    loaded = load_settings(env={**os.environ, "MALA_TUI_UI__NOTIFY_COMMAND": "42"})
+    assert loaded.settings.ui.notify_command == "42"
+    # A typed setting still refuses what it cannot take.
+    with pytest.raises(ConfigError, match=r"ui\.bell = 3"):
+        load_settings(overrides=[("ui.bell", parse_override("ui.bell=3")[1], "command line")])
+
+
 def test_model_windows_add_to_the_built_in_table_and_show_as_toml() -> None:
     from mala_tui.commands.config_cmd import show
     from mala_tui.runtime.session_limits import window_for

@@ -58,6 +58,10 @@ def test_the_demo_in_a_real_terminal(tmp_path: Path) -> None:
             seen=lambda: screen(name),
         )
         assert "Detach" in screen(name) and "Stop the run" in screen(name)
+        # A demo's model server ends with it: the question does not offer to resume it.
+        # (the dialog wraps its lines: read them as one text)
+        shown = " ".join(re.sub(r"[█\s]+", " ", screen(name)).split())
+        assert "a demo cannot be resumed" in shown and "mala-tui resume" not in shown
         tmux("send-keys", "-t", name, "s")
         wait_until(
             status_file.exists, timeout=60, what="the app to exit", seen=lambda: screen(name)

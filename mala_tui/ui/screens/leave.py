@@ -28,9 +28,11 @@ class LeaveScreen(ModalScreen[Leave | None]):
         Binding("n,escape", "choose('')", "Stay"),
     ]
 
-    def __init__(self, run_id: str) -> None:
+    def __init__(self, run_id: str, *, resumable: bool = True) -> None:
+        """`resumable`: False for a demo, whose model server ends with it."""
         super().__init__()
         self.run_id = run_id
+        self.resumable = resumable
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
@@ -40,7 +42,11 @@ class LeaveScreen(ModalScreen[Leave | None]):
                     "Detach: this console closes and the run goes on "
                     f"(mala-tui attach {self.run_id} opens it again).\n"
                     "Stop: every session is stopped with the run "
-                    f"(mala-tui resume {self.run_id} carries it on)."
+                    + (
+                        f"(mala-tui resume {self.run_id} carries it on)."
+                        if self.resumable
+                        else "(a demo cannot be resumed)."
+                    )
                 ),
                 id="body",
             )
