@@ -54,6 +54,8 @@ from mala_tui.runtime.journal import RunJournal, new_run_id
 from mala_tui.runtime.launch import TaskPlan, agent_spec
 from mala_tui.runtime.supervisor import Supervisor
 
+REQUEST_LOG = "loopback-requests.jsonl"
+"""The model server's request log, in each arm's folder."""
 ARMS = ("raw", "unmanaged", "compaction", "server-compaction", "clearing", "managed")
 CLI_ARMS = ("raw", "unmanaged", "compaction", "server-compaction", "clearing")
 #: The arms that summarise the conversation: mala-tui is judged against each at its best.
@@ -106,6 +108,9 @@ class ArmResult:
     """The server-side compaction arm's trigger, in input tokens."""
     waited_s: float = 0.0
     """Simulated seconds the scripted operator kept the agent waiting."""
+    computed: bool = False
+    """Raw past its window: the figures are computed from the prompts it would send
+    (raw_projection), not measured; `peak_prompt_tokens` is the computed peak."""
 
     @property
     def setting(self) -> int | None:
@@ -275,7 +280,7 @@ async def run_cli_arm(
             await operator.close()
             await client.disconnect()
         wall = time.monotonic() - started
-        server.write_log(folder / "loopback-requests.jsonl")
+        server.write_log(folder / REQUEST_LOG)
     if timed_out:
         result = None
         ending = f"timed out after {timeout_s:g} s"
@@ -408,7 +413,7 @@ async def run_managed_arm(
             await operator.close()
             journal.close()
         wall = time.monotonic() - started
-        server.write_log(folder / "loopback-requests.jsonl")
+        server.write_log(folder / REQUEST_LOG)
     status = outcome.statuses[scenario.name]
     reason = outcome.reasons.get(scenario.name, "")
     if timed_out:

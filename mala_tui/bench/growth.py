@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import itertools
 import json
 import shutil
 import sys
@@ -33,13 +32,8 @@ from typing import Any
 from mala_tui.bench.arms import ArmResult, run_cli_arm, run_managed_arm, settings_with
 from mala_tui.bench.chart import growth_chart
 from mala_tui.bench.economy import COLOURS, LABELS, machine
+from mala_tui.bench.raw_projection import Increments, project_raw, step_increments
 from mala_tui.loopback import Scenario, load_scenario, read_jsonl
-from mala_tui.loopback.request_log import (
-    CACHE_READ_COST,
-    CACHE_WRITE_COST,
-    OUTPUT_COST,
-    RequestRecord,
-)
 from mala_tui.loopback.tokens import check_token_ratio
 
 READER = "economy-long"
@@ -97,36 +91,16 @@ class Point:
         return {**vars(self), "cost_per_step": round(self.cost_per_step, 1)}
 
 
-def step_increments(records: Sequence[RequestRecord]) -> tuple[int, dict[str, int], int]:
-    """From a raw run: the first prompt, what each kind of step adds to the prompt (the
-    mean over the run, by the label's verb: "read", "run"...), and the mean output."""
-    answered = [r for r in records if r.status == 200]
-    added: dict[str, list[int]] = {}
-    for before, after in itertools.pairwise(answered):
-        verb = (before.step_label or "answer").split()[0]
-        added.setdefault(verb, []).append(after.prompt_tokens - before.prompt_tokens)
-    means = {verb: round(sum(v) / len(v)) for verb, v in added.items()}
-    output = round(sum(r.output_tokens for r in answered) / max(1, len(answered)))
-    return answered[0].prompt_tokens, means, output
-
-
-def raw_cost(scenario: Scenario, first: int, added: dict[str, int], output: int) -> Point:
-    """Raw's cost for `scenario`, from the prompts it would send: each request reads the
-    previous prompt from the cache and writes what the last step added."""
-    prompt, cost, peak = first, first * CACHE_WRITE_COST + output * OUTPUT_COST, first
-    plan = scenario.plan()
-    for step in plan:
-        new = added.get(step.label.split()[0], 0)
-        cost += prompt * CACHE_READ_COST + new * CACHE_WRITE_COST + output * OUTPUT_COST
-        prompt += new
-        peak = max(peak, prompt)
+def raw_cost(scenario: Scenario, increments: Increments) -> Point:
+    """Raw's cost for `scenario`, from the prompts it would send (raw_projection)."""
+    projection = project_raw(scenario, increments)
     return Point(
         "raw",
         0,
-        len(plan),
-        round(cost, 1),
-        peak,
-        finished=peak <= 1_000_000,
+        len(scenario.plan()),
+        projection.cost_units,
+        projection.peak,
+        finished=projection.peak <= 1_000_000,
         ending="computed",
         computed=True,
     )
@@ -191,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     base = load_scenario(READER)
     points: list[Point] = []
     checked: dict[str, float] = {}
-    increments: tuple[int, dict[str, int], int] | None = None
+    increments: Increments | None = None
     if "raw" in arms:
         # Raw runs at 1x for real; longer, its cost is computed from what each step added.
         folder = args.out / "x1" / "raw"
@@ -202,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
         # The rule checked where both are known: computed against measured, at 1x.
         checked = {
             "measured": measured.cost_units,
-            "computed": raw_cost(base, *increments).cost_units,
+            "computed": raw_cost(base, increments).cost_units,
         }
         print(f"  raw at 1x: {checked}", file=sys.stderr)
         if 1 in lengths:
@@ -223,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
             folder = args.out / f"x{length}" / arm
             if arm == "raw":
                 if length > 1 and increments is not None:
-                    point = raw_cost(scenario, *increments)
+                    point = raw_cost(scenario, increments)
                     points.append(Point(**{**vars(point), "length": length}))
                 continue
             print(f"{scenario.name} / {arm}: {len(scenario.plan())} steps", file=sys.stderr)

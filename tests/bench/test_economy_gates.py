@@ -117,7 +117,7 @@ def test_a_subset_of_arms_is_judged_only_on_what_it_can_decide() -> None:
     }
     without_managed = {name: arms[name] for name in ("raw", "unmanaged")}
     assert verdicts(without_managed) == {
-        "scenario: raw (1M) finishes": True,
+        "scenario: raw (1M) finishes, or is computed past its window": True,
         "scenario: an unmanaged 200K window does not finish": True,
     }
 
@@ -183,4 +183,35 @@ def test_the_shipped_set_loads_and_its_scenarios_need_the_past() -> None:
         "permission",
         "permission",
         "pause",
+    ]
+
+
+def test_raw_past_its_window_is_computed_and_is_the_reference(tmp_path: Path) -> None:
+    # Raw at twice the density outgrows even the 1M window: the CLI stops it. Its figures
+    # over the whole scenario come from what each step added while it ran.
+    from mala_tui.loopback import load_scenario
+    from mala_tui.loopback.request_log import write_jsonl
+    from tests.support.factories import request_record
+
+    scenario = load_scenario("economy-long")
+    records = [request_record(i + 1, 20_000 + 14_000 * i, "read x") for i in range(70)]
+    write_jsonl(records, tmp_path / "loopback-requests.jsonl")
+    stopped = replace(arm("raw", finished=False, peak=986_000), requests=70)
+    assert economy.past_its_window(stopped)
+    raw = economy.computed_raw(stopped, scenario, tmp_path)
+    assert raw.computed and not raw.finished
+    assert raw.requests == len(scenario.plan()) + 1
+    assert raw.peak_prompt_tokens > 1_000_000
+    # Every request reads the one before it whole: the prompts add up with the square.
+    assert raw.prompt_tokens > raw.requests * raw.peak_prompt_tokens // 3
+    assert "past its window after 70 requests" in raw.ending
+    arms = {**all_arms(), "raw": raw}
+    met = verdicts(arms)
+    assert met["scenario: raw (1M) finishes, or is computed past its window"]
+    assert met["total prompt tokens <= 0.5x raw"]
+    # A raw that stopped for another reason is not computed, and the point is missed.
+    failed = replace(stopped, ending="error: the CLI exited")
+    assert not economy.past_its_window(failed)
+    assert not verdicts({**all_arms(), "raw": failed})[
+        "scenario: raw (1M) finishes, or is computed past its window"
     ]

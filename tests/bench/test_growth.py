@@ -6,35 +6,9 @@ import pytest
 
 from mala_tui.bench import growth
 from mala_tui.bench.chart import growth_chart
-from mala_tui.loopback import RequestRecord, load_scenario
-
-
-def record(index: int, prompt: int, label: str | None, output: int = 40) -> RequestRecord:
-    return RequestRecord(
-        index=index,
-        route_request=index,
-        time=float(index),
-        route="r",
-        scenario="s",
-        session_id=None,
-        stream=True,
-        message_count=index,
-        prompt_tokens=prompt,
-        input_tokens=0,
-        cache_creation_input_tokens=0,
-        cache_read_input_tokens=0,
-        output_tokens=output,
-        masked_placeholders=0,
-        step_id=None,
-        step_label=label,
-        redone=False,
-        response_kind="tool_use" if label else "final",
-        status=200,
-        fault=None,
-        error=None,
-        window=1_000_000,
-        done_steps=0,
-    )
+from mala_tui.bench.raw_projection import Increments, step_increments
+from mala_tui.loopback import load_scenario
+from tests.support.factories import request_record
 
 
 def test_a_longer_reader_repeats_each_block_in_place_with_unique_names() -> None:
@@ -55,16 +29,16 @@ def test_a_longer_reader_repeats_each_block_in_place_with_unique_names() -> None
 
 def test_raws_cost_is_computed_from_what_each_step_adds_and_grows_with_the_square() -> None:
     records = [
-        record(1, 20_000, "read a"),
-        record(2, 26_000, "run b"),
-        record(3, 31_000, "read c"),
-        record(4, 37_000, None),
+        request_record(1, 20_000, "read a"),
+        request_record(2, 26_000, "run b"),
+        request_record(3, 31_000, "read c"),
+        request_record(4, 37_000, None),
     ]
-    first, added, output = growth.step_increments(records)
-    assert (first, added, output) == (20_000, {"read": 6_000, "run": 5_000}, 40)
+    increments = step_increments(records)
+    assert increments == Increments(20_000, {"read": 6_000, "run": 5_000}, 40)
     base = load_scenario("economy-long")
-    one = growth.raw_cost(base, first, added, output)
-    four = growth.raw_cost(growth.lengthened(base, 4), first, added, output)
+    one = growth.raw_cost(base, increments)
+    four = growth.raw_cost(growth.lengthened(base, 4), increments)
     assert one.computed and one.ending == "computed"
     # Every step reads the whole prompt before it: the cost per step grows with the length.
     assert four.cost_per_step / one.cost_per_step == pytest.approx(3.5, abs=0.5)

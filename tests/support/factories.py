@@ -1,4 +1,4 @@
-"""Small builders for conversations and limits, shared by every tier."""
+"""Small builders for conversations, limits and request logs, shared by every tier."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from mala_tui.config import Settings
 from mala_tui.core.limits import Limits
 from mala_tui.core.masking import placeholder
 from mala_tui.core.transcript import Message, Role, TextBlock, ToolCall, ToolResult, Transcript
+from mala_tui.loopback.request_log import RequestRecord
 from mala_tui.runtime.session import RunnerLimits
 from mala_tui.runtime.session_limits import limits_from, runner_limits_from
 
@@ -69,4 +70,33 @@ def sample_session() -> Transcript:
             result("b1", "x" * 2_000),
             say("done"),
         ]
+    )
+
+
+def request_record(index: int, prompt: int, label: str | None, output: int = 40) -> RequestRecord:
+    """One answered request of a model server's log, as a benchmark reads it."""
+    return RequestRecord(
+        index=index,
+        route_request=index,
+        time=float(index),
+        route="r",
+        scenario="s",
+        session_id=None,
+        stream=True,
+        message_count=index,
+        prompt_tokens=prompt,
+        input_tokens=0,
+        cache_creation_input_tokens=0,
+        cache_read_input_tokens=0,
+        output_tokens=output,
+        masked_placeholders=0,
+        step_id=None,
+        step_label=label,
+        redone=False,
+        response_kind="tool_use" if label else "final",
+        status=200,
+        fault=None,
+        error=None,
+        window=1_000_000,
+        done_steps=0,
     )
