@@ -13,6 +13,7 @@ from mala_tui.dev.fake_source import T0, FakeLiveSource
 from mala_tui.ui.format import cache_text
 from mala_tui.ui.screens.dashboard import DashboardScreen
 from mala_tui.ui.widgets.session_card import SessionCard
+from tests.support.polling import eventually
 
 from .helpers import SIZE, make_app, screen_text
 
@@ -114,8 +115,8 @@ async def test_the_card_shows_the_warm_time_and_counts_it_down(clock: Clock) -> 
         assert "cache warm 3:12 \u00b7 masked 0" in shown
         clock.now += 192
         # The card ticks by itself once a second: no new event is needed.
-        for _ in range(100):
-            await pilot.pause(0.1)
-            if "cache cold" in screen_text(app):
-                break
-        assert "cache cold \u00b7 masked 0" in screen_text(app)
+        await eventually(
+            lambda: "cache cold \u00b7 masked 0" in screen_text(app),
+            what="the card's own tick to show the cache cold",
+            seen=lambda: screen_text(app),
+        )
