@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -29,6 +30,7 @@ from pydantic import (
 
 from mala_tui.core.budget import BudgetLimits
 from mala_tui.core.numbers import NumberOutOfRange, loads_toml
+from mala_tui.core.observations import Decision
 from mala_tui.core.permissions import PermissionPolicy
 from mala_tui.core.phases import ManageMode
 from mala_tui.core.pricing import PriceTable
@@ -122,7 +124,7 @@ class ContextSettings(BaseModel):
     approval_timeout_seconds: float | None = Field(default=None, gt=0)
     """Give up waiting for a person after this long (none: wait forever)."""
 
-    approval_timeout_decision: Literal["approve", "deny"] = "deny"
+    approval_timeout_decision: Literal[Decision.APPROVE, Decision.DENY] = Decision.DENY
     """What an approval that timed out counts as."""
 
     @model_validator(mode="after")
@@ -198,7 +200,9 @@ class AgentSettings(BaseModel):
     permission_timeout: float = Field(default=300.0, gt=0)
     """Seconds a permission request waits for the operator before the timeout's answer."""
 
-    permission_timeout_answer: Literal["allow", "deny"] = "deny"
+    permission_timeout_answer: Literal[PermissionPolicy.ALLOW, PermissionPolicy.DENY] = (
+        PermissionPolicy.DENY
+    )
     """The answer when nobody answers in time, or nobody can be asked (headless, no terminal)."""
 
 
@@ -583,6 +587,8 @@ def _describe(exc: ValidationError, layered: _Layered) -> str:
     value = layered.values.get(section, {}).get(loc[1]) if len(loc) >= 2 else error["input"]
     allowed = allowed_range(model, loc[1]) if model is not None and len(loc) >= 2 else ""
     message = str(error["msg"]).removeprefix("Value error, ")
+    # A choice of some of an enum's members is named by their values, as a file spells them.
+    message = re.sub(r"<\w+\.\w+: ('[^']*')>", r"\1", message)
     return f"{key} = {value!r} ({layered.sources.get(key, DEFAULT_SOURCE)}): {message}" + (
         f"; allowed: {allowed}" if allowed else ""
     )

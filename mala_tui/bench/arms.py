@@ -34,6 +34,7 @@ from typing import Any, Final
 from mala_tui.bench.operator import CONTINUE, ScriptedOperator, SimulatedClock
 from mala_tui.config import LoadedSettings, Settings
 from mala_tui.core import events as ev
+from mala_tui.core.events import RunMode
 from mala_tui.loopback import (
     MODEL,
     ClearToolUses,
@@ -385,7 +386,7 @@ async def run_managed_arm(
     settings = for_scenario(settings, scenario, server)
     async with server:
         operator = ScriptedOperator(scenario, clock)
-        supervisor = loopback_supervisor(settings, journal, "bench", clock=clock.wall)
+        supervisor = loopback_supervisor(settings, journal, RunMode.BENCH, clock=clock.wall)
         supervisor.add_session(
             loopback_spec(
                 scenario.name,
@@ -448,7 +449,7 @@ def for_scenario(settings: Settings, scenario: Scenario, server: LoopbackServer)
 def loopback_supervisor(
     settings: Settings,
     journal: RunJournal,
-    mode: str,
+    mode: RunMode,
     *,
     clock: Callable[[], float] = time.time,
 ) -> Supervisor:

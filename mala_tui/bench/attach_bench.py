@@ -65,6 +65,7 @@ async def _serve(folder: Path, sessions: int, hz: float, steps: int) -> None:
     """A scripted run served on its control channel until SIGTERM (or its end)."""
     from mala_tui.bench.paced import steps as paced_steps
     from mala_tui.config import AgentSettings, Settings
+    from mala_tui.core.events import RunMode
     from mala_tui.prompt_files import load_prompts
     from mala_tui.runtime.backends.base import SessionSpec
     from mala_tui.runtime.backends.scripted import ScriptedBackend, ScriptedClient
@@ -80,7 +81,7 @@ async def _serve(folder: Path, sessions: int, hz: float, steps: int) -> None:
         prompts=load_prompts(),
         journal=journal,
         approval_mode="auto",
-        mode="bench",
+        mode=RunMode.BENCH,
     )
     for number in range(sessions):
         supervisor.add_session(

@@ -182,7 +182,7 @@ async def run_trial(
         for p in planned:
             for spec in p.faults:
                 server.add_fault(spec, route=p.name)
-        supervisor = loopback_supervisor(settings, journal, "faults")
+        supervisor = loopback_supervisor(settings, journal, ev.RunMode.FAULTS)
         for p in planned:
             supervisor.add_session(
                 loopback_spec(

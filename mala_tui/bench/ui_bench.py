@@ -200,7 +200,9 @@ class _Load:
         ]
         now = time.time()
         names = tuple(s.name for s in self.simulated)
-        self.supervisor.record(ev.RunStarted(at=now, run_id="bench", sessions=names, mode="bench"))
+        self.supervisor.record(
+            ev.RunStarted(at=now, run_id="bench", sessions=names, mode=ev.RunMode.BENCH)
+        )
         for session in self.simulated:
             self.supervisor.record(
                 ev.SessionStarted(

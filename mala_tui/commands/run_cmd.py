@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from mala_tui.config import LoadedSettings
+from mala_tui.core.events import RunMode
 from mala_tui.core.permissions import PermissionPolicy
 from mala_tui.core.pricing import Spend, format_cost
 
@@ -339,7 +340,7 @@ def _run_on(
         where = {"engine": "ray", "ray_address": engine.address}
     try:
         journal = open_journal(
-            loaded, "run", plans, worktree=use_worktrees, where=where, profiles=profiles
+            loaded, RunMode.RUN, plans, worktree=use_worktrees, where=where, profiles=profiles
         )
     except StorageError as exc:
         print(f"mala-tui run: {exc}", file=sys.stderr)
@@ -383,7 +384,7 @@ def _run_on(
             journal=journal,
             specs=specs,
             approval_mode=args.approve,
-            mode="run",
+            mode=RunMode.RUN,
             profiles={plan.name: plan.profile for plan in plans},
             template=template,
             engine=engine,

@@ -17,9 +17,10 @@ host placed, a host lost) in core.cluster_events; both are part of the one union
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.checkpoint import CheckpointOrigin
@@ -38,18 +39,33 @@ from mala_tui.core.console_events import (
 from mala_tui.core.event_base import EventBase
 from mala_tui.core.landing_events import WorktreeDiscarded, WorktreeLanded, WorktreePushed
 from mala_tui.core.observations import Decision
+from mala_tui.core.permissions import AnsweredBy
 from mala_tui.core.phases import Cause, ManageMode, Phase, Trigger
 from mala_tui.core.retry import RetryDecision
 from mala_tui.core.usage import UsageSource
 from mala_tui.core.window import WindowSource
 
 
+class RunMode(StrEnum):
+    """What started a run (`run_started`'s `mode`)."""
+
+    RUN = "run"
+    """`mala-tui run` (and its resumes)."""
+    DEMO = "demo"
+    """`mala-tui demo`: the loopback's scripted agents; it cannot be resumed."""
+    FAULTS = "faults"
+    """The fault bench (`python -m mala_tui.bench faults`)."""
+    BENCH = "bench"
+    """The other benchmarks."""
+    SAMPLE = "sample"
+    """The UI's sample run (mala_tui.dev), for screenshots and the UI's tests."""
+
+
 class RunStarted(EventBase):
     type: Literal["run_started"] = "run_started"
     run_id: str
     sessions: tuple[str, ...]
-    mode: str
-    """demo, run, or what started it."""
+    mode: RunMode
 
 
 class RunEnded(EventBase):
@@ -198,8 +214,8 @@ class ApprovalPolicySet(EventBase):
 class ApprovalDecided(EventBase):
     type: Literal["approval_decided"] = "approval_decided"
     decision: Decision
-    decided_by: str
-    """"operator", "auto", "timeout" or "policy"."""
+    decided_by: AnsweredBy
+    """The operator, the approval's timeout, or the policy (`--approve deny`)."""
 
 
 class Restarted(EventBase):
@@ -208,9 +224,15 @@ class Restarted(EventBase):
     reason: str
     tokens_before: int
     checkpoint_number: int
-    approved_by: str
-    trigger: str = ""
-    """hard_threshold, projection, emergency or operator (see core.phases.Cause)."""
+    approved_by: AnsweredBy
+    trigger: Cause | None = None
+    """Why it restarted; None in journals written before it was recorded (which hold
+    "" there)."""
+
+    @field_validator("trigger", mode="before")
+    @classmethod
+    def _not_recorded(cls, value: object) -> object:
+        return None if value == "" else value
 
 
 class IdleTimeoutSeen(EventBase):

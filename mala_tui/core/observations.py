@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from mala_tui.core.permissions import AnsweredBy
 from mala_tui.core.phases import ManageMode
 from mala_tui.core.transcript import Message
 from mala_tui.core.usage import CallUsage
@@ -136,7 +137,7 @@ class ApprovalGiven:
     at: float
     decision: Decision
     edited_text: str | None = None
-    decided_by: str = "operator"
+    decided_by: AnsweredBy = AnsweredBy.OPERATOR
 
 
 @dataclass(frozen=True, slots=True)

@@ -52,11 +52,19 @@ class PermissionAnswer(StrEnum):
 
 
 class AnsweredBy(StrEnum):
+    """Who answered a question (a permission request, a restart approval), as the journal
+    says it: `decided_by` of `permission_decided` and `approval_decided`, `approved_by` of
+    `restart`."""
+
     OPERATOR = "operator"
     POLICY = "policy"
     TIMEOUT = "timeout"
     SESSION_RULE = "session-rule"
     """The operator allowed this tool for the session earlier."""
+    AUTO = "auto"
+    """A restart nobody had to approve (approval was not required)."""
+    RESUME = "resume"
+    """A restart from the checkpoint when `mala-tui resume` picked an interrupted run up."""
 
 
 @dataclass(frozen=True, slots=True)

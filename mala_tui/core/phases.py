@@ -137,6 +137,8 @@ class Cause(StrEnum):
     NODE_LOST = "node_lost"
     """The session's host was lost with its node (`--engine ray`): a fresh session on
     another host, from its latest checkpoint or one built from what the driver received."""
+    RESUME = "resume"
+    """`mala-tui resume` picked an interrupted run up: a fresh session from the checkpoint."""
 
 
 class ManageMode(StrEnum):

@@ -45,6 +45,7 @@ from mala_tui.core.manager_state import (
 )
 from mala_tui.core.observations import ApprovalGiven, Decision, RestartCompleted
 from mala_tui.core.operator_messages import Delivery
+from mala_tui.core.permissions import AnsweredBy
 from mala_tui.core.phases import Cause, IllegalTransition, ManageMode, Trigger
 from mala_tui.core.prompts import PromptKind
 from mala_tui.core.resume_plan import ResumeFrom, SessionResume
@@ -93,7 +94,7 @@ class RestartFlow:
                     session=self._state.name,
                     tokens=tokens,
                     window=self._state.window,
-                    trigger=cause.value,
+                    trigger=cause,
                 ),
             ),
         )
@@ -245,7 +246,7 @@ class RestartFlow:
                     ),
                 ),
             )
-        restart = self._restart(at, approved_by="auto")
+        restart = self._restart(at, approved_by=AnsweredBy.AUTO)
         return Outcome(restart.actions, (saved, moved, *restart.events))
 
     def _checkpoint_event(self, at: float, checkpoint: Checkpoint) -> ev.CheckpointSaved:
@@ -280,7 +281,7 @@ class RestartFlow:
             continuation_number=number,
         )
 
-    def _restart(self, at: float, *, approved_by: str) -> Outcome:
+    def _restart(self, at: float, *, approved_by: AnsweredBy) -> Outcome:
         assert self._state.checkpoint is not None
         number = self._state.counters.continuation + 1
         prompt = self.continuation_prompt(number)
@@ -301,7 +302,7 @@ class RestartFlow:
                     tokens_before=self._state.usage.tokens,
                     checkpoint_number=self._state.counters.checkpoints,
                     approved_by=approved_by,
-                    trigger=cause.value,
+                    trigger=cause,
                 ),
                 *delivered,
             ),
@@ -322,7 +323,7 @@ class RestartFlow:
         decided = ev.ApprovalDecided(
             at=obs.at,
             session=self._state.name,
-            decision=obs.decision.value,
+            decision=obs.decision,
             decided_by=obs.decided_by,
         )
         if trigger is Trigger.DENIED:
@@ -374,7 +375,7 @@ class RestartFlow:
         self._state.pending.restart_cause = Cause.OPERATOR
         self._state.end_status = None
         events.append(self._state.move(at, Trigger.RESTART_BY_HAND))
-        restart = self._restart(at, approved_by="operator")
+        restart = self._restart(at, approved_by=AnsweredBy.OPERATOR)
         return Outcome(restart.actions, (*events, *restart.events))
 
     def resumed_start(
@@ -428,8 +429,8 @@ class RestartFlow:
                     or f"resumed after the run was interrupted ({gap(gap_seconds)} earlier)",
                     tokens_before=0,
                     checkpoint_number=plan.checkpoint_number,
-                    approved_by="auto" if lost is not None else "resume",
-                    trigger=Cause.NODE_LOST.value if lost is not None else "resume",
+                    approved_by=AnsweredBy.AUTO if lost is not None else AnsweredBy.RESUME,
+                    trigger=Cause.NODE_LOST if lost is not None else Cause.RESUME,
                 ),
             )
         else:

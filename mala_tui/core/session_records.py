@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.checkpoint import CheckpointOrigin
+from mala_tui.core.permissions import AnsweredBy
 from mala_tui.core.phases import Cause, ManageMode, Phase
 from mala_tui.core.pricing import Spend
 from mala_tui.core.text import plural
@@ -48,11 +49,11 @@ class RestartRecord:
     continuation: int
     reason: str
     tokens_before: int
-    approved_by: str
+    approved_by: AnsweredBy
     checkpoint_number: int
     tokens_after: int | None = None
-    trigger: str = ""
-    """hard_threshold, projection, emergency or operator."""
+    trigger: Cause | None = None
+    """Why it restarted (None: the journal did not say)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -369,9 +369,9 @@ class RunState:
     """Every session of a run, in the order they appeared."""
 
     run_id: str = ""
-    mode: str = ""
-    """How the run was started (`RunStarted.mode`): "run", "demo", ... A demo cannot be
-    resumed: its model server ends with it."""
+    mode: ev.RunMode | None = None
+    """How the run was started (`RunStarted.mode`; None before it is known). A demo
+    cannot be resumed: its model server ends with it."""
     sessions: dict[str, SessionState] = field(default_factory=dict)
     started_at: float | None = None
     ended_at: float | None = None

@@ -256,7 +256,7 @@ def _awaiting() -> _Session:
     )
     s.add(
         ev.ApprovalDecided(
-            at=T0 + 350, session=s.name, decision=Decision.APPROVE, decided_by="operator"
+            at=T0 + 350, session=s.name, decision=Decision.APPROVE, decided_by=AnsweredBy.OPERATOR
         )
     )
     s.phase_to(350, Phase.RESTARTING, Trigger.APPROVED)
@@ -268,7 +268,7 @@ def _awaiting() -> _Session:
             reason="hard threshold reached (81%)",
             tokens_before=162_000,
             checkpoint_number=1,
-            approved_by="operator",
+            approved_by=AnsweredBy.OPERATOR,
         )
     )
     s.phase_to(353, Phase.RUNNING, Trigger.RESTARTED)
@@ -352,7 +352,10 @@ def sample_events() -> list[ev.Event]:
     sessions = [_normal(), _soft(), _hard(), _awaiting(), _done(), _failed(), _starting()]
     events: list[ev.Event] = [
         ev.RunStarted(
-            at=T0, run_id="20250615-sample", sessions=tuple(s.name for s in sessions), mode="sample"
+            at=T0,
+            run_id="20250615-sample",
+            sessions=tuple(s.name for s in sessions),
+            mode=ev.RunMode.SAMPLE,
         )
     ]
     merged = sorted((e for s in sessions for e in s.events), key=lambda e: e.at)
@@ -429,7 +432,7 @@ class FakeLiveSource:
         session: str,
         decision: Decision | str,
         edited_text: str | None = None,
-        by: str = "operator",
+        by: AnsweredBy = AnsweredBy.OPERATOR,
         checkpoint_number: int | None = None,
     ) -> None:
         """Recorded, and decided in the view as the run would journal it; an approval that

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal
 
 from mala_tui.core.observations import Decision
+from mala_tui.core.permissions import AnsweredBy
 from mala_tui.core.questions import approval_id
 from mala_tui.runtime.desk import Desk, Reply
 
@@ -52,7 +53,7 @@ class Approvals:
             desk,
             mode=mode,
             timeout=context.approval_timeout_seconds,
-            timeout_decision=Decision(context.approval_timeout_decision),
+            timeout_decision=context.approval_timeout_decision,
         )
 
     def ask(
@@ -61,11 +62,15 @@ class Approvals:
         """Ask whether `session` may restart from this checkpoint; `on_answer` gets the answer
         (a policy's at once, before this returns)."""
         question = self._asked[session] = approval_id(session, checkpoint_number)
-        rule = Reply(Decision.DENY, "policy", "--approve deny") if self.mode == "deny" else None
+        rule = (
+            Reply(Decision.DENY, AnsweredBy.POLICY, "--approve deny")
+            if self.mode == "deny"
+            else None
+        )
         on_timeout = None
         if self.timeout is not None:
             on_timeout = Reply(
-                self.timeout_decision, "timeout", f"no answer within {self.timeout:g} s"
+                self.timeout_decision, AnsweredBy.TIMEOUT, f"no answer within {self.timeout:g} s"
             )
         return self._desk.ask(
             question,
@@ -83,7 +88,7 @@ class Approvals:
         session: str,
         decision: Decision | str,
         edited_text: str | None = None,
-        by: str = "operator",
+        by: AnsweredBy = AnsweredBy.OPERATOR,
         checkpoint_number: int | None = None,
         *,
         console: str = "",

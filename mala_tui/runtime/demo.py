@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from mala_tui.config import LoadedSettings, Settings
+from mala_tui.core.events import RunMode
 from mala_tui.loopback import (
     MODEL,
     LoopbackServer,
@@ -82,7 +83,7 @@ async def demo_run(
     plans = [TaskPlan(name, scenario.task, Path()) for name, scenario in loaded_scenarios.items()]
     # Everything the demo makes lives in the private run folder and is private too: the
     # workspaces, the agents' own files, the model's request log (the CLIs inherit it).
-    journal = open_journal(loaded, "demo", plans)
+    journal = open_journal(loaded, RunMode.DEMO, plans)
     umask = os.umask(0o077)
     folder = journal.directory / "demo"
     workspaces = {name: folder / name / "workspace" for name in scenarios}
@@ -124,7 +125,7 @@ async def demo_run(
             journal=journal,
             specs=specs,
             approval_mode=approval_mode,
-            mode="demo",
+            mode=RunMode.DEMO,
         )
         yield DemoRun(supervisor, server, journal, folder)
     finally:

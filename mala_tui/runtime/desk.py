@@ -27,7 +27,7 @@ from typing import Final
 
 from mala_tui.core import events as ev
 from mala_tui.core.observations import Decision
-from mala_tui.core.permissions import PermissionAnswer
+from mala_tui.core.permissions import AnsweredBy, PermissionAnswer
 
 Choice = Decision | PermissionAnswer
 """An answer as given: an approval's decision or a permission request's answer."""
@@ -41,11 +41,13 @@ SAID: Final[dict[Choice, str]] = {
     PermissionAnswer.DENY: "denied",
 }
 """How an answer is named in a message."""
-WHO: Final = {
-    "operator": "the operator",
-    "policy": "the policy",
-    "timeout": "its timeout",
-    "session-rule": "a tool allowed for the session",
+WHO: Final[dict[AnsweredBy, str]] = {
+    AnsweredBy.OPERATOR: "the operator",
+    AnsweredBy.POLICY: "the policy",
+    AnsweredBy.TIMEOUT: "its timeout",
+    AnsweredBy.SESSION_RULE: "a tool allowed for the session",
+    AnsweredBy.AUTO: "no one (approval was not required)",
+    AnsweredBy.RESUME: "the resume",
 }
 """How the one who answered is named in a message (the journal's `decided_by`)."""
 
@@ -55,8 +57,8 @@ class Reply:
     """How a question was settled: the answer, who gave it, and why."""
 
     answer: Choice
-    by: str
-    """Who answered, as the journal says it: operator, policy, timeout, session-rule."""
+    by: AnsweredBy
+    """Who answered, as the journal says it."""
     reason: str = ""
     edited_text: str | None = None
     """The checkpoint to restart from instead, with `Decision.EDIT`."""
@@ -70,7 +72,7 @@ class Reply:
         because = f" ({self.reason})" if self.reason else ""
         where = f" at {self.console}" if self.console else ""
         said = SAID.get(self.answer, str(self.answer))
-        return f"{said} by {WHO.get(self.by, self.by)}{where}{because}"
+        return f"{said} by {WHO[self.by]}{where}{because}"
 
 
 class QuestionClosed(KeyError):
@@ -171,7 +173,7 @@ class Desk:
         by the policy, if it still waits."""
         waiting = self._waiting.get(question)
         if waiting is not None:
-            self._settle(question, Reply(waiting.withdrawn, "policy", reason))
+            self._settle(question, Reply(waiting.withdrawn, AnsweredBy.POLICY, reason))
 
     def withdraw_session(self, session: str, reason: str) -> None:
         """Withdraw every question of the session that still waits."""

@@ -18,7 +18,7 @@ from typing import Final, Protocol, TextIO
 from mala_tui.core import events as ev
 from mala_tui.core.describe import summary
 from mala_tui.core.observations import Decision
-from mala_tui.core.permissions import CUT_INPUT_NOTE, PermissionAnswer
+from mala_tui.core.permissions import CUT_INPUT_NOTE, AnsweredBy, PermissionAnswer
 from mala_tui.core.questions import ApprovalQuestion, PermissionQuestion, Question
 from mala_tui.core.text import clean, shorten
 from mala_tui.core.view import RunState
@@ -45,7 +45,7 @@ class Answerable(Protocol):
         session: str,
         decision: Decision | str,
         edited_text: str | None = None,
-        by: str = "operator",
+        by: AnsweredBy = AnsweredBy.OPERATOR,
         checkpoint_number: int | None = None,
     ) -> None: ...
 

@@ -27,6 +27,7 @@ from mala_tui.core.observations import (
     TurnEnded,
     UsageObserved,
 )
+from mala_tui.core.permissions import AnsweredBy
 from mala_tui.runtime.backends.base import (
     ApiRetryItem,
     CompactionItem,
@@ -58,7 +59,7 @@ class Answer:
     checkpoint_number: int
     decision: Decision
     edited_text: str | None
-    decided_by: str
+    decided_by: AnsweredBy
 
 
 @dataclass(frozen=True)

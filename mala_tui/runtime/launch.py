@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from mala_tui.config import LoadedSettings, Settings, suggest, user_config_dir
+from mala_tui.core import events as ev
 from mala_tui.core.limits import oversized_task
 from mala_tui.core.numbers import NumberOutOfRange, loads_json, loads_toml
 from mala_tui.core.phases import ManageMode
@@ -291,7 +292,7 @@ def prompts_for(settings: Settings) -> PromptSet:
 
 def open_journal(
     loaded: LoadedSettings,
-    mode: str,
+    mode: ev.RunMode,
     tasks: Sequence[TaskPlan],
     *,
     worktree: bool = False,
@@ -334,7 +335,7 @@ def build_supervisor(
     journal: RunJournal,
     specs: Sequence[SessionSpec],
     approval_mode: ApprovalMode | None,
-    mode: str,
+    mode: ev.RunMode,
     profiles: Mapping[str, Profile] | None = None,
     template: SessionSpec | None = None,
     engine: HostEngine | None = None,

@@ -71,7 +71,7 @@ class PermissionRequests:
     ) -> PermissionRequests:
         agent = settings.agent
         answer = PermissionAnswer.ALLOW_ONCE
-        if agent.permission_timeout_answer == "deny":
+        if agent.permission_timeout_answer is PermissionPolicy.DENY:
             answer = PermissionAnswer.DENY
         return cls(
             desk=desk,
@@ -180,7 +180,7 @@ class PermissionRequests:
                 request_id=request.request_id,
                 tool=request.tool,
                 answer=answer,
-                decided_by=AnsweredBy(reply.by),
+                decided_by=reply.by,
                 reason=reply.reason,
             )
         )
@@ -193,6 +193,6 @@ def _for_agent(reply: Reply) -> PermissionVerdict:
     who = {
         AnsweredBy.OPERATOR: "the operator",
         AnsweredBy.TIMEOUT: "mala-tui (nobody answered)",
-    }.get(AnsweredBy(reply.by), "mala-tui")
+    }.get(reply.by, "mala-tui")
     because = f": {reply.reason}" if reply.reason else ""
     return PermissionVerdict(False, f"Permission to use this tool was denied by {who}{because}")

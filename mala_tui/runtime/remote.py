@@ -36,7 +36,7 @@ from mala_tui.core.budget import BudgetCheck, BudgetLimits
 from mala_tui.core.calibration import Density
 from mala_tui.core.observations import Command, Decision
 from mala_tui.core.operator_messages import MessageError
-from mala_tui.core.permissions import PermissionAnswer
+from mala_tui.core.permissions import AnsweredBy, PermissionAnswer
 from mala_tui.core.phases import ManageMode
 from mala_tui.core.transcript import Transcript
 from mala_tui.core.view import RunState, SessionSnapshot
@@ -120,7 +120,7 @@ class RemoteRun:
         self.lost = ""
         """Why the stream ended before the run did (its host gone), when it did."""
         self.reconnects = 0
-        self.mode = ""
+        self.mode: ev.RunMode | None = None
         """What started the run (run, demo), from its `run_started`."""
         self._budget: BudgetWatch | None = None
         self.landings = RemoteLandings(self)
@@ -301,7 +301,7 @@ class RemoteRun:
         session: str,
         decision: Decision | str,
         edited_text: str | None = None,
-        by: str = "operator",
+        by: AnsweredBy = AnsweredBy.OPERATOR,
         checkpoint_number: int | None = None,
     ) -> None:
         self._request(
@@ -459,9 +459,13 @@ def _raise_refusal(status: int, answer: Any) -> None:
                 choice = PermissionAnswer(said)
             except ValueError:
                 raise KeyError(message) from None
+        try:
+            by = AnsweredBy(str(data.get("by", "")))
+        except ValueError:
+            raise KeyError(message) from None
         reply = Reply(
             choice,
-            str(data.get("by", "")),
+            by,
             str(data.get("reason", "")),
             console=str(data.get("console", "")),
         )

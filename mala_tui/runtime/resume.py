@@ -78,6 +78,21 @@ class Resumed:
     """What a session added to the resumed run is made like (without any task's profile)."""
 
 
+def run_mode(source: ResumeSource) -> ev.RunMode:
+    """What started the run, as run.json says (a run.json without it: `mala-tui run`).
+
+    Raises:
+        ResumeError: run.json names a mode this version does not know.
+    """
+    mode = source.meta.get("mode", ev.RunMode.RUN)
+    try:
+        return ev.RunMode(mode)
+    except ValueError:
+        raise ResumeError(
+            f"{source.folder / 'run.json'}: unknown mode {mode!r} (known: {', '.join(ev.RunMode)})"
+        ) from None
+
+
 def named_profiles(source: ResumeSource) -> dict[str, Profile]:
     """The run's named profiles, as run.json kept them (for sessions added with one).
 
@@ -171,8 +186,8 @@ def prepare(
             a session's folder is gone, or its worktree cannot be made.
         StorageError: the journal cannot be written.
     """
-    mode = source.meta.get("mode", "run")
-    if mode == "demo":
+    mode = run_mode(source)
+    if mode is ev.RunMode.DEMO:
         raise ResumeError(
             "a demo run cannot be resumed: its scripted model server ended with it; "
             "start a new one with `mala-tui demo`"
@@ -311,7 +326,7 @@ def _carry_on(
         journal=journal,
         specs=[specs[s.name] for s in plan.resuming],
         approval_mode=mode,
-        mode=str(source.meta.get("mode", "run")),
+        mode=run_mode(source),
         profiles=profiles,
         template=template,
         engine=engine,

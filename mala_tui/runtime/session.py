@@ -54,6 +54,7 @@ from mala_tui.core.observations import (
     RestartCompleted,
     SessionTimedOut,
 )
+from mala_tui.core.permissions import AnsweredBy
 from mala_tui.core.phases import IllegalTransition, ManageMode
 from mala_tui.runtime.agent_process import AgentProcess, EventSink, uncancellable
 from mala_tui.runtime.approvals import Approvals
@@ -223,7 +224,10 @@ class SessionRunner:
         self._inbox.put_nowait(BudgetReached(self._clock(), over, reason))
 
     def answer_approval(
-        self, decision: Decision | str, edited_text: str | None = None, by: str = "operator"
+        self,
+        decision: Decision | str,
+        edited_text: str | None = None,
+        by: AnsweredBy = AnsweredBy.OPERATOR,
     ) -> None:
         """Answer the approval this session waits for, at its desk (`Approvals.decide`).
 

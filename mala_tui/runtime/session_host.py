@@ -41,6 +41,7 @@ from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.manager import ContextManager
 from mala_tui.core.observations import Command, Decision
+from mala_tui.core.permissions import AnsweredBy
 from mala_tui.core.phases import ManageMode
 from mala_tui.core.resume_plan import ORPHANED
 from mala_tui.runtime.approvals import Approvals
@@ -392,7 +393,7 @@ class SessionHost:
         if waiting is None:
             return False
         on_answer, future = waiting
-        reply = Reply(Decision(decision), by, reason, edited_text)
+        reply = Reply(Decision(decision), AnsweredBy(by), reason, edited_text)
         on_answer(reply)
         if not future.done():
             future.set_result(reply)

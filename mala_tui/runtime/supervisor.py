@@ -33,7 +33,7 @@ from mala_tui.core.calibration import Density
 from mala_tui.core.manager import ContextManager, Limits
 from mala_tui.core.observations import Command, Decision, HandedBack
 from mala_tui.core.operator_messages import MessageError, checked_text
-from mala_tui.core.permissions import PermissionAnswer
+from mala_tui.core.permissions import AnsweredBy, PermissionAnswer
 from mala_tui.core.phases import ManageMode, Phase
 from mala_tui.core.prompts import PromptSet
 from mala_tui.core.view import RunState, SessionSnapshot
@@ -82,7 +82,7 @@ class Supervisor:
         journal: RunJournal | None,
         approval_mode: ApprovalMode | None = None,
         clock: Callable[[], float] = time.time,
-        mode: str = "run",
+        mode: ev.RunMode = ev.RunMode.RUN,
         engine: HostEngine | None = None,
         host_backend: BackendFactory | None = None,
     ) -> None:
@@ -659,7 +659,7 @@ class Supervisor:
         session: str,
         decision: Decision | str,
         edited_text: str | None = None,
-        by: str = "operator",
+        by: AnsweredBy = AnsweredBy.OPERATOR,
         checkpoint_number: int | None = None,
         *,
         console: str = "",

@@ -14,7 +14,7 @@ from typing import Protocol, runtime_checkable
 from mala_tui.core.breakdown import WindowContents
 from mala_tui.core.budget import BudgetCheck, BudgetLimits
 from mala_tui.core.observations import Command, Decision
-from mala_tui.core.permissions import PermissionAnswer
+from mala_tui.core.permissions import AnsweredBy, PermissionAnswer
 from mala_tui.core.phases import ManageMode
 from mala_tui.core.view import RunState, SessionSnapshot
 from mala_tui.runtime.by_hand import Interactive
@@ -66,7 +66,7 @@ class LiveSource(Protocol):
         session: str,
         decision: Decision | str,
         edited_text: str | None = None,
-        by: str = "operator",
+        by: AnsweredBy = AnsweredBy.OPERATOR,
         checkpoint_number: int | None = None,
     ) -> None:
         """Answer the approval of this checkpoint of the session.

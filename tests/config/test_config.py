@@ -122,6 +122,14 @@ def test_soft_not_below_hard_names_both_values_and_origins() -> None:
             "context.manage = 'sometimes' (file {path}): Input should be 'full', 'mask' or 'off'",
         ),
         (
+            "[context]\napproval_timeout_decision = 'edit'",
+            "context.approval_timeout_decision = 'edit' (file {path}): Input should be 'approve' or 'deny'",
+        ),
+        (
+            "[agent]\npermission_timeout_answer = 'ask'",
+            "agent.permission_timeout_answer = 'ask' (file {path}): Input should be 'allow' or 'deny'",
+        ),
+        (
             "[context.model_windows]\nmy-model = -5",
             "context.model_windows = {{'my-model': -5}} (file {path}): Input should be greater than 0",
         ),

@@ -65,3 +65,68 @@ def test_a_value_outside_the_enum_is_a_clear_error() -> None:
 def test_a_type_that_is_not_a_string_is_an_unknown_event_not_a_crash(kind: object) -> None:
     with pytest.raises(ev.UnknownEventError, match="unknown event type"):
         ev.parse_event({"type": kind, "at": 1.0})
+
+
+# Every value earlier versions wrote into the fields typed later (found in the history of
+# their writers: restart_flow, the supervisor's desk, demo/run/bench/sample starts).
+HISTORY: list[tuple[dict[str, object], str, list[str]]] = [
+    (
+        {"type": "approval_decided", "at": 1.0, "session": "a", "decision": "approve"},
+        "decided_by",
+        ["operator", "timeout", "policy"],
+    ),
+    (
+        {"type": "restart", "at": 1.0, "session": "a", "continuation": 1, "reason": "r",
+         "tokens_before": 9, "checkpoint_number": 1, "trigger": "hard_threshold"},
+        "approved_by",
+        ["operator", "auto", "timeout", "policy", "resume"],
+    ),
+    (
+        {"type": "restart", "at": 1.0, "session": "a", "continuation": 1, "reason": "r",
+         "tokens_before": 9, "checkpoint_number": 1, "approved_by": "auto"},
+        "trigger",
+        ["operator", "hard_threshold", "projection", "emergency", "budget", "node_lost",
+         "resume"],
+    ),
+    (
+        {"type": "run_started", "at": 1.0, "run_id": "r", "sessions": ["a"]},
+        "mode",
+        ["run", "demo", "faults", "bench", "sample"],
+    ),
+    (
+        {"type": "permission_decided", "at": 1.0, "session": "a", "request_id": "1",
+         "tool": "Bash", "answer": "deny"},
+        "decided_by",
+        ["operator", "policy", "timeout", "session-rule"],
+    ),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("base", "field", "value"),
+    [(base, field, value) for base, field, values in HISTORY for value in values],
+    ids=lambda part: part if isinstance(part, str) else "",
+)
+def test_every_value_an_earlier_version_wrote_reads_back_and_writes_the_same(
+    base: dict[str, object], field: str, value: str
+) -> None:
+    line = {**base, field: value}
+    event = ev.parse_event(line)
+    typed = getattr(event, field)
+    assert typed == value and type(typed) is not str  # an enum member, not a bare string
+    assert json.loads(ev.event_json(event))[field] == value
+
+
+def test_a_restart_from_before_its_trigger_was_recorded_has_none() -> None:
+    base = HISTORY[2][0]
+    assert isinstance(older := ev.parse_event(base), ev.Restarted) and older.trigger is None
+    assert isinstance(blank := ev.parse_event({**base, "trigger": ""}), ev.Restarted)
+    assert blank.trigger is None
+
+
+@pytest.mark.parametrize(
+    ("base", "field"), [(base, field) for base, field, _ in HISTORY], ids=lambda p: str(p)[:12]
+)
+def test_a_value_no_version_wrote_is_a_clear_error(base: dict[str, object], field: str) -> None:
+    with pytest.raises(ev.BadEventError, match=f"field {field}: Input should be"):
+        ev.parse_event({**base, field: "somebody"})

@@ -33,7 +33,7 @@ def numbered(events: list[ev.Event]) -> list[ev.Event]:
 
 def some_events() -> list[ev.Event]:
     return [
-        ev.RunStarted(at=1.0, run_id="r", sessions=("s1",), mode="test"),
+        ev.RunStarted(at=1.0, run_id="r", sessions=("s1",), mode=ev.RunMode.RUN),
         ev.SessionStarted(
             at=1.1,
             session="s1",
@@ -292,3 +292,23 @@ def test_a_journal_from_before_numbering_numbers_on_after_its_events(tmp_path: P
         assert again.last_seq == len(some_events())
         again.write(ev.RunEnded(at=3.0, run_id="r", ok=True))  # straight, as `land` does
     assert read_events(written.events_path).events[-1].seq == len(some_events()) + 1
+
+
+def test_a_value_outside_an_events_enum_skips_that_line_and_says_why(tmp_path: Path) -> None:
+    j = journal(tmp_path)
+    for event in some_events()[:2]:
+        j.write(event)
+    j.close()
+    with j.events_path.open("a") as raw:  # e.g. a newer version's answerer
+        decided = {"type": "approval_decided", "at": 3.0, "session": "s1", "decision": "deny"}
+        raw.write(json.dumps({**decided, "decided_by": "a robot"}) + "\n")
+        raw.write(json.dumps({**decided, "decided_by": "timeout"}) + "\n")
+    contents = read_events(j.events_path)
+    assert [type(e) for e in contents.events] == [
+        ev.RunStarted,
+        ev.SessionStarted,
+        ev.ApprovalDecided,
+    ]
+    (skipped,) = contents.skipped
+    assert skipped.line == 3
+    assert skipped.reason.startswith("approval_decided event: field decided_by: Input should be")

@@ -21,7 +21,7 @@ ERROR = "[red]Traceback[/red]: \x1b[1mboom\x1b[0m"
 def hostile_events() -> list[ev.Event]:
     name = "[i]evil[/i]"
     return [
-        ev.RunStarted(at=T0, run_id="r", sessions=(name,), mode="test"),
+        ev.RunStarted(at=T0, run_id="r", sessions=(name,), mode=ev.RunMode.RUN),
         ev.SessionStarted(
             at=T0,
             session=name,

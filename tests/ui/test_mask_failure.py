@@ -31,7 +31,11 @@ def failed_masks(count: int) -> list[ev.Event]:
         ev.ErrorRecorded(at=T0 + i, session=NAME, where="masking", message=WHY)
         for i in range(1, count + 1)
     ]
-    return [ev.RunStarted(at=T0, run_id="r", sessions=(NAME,), mode="test"), started, *errors]
+    return [
+        ev.RunStarted(at=T0, run_id="r", sessions=(NAME,), mode=ev.RunMode.RUN),
+        started,
+        *errors,
+    ]
 
 
 async def test_the_card_says_the_mask_failed_and_why() -> None:

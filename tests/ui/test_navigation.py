@@ -148,7 +148,9 @@ async def test_sort_by_pressure_and_by_state() -> None:
 
 def many_sessions(count: int) -> RunState:
     names = tuple(f"s{index:03d}" for index in range(count))
-    events: list[ev.Event] = [ev.RunStarted(at=T0, run_id="many", sessions=names, mode="test")]
+    events: list[ev.Event] = [
+        ev.RunStarted(at=T0, run_id="many", sessions=names, mode=ev.RunMode.RUN)
+    ]
     for index, name in enumerate(names):
         events.append(
             ev.SessionStarted(
