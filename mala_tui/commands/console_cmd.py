@@ -121,8 +121,8 @@ def _console_of(started: Started, loaded: LoadedSettings, out: TextIO) -> int:
 async def hosted(supervisor: Supervisor, out: TextIO, ready: int) -> RunResult | int:
     """The run as its host runs it: served to consoles, its event lines in `host.log`."""
     from mala_tui.runtime.channel import ChannelError, ControlChannel
-    from mala_tui.runtime.headless import printer
     from mala_tui.runtime.host import say_ready
+    from mala_tui.ui.headless import printer
 
     journal = supervisor.journal
     assert journal is not None
@@ -317,8 +317,7 @@ async def _host_ended(remote: RemoteRun, out: TextIO, host: int) -> int:
 
 
 async def _headless(remote: RemoteRun, out: TextIO) -> None:
-    from mala_tui.runtime.headless import answer_from_terminal, printer
-    from mala_tui.runtime.launch import read_stdin_line
+    from mala_tui.ui.headless import answer_from_terminal, printer, read_stdin_line
 
     show = printer(out)
     for event in remote.skipped.events if remote.skipped is not None else []:
@@ -342,8 +341,8 @@ def _ending(remote: RemoteRun, out: TextIO, *, detached: bool) -> int:
     """What the console says as it leaves, and its exit status."""
     from mala_tui.commands.run_cmd import cost_line
     from mala_tui.core.actions import EndStatus
-    from mala_tui.runtime.headless import one_line
     from mala_tui.runtime.redaction import redact
+    from mala_tui.ui.headless import one_line
 
     run_id = remote.folder.name
     ended = remote.ended

@@ -17,10 +17,10 @@ from typing import TextIO
 
 import platformdirs
 
-from mala_tui.runtime.headless import one_line
 from mala_tui.runtime.journal import last_opened_run
 from mala_tui.runtime.private_files import append_private, private_folder
 from mala_tui.runtime.redaction import redact
+from mala_tui.ui.headless import one_line
 
 #: An unexpected error (sysexits' EX_SOFTWARE).
 EXIT_INTERNAL = 70

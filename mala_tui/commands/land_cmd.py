@@ -90,7 +90,6 @@ def _open(args: argparse.Namespace, loaded: LoadedSettings) -> _Opened:
         Unwritable: the journal cannot be written.
     """
     from mala_tui.core.view import RunState
-    from mala_tui.runtime.headless import one_line
     from mala_tui.runtime.journal import (
         JournalError,
         JournalInUse,
@@ -100,6 +99,7 @@ def _open(args: argparse.Namespace, loaded: LoadedSettings) -> _Opened:
     )
     from mala_tui.runtime.landing import Target
     from mala_tui.runtime.run_source import ResumeError, read_source, still_live
+    from mala_tui.ui.headless import one_line
 
     data_dir = args.data_dir or loaded.settings.resolved_data_dir()
     try:
@@ -209,7 +209,7 @@ def _journal(
 ) -> int:
     """Append what was done to the run's journal and say it on one line."""
     from mala_tui.core.describe import summary
-    from mala_tui.runtime.headless import one_line
+    from mala_tui.ui.headless import one_line
 
     # Names, paths and the command come from the journal and git: shown literally.
     out.write(f"{one_line(event.session, 80)}: {one_line(summary(event), 4000)}\n")

@@ -117,10 +117,10 @@ def _resume_on(
         host_worktree_setter,
     )
     from mala_tui.runtime.backends.claude import ClaudeBackend
-    from mala_tui.runtime.headless import one_line
     from mala_tui.runtime.journal import StorageError
     from mala_tui.runtime.resume import ResumeError, prepare
     from mala_tui.runtime.worktree import WorktreeTracker
+    from mala_tui.ui.headless import one_line
 
     backend = ClaudeBackend.for_run(source.folder)
     if engine is not None:

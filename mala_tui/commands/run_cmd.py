@@ -558,8 +558,9 @@ def _until_done(main: Callable[[], object]) -> RunResult | Shutdown | int:
 
 
 def _finish(outcome: RunResult | Shutdown | int, supervisor: Supervisor | None, out: TextIO) -> int:
-    from mala_tui.runtime.launch import exit_status, run_status
+    from mala_tui.runtime.launch import run_status
     from mala_tui.runtime.signals import Shutdown
+    from mala_tui.ui.headless import exit_status
 
     result = None if isinstance(outcome, int | Shutdown) else outcome
     if result is not None:
@@ -682,12 +683,8 @@ async def _app(supervisor: Supervisor, on_app: Callable[[MalaApp], object]) -> R
 
 
 async def _headless(supervisor: Supervisor, out: TextIO) -> RunResult | int:
-    from mala_tui.runtime.launch import (
-        HeadlessApprovalError,
-        check_headless_approvals,
-        read_stdin_line,
-        run_headless,
-    )
+    from mala_tui.runtime.launch import HeadlessApprovalError, check_headless_approvals
+    from mala_tui.ui.headless import read_stdin_line, run_headless
 
     interactive = sys.stdin.isatty()
     try:

@@ -14,10 +14,10 @@ from typing import Any, TextIO
 from mala_tui.config import LoadedSettings
 from mala_tui.core.pricing import PriceTable, Spend, format_cost
 from mala_tui.core.view import RunState, WorktreeRecord
-from mala_tui.runtime.headless import one_line
 from mala_tui.runtime.journal import EVENTS_FILE, JournalError, find_run, list_runs, read_events
 from mala_tui.runtime.launch import EXIT_USAGE
 from mala_tui.runtime.sockets import live_host
+from mala_tui.ui.headless import one_line
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

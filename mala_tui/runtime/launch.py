@@ -1,4 +1,4 @@
-"""Building a run: tasks into session specs, a journal, a supervisor; running it headless.
+"""Building a run: tasks into session specs, a journal, a supervisor.
 
 `mala-tui run`, `mala-tui demo` and the app all start runs through here, so a
 run is journaled, and its agent processes are accounted for, the same way
@@ -11,12 +11,11 @@ import asyncio
 import contextlib
 import json
 import os
-import sys
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 from mala_tui.config import LoadedSettings, Settings, suggest, user_config_dir
 from mala_tui.core import events as ev
@@ -27,9 +26,7 @@ from mala_tui.core.prompts import PromptSet
 from mala_tui.core.retry import cli_retries_within
 from mala_tui.prompt_files import load_prompts
 from mala_tui.runtime.approvals import ApprovalMode
-from mala_tui.runtime.attention import Attention, Desktop, desktop_protocol
 from mala_tui.runtime.backends.base import Backend, SessionSpec
-from mala_tui.runtime.headless import LineReader, answer_from_terminal, one_line, printer
 from mala_tui.runtime.journal import RunJournal, new_run_id
 from mala_tui.runtime.profiles import (
     PROFILE_KEYS,
@@ -39,7 +36,6 @@ from mala_tui.runtime.profiles import (
     profiles_json,
     shown,
 )
-from mala_tui.runtime.redaction import redact
 from mala_tui.runtime.remote_runner import HostEngine
 from mala_tui.runtime.run_types import RunResult
 from mala_tui.runtime.session_host import BackendFactory
@@ -410,90 +406,6 @@ def check_approval_mode(
         "approvals are set to ask, but this headless run has no terminal to ask on: "
         "use --approve auto or --approve deny, or set context.approval_timeout_seconds"
     )
-
-
-async def run_headless(
-    supervisor: Supervisor, out: TextIO, *, read_line: LineReader | None = None
-) -> RunResult:
-    """Run to the end printing one line per notable event; Ctrl-C stops every session first.
-
-    With `read_line` (a terminal), pending approvals and permission requests are asked
-    for there; without one, a permission request under `ask` gets the timeout's answer
-    at once (an approval under `ask` was refused before the run: `check_approval_mode`).
-    """
-    supervisor.listeners.events.append(printer(out))
-    ui = supervisor.settings.ui
-    if ui.notify_headless:
-
-        def write(text: str) -> None:
-            out.write(text)
-            out.flush()
-
-        supervisor.listeners.events.append(
-            Attention(
-                write,
-                bell=ui.bell,
-                desktop=desktop_protocol(Desktop(ui.desktop_notifications), os.environ),
-                in_tmux=bool(os.environ.get("TMUX")),
-                run_id=supervisor.state.run_id,
-            )
-        )
-    asker = None
-    if read_line is None:
-        supervisor.permissions.operator_present = False
-    elif supervisor.approval_mode == "ask" or supervisor.permissions.policy == "ask":
-        asker = asyncio.create_task(answer_from_terminal(supervisor, out, read_line))
-    try:
-        return await supervisor.run()
-    finally:
-        if asker is not None:
-            asker.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await asker
-
-
-async def read_stdin_line() -> str:
-    """One line from the terminal, read when it is ready so the event loop runs on meanwhile.
-
-    A reader callback rather than a thread: a thread blocked in readline would keep
-    the process from exiting until Enter was pressed.
-
-    Raises:
-        EOFError: the input has ended, or the terminal is gone (closed, hung up):
-            nothing more can be read.
-    """
-    loop = asyncio.get_running_loop()
-    line: asyncio.Future[str] = loop.create_future()
-
-    def ready() -> None:
-        loop.remove_reader(sys.stdin)
-        if line.done():
-            return
-        try:
-            text = sys.stdin.readline()
-        except OSError as exc:  # EIO from a terminal that hung up
-            line.set_exception(EOFError(str(exc)))
-            return
-        if text:
-            line.set_result(text)
-        else:  # the end of input (Ctrl-D, a closed pipe): no answer will ever come
-            line.set_exception(EOFError("the terminal's input ended"))
-
-    loop.add_reader(sys.stdin, ready)
-    try:
-        return await line
-    finally:
-        loop.remove_reader(sys.stdin)
-
-
-def exit_status(result: RunResult, out: TextIO) -> int:
-    """One line per session (names and reasons shown literally, redacted as every headless
-    line is), and the run's exit status."""
-    for name, status in result.statuses.items():
-        reason = one_line(result.reasons.get(name, ""), 400)
-        line = f"{one_line(name, 80)}: {status.value}{' - ' + reason if reason else ''}"
-        out.write(redact(line) + "\n")
-    return run_status(result)
 
 
 def run_status(result: RunResult) -> int:

@@ -25,11 +25,11 @@ from textual.worker import Worker, WorkerState
 
 from mala_tui.config import Settings
 from mala_tui.core.questions import QuestionKind
-from mala_tui.runtime.attention import Attention, Desktop, desktop_protocol
 from mala_tui.runtime.by_hand import ByHandError, Interactive, run_here
 from mala_tui.runtime.landings import FinishedRun
 from mala_tui.runtime.signals import StopReason
 from mala_tui.ui.answer_queue import AnswerQueue
+from mala_tui.ui.attention import Attention, Desktop, desktop_protocol
 from mala_tui.ui.bridge import UpdateBridge
 from mala_tui.ui.controller import Controller
 from mala_tui.ui.palette import SessionCommands
@@ -124,7 +124,7 @@ class MalaApp(App[int]):
             run_id=self.controller.state.run_id,
         )
         """Rings and notifies when an approval or a permission waits, or a session fails
-        (runtime.attention)."""
+        (ui.attention)."""
         self._supervisor_worker: Worker[object] | None = None
         self._stopping = False
         loaded = load_themes(theme_folders())

@@ -260,8 +260,8 @@ def test_the_final_summary_prints_names_and_reasons_literally() -> None:
     import io
 
     from mala_tui.core.actions import EndStatus
-    from mala_tui.runtime.launch import exit_status
     from mala_tui.runtime.run_types import RunResult
+    from mala_tui.ui.headless import exit_status
 
     out = io.StringIO()
     result = RunResult(

@@ -12,7 +12,6 @@ from mala_tui.core.describe import summary
 from mala_tui.core.permissions import PermissionAnswer
 from mala_tui.core.transcript import Message, Role, ToolCall, ToolResult
 from mala_tui.core.usage import CallUsage
-from mala_tui.runtime.attention import Attention, Desktop
 from mala_tui.runtime.backends.base import (
     MessageItem,
     PermissionAsk,
@@ -27,6 +26,7 @@ from mala_tui.runtime.backends.scripted import (
 )
 from mala_tui.runtime.cache_watch import CacheWatch
 from mala_tui.runtime.journal import RunJournal, read_events
+from mala_tui.ui.attention import Attention, Desktop
 from tests.support.supervisors import build_supervisor
 
 

@@ -20,7 +20,6 @@ from mala_tui.core.observations import Command
 from mala_tui.core.permissions import AnsweredBy, PermissionAnswer
 from mala_tui.core.questions import Question
 from mala_tui.core.usage import CallUsage
-from mala_tui.runtime.attention import BEL, Attention, Desktop
 from mala_tui.runtime.backends.base import (
     PermissionVerdict,
     SessionIdItem,
@@ -33,8 +32,9 @@ from mala_tui.runtime.backends.scripted import (
     finished,
 )
 from mala_tui.runtime.journal import read_events
-from mala_tui.runtime.launch import run_headless
 from mala_tui.runtime.supervisor import Supervisor
+from mala_tui.ui.attention import BEL, Attention, Desktop
+from mala_tui.ui.headless import run_headless
 from tests.support.backends import bash
 from tests.support.supervisors import build_supervisor, journaled
 

@@ -14,9 +14,9 @@ from mala_tui.core import events as ev
 from mala_tui.runtime.backends.base import MaskError
 from mala_tui.runtime.backends.claude_transcripts import rewrite_transcript
 from mala_tui.runtime.backends.scripted import ScriptedBackend
-from mala_tui.runtime.headless import printer
 from mala_tui.runtime.journal import RunJournal
 from mala_tui.runtime.redaction import redact, redact_json_line
+from mala_tui.ui.headless import printer
 from tests.support.supervisors import build_supervisor
 
 ANTHROPIC = "sk-ant-api03-" + "Q" * 24

@@ -18,9 +18,9 @@ from mala_tui.core.view import SessionSnapshot
 from mala_tui.runtime.backends.base import Backend, SessionIdItem, SessionSpec, UsageItem
 from mala_tui.runtime.backends.scripted import HANG, ScriptedClient, finished
 from mala_tui.runtime.desk import QuestionClosed
-from mala_tui.runtime.headless import describe
 from mala_tui.runtime.journal import read_events
 from mala_tui.runtime.supervisor import Supervisor
+from mala_tui.ui.headless import describe
 from tests.support.backends import PerSession
 from tests.support.supervisors import build_supervisor
 
@@ -257,7 +257,7 @@ async def test_headless_runs_ask_on_the_terminal_and_print_the_checkpoint_litera
 ) -> None:
     import io
 
-    from mala_tui.runtime.launch import run_headless
+    from mala_tui.ui.headless import run_headless
 
     backend = PerSession({"a": hard_session("sa")})
     sup = supervisor(tmp_path, backend, ["a"], approval_mode="ask")

@@ -16,8 +16,7 @@ from mala_tui.core.actions import EndStatus
 from mala_tui.core.usage import CallUsage
 from mala_tui.runtime.backends.base import SessionIdItem, UsageItem
 from mala_tui.runtime.backends.scripted import HANG, ScriptedBackend, ScriptedClient, finished
-from mala_tui.runtime.headless import WRAP_MARK, terminal_lines
-from mala_tui.runtime.launch import run_headless
+from mala_tui.ui.headless import WRAP_MARK, run_headless, terminal_lines
 from tests.support.backends import PerSession, bash
 from tests.support.supervisors import build_supervisor, journaled
 
@@ -191,7 +190,7 @@ def test_the_terminals_end_of_input_is_an_eof_error_not_an_empty_answer(
 ) -> None:
     import os
 
-    from mala_tui.runtime.launch import read_stdin_line
+    from mala_tui.ui.headless import read_stdin_line
 
     read_end, write_end = os.pipe()
     os.close(write_end)

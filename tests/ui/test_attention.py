@@ -6,7 +6,7 @@ import pytest
 
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
-from mala_tui.runtime.attention import (
+from mala_tui.ui.attention import (
     BEL,
     Attention,
     Desktop,

@@ -10,10 +10,13 @@ not printed either.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import shutil
+import sys
 import time
 from collections.abc import Awaitable, Callable
-from typing import Final, Protocol, TextIO
+from typing import TYPE_CHECKING, Final, Protocol, TextIO
 
 from mala_tui.core import events as ev
 from mala_tui.core.describe import summary
@@ -23,8 +26,14 @@ from mala_tui.core.questions import ApprovalQuestion, PermissionQuestion, Questi
 from mala_tui.core.text import clean, shorten
 from mala_tui.core.view import RunState
 from mala_tui.runtime.desk import QuestionClosed
+from mala_tui.runtime.launch import run_status
 from mala_tui.runtime.recorder import Listeners
 from mala_tui.runtime.redaction import redact
+from mala_tui.ui.attention import Attention, Desktop, desktop_protocol
+
+if TYPE_CHECKING:
+    from mala_tui.runtime.run_types import RunResult
+    from mala_tui.runtime.supervisor import Supervisor
 
 LineReader = Callable[[], Awaitable[str]]
 """Reads one line typed at the terminal; raises EOFError once its input has ended."""
@@ -293,3 +302,90 @@ async def ask_permission(
         out.write("answered meanwhile (a timeout, or the session ended)\n")
     out.flush()
     return True
+
+
+# -- a whole run, headless ----------------------------------------------------------------------
+
+
+async def run_headless(
+    supervisor: Supervisor, out: TextIO, *, read_line: LineReader | None = None
+) -> RunResult:
+    """Run to the end printing one line per notable event; Ctrl-C stops every session first.
+
+    With `read_line` (a terminal), pending approvals and permission requests are asked
+    for there; without one, a permission request under `ask` gets the timeout's answer
+    at once (an approval under `ask` was refused before the run: `check_approval_mode`).
+    """
+    supervisor.listeners.events.append(printer(out))
+    ui = supervisor.settings.ui
+    if ui.notify_headless:
+
+        def write(text: str) -> None:
+            out.write(text)
+            out.flush()
+
+        supervisor.listeners.events.append(
+            Attention(
+                write,
+                bell=ui.bell,
+                desktop=desktop_protocol(Desktop(ui.desktop_notifications), os.environ),
+                in_tmux=bool(os.environ.get("TMUX")),
+                run_id=supervisor.state.run_id,
+            )
+        )
+    asker = None
+    if read_line is None:
+        supervisor.permissions.operator_present = False
+    elif supervisor.approval_mode == "ask" or supervisor.permissions.policy == "ask":
+        asker = asyncio.create_task(answer_from_terminal(supervisor, out, read_line))
+    try:
+        return await supervisor.run()
+    finally:
+        if asker is not None:
+            asker.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await asker
+
+
+async def read_stdin_line() -> str:
+    """One line from the terminal, read when it is ready so the event loop runs on meanwhile.
+
+    A reader callback rather than a thread: a thread blocked in readline would keep
+    the process from exiting until Enter was pressed.
+
+    Raises:
+        EOFError: the input has ended, or the terminal is gone (closed, hung up):
+            nothing more can be read.
+    """
+    loop = asyncio.get_running_loop()
+    line: asyncio.Future[str] = loop.create_future()
+
+    def ready() -> None:
+        loop.remove_reader(sys.stdin)
+        if line.done():
+            return
+        try:
+            text = sys.stdin.readline()
+        except OSError as exc:  # EIO from a terminal that hung up
+            line.set_exception(EOFError(str(exc)))
+            return
+        if text:
+            line.set_result(text)
+        else:  # the end of input (Ctrl-D, a closed pipe): no answer will ever come
+            line.set_exception(EOFError("the terminal's input ended"))
+
+    loop.add_reader(sys.stdin, ready)
+    try:
+        return await line
+    finally:
+        loop.remove_reader(sys.stdin)
+
+
+def exit_status(result: RunResult, out: TextIO) -> int:
+    """One line per session (names and reasons shown literally, redacted as every headless
+    line is), and the run's exit status."""
+    for name, status in result.statuses.items():
+        reason = one_line(result.reasons.get(name, ""), 400)
+        line = f"{one_line(name, 80)}: {status.value}{' - ' + reason if reason else ''}"
+        out.write(redact(line) + "\n")
+    return run_status(result)
