@@ -208,8 +208,8 @@ class PerSession:
             self._made[name] = self._factory(Path())
         return self._made[name]
 
-    def create(self, spec: SessionSpec, *, resume: str | None) -> Any:
-        return self._of(spec.name).create(spec, resume=resume)
+    def create(self, spec: SessionSpec, *, resume: str | None, clock: Callable[[], float]) -> Any:
+        return self._of(spec.name).create(spec, resume=resume, clock=clock)
 
     def transcript_path(self, spec: SessionSpec, session_id: str) -> None:
         return None

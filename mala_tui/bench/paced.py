@@ -11,39 +11,36 @@ from __future__ import annotations
 from functools import partial
 from pathlib import Path
 
+from mala_tui.core.observations import MessageObserved, SessionIdentified, UsageObserved
 from mala_tui.core.transcript import Message, Role, TextBlock, ToolCall, ToolResult
 from mala_tui.core.usage import CallUsage
-from mala_tui.runtime.backends.base import (
-    Backend,
-    MessageItem,
-    SessionIdItem,
-    StreamItem,
-    UsageItem,
-)
+from mala_tui.runtime.backends.base import Backend, StreamItem
 from mala_tui.runtime.backends.scripted import ScriptedBackend, ScriptedClient, finished
 from mala_tui.runtime.session_host import BackendFactory
 
 
 def steps(count: int, *, base_tokens: int = 8_000, step_tokens: int = 300) -> list[StreamItem]:
-    """One turn of `count` Read steps, each growing the context by `step_tokens`."""
-    items: list[StreamItem] = [SessionIdItem("paced-1")]
+    """One turn of `count` Read steps, each growing the context by `step_tokens` (timed as
+    they are played: see runtime.backends.scripted)."""
+    items: list[StreamItem] = [SessionIdentified(0, "paced-1")]
     for index in range(count):
         tokens = base_tokens + index * step_tokens
         tool_id = f"toolu_{index:04d}"
         path = f"/work/src/module_{index:03d}.py"
-        items.append(UsageItem(CallUsage(input_tokens=3, cache_read_input_tokens=tokens), True))
+        items.append(UsageObserved(0, CallUsage(input_tokens=3, cache_read_input_tokens=tokens)))
         items.append(
-            MessageItem(
+            MessageObserved(
+                0,
                 Message(
                     Role.ASSISTANT,
                     (TextBlock(f"Reading {path}."), ToolCall(tool_id, "Read", {"file_path": path})),
-                )
+                ),
             )
         )
-        items.append(MessageItem(Message(Role.USER, (ToolResult(tool_id, "x = 1\n" * 40),))))
+        items.append(MessageObserved(0, Message(Role.USER, (ToolResult(tool_id, "x = 1\n" * 40),))))
     tokens = base_tokens + count * step_tokens
-    items.append(UsageItem(CallUsage(input_tokens=3, cache_read_input_tokens=tokens), True))
-    items.append(MessageItem(Message(Role.ASSISTANT, (TextBlock("All modules read."),))))
+    items.append(UsageObserved(0, CallUsage(input_tokens=3, cache_read_input_tokens=tokens)))
+    items.append(MessageObserved(0, Message(Role.ASSISTANT, (TextBlock("All modules read."),))))
     items.append(finished("Read every module.", session_id="paced-1"))
     return items
 

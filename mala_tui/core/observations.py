@@ -89,6 +89,16 @@ class ApiRetrying:
     error: str = ""
     """Claude Code's kind of error (`authentication_failed`, `server_error`, `unknown`...)."""
     attempt: int | None = None
+    of: int | None = None
+    """How many attempts the CLI makes in all, when it says."""
+
+    @property
+    def line(self) -> str:
+        """The event log's line for it."""
+        status = f" with {self.status}" if self.status is not None else ""
+        kind = f" ({self.error})" if self.error else ""
+        of = f" (attempt {self.attempt} of {self.of})" if self.attempt and self.of else ""
+        return f"API call failed{status}{kind}; the CLI retries{of}"
 
 
 @dataclass(frozen=True, slots=True)

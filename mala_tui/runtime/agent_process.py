@@ -82,7 +82,7 @@ class AgentProcess:
     async def _open(self, resume: str | None) -> None:
         self.generation += 1
         generation = self.generation
-        client = self.backend.create(self.spec, resume=resume)
+        client = self.backend.create(self.spec, resume=resume, clock=self._clock)
         # Before connecting: the first tool result may come before anything else is read.
         client.set_tool_gate(self._gate)
         client.set_permission_gate(self._permission_gate)

@@ -13,32 +13,16 @@ import asyncio
 from dataclasses import dataclass
 
 from mala_tui.core.observations import (
-    ApiRetrying,
     BudgetReached,
-    CompactionObserved,
     Decision,
     HandedBack,
     ManageModeChanged,
     MessageForAgent,
-    MessageObserved,
-    Observation,
     OperatorCommand,
-    SessionIdentified,
     TurnEnded,
-    UsageObserved,
 )
 from mala_tui.core.permissions import AnsweredBy
-from mala_tui.runtime.backends.base import (
-    ApiRetryItem,
-    CompactionItem,
-    MessageItem,
-    ModelItem,
-    ProblemItem,
-    ResultItem,
-    SessionIdItem,
-    StreamItem,
-    UsageItem,
-)
+from mala_tui.runtime.backends.base import StreamItem
 
 
 @dataclass(frozen=True)
@@ -80,39 +64,6 @@ OperatorInput = (
 
 InboxItem = FromAgent | OperatorInput
 Inbox = asyncio.Queue[InboxItem]
-
-
-def observation_of(item: StreamItem, at: float) -> Observation | ProblemItem | ModelItem:
-    """The observation a stream item stands for; a problem is recorded, not observed, and
-    the model an answer names is the feed's to journal (the manager does not decide on it)."""
-    match item:
-        case UsageItem():
-            return UsageObserved(at, item.call, item.notes, starts_call=not item.final)
-        case MessageItem():
-            return MessageObserved(at, item.message)
-        case SessionIdItem():
-            return SessionIdentified(at, item.session_id)
-        case CompactionItem():
-            return CompactionObserved(
-                at, item.trigger, item.blocked, item.pre_tokens, item.post_tokens
-            )
-        case ResultItem():
-            return TurnEnded(
-                at,
-                subtype=item.subtype,
-                is_error=item.is_error,
-                terminal_reason=item.terminal_reason,
-                result_text=item.result_text,
-                summed_usage=item.summed_usage,
-                context_window=item.context_window,
-                session_id=item.session_id,
-                api_error_status=item.api_error_status,
-                api_error_kind=item.api_error_kind,
-            )
-        case ApiRetryItem():
-            return ApiRetrying(at, item.status, item.error, item.attempt)
-        case ProblemItem() | ModelItem():
-            return item
 
 
 def interrupted(at: float) -> TurnEnded:

@@ -20,6 +20,7 @@ from mala_tui.core import events as ev
 from mala_tui.core.actions import EndSession, EndStatus, StopTurn
 from mala_tui.core.manager import ContextManager, Outcome
 from mala_tui.core.observations import (
+    ApiRetrying,
     BudgetReached,
     HandedBack,
     IdleTimedOut,
@@ -28,11 +29,12 @@ from mala_tui.core.observations import (
     Observation,
     OperatorCommand,
     ToolResultSeen,
+    UsageObserved,
 )
 from mala_tui.core.phases import IllegalTransition
 from mala_tui.runtime.agent_process import EventSink
-from mala_tui.runtime.backends.base import ApiRetryItem, ModelItem, ProblemItem, UsageItem
-from mala_tui.runtime.inbox import FromAgent, PermissionWait, observation_of
+from mala_tui.runtime.backends.base import ModelItem, ProblemItem
+from mala_tui.runtime.inbox import FromAgent, PermissionWait
 
 Clock = Callable[[], float]
 
@@ -93,18 +95,18 @@ class ManagerFeed:
             self.error("agent", item.error or "the agent process ended mid-turn")
             return self.observe(IdleTimedOut(self._clock(), time.monotonic() - self.last_heard))
         self.last_heard = time.monotonic()
-        if isinstance(item.item, UsageItem):
-            self._call_open = not item.item.final
-        observation = observation_of(item.item, self._clock())
-        if isinstance(observation, ModelItem):
-            self._model_named(observation.model)
+        said = item.item
+        if isinstance(said, ModelItem):  # the feed's to journal: the manager does not decide on it
+            self._model_named(said.model)
             return Outcome()
-        if isinstance(observation, ProblemItem):
-            self.error(observation.where, observation.message)
+        if isinstance(said, ProblemItem):  # recorded, not observed
+            self.error(said.where, said.message)
             return Outcome()
-        if isinstance(item.item, ApiRetryItem):
-            self.error("api", item.item.line)  # each retry is worth a line in the log
-        return self.observe(observation)
+        if isinstance(said, UsageObserved):
+            self._call_open = said.starts_call
+        if isinstance(said, ApiRetrying):
+            self.error("api", said.line)  # each retry is worth a line in the log
+        return self.observe(said)
 
     def _model_named(self, model: str) -> None:
         """An answer named its model: journaled when it is news (a session started with

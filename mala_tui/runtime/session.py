@@ -53,6 +53,8 @@ from mala_tui.core.observations import (
     OperatorCommand,
     RestartCompleted,
     SessionTimedOut,
+    TurnEnded,
+    UsageObserved,
 )
 from mala_tui.core.permissions import AnsweredBy
 from mala_tui.core.phases import IllegalTransition, ManageMode
@@ -64,9 +66,7 @@ from mala_tui.runtime.backends.base import (
     PermissionAsk,
     PermissionGate,
     PermissionVerdict,
-    ResultItem,
     SessionSpec,
-    UsageItem,
     carries_tool_result,
 )
 from mala_tui.runtime.cache_watch import CacheWatch
@@ -527,13 +527,13 @@ class SessionRunner:
                 await self._process.close(self.limits.disconnect_timeout)
                 return self._feed.observe(interrupted(self._clock()))
             outcome = self._take(item)
-            if current and isinstance(item.item, ResultItem):
+            if current and isinstance(item.item, TurnEnded):
                 return outcome or Outcome()  # the turn is over
             if outcome is not None and outcome.actions:
                 return outcome
             if stop_promised and current:
                 if carries_tool_result(item.item):
                     result_seen = True
-                elif result_seen and isinstance(item.item, UsageItem) and not item.item.final:
+                elif result_seen and isinstance(item.item, UsageObserved) and item.item.starts_call:
                     return None
         return None

@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
 
+from mala_tui.core.observations import TurnEnded
 from mala_tui.runtime.backends.base import (
     AgentClient,
     Backend,
     PermissionGate,
-    ResultItem,
     SessionSpec,
     StreamItem,
     ToolGate,
@@ -37,7 +37,7 @@ class TurnEndsClient:
     async def stream(self) -> AsyncIterator[StreamItem]:
         async for item in self._inner.stream():
             yield item
-            if isinstance(item, ResultItem):
+            if isinstance(item, TurnEnded):
                 self._on_turn_end()
 
     async def interrupt(self) -> None:
@@ -63,8 +63,11 @@ class TurnEnds:
         self._inner = inner
         self._on_turn_end = on_turn_end
 
-    def create(self, spec: SessionSpec, *, resume: str | None) -> TurnEndsClient:
-        return TurnEndsClient(self._inner.create(spec, resume=resume), self._on_turn_end)
+    def create(
+        self, spec: SessionSpec, *, resume: str | None, clock: Callable[[], float]
+    ) -> TurnEndsClient:
+        inner = self._inner.create(spec, resume=resume, clock=clock)
+        return TurnEndsClient(inner, self._on_turn_end)
 
     def transcript_path(self, spec: SessionSpec, session_id: str) -> Path | None:
         return self._inner.transcript_path(spec, session_id)

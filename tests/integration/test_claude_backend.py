@@ -15,8 +15,8 @@ import pytest
 from mala_tui.bench.faults import TIGHT, TIGHT_WINDOW
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
+from mala_tui.core.observations import TurnEnded, UsageObserved
 from mala_tui.loopback import FaultSpec, LoopbackServer, load_scenario
-from mala_tui.runtime.backends.base import ResultItem, UsageItem
 from mala_tui.runtime.backends.claude import ClaudeBackend
 from tests.integration.harness import alive, runner, session_spec
 from tests.support.factories import default_limits
@@ -28,15 +28,15 @@ async def test_usage_from_the_stream_matches_the_clis_own_context_figure(tmp_pat
     scenario = load_scenario("quickstart")
     async with LoopbackServer(scenario, response_delay_s=0) as server:
         spec = session_spec("q", scenario, server, tmp_path)
-        client = ClaudeBackend().create(spec, resume=None)
+        client = ClaudeBackend().create(spec, resume=None, clock=time.time)
         await client.connect()
         try:
             await client.query(scenario.task)
             finals = []
             async for item in client.stream():
-                if isinstance(item, UsageItem) and item.final:
+                if isinstance(item, UsageObserved) and not item.starts_call:
                     finals.append(item.call)
-                if isinstance(item, ResultItem):
+                if isinstance(item, TurnEnded):
                     assert item.context_window == 200_000
                     break
             cli = await client.context_usage()

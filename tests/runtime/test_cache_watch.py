@@ -9,15 +9,11 @@ from mala_tui.config import ContextSettings, Settings
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.describe import summary
+from mala_tui.core.observations import MessageObserved, SessionIdentified, UsageObserved
 from mala_tui.core.permissions import PermissionAnswer
 from mala_tui.core.transcript import Message, Role, ToolCall, ToolResult
 from mala_tui.core.usage import CallUsage
-from mala_tui.runtime.backends.base import (
-    MessageItem,
-    PermissionAsk,
-    SessionIdItem,
-    UsageItem,
-)
+from mala_tui.runtime.backends.base import PermissionAsk
 from mala_tui.runtime.backends.scripted import (
     AskPermission,
     ScriptedBackend,
@@ -122,13 +118,15 @@ async def test_a_permission_request_waiting_past_half_the_lifetime_is_journaled(
 ) -> None:
     """A real runner and supervisor, a scripted agent, a 0.6 s lifetime: the request
     waits, the journal says the cache is about to go cold, the answer lets it go on."""
-    call = MessageItem(Message(Role.ASSISTANT, (ToolCall("t1", "Bash", {"command": "make"}),)))
-    result = MessageItem(Message(Role.USER, (ToolResult("t1", "done"),)))
+    call = MessageObserved(
+        0, Message(Role.ASSISTANT, (ToolCall("t1", "Bash", {"command": "make"}),))
+    )
+    result = MessageObserved(0, Message(Role.USER, (ToolResult("t1", "done"),)))
     client = ScriptedClient(
         [
             [
-                SessionIdItem("s"),
-                UsageItem(CallUsage(cache_read_input_tokens=20_000), final=False),
+                SessionIdentified(0, "s"),
+                UsageObserved(0, CallUsage(cache_read_input_tokens=20_000), starts_call=True),
                 call,
                 AskPermission(PermissionAsk("t1", "Bash", {"command": "make"})),
                 result,

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from mala_tui.core import events as ev
-from mala_tui.core.observations import Command, Decision
+from mala_tui.core.observations import Command, Decision, SessionIdentified
 from mala_tui.core.permissions import PermissionAnswer, PermissionPolicy
-from mala_tui.runtime.backends.base import Backend, PermissionAsk, SessionIdItem
+from mala_tui.runtime.backends.base import Backend, PermissionAsk
 from mala_tui.runtime.backends.scripted import (
     HANG,
     AskPermission,
@@ -100,7 +100,7 @@ async def test_a_console_follows_every_event_once_and_answers_at_the_host(tmp_pa
 async def test_two_consoles_one_answer_the_second_is_told_who_answered(tmp_path: Path) -> None:
     ask = PermissionAsk("tu-1", "Bash", {"command": "make deploy"})
     backend = ScriptedBackend(
-        [ScriptedClient([[SessionIdItem("s1"), AskPermission(ask), turn_done("ok", "s1")]])]
+        [ScriptedClient([[SessionIdentified(0, "s1"), AskPermission(ask), turn_done("ok", "s1")]])]
     )
     sup = hosted(tmp_path, backend, ["a"])
     sup.permissions.policy = PermissionPolicy.ASK
@@ -244,8 +244,8 @@ async def test_a_console_forks_a_session_at_the_host(tmp_path: Path) -> None:
 
     backend = PerSession(
         {
-            "a": [ScriptedClient([[SessionIdItem("sa"), HANG]])],
-            "a-fork1": [ScriptedClient([[SessionIdItem("sf"), turn_done("done", "sf")]])],
+            "a": [ScriptedClient([[SessionIdentified(0, "sa"), HANG]])],
+            "a-fork1": [ScriptedClient([[SessionIdentified(0, "sf"), turn_done("done", "sf")]])],
         }
     )
     sup = hosted(tmp_path, backend, ["a"])
@@ -276,12 +276,12 @@ async def test_every_operator_action_works_from_a_console(tmp_path: Path) -> Non
     (its event comes back on the stream), and each refusal comes back as the supervisor's
     own exception."""
     from mala_tui.core.budget import BudgetLimits
-    from mala_tui.core.observations import Command
+    from mala_tui.core.observations import Command, MessageObserved, UsageObserved
     from mala_tui.core.operator_messages import MessageError
     from mala_tui.core.phases import ManageMode, Phase
     from mala_tui.core.transcript import Message, Role, TextBlock
     from mala_tui.core.usage import CallUsage
-    from mala_tui.runtime.backends.base import MessageItem, SessionSpec, UsageItem
+    from mala_tui.runtime.backends.base import SessionSpec
     from mala_tui.runtime.backends.scripted import HANG
     from mala_tui.runtime.launch import like
 
@@ -290,9 +290,9 @@ async def test_every_operator_action_works_from_a_console(tmp_path: Path) -> Non
         lambda name: ScriptedClient(
             [
                 [
-                    SessionIdItem(f"id-{name}"),
-                    UsageItem(CallUsage(input_tokens=3, cache_read_input_tokens=9_000), True),
-                    MessageItem(said),
+                    SessionIdentified(0, f"id-{name}"),
+                    UsageObserved(0, CallUsage(input_tokens=3, cache_read_input_tokens=9_000)),
+                    MessageObserved(0, said),
                     HANG,
                 ]
             ]
@@ -388,7 +388,7 @@ async def test_a_console_lands_at_the_host_while_the_run_lives_and_itself_once_i
     (trees["a"].path / "app.py").write_text("VERSION = 2\n")
     (trees["b"].path / "NOTES.md").write_text("b's\n")
     backend = PerSession(
-        {name: [ScriptedClient([[SessionIdItem(f"s{name}"), HANG]])] for name in "ab"}
+        {name: [ScriptedClient([[SessionIdentified(0, f"s{name}"), HANG]])] for name in "ab"}
     )
     sup = hosted(tmp_path, backend, ["a", "b"])
     sup.profiles = {"review": Profile("review", {"model": "m"})}

@@ -8,18 +8,16 @@ from pathlib import Path
 
 from claude_agent_sdk import AssistantMessage, ResultMessage, SystemMessage, TextBlock
 
-from mala_tui.runtime.backends.base import (
-    ApiRetryItem,
-    ProblemItem,
-    ResultItem,
-    SessionIdItem,
-    SessionSpec,
-)
+from mala_tui.core.observations import ApiRetrying, SessionIdentified, TurnEnded
+from mala_tui.runtime.backends.base import ProblemItem, SessionSpec
 from mala_tui.runtime.backends.claude import ClaudeClient
 
 
 def client() -> ClaudeClient:
-    return ClaudeClient(SessionSpec(name="s1", task="t", cwd=Path("/ws")), resume=None)
+    """A client whose observations are all timed 0 (as the expected ones are written)."""
+    return ClaudeClient(
+        SessionSpec(name="s1", task="t", cwd=Path("/ws")), resume=None, clock=lambda: 0.0
+    )
 
 
 def test_the_clis_api_retries_say_the_status_and_the_kind_of_error() -> None:
@@ -35,7 +33,7 @@ def test_the_clis_api_retries_say_the_status_and_the_kind_of_error() -> None:
         },
     )
     (item,) = client()._convert(retry)
-    assert item == ApiRetryItem(status=401, error="authentication_failed", attempt=1, of=2)
+    assert item == ApiRetrying(0, status=401, error="authentication_failed", attempt=1, of=2)
     assert item.line == (
         "API call failed with 401 (authentication_failed); the CLI retries (attempt 1 of 2)"
     )
@@ -63,7 +61,7 @@ def test_a_failed_turn_carries_the_kind_of_error_claude_code_wrote_in_its_place(
             result="Not logged in · Please run /login",
         )
     )
-    assert isinstance(result, ResultItem)
+    assert isinstance(result, TurnEnded)
     assert (result.api_error_kind, result.result_text) == (
         "authentication_failed",
         "Not logged in · Please run /login",
@@ -78,12 +76,12 @@ def test_a_failed_turn_carries_the_kind_of_error_claude_code_wrote_in_its_place(
             session_id="s",
         )
     )
-    assert isinstance(next_result, ResultItem) and next_result.api_error_kind is None
+    assert isinstance(next_result, TurnEnded) and next_result.api_error_kind is None
 
 
 def test_init_gives_the_session_id_and_subagent_messages_are_left_out() -> None:
     init = SystemMessage(subtype="init", data={"session_id": "abc"})
-    assert client()._convert(init) == [SessionIdItem("abc")]
+    assert client()._convert(init) == [SessionIdentified(0, "abc")]
     sub = AssistantMessage(
         content=[TextBlock("from a subagent")], model="m", parent_tool_use_id="toolu_1"
     )
@@ -174,7 +172,8 @@ def test_a_failing_gate_or_an_odd_response_does_not_break_the_hook() -> None:
 def test_the_model_an_answer_names_is_said_before_its_usage_and_once() -> None:
     from claude_agent_sdk import StreamEvent
 
-    from mala_tui.runtime.backends.base import ModelItem, UsageItem
+    from mala_tui.core.observations import UsageObserved
+    from mala_tui.runtime.backends.base import ModelItem
 
     def start(message_id: str, model: str) -> StreamEvent:
         body = {"id": message_id, "model": model, "usage": {"input_tokens": 10}}
@@ -184,9 +183,9 @@ def test_the_model_an_answer_names_is_said_before_its_usage_and_once() -> None:
 
     c = client()
     first = c._convert(start("m1", "claude-opus-5-5"))
-    assert [type(item) for item in first] == [ModelItem, UsageItem]
+    assert [type(item) for item in first] == [ModelItem, UsageObserved]
     assert first[0] == ModelItem("claude-opus-5-5")
-    assert [type(item) for item in c._convert(start("m2", "claude-opus-5-5"))] == [UsageItem]
+    assert [type(item) for item in c._convert(start("m2", "claude-opus-5-5"))] == [UsageObserved]
     assert c._convert(start("m3", "claude-haiku-5-5"))[0] == ModelItem("claude-haiku-5-5")
     synthetic = AssistantMessage(
         content=[TextBlock("Prompt is too long")],

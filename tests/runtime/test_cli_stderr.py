@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import stat
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -61,7 +62,9 @@ def test_the_clis_stderr_is_always_piped(tmp_path: Path) -> None:
 
 async def test_stderr_is_said_once_a_turn_and_with_a_broken_stream(tmp_path: Path) -> None:
     backend = ClaudeBackend.for_run(tmp_path)
-    client = backend.create(SessionSpec(name="a/b", task="t", cwd=tmp_path), resume=None)
+    client = backend.create(
+        SessionSpec(name="a/b", task="t", cwd=tmp_path), resume=None, clock=time.time
+    )
     client._on_stderr(HOSTILE)
     client._on_stderr("second line of the same turn")
 

@@ -10,8 +10,7 @@ import pytest
 from mala_tui.config import AgentSettings, IdleSettings, Settings, max_concurrent_for
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
-from mala_tui.core.observations import Command
-from mala_tui.runtime.backends.base import SessionIdItem
+from mala_tui.core.observations import Command, SessionIdentified
 from mala_tui.runtime.backends.scripted import HANG, ScriptedClient, finished
 from mala_tui.runtime.supervisor import QUEUE, Supervisor
 from mala_tui.ui.format import state_label
@@ -23,7 +22,7 @@ def agents(hang: bool) -> PerSession:
     """One scripted client per session name; records which sessions were ever started."""
     return PerSession(
         lambda name: ScriptedClient(
-            [[SessionIdItem(name), HANG if hang else finished("done", name)]]
+            [[SessionIdentified(0, name), HANG if hang else finished("done", name)]]
         )
     )
 

@@ -4,6 +4,7 @@ end is journaled all the same (a real process, slow to go, stands in for the CLI
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -43,7 +44,9 @@ class OneClient:
     def __init__(self, client: SlowToGo) -> None:
         self.client = client
 
-    def create(self, spec: SessionSpec, *, resume: str | None) -> SlowToGo:
+    def create(
+        self, spec: SessionSpec, *, resume: str | None, clock: Callable[[], float]
+    ) -> SlowToGo:
         return self.client
 
 

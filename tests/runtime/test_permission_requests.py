@@ -16,15 +16,11 @@ import pytest
 from mala_tui.config import AgentSettings, ContextSettings, IdleSettings, Settings
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
-from mala_tui.core.observations import Command
+from mala_tui.core.observations import Command, SessionIdentified, UsageObserved
 from mala_tui.core.permissions import AnsweredBy, PermissionAnswer
 from mala_tui.core.questions import Question
 from mala_tui.core.usage import CallUsage
-from mala_tui.runtime.backends.base import (
-    PermissionVerdict,
-    SessionIdItem,
-    UsageItem,
-)
+from mala_tui.runtime.backends.base import PermissionVerdict
 from mala_tui.runtime.backends.scripted import (
     HANG,
     ScriptedBackend,
@@ -75,7 +71,7 @@ async def test_allow_for_the_session_answers_the_next_request_without_asking(
     tmp_path: Path,
 ) -> None:
     client = ScriptedClient(
-        [[SessionIdItem("s"), *bash("make", "t1"), *bash("make test", "t2"), finished()]]
+        [[SessionIdentified(0, "s"), *bash("make", "t1"), *bash("make test", "t2"), finished()]]
     )
     sup = supervisor(tmp_path, client)
     waiting = requests_reach(sup, 1)
@@ -98,7 +94,7 @@ async def test_allow_for_the_session_answers_the_next_request_without_asking(
 
 
 async def test_a_deny_carries_the_operators_reason_to_the_agent(tmp_path: Path) -> None:
-    client = ScriptedClient([[SessionIdItem("s"), *bash("rm -rf /", "t1"), finished()]])
+    client = ScriptedClient([[SessionIdentified(0, "s"), *bash("rm -rf /", "t1"), finished()]])
     sup = supervisor(tmp_path, client)
     waiting = requests_reach(sup, 1)
     run = asyncio.create_task(sup.run())
@@ -118,7 +114,7 @@ async def test_a_waiting_request_is_not_a_stall_and_times_out_to_the_default_ans
 ) -> None:
     # The idle timeout is a fifth of the permission timeout: had it run while the
     # request waited, the session would have been recovered as hung four times over.
-    client = ScriptedClient([[SessionIdItem("s"), *bash("make", "t1"), finished()]])
+    client = ScriptedClient([[SessionIdentified(0, "s"), *bash("make", "t1"), finished()]])
     sup = supervisor(tmp_path, client, idle=IDLE, permission_timeout=5 * IDLE)
     result = await asyncio.wait_for(sup.run(), 10)
     assert result.statuses == {"a": EndStatus.DONE}
@@ -130,7 +126,7 @@ async def test_a_waiting_request_is_not_a_stall_and_times_out_to_the_default_ans
 
 
 async def test_the_idle_timeout_still_fires_once_the_request_is_answered(tmp_path: Path) -> None:
-    hanging = ScriptedClient([[SessionIdItem("s"), *bash("make", "t1"), HANG]])
+    hanging = ScriptedClient([[SessionIdentified(0, "s"), *bash("make", "t1"), HANG]])
     sup = supervisor(tmp_path, hanging, idle=IDLE, permission_timeout_answer="allow")
     sup.permissions.operator_present = False  # answered at once
     run = asyncio.create_task(sup.run())
@@ -145,7 +141,7 @@ async def test_the_idle_timeout_still_fires_once_the_request_is_answered(tmp_pat
 
 
 async def test_stopping_the_session_denies_what_waits_with_the_reason(tmp_path: Path) -> None:
-    client = ScriptedClient([[SessionIdItem("s"), *bash("make", "t1"), finished()]])
+    client = ScriptedClient([[SessionIdentified(0, "s"), *bash("make", "t1"), finished()]])
     sup = supervisor(tmp_path, client)
     waiting = requests_reach(sup, 1)
     run = asyncio.create_task(sup.run())
@@ -166,7 +162,7 @@ async def test_stopping_the_session_denies_what_waits_with_the_reason(tmp_path: 
 async def test_allow_and_deny_policies_answer_without_asking(
     tmp_path: Path, policy: str, allowed: bool, by: AnsweredBy
 ) -> None:
-    client = ScriptedClient([[SessionIdItem("s"), *bash("make", "t1"), finished()]])
+    client = ScriptedClient([[SessionIdentified(0, "s"), *bash("make", "t1"), finished()]])
     sup = supervisor(tmp_path, client, permissions=policy)
     asked: list[list[Question]] = []
     sup.listeners.questions.append(asked.append)
@@ -177,7 +173,7 @@ async def test_allow_and_deny_policies_answer_without_asking(
 
 
 async def test_without_anyone_to_ask_the_timeout_answer_is_given_at_once(tmp_path: Path) -> None:
-    client = ScriptedClient([[SessionIdItem("s"), *bash("make", "t1"), finished()]])
+    client = ScriptedClient([[SessionIdentified(0, "s"), *bash("make", "t1"), finished()]])
     sup = supervisor(tmp_path, client)
     sup.permissions.operator_present = False
     await asyncio.wait_for(sup.run(), 10)
@@ -187,7 +183,7 @@ async def test_without_anyone_to_ask_the_timeout_answer_is_given_at_once(tmp_pat
 
 
 async def test_answers_to_nothing_waiting_or_not_an_answer_are_refused(tmp_path: Path) -> None:
-    client = ScriptedClient([[SessionIdItem("s"), *bash("make", "t1"), finished()]])
+    client = ScriptedClient([[SessionIdentified(0, "s"), *bash("make", "t1"), finished()]])
     sup = supervisor(tmp_path, client)
     waiting = requests_reach(sup, 1)
     run = asyncio.create_task(sup.run())
@@ -207,7 +203,7 @@ async def test_headless_asks_on_the_terminal_and_a_deny_takes_its_reason_inline(
     tmp_path: Path,
 ) -> None:
     client = ScriptedClient(
-        [[SessionIdItem("s"), *bash("make \x1b[2J", "t1"), *bash("ls", "t2"), finished()]]
+        [[SessionIdentified(0, "s"), *bash("make \x1b[2J", "t1"), *bash("ls", "t2"), finished()]]
     )
     sup = supervisor(tmp_path, client)
     answers = iter(["maybe\n", "d not on this machine\n", "o\n"])
@@ -230,7 +226,7 @@ async def test_headless_asks_on_the_terminal_and_a_deny_takes_its_reason_inline(
 async def test_headless_a_deny_alone_asks_for_the_reason_on_the_next_line(
     tmp_path: Path,
 ) -> None:
-    client = ScriptedClient([[SessionIdItem("s"), *bash("make", "t1"), finished()]])
+    client = ScriptedClient([[SessionIdentified(0, "s"), *bash("make", "t1"), finished()]])
     sup = supervisor(tmp_path, client)
     answers = iter(["d\n", "use the Makefile target instead\n"])
 
@@ -245,7 +241,7 @@ async def test_headless_a_deny_alone_asks_for_the_reason_on_the_next_line(
 
 
 async def test_headless_without_a_terminal_answers_at_once_and_says_why(tmp_path: Path) -> None:
-    client = ScriptedClient([[SessionIdItem("s"), *bash("make", "t1"), finished()]])
+    client = ScriptedClient([[SessionIdentified(0, "s"), *bash("make", "t1"), finished()]])
     sup = supervisor(tmp_path, client)
     out = io.StringIO()
     await asyncio.wait_for(run_headless(sup, out), 10)
@@ -257,7 +253,7 @@ async def test_only_a_request_that_waits_calls_for_the_operators_attention(
     tmp_path: Path,
 ) -> None:
     client = ScriptedClient(
-        [[SessionIdItem("s"), *bash("make", "t1"), *bash("ls", "t2"), finished()]]
+        [[SessionIdentified(0, "s"), *bash("make", "t1"), *bash("ls", "t2"), finished()]]
     )
     sup = supervisor(tmp_path, client)
     rung: list[str] = []
@@ -281,15 +277,17 @@ async def test_only_a_request_that_waits_calls_for_the_operators_attention(
 
 async def test_allow_for_the_session_holds_across_the_sessions_restart(tmp_path: Path) -> None:
     checkpoint = "<checkpoint>\n## Goal\nG\n## Completed Work\n- ran make\n</checkpoint>"
-    hard = UsageItem(CallUsage(cache_read_input_tokens=85_000), final=True)
+    hard = UsageObserved(0, CallUsage(cache_read_input_tokens=85_000))
     first = ScriptedClient(
         [
-            [SessionIdItem("s1"), *bash("make", "t1"), hard, HANG],
+            [SessionIdentified(0, "s1"), *bash("make", "t1"), hard, HANG],
             [finished("saved", "s1")],
             [finished(checkpoint, "s1")],
         ]
     )
-    fresh = ScriptedClient([[SessionIdItem("s2"), *bash("make test", "t2"), finished("ok", "s2")]])
+    fresh = ScriptedClient(
+        [[SessionIdentified(0, "s2"), *bash("make test", "t2"), finished("ok", "s2")]]
+    )
     sup = supervisor(tmp_path, first, later=[fresh])
     waiting = requests_reach(sup, 1)
     run = asyncio.create_task(sup.run())

@@ -12,7 +12,7 @@ import asyncio
 import shutil
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,19 +21,19 @@ import pytest
 from mala_tui.config import ContextSettings, IdleSettings, Settings
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
-from mala_tui.core.observations import Command, Decision
+from mala_tui.core.observations import (
+    Command,
+    Decision,
+    MessageObserved,
+    SessionIdentified,
+    UsageObserved,
+)
 from mala_tui.core.permissions import PermissionAnswer
 from mala_tui.core.phases import Cause, Phase
 from mala_tui.core.transcript import Message, Role, TextBlock, ToolCall, ToolResult
 from mala_tui.core.usage import CallUsage
 from mala_tui.prompt_files import load_prompts
-from mala_tui.runtime.backends.base import (
-    MessageItem,
-    PermissionAsk,
-    SessionIdItem,
-    SessionSpec,
-    UsageItem,
-)
+from mala_tui.runtime.backends.base import PermissionAsk, SessionSpec
 from mala_tui.runtime.backends.scripted import (
     HANG,
     AskPermission,
@@ -58,18 +58,19 @@ def close_journals() -> Iterator[None]:
         OPEN.pop().close()
 
 
-def read(tool_id: str, path: str) -> list[MessageItem]:
-    call = MessageItem(
+def read(tool_id: str, path: str) -> list[MessageObserved]:
+    call = MessageObserved(
+        0,
         Message(
             Role.ASSISTANT,
             (TextBlock(f"Reading {path}."), ToolCall(tool_id, "Read", {"file_path": path})),
-        )
+        ),
     )
-    return [call, MessageItem(Message(Role.USER, (ToolResult(tool_id, "x = 1\n"),)))]
+    return [call, MessageObserved(0, Message(Role.USER, (ToolResult(tool_id, "x = 1\n"),)))]
 
 
-def usage(tokens: int) -> UsageItem:
-    return UsageItem(CallUsage(input_tokens=3, cache_read_input_tokens=tokens), final=True)
+def usage(tokens: int) -> UsageObserved:
+    return UsageObserved(0, CallUsage(input_tokens=3, cache_read_input_tokens=tokens))
 
 
 def supervisor(
@@ -123,7 +124,7 @@ async def test_sessions_on_hosts_are_journaled_by_the_driver_as_local_ones_are(
                 ScriptedClient(
                     [
                         [
-                            SessionIdItem(f"s-{name}"),
+                            SessionIdentified(0, f"s-{name}"),
                             usage(9_000),
                             *read("t1", "/ws/a.py"),
                             finished("Done.", f"s-{name}"),
@@ -157,12 +158,12 @@ async def test_commands_messages_and_approvals_go_to_the_host_and_back(tmp_path:
     hard = usage(85_000)
     old = ScriptedClient(
         [
-            [SessionIdItem("sa"), *read("t1", "/ws/a.py"), hard, HANG],
+            [SessionIdentified(0, "sa"), *read("t1", "/ws/a.py"), hard, HANG],
             [finished("saved", "sa")],
             [finished(CHECKPOINT, "sa")],
         ]
     )
-    new = ScriptedClient([[SessionIdItem("sa-2"), finished("done", "sa-2")]])
+    new = ScriptedClient([[SessionIdentified(0, "sa-2"), finished("done", "sa-2")]])
     engine = InProcessEngine()
     sup = supervisor(tmp_path, PerSession({"a": [old, new]}), ["a"], engine, approval_mode="ask")
     run = asyncio.create_task(sup.run())
@@ -183,11 +184,13 @@ async def test_commands_messages_and_approvals_go_to_the_host_and_back(tmp_path:
 
 async def test_a_permission_request_is_answered_at_the_drivers_desk(tmp_path: Path) -> None:
     ask = AskPermission(PermissionAsk("t9", "Bash", {"command": "make deploy"}))
-    call = MessageItem(
-        Message(Role.ASSISTANT, (ToolCall("t9", "Bash", {"command": "make deploy"}),))
+    call = MessageObserved(
+        0, Message(Role.ASSISTANT, (ToolCall("t9", "Bash", {"command": "make deploy"}),))
     )
-    result_item = MessageItem(Message(Role.USER, (ToolResult("t9", "deployed"),)))
-    client = ScriptedClient([[SessionIdItem("sa"), call, ask, result_item, finished("ok", "sa")]])
+    result_item = MessageObserved(0, Message(Role.USER, (ToolResult("t9", "deployed"),)))
+    client = ScriptedClient(
+        [[SessionIdentified(0, "sa"), call, ask, result_item, finished("ok", "sa")]]
+    )
     engine = InProcessEngine()
     sup = supervisor(tmp_path, PerSession({"a": [client]}), ["a"], engine)
     run = asyncio.create_task(sup.run())
@@ -201,7 +204,7 @@ async def test_a_permission_request_is_answered_at_the_drivers_desk(tmp_path: Pa
 
 
 async def test_a_stop_from_the_operator_reaches_a_busy_host(tmp_path: Path) -> None:
-    client = ScriptedClient([[SessionIdItem("sa"), usage(9_000), HANG]])
+    client = ScriptedClient([[SessionIdentified(0, "sa"), usage(9_000), HANG]])
     engine = InProcessEngine()
     sup = supervisor(tmp_path, PerSession({"a": [client]}), ["a"], engine)
     run = asyncio.create_task(sup.run())
@@ -217,7 +220,7 @@ def working_then_hang(session_id: str) -> ScriptedClient:
     return ScriptedClient(
         [
             [
-                SessionIdItem(session_id),
+                SessionIdentified(0, session_id),
                 usage(9_000),
                 *read("t1", "/ws/a.py"),
                 *read("t2", "/ws/b.py"),
@@ -230,7 +233,7 @@ def working_then_hang(session_id: str) -> ScriptedClient:
 async def test_a_lost_host_restarts_elsewhere_from_a_checkpoint_built_from_what_was_received(
     tmp_path: Path,
 ) -> None:
-    again = ScriptedClient([[SessionIdItem("sa-2"), finished("done", "sa-2")]])
+    again = ScriptedClient([[SessionIdentified(0, "sa-2"), finished("done", "sa-2")]])
     engine = InProcessEngine()
     sup = supervisor(tmp_path, PerSession({"a": [working_then_hang("sa"), again]}), ["a"], engine)
     run = asyncio.create_task(sup.run())
@@ -262,7 +265,7 @@ async def test_a_lost_host_restarts_elsewhere_from_a_checkpoint_built_from_what_
 
 
 async def test_a_lost_host_asks_for_approval_first_when_approval_is_on(tmp_path: Path) -> None:
-    again = ScriptedClient([[SessionIdItem("sa-2"), finished("done", "sa-2")]])
+    again = ScriptedClient([[SessionIdentified(0, "sa-2"), finished("done", "sa-2")]])
     engine = InProcessEngine()
     sup = supervisor(
         tmp_path,
@@ -290,12 +293,12 @@ async def test_the_latest_checkpoint_is_used_when_nothing_was_done_since(tmp_pat
     # A checkpoint written, its restart waiting for a person, when the host goes.
     old = ScriptedClient(
         [
-            [SessionIdItem("sa"), *read("t1", "/ws/a.py"), usage(85_000), HANG],
+            [SessionIdentified(0, "sa"), *read("t1", "/ws/a.py"), usage(85_000), HANG],
             [finished("saved", "sa")],
             [finished(CHECKPOINT, "sa")],
         ]
     )
-    again = ScriptedClient([[SessionIdItem("sa-2"), finished("done", "sa-2")]])
+    again = ScriptedClient([[SessionIdentified(0, "sa-2"), finished("done", "sa-2")]])
     engine = InProcessEngine()
     sup = supervisor(tmp_path, PerSession({"a": [old, again]}), ["a"], engine, approval_mode="ask")
     run = asyncio.create_task(sup.run())
@@ -339,7 +342,7 @@ async def test_a_new_driver_takes_a_live_host_up_again_missing_nothing_twice(
     client = ScriptedClient(
         [
             [
-                SessionIdItem("sa"),
+                SessionIdentified(0, "sa"),
                 usage(9_000),
                 *read("t1", "/ws/a.py"),
                 *read("t2", "/ws/b.py"),
@@ -412,12 +415,12 @@ async def test_a_session_wound_down_while_no_driver_was_there_goes_on_when_one_i
     monkeypatch.setattr(remote_runner, "STOP_WAIT_SECONDS", 0.2)
     old = ScriptedClient(
         [
-            [SessionIdItem("sa"), usage(9_000), *read("t1", "/ws/a.py"), HANG],
+            [SessionIdentified(0, "sa"), usage(9_000), *read("t1", "/ws/a.py"), HANG],
             [finished("wrapped up", "sa")],
             [finished(CHECKPOINT, "sa")],
         ]
     )
-    again = ScriptedClient([[SessionIdItem("sa-2"), finished("done", "sa-2")]])
+    again = ScriptedClient([[SessionIdentified(0, "sa-2"), finished("done", "sa-2")]])
     backend = PerSession({"a": [old, again]})
     engine = InProcessEngine()
     settings = Settings(
@@ -485,7 +488,7 @@ async def test_a_host_works_in_its_own_mirror_and_its_successor_restores_the_pus
     folder, pushes each turn's snapshot to the repository, and the branch at the end; after
     the host and its disk are gone the next host starts from the snapshot, and the driver's
     worktree, made when the session ends, holds the agent's commit and its edits."""
-    from mala_tui.runtime.backends.base import ResultItem
+    from mala_tui.core.observations import TurnEnded
     from mala_tui.runtime.mirror import materialize, mirror_path, plan, workspace
     from mala_tui.runtime.remote_runner import RemoteRunner
     from mala_tui.runtime.session_host import data_folder, host_folder
@@ -497,7 +500,8 @@ async def test_a_host_works_in_its_own_mirror_and_its_successor_restores_the_pus
     base = make_repo(repo)
     worktree = plan(repo / "src", "run-1", "a", tmp_path / "driver" / "worktrees")
     assert not worktree.path.exists(), "nothing made on the driver yet"
-    api_error = ResultItem(
+    api_error = TurnEnded(
+        0,
         subtype="error_during_execution",
         is_error=True,
         terminal_reason="api_error",
@@ -510,10 +514,10 @@ async def test_a_host_works_in_its_own_mirror_and_its_successor_restores_the_pus
     # Turn one ends (an API error, retried at once: a new process), the retry works on when
     # the host goes; the host after it finishes.
     first = ScriptedClient(
-        [[SessionIdItem("sa"), usage(9_000), *read("t1", "/ws/a.py"), api_error]]
+        [[SessionIdentified(0, "sa"), usage(9_000), *read("t1", "/ws/a.py"), api_error]]
     )
-    retried = ScriptedClient([[SessionIdItem("sa"), HANG]])
-    again = ScriptedClient([[SessionIdItem("sa-2"), finished("done", "sa-2")]])
+    retried = ScriptedClient([[SessionIdentified(0, "sa"), HANG]])
+    again = ScriptedClient([[SessionIdentified(0, "sa-2"), finished("done", "sa-2")]])
     shared = ScriptedBackend([first, retried, again])
     folders: list[Path] = []
     found: list[str] = []
@@ -524,7 +528,9 @@ async def test_a_host_works_in_its_own_mirror_and_its_successor_restores_the_pus
         def __getattr__(self, name: str) -> Any:
             return getattr(shared, name)
 
-        def create(self, spec: SessionSpec, *, resume: str | None) -> ScriptedClient:
+        def create(
+            self, spec: SessionSpec, *, resume: str | None, clock: Callable[[], float]
+        ) -> ScriptedClient:
             folders.append(spec.cwd)
             notes = spec.cwd / "notes.txt"
             found.append(notes.read_text() if notes.exists() else "")
@@ -533,7 +539,7 @@ async def test_a_host_works_in_its_own_mirror_and_its_successor_restores_the_pus
                 git(spec.cwd, "add", "feature.py")
                 git(spec.cwd, "commit", "-q", "-m", "feature")
                 notes.write_text("draft 1\n")
-            return shared.create(spec, resume=resume)
+            return shared.create(spec, resume=resume, clock=clock)
 
     engine = InProcessEngine()
     journal = RunJournal.create(tmp_path / "data", "run-1", {"mode": "test"})
@@ -606,12 +612,12 @@ async def test_a_question_waiting_on_a_live_host_is_answered_from_the_new_driver
     monkeypatch.setattr(remote_runner, "STOP_WAIT_SECONDS", 0.2)
     old = ScriptedClient(
         [
-            [SessionIdItem("sa"), *read("t1", "/ws/a.py"), usage(85_000), HANG],
+            [SessionIdentified(0, "sa"), *read("t1", "/ws/a.py"), usage(85_000), HANG],
             [finished("saved", "sa")],
             [finished(CHECKPOINT, "sa")],
         ]
     )
-    new = ScriptedClient([[SessionIdItem("sa-2"), finished("done", "sa-2")]])
+    new = ScriptedClient([[SessionIdentified(0, "sa-2"), finished("done", "sa-2")]])
     engine = InProcessEngine()
     first = supervisor(tmp_path, PerSession({"a": [old, new]}), ["a"], engine, approval_mode="ask")
     running = asyncio.create_task(first.run())

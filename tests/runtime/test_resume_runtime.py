@@ -15,12 +15,11 @@ from mala_tui.config import LoadedSettings, Settings
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.manager import ContextManager
-from mala_tui.core.observations import Decision
+from mala_tui.core.observations import Decision, SessionIdentified
 from mala_tui.core.permissions import AnsweredBy, PermissionAnswer
 from mala_tui.core.resume_plan import ResumeFrom, TaskRecord, plan_resume
 from mala_tui.core.transcript import Role, ToolCall, ToolResult
 from mala_tui.prompt_files import load_prompts
-from mala_tui.runtime.backends.base import SessionIdItem
 from mala_tui.runtime.backends.claude import ClaudeBackend
 from mala_tui.runtime.backends.claude_history import read_conversation
 from mala_tui.runtime.backends.scripted import ScriptedBackend, ScriptedClient, finished
@@ -342,7 +341,7 @@ async def test_a_restart_waiting_for_approval_at_the_kill_is_asked_again_then_ru
         ev.ApprovalRequested(at=1003, session="a", checkpoint_number=1, reason="hard threshold"),
     ]
     (session,) = plan_resume(events, [TaskRecord("a", "task a", "/ws")], lambda *_: True).sessions
-    fresh = ScriptedClient([[SessionIdItem("new"), finished(session_id="new")]])
+    fresh = ScriptedClient([[SessionIdentified(0, "new"), finished(session_id="new")]])
     supervisor = build_supervisor(ScriptedBackend([fresh]), ["a"], approval_mode="ask")
     supervisor.state.apply_all(events)
     supervisor.runners["a"].manager.resume_from(session, 30)

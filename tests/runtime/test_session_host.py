@@ -10,10 +10,11 @@ from mala_tui.config import Settings
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.manager import ContextManager
+from mala_tui.core.observations import MessageObserved, SessionIdentified, UsageObserved
 from mala_tui.core.transcript import Message, Role, TextBlock, ToolCall, ToolResult
 from mala_tui.core.usage import CallUsage
 from mala_tui.prompt_files import load_prompts
-from mala_tui.runtime.backends.base import MessageItem, SessionIdItem, SessionSpec, UsageItem
+from mala_tui.runtime.backends.base import SessionSpec
 from mala_tui.runtime.backends.scripted import HANG, ScriptedBackend, ScriptedClient, finished
 from mala_tui.runtime.host_wire import Batch, message_from_json, message_json
 from mala_tui.runtime.session_host import HostSetup, SessionHost
@@ -41,17 +42,19 @@ def host(tmp_path: Path, *clients: ScriptedClient, orphan_seconds: float = 600.0
     return SessionHost(setup)
 
 
-def reads(count: int) -> list[MessageItem | UsageItem]:
-    items: list[MessageItem | UsageItem] = []
+def reads(count: int) -> list[MessageObserved | UsageObserved]:
+    items: list[MessageObserved | UsageObserved] = []
     for index in range(count):
         tool_id, path = f"t{index}", f"/ws/f{index}.py"
         items.append(
-            UsageItem(CallUsage(input_tokens=3, cache_read_input_tokens=9_000 + index), True)
+            UsageObserved(0, CallUsage(input_tokens=3, cache_read_input_tokens=9_000 + index))
         )
         items.append(
-            MessageItem(Message(Role.ASSISTANT, (ToolCall(tool_id, "Read", {"file_path": path}),)))
+            MessageObserved(
+                0, Message(Role.ASSISTANT, (ToolCall(tool_id, "Read", {"file_path": path}),))
+            )
         )
-        items.append(MessageItem(Message(Role.USER, (ToolResult(tool_id, "x = 1\n"),))))
+        items.append(MessageObserved(0, Message(Role.USER, (ToolResult(tool_id, "x = 1\n"),))))
     return items
 
 
@@ -68,7 +71,7 @@ async def test_batches_carry_every_event_once_in_order_and_end_with_the_status(
     tmp_path: Path,
 ) -> None:
     session = host(
-        tmp_path, ScriptedClient([[SessionIdItem("s1"), *reads(5), finished("ok", "s1")]])
+        tmp_path, ScriptedClient([[SessionIdentified(0, "s1"), *reads(5), finished("ok", "s1")]])
     )
     session.start()
     batches = await asyncio.wait_for(collect(session.batches(0)), 10)
@@ -90,7 +93,7 @@ async def test_batches_carry_every_event_once_in_order_and_end_with_the_status(
 async def test_a_driver_that_reconnects_gets_what_follows_its_last_event_and_the_questions(
     tmp_path: Path,
 ) -> None:
-    session = host(tmp_path, ScriptedClient([[SessionIdItem("s1"), *reads(3), HANG]]))
+    session = host(tmp_path, ScriptedClient([[SessionIdentified(0, "s1"), *reads(3), HANG]]))
     session.start()
     first = await asyncio.wait_for(collect(session.batches(0), count=2), 10)
     seen = first[-1].last
@@ -109,7 +112,7 @@ async def test_an_orphaned_host_winds_its_session_down_to_a_checkpoint_and_exits
 ) -> None:
     client = ScriptedClient(
         [
-            [SessionIdItem("s1"), *reads(2), HANG],
+            [SessionIdentified(0, "s1"), *reads(2), HANG],
             [finished("wrapped up", "s1")],
             [finished(CHECKPOINT, "s1")],
         ]

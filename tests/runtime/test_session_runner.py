@@ -17,13 +17,21 @@ import pytest
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndSession, EndStatus, StopTurn
 from mala_tui.core.manager import ContextManager, Outcome
-from mala_tui.core.observations import Command, Observation, ToolResultSeen, TurnEnded
+from mala_tui.core.observations import (
+    Command,
+    MessageObserved,
+    Observation,
+    SessionIdentified,
+    ToolResultSeen,
+    TurnEnded,
+    UsageObserved,
+)
 from mala_tui.core.phases import IllegalTransition
 from mala_tui.core.prompts import PromptKind
 from mala_tui.core.transcript import Message, Role, TextBlock, ToolCall, ToolResult
 from mala_tui.core.usage import CallUsage
 from mala_tui.prompt_files import load_prompts
-from mala_tui.runtime.backends.base import MessageItem, SessionIdItem, SessionSpec, UsageItem
+from mala_tui.runtime.backends.base import SessionSpec
 from mala_tui.runtime.backends.scripted import HANG, ScriptedBackend, ScriptedClient, finished
 from mala_tui.runtime.session import SessionRunner
 from tests.support.factories import default_limits, default_runner_limits
@@ -102,15 +110,17 @@ def idle_resume() -> str:
     return PROMPTS.render(PromptKind.IDLE_RESUME, session_name="s1")
 
 
-def tool_call(tool_id: str = "t1") -> MessageItem:
-    return MessageItem(Message(Role.ASSISTANT, (ToolCall(tool_id, "Bash", {"command": "make"}),)))
+def tool_call(tool_id: str = "t1") -> MessageObserved:
+    return MessageObserved(
+        0, Message(Role.ASSISTANT, (ToolCall(tool_id, "Bash", {"command": "make"}),))
+    )
 
 
 # -- the idle-timeout cases ------------------------------------------------------------------------
 
 
 async def test_idle_timeout_retries_and_recovers() -> None:
-    hanging = ScriptedClient([[SessionIdItem("sess-1"), HANG]])
+    hanging = ScriptedClient([[SessionIdentified(0, "sess-1"), HANG]])
     recovering = ScriptedClient([[finished()]])
     h = Harness(ScriptedBackend([hanging, recovering]), idle_timeout=IDLE)
     assert await h.run() is EndStatus.DONE
@@ -123,7 +133,7 @@ async def test_idle_timeout_retries_and_recovers() -> None:
 
 
 async def test_idle_timeout_gives_up_after_max_retries() -> None:
-    clients = [ScriptedClient([[SessionIdItem("sess-1"), HANG]]) for _ in range(3)]
+    clients = [ScriptedClient([[SessionIdentified(0, "sess-1"), HANG]]) for _ in range(3)]
     h = Harness(ScriptedBackend(clients), idle_timeout=IDLE, max_idle_retries=2)
     assert await h.run() is EndStatus.FAILED
     assert len(h.backend.created) == 3
@@ -132,7 +142,7 @@ async def test_idle_timeout_gives_up_after_max_retries() -> None:
 
 
 async def test_idle_timeout_always_disconnects_even_on_final_failure() -> None:
-    clients = [ScriptedClient([[SessionIdItem("sess-1"), HANG]]) for _ in range(3)]
+    clients = [ScriptedClient([[SessionIdentified(0, "sess-1"), HANG]]) for _ in range(3)]
     h = Harness(ScriptedBackend(clients), idle_timeout=IDLE, max_idle_retries=2)
     await h.run()
     assert all(client.disconnected for client in clients)
@@ -160,10 +170,10 @@ async def test_idle_timeout_first_turn_with_tool_calls_fails_fast() -> None:
 async def test_idle_timeout_non_query_phases_skip_the_query_block() -> None:
     # Waiting for approval nothing streams: no idle timeout, no client, no query,
     # however long the wait, until the answer comes.
-    usage = UsageItem(CallUsage(cache_read_input_tokens=95_000), final=False)
+    usage = UsageObserved(0, CallUsage(cache_read_input_tokens=95_000), starts_call=True)
     first = ScriptedClient(
         [
-            [SessionIdItem("sess-1"), usage, HANG],
+            [SessionIdentified(0, "sess-1"), usage, HANG],
             [finished("ok")],
             [finished("<checkpoint>## Goal\nG</checkpoint>")],
         ]
@@ -185,7 +195,7 @@ async def test_idle_timeout_non_query_phases_skip_the_query_block() -> None:
 
 
 async def test_idle_timeout_backoff_delays() -> None:
-    clients = [ScriptedClient([[SessionIdItem("sess-1"), HANG]]) for _ in range(3)] + [
+    clients = [ScriptedClient([[SessionIdentified(0, "sess-1"), HANG]]) for _ in range(3)] + [
         ScriptedClient([[finished()]])
     ]
     h = Harness(ScriptedBackend(clients), idle_timeout=IDLE, max_idle_retries=3)
@@ -196,39 +206,42 @@ async def test_idle_timeout_backoff_delays() -> None:
 # -- the other flows through the runner -------------------------------------------------------------
 
 
-def read_cycle(index: int, size: int) -> list[MessageItem]:
+def read_cycle(index: int, size: int) -> list[MessageObserved]:
     tool_id = f"r{index}"
     return [
-        MessageItem(
+        MessageObserved(
+            0,
             Message(
                 Role.ASSISTANT,
                 (
                     TextBlock("reading"),
                     ToolCall(tool_id, "Read", {"file_path": f"/ws/f{index}.py"}),
                 ),
-            )
+            ),
         ),
-        MessageItem(Message(Role.USER, (ToolResult(tool_id, "x" * size),))),
+        MessageObserved(0, Message(Role.USER, (ToolResult(tool_id, "x" * size),))),
     ]
 
 
-def usage_at(tokens: int, *, final: bool = True) -> UsageItem:
-    return UsageItem(CallUsage(input_tokens=3, cache_read_input_tokens=tokens - 3), final=final)
+def usage_at(tokens: int, *, final: bool = True) -> UsageObserved:
+    return UsageObserved(
+        0, CallUsage(input_tokens=3, cache_read_input_tokens=tokens - 3), starts_call=not final
+    )
 
 
-def write_cycle() -> tuple[MessageItem, MessageItem]:
+def write_cycle() -> tuple[MessageObserved, MessageObserved]:
     """A Write call and its result: the step in flight when soft pressure is seen."""
     return (
-        MessageItem(
-            Message(Role.ASSISTANT, (ToolCall("w1", "Write", {"file_path": "/ws/out.md"}),))
+        MessageObserved(
+            0, Message(Role.ASSISTANT, (ToolCall("w1", "Write", {"file_path": "/ws/out.md"}),))
         ),
-        MessageItem(Message(Role.USER, (ToolResult("w1", "File created"),))),
+        MessageObserved(0, Message(Role.USER, (ToolResult("w1", "File created"),))),
     )
 
 
 async def test_soft_zone_masks_through_the_backend_and_resumes() -> None:
     reads = [item for i in range(10) for item in read_cycle(i, 16_000)]
-    first = ScriptedClient([[SessionIdItem("sess-1"), *reads, usage_at(75_000), HANG]])
+    first = ScriptedClient([[SessionIdentified(0, "sess-1"), *reads, usage_at(75_000), HANG]])
     resumed = ScriptedClient([[usage_at(60_000), finished()]])
     h = Harness(ScriptedBackend([first, resumed]))
     assert await h.run() is EndStatus.DONE
@@ -249,7 +262,7 @@ async def test_the_interrupt_waits_for_the_tool_call_in_flight() -> None:
     first = ScriptedClient(
         [
             [
-                SessionIdItem("sess-1"),
+                SessionIdentified(0, "sess-1"),
                 *reads,
                 usage_at(75_000, final=False),
                 write,
@@ -275,7 +288,16 @@ async def test_a_client_that_can_stop_ends_the_turn_after_the_tool_with_no_inter
     reads = [item for i in range(10) for item in read_cycle(i, 16_000)]
     write, written = write_cycle()
     first = ScriptedClient(
-        [[SessionIdItem("sess-1"), *reads, usage_at(75_000, final=False), write, written, HANG]],
+        [
+            [
+                SessionIdentified(0, "sess-1"),
+                *reads,
+                usage_at(75_000, final=False),
+                write,
+                written,
+                HANG,
+            ]
+        ],
         can_stop=True,
     )
     resumed = ScriptedClient([[usage_at(60_000), finished()]])
@@ -296,7 +318,7 @@ async def test_a_stop_that_does_not_take_is_followed_by_an_interrupt_at_once() -
     first = ScriptedClient(
         [
             [
-                SessionIdItem("sess-1"),
+                SessionIdentified(0, "sess-1"),
                 *reads,
                 usage_at(75_000, final=False),
                 write,
@@ -318,7 +340,7 @@ async def test_a_stop_that_does_not_take_is_followed_by_an_interrupt_at_once() -
 
 async def test_mask_failure_resumes_without_the_mask() -> None:
     reads = [item for i in range(10) for item in read_cycle(i, 16_000)]
-    first = ScriptedClient([[SessionIdItem("sess-1"), *reads, usage_at(75_000), HANG]])
+    first = ScriptedClient([[SessionIdentified(0, "sess-1"), *reads, usage_at(75_000), HANG]])
     resumed = ScriptedClient([[finished()]])
     backend = ScriptedBackend([first, resumed])
     backend.mask_error = "transcript /x.jsonl not found"
@@ -332,7 +354,7 @@ async def test_hard_zone_winds_down_checkpoints_and_restarts_fresh() -> None:
     reads = [item for i in range(3) for item in read_cycle(i, 400)]
     old = ScriptedClient(
         [
-            [SessionIdItem("sess-1"), *reads, usage_at(92_000), HANG],
+            [SessionIdentified(0, "sess-1"), *reads, usage_at(92_000), HANG],
             [finished("Notes saved.")],
             [
                 finished(
@@ -342,7 +364,7 @@ async def test_hard_zone_winds_down_checkpoints_and_restarts_fresh() -> None:
         ]
     )
     new = ScriptedClient(
-        [[SessionIdItem("sess-2"), usage_at(5_000), finished(session_id="sess-2")]]
+        [[SessionIdentified(0, "sess-2"), usage_at(5_000), finished(session_id="sess-2")]]
     )
     h = Harness(ScriptedBackend([old, new]))
     assert await h.run() is EndStatus.DONE
@@ -357,7 +379,7 @@ async def test_hard_zone_winds_down_checkpoints_and_restarts_fresh() -> None:
 
 
 async def test_operator_stop_ends_a_streaming_session() -> None:
-    client = ScriptedClient([[SessionIdItem("sess-1"), HANG]])
+    client = ScriptedClient([[SessionIdentified(0, "sess-1"), HANG]])
     h = Harness(ScriptedBackend([client]))
     task = asyncio.create_task(h.run())
     await h.until(ev.ProcessStarted)
@@ -367,7 +389,7 @@ async def test_operator_stop_ends_a_streaming_session() -> None:
 
 
 async def test_disconnect_is_bounded() -> None:
-    stuck = ScriptedClient([[SessionIdItem("sess-1"), HANG]], disconnect_delay=60)
+    stuck = ScriptedClient([[SessionIdentified(0, "sess-1"), HANG]], disconnect_delay=60)
     h = Harness(
         ScriptedBackend([stuck, ScriptedClient([[finished()]])]),
         idle_timeout=IDLE,
@@ -379,7 +401,7 @@ async def test_disconnect_is_bounded() -> None:
 
 
 async def test_cancelling_the_runner_disconnects_the_agent() -> None:
-    client = ScriptedClient([[SessionIdItem("sess-1"), HANG]])
+    client = ScriptedClient([[SessionIdentified(0, "sess-1"), HANG]])
     h = Harness(ScriptedBackend([client]))
     task = asyncio.create_task(h.runner.run())
     await h.until(ev.ProcessStarted)
@@ -390,7 +412,7 @@ async def test_cancelling_the_runner_disconnects_the_agent() -> None:
 
 
 async def test_the_session_timeout_covers_every_retry() -> None:
-    clients = [ScriptedClient([[SessionIdItem("sess-1"), HANG]]) for _ in range(6)]
+    clients = [ScriptedClient([[SessionIdentified(0, "sess-1"), HANG]]) for _ in range(6)]
     h = Harness(ScriptedBackend(clients), max_idle_retries=5, idle_retry_backoff=(0.2,))
     h.runner._sleep = asyncio.sleep  # the backoff really waits here: it is what runs out the clock
     h.runner.limits = default_runner_limits(
@@ -454,7 +476,7 @@ class GateManager(ContextManager):
 
 async def test_the_gate_sees_each_tool_result_once_with_its_size() -> None:
     reads = [*read_cycle(0, 500), *read_cycle(1, 700)]
-    client = ScriptedClient([[SessionIdItem("sess-1"), *reads, usage_at(5_000), finished()]])
+    client = ScriptedClient([[SessionIdentified(0, "sess-1"), *reads, usage_at(5_000), finished()]])
     h = Harness(ScriptedBackend([client]), manager_class=GateManager)
     assert await h.run() is EndStatus.DONE
     assert isinstance(h.manager, GateManager)
@@ -468,7 +490,7 @@ async def test_a_stop_from_the_gate_ends_the_turn_before_the_next_model_request(
     client = ScriptedClient(
         [
             [
-                SessionIdItem("sess-1"),
+                SessionIdentified(0, "sess-1"),
                 *read_cycle(0, 500),
                 usage_at(5_000, final=False),  # the request the result would go into
                 *read_cycle(1, 500),
@@ -496,7 +518,7 @@ async def test_a_stop_from_the_gate_ends_the_turn_before_the_next_model_request(
 async def test_a_gate_that_fails_answers_no_stop_and_the_session_goes_on(
     failure: Exception,
 ) -> None:
-    client = ScriptedClient([[SessionIdItem("sess-1"), *read_cycle(0, 500), finished()]])
+    client = ScriptedClient([[SessionIdentified(0, "sess-1"), *read_cycle(0, 500), finished()]])
     h = Harness(ScriptedBackend([client]), manager_class=GateManager)
     assert isinstance(h.manager, GateManager)
     h.manager.fail_with = failure
@@ -516,7 +538,7 @@ async def test_a_result_projected_past_soft_is_masked_at_its_clean_point() -> No
     first = ScriptedClient(
         [
             [
-                SessionIdItem("sess-1"),
+                SessionIdentified(0, "sess-1"),
                 *reads,
                 usage_at(60_000),
                 *big,

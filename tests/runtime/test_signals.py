@@ -16,8 +16,7 @@ from mala_tui.commands.run_cmd import _finish, _supervise
 from mala_tui.config import IdleSettings, Settings
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
-from mala_tui.core.observations import Command
-from mala_tui.runtime.backends.base import SessionIdItem
+from mala_tui.core.observations import Command, SessionIdentified
 from mala_tui.runtime.backends.scripted import HANG, ScriptedClient
 from mala_tui.runtime.journal import RunJournal, read_events
 from mala_tui.runtime.resume import plan_for, read_source
@@ -43,7 +42,7 @@ def journal(tmp_path: Path) -> Iterator[RunJournal]:
 async def test_a_signal_stops_every_session_ends_the_journal_and_gives_its_status(
     number: signal.Signals, status: int, cause: str, journal: RunJournal, tmp_path: Path
 ) -> None:
-    backend = PerSession(lambda name: ScriptedClient([[SessionIdItem(name), HANG]]))
+    backend = PerSession(lambda name: ScriptedClient([[SessionIdentified(0, name), HANG]]))
     sup = build_supervisor(
         backend,
         ["a", "b"],
@@ -89,7 +88,7 @@ async def test_a_signal_stops_every_session_ends_the_journal_and_gives_its_statu
 async def test_a_hangup_leaves_a_headless_run_going_until_sigterm_stops_it(
     journal: RunJournal, tmp_path: Path
 ) -> None:
-    backend = PerSession(lambda name: ScriptedClient([[SessionIdItem(name), HANG]]))
+    backend = PerSession(lambda name: ScriptedClient([[SessionIdentified(0, name), HANG]]))
     sup = build_supervisor(
         backend,
         ["a", "b"],
@@ -135,7 +134,7 @@ async def test_a_session_stopped_with_x_stays_ended_when_ctrl_c_stops_the_rest(
     """Ctrl-C stops the run resumably; a session stopped one by one before it stays ended,
     and its line says so, not the run's cause."""
     sup = build_supervisor(
-        PerSession(lambda name: ScriptedClient([[SessionIdItem(name), HANG]])),
+        PerSession(lambda name: ScriptedClient([[SessionIdentified(0, name), HANG]])),
         ["a", "b"],
         cwd=tmp_path,
         journal=journal,

@@ -18,7 +18,7 @@ from mala_tui.bench.own_faults import SimulatedFullDisk, fill, small_disk
 from mala_tui.config import IdleSettings, Settings
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
-from mala_tui.runtime.backends.base import SessionIdItem
+from mala_tui.core.observations import SessionIdentified
 from mala_tui.runtime.backends.scripted import HANG, ScriptedClient
 from mala_tui.runtime.journal import (
     RESERVE_FILE,
@@ -104,7 +104,7 @@ def test_when_even_the_reserve_is_used_up_the_write_fails_and_says_so(tmp_path: 
 
 
 def hanging(name: str) -> ScriptedClient:
-    return ScriptedClient([[SessionIdItem(name), HANG]])
+    return ScriptedClient([[SessionIdentified(0, name), HANG]])
 
 
 async def test_a_disk_that_fills_mid_run_stops_every_session_and_ends_the_journal(

@@ -11,11 +11,11 @@ import pytest
 from mala_tui.config import AgentSettings, ContextSettings, IdleSettings, Settings
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
-from mala_tui.core.observations import Command, Decision
+from mala_tui.core.observations import Command, Decision, SessionIdentified, UsageObserved
 from mala_tui.core.operator_messages import MessageError
 from mala_tui.core.usage import CallUsage, UsageSource
 from mala_tui.core.view import SessionSnapshot
-from mala_tui.runtime.backends.base import Backend, SessionIdItem, SessionSpec, UsageItem
+from mala_tui.runtime.backends.base import Backend, SessionSpec
 from mala_tui.runtime.backends.scripted import HANG, ScriptedClient, finished
 from mala_tui.runtime.desk import QuestionClosed
 from mala_tui.runtime.journal import read_events
@@ -36,15 +36,17 @@ def settings(**context: object) -> Settings:
 
 def hard_session(session_id: str) -> list[ScriptedClient]:
     """A session that hits the hard zone, winds down, writes a checkpoint, and on restart finishes."""
-    hard = UsageItem(CallUsage(cache_read_input_tokens=85_000), final=True)
+    hard = UsageObserved(0, CallUsage(cache_read_input_tokens=85_000))
     old = ScriptedClient(
         [
-            [SessionIdItem(session_id), hard, HANG],
+            [SessionIdentified(0, session_id), hard, HANG],
             [finished("saved", session_id)],
             [finished(CHECKPOINT, session_id)],
         ]
     )
-    new = ScriptedClient([[SessionIdItem(f"{session_id}-2"), finished("done", f"{session_id}-2")]])
+    new = ScriptedClient(
+        [[SessionIdentified(0, f"{session_id}-2"), finished("done", f"{session_id}-2")]]
+    )
     return [old, new]
 
 
@@ -148,7 +150,7 @@ async def test_an_answer_after_the_timeout_answered_is_refused_saying_so(tmp_pat
 
 
 async def test_switching_approval_is_recorded_at_once_busy_or_queued(tmp_path: Path) -> None:
-    clients = {name: [ScriptedClient([[SessionIdItem(f"s{name}"), HANG]])] for name in "ab"}
+    clients = {name: [ScriptedClient([[SessionIdentified(0, f"s{name}"), HANG]])] for name in "ab"}
     sup = supervisor(
         tmp_path,
         PerSession(clients),
@@ -207,7 +209,7 @@ async def test_each_change_is_published_as_it_happens_and_checkpoints_saved_as_m
 
 
 async def test_stop_all_ends_every_session_and_disconnects(tmp_path: Path) -> None:
-    clients = {name: [ScriptedClient([[SessionIdItem(f"s{name}"), HANG]])] for name in "ab"}
+    clients = {name: [ScriptedClient([[SessionIdentified(0, f"s{name}"), HANG]])] for name in "ab"}
     sup = supervisor(
         tmp_path,
         PerSession(clients),
@@ -229,7 +231,7 @@ async def test_stop_all_ends_every_session_and_disconnects(tmp_path: Path) -> No
 
 
 async def test_cancelling_the_run_stops_every_session(tmp_path: Path) -> None:
-    clients = {name: [ScriptedClient([[SessionIdItem(f"s{name}"), HANG]])] for name in "ab"}
+    clients = {name: [ScriptedClient([[SessionIdentified(0, f"s{name}"), HANG]])] for name in "ab"}
     sup = supervisor(
         tmp_path,
         PerSession(clients),
@@ -315,8 +317,8 @@ async def test_a_fork_resumes_its_parents_agent_session_and_is_refused_without_o
 ) -> None:
     backend = PerSession(
         {
-            "a": [ScriptedClient([[SessionIdItem("sa"), finished("done", "sa")]])],
-            "a-fork1": [ScriptedClient([[SessionIdItem("sf"), finished("forked", "sf")]])],
+            "a": [ScriptedClient([[SessionIdentified(0, "sa"), finished("done", "sa")]])],
+            "a-fork1": [ScriptedClient([[SessionIdentified(0, "sf"), finished("forked", "sf")]])],
         }
     )
     sup = supervisor(tmp_path, backend, ["a"])
@@ -356,7 +358,7 @@ async def test_a_session_taken_over_by_hand_is_handed_back_and_goes_on(tmp_path:
 
     # The scripted agent names its session as the interrupted turn ends: "sess-1".
     transcript = tmp_path / "sess-1.jsonl"
-    first = ScriptedClient([[SessionIdItem("sess-1"), HANG]])
+    first = ScriptedClient([[SessionIdentified(0, "sess-1"), HANG]])
     after = ScriptedClient([[finished("carried on")]])
     backend = ScriptedBackend([first, after], transcripts={"sess-1": transcript})
     sup = supervisor(tmp_path, backend, ["a"])

@@ -9,8 +9,9 @@ from mala_tui.config import BudgetSettings, ContextSettings, IdleSettings, Setti
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.budget import BudgetLimits
+from mala_tui.core.observations import SessionIdentified, UsageObserved
 from mala_tui.core.usage import CallUsage
-from mala_tui.runtime.backends.base import SessionIdItem, StreamItem, UsageItem
+from mala_tui.runtime.backends.base import StreamItem
 from mala_tui.runtime.backends.scripted import HANG, ScriptedClient
 from tests.support.backends import PerSession
 from tests.support.polling import eventually
@@ -19,9 +20,9 @@ from tests.support.supervisors import build_supervisor
 
 def calls(session_id: str, first: int, count: int) -> ScriptedClient:
     """A session making `count` API calls (each a bigger prompt), then hanging."""
-    items: list[StreamItem] = [SessionIdItem(session_id)]
+    items: list[StreamItem] = [SessionIdentified(0, session_id)]
     items += [
-        UsageItem(CallUsage(input_tokens=first + n, cache_read_input_tokens=1_000), final=True)
+        UsageObserved(0, CallUsage(input_tokens=first + n, cache_read_input_tokens=1_000))
         for n in range(count)
     ]
     return ScriptedClient([[*items, HANG]])

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from mala_tui.core.actions import EndStatus
-from mala_tui.runtime.backends.base import SessionIdItem, SessionSpec
+from mala_tui.core.observations import SessionIdentified
+from mala_tui.runtime.backends.base import SessionSpec
 from mala_tui.runtime.backends.claude import ClaudeBackend
 from mala_tui.runtime.backends.scripted import ScriptedBackend, ScriptedClient, finished
 from tests.support.supervisors import build_supervisor
@@ -25,7 +27,7 @@ async def test_the_supervisor_asks_the_backend_once_the_agent_named_its_session(
     tmp_path: Path,
 ) -> None:
     stored = tmp_path / "sess-1.jsonl"
-    client = ScriptedClient([[SessionIdItem("sess-1"), finished()]])
+    client = ScriptedClient([[SessionIdentified(0, "sess-1"), finished()]])
     backend = ScriptedBackend([client], transcripts={"sess-1": stored})
     sup = build_supervisor(backend, [SessionSpec(name="s1", task="t", cwd=tmp_path)])
     assert sup.transcript_path("s1") is None  # no session id yet
@@ -65,5 +67,5 @@ def test_a_forks_first_process_forks_and_finds_the_forked_transcript_in_its_fold
     # The backend copies it when it makes the fork's first client.
     other = tmp_path / "elsewhere"
     other.mkdir()
-    ClaudeBackend().create(replace(spec, cwd=other), resume="sa")
+    ClaudeBackend().create(replace(spec, cwd=other), resume="sa", clock=time.time)
     assert (project_folder(root, other.resolve()) / "sa.jsonl").is_file()

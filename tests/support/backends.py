@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+from mala_tui.core.observations import MessageObserved
 from mala_tui.core.transcript import Message, Role, ToolCall, ToolResult
-from mala_tui.runtime.backends.base import MessageItem, PermissionAsk, SessionSpec, StreamItem
+from mala_tui.runtime.backends.base import PermissionAsk, SessionSpec, StreamItem
 from mala_tui.runtime.backends.scripted import AskPermission, ScriptedBackend, ScriptedClient
 
 
@@ -30,12 +31,15 @@ class PerSession:
         self.clients: dict[str, ScriptedClient] = {}
         """Each session's latest client."""
 
-    def create(self, spec: SessionSpec, *, resume: str | None) -> ScriptedClient:
+    def create(
+        self, spec: SessionSpec, *, resume: str | None, clock: Callable[[], float]
+    ) -> ScriptedClient:
         self.created.append(spec.name)
         if self._make is not None:
-            client = ScriptedBackend([self._make(spec.name)]).create(spec, resume=resume)
+            made = ScriptedBackend([self._make(spec.name)])
+            client = made.create(spec, resume=resume, clock=clock)
         else:
-            client = self.by_name[spec.name].create(spec, resume=resume)
+            client = self.by_name[spec.name].create(spec, resume=resume, clock=clock)
         self.clients[spec.name] = client
         return client
 
@@ -51,6 +55,8 @@ class PerSession:
 def bash(command: str, tool_id: str) -> list[StreamItem | AskPermission]:
     """A Bash call the agent asks permission for before it runs, then the call's result
     (the scripted result is the same whatever the answer)."""
-    call = MessageItem(Message(Role.ASSISTANT, (ToolCall(tool_id, "Bash", {"command": command}),)))
-    result = MessageItem(Message(Role.USER, (ToolResult(tool_id, "done"),)))
+    call = MessageObserved(
+        0, Message(Role.ASSISTANT, (ToolCall(tool_id, "Bash", {"command": command}),))
+    )
+    result = MessageObserved(0, Message(Role.USER, (ToolResult(tool_id, "done"),)))
     return [call, AskPermission(PermissionAsk(tool_id, "Bash", {"command": command})), result]

@@ -13,8 +13,8 @@ import pytest
 from mala_tui.config import ContextSettings, IdleSettings, Settings
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
+from mala_tui.core.observations import SessionIdentified, UsageObserved
 from mala_tui.core.usage import CallUsage
-from mala_tui.runtime.backends.base import SessionIdItem, UsageItem
 from mala_tui.runtime.backends.scripted import HANG, ScriptedBackend, ScriptedClient, finished
 from mala_tui.ui.headless import WRAP_MARK, run_headless, terminal_lines
 from tests.support.backends import PerSession, bash
@@ -61,7 +61,7 @@ def test_lines_are_broken_at_the_width_and_keep_every_character() -> None:
 
 
 async def test_the_whole_command_is_shown_before_allow_is_offered(tmp_path: Path) -> None:
-    client = ScriptedClient([[SessionIdItem("s"), *bash(LONG, "t1"), finished()]])
+    client = ScriptedClient([[SessionIdentified(0, "s"), *bash(LONG, "t1"), finished()]])
     sup = build_supervisor(
         ScriptedBackend([client]), ["a"], cwd=tmp_path, journal=tmp_path, settings=one_window()
     )
@@ -78,7 +78,7 @@ async def test_the_whole_command_is_shown_before_allow_is_offered(tmp_path: Path
 
 async def test_a_long_input_is_paged_and_allow_comes_after_its_last_line(tmp_path: Path) -> None:
     command = "\n".join(f"step {n}" for n in range(400)) + "\necho HIDDEN-TAIL"
-    client = ScriptedClient([[SessionIdItem("s"), *bash(command, "t1"), finished()]])
+    client = ScriptedClient([[SessionIdentified(0, "s"), *bash(command, "t1"), finished()]])
     sup = build_supervisor(
         ScriptedBackend([client]), ["a"], cwd=tmp_path, journal=tmp_path, settings=one_window()
     )
@@ -93,7 +93,7 @@ async def test_a_long_input_is_paged_and_allow_comes_after_its_last_line(tmp_pat
 
 async def test_a_deny_while_paging_ends_it_with_its_reason(tmp_path: Path) -> None:
     command = "x" * 3000 + " && echo HIDDEN-TAIL"
-    client = ScriptedClient([[SessionIdItem("s"), *bash(command, "t1"), finished()]])
+    client = ScriptedClient([[SessionIdentified(0, "s"), *bash(command, "t1"), finished()]])
     sup = build_supervisor(
         ScriptedBackend([client]), ["a"], cwd=tmp_path, journal=tmp_path, settings=one_window()
     )
@@ -106,15 +106,15 @@ async def test_a_deny_while_paging_ends_it_with_its_reason(tmp_path: Path) -> No
 
 async def test_a_checkpoint_is_shown_whole_before_approve_is_offered(tmp_path: Path) -> None:
     body = "## Goal\n" + "y" * 500 + " HIDDEN-TAIL\n## Completed Work\n- Read /ws/a.py"
-    hard = UsageItem(CallUsage(cache_read_input_tokens=85_000), final=True)
+    hard = UsageObserved(0, CallUsage(cache_read_input_tokens=85_000))
     old = ScriptedClient(
         [
-            [SessionIdItem("sa"), hard, HANG],
+            [SessionIdentified(0, "sa"), hard, HANG],
             [finished("saved", "sa")],
             [finished(f"<checkpoint>\n{body}\n</checkpoint>", "sa")],
         ]
     )
-    new = ScriptedClient([[SessionIdItem("sb"), finished("done", "sb")]])
+    new = ScriptedClient([[SessionIdentified(0, "sb"), finished("done", "sb")]])
     sup = build_supervisor(
         PerSession({"a": [old, new]}),
         ["a"],
@@ -137,7 +137,7 @@ async def test_an_input_too_long_to_show_whole_is_never_offered_for_allow(
 
     monkeypatch.setattr(permissions, "INPUT_CHARS", 2_000)  # past it, the input is cut
     command = "echo " + "x" * 3_000 + " && echo HIDDEN-TAIL"
-    client = ScriptedClient([[SessionIdItem("s"), *bash(command, "t1"), finished()]])
+    client = ScriptedClient([[SessionIdentified(0, "s"), *bash(command, "t1"), finished()]])
     sup = build_supervisor(
         ScriptedBackend([client]), ["a"], cwd=tmp_path, journal=tmp_path, settings=one_window()
     )
@@ -168,7 +168,7 @@ async def test_the_end_of_input_denies_once_and_clearly_instead_of_asking_foreve
     tmp_path: Path,
 ) -> None:
     client = ScriptedClient(
-        [[SessionIdItem("s"), *bash("make", "t1"), *bash("make test", "t2"), finished()]]
+        [[SessionIdentified(0, "s"), *bash("make", "t1"), *bash("make test", "t2"), finished()]]
     )
     sup = build_supervisor(
         ScriptedBackend([client]), ["a"], cwd=tmp_path, journal=tmp_path, settings=one_window()

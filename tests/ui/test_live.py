@@ -9,12 +9,13 @@ from textual.widgets import TextArea
 from mala_tui.config import ContextSettings, Settings, UiSettings
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
+from mala_tui.core.observations import MessageObserved, SessionIdentified, UsageObserved
 from mala_tui.core.phases import Phase
 from mala_tui.core.resume_plan import ResumeFrom, plan_resume
 from mala_tui.core.transcript import Message, Role, TextBlock, ToolCall, ToolResult
 from mala_tui.core.usage import CallUsage
 from mala_tui.prompt_files import load_prompts
-from mala_tui.runtime.backends.base import MessageItem, SessionIdItem, SessionSpec, UsageItem
+from mala_tui.runtime.backends.base import SessionSpec
 from mala_tui.runtime.backends.scripted import HANG, ScriptedBackend, ScriptedClient, finished
 from mala_tui.runtime.run_types import RunResult
 from mala_tui.runtime.supervisor import Supervisor
@@ -31,17 +32,17 @@ CHECKPOINT = (
 )
 
 
-def usage_at(tokens: int) -> UsageItem:
+def usage_at(tokens: int) -> UsageObserved:
     # Final (message_delta) usage: the call is over, so an interrupt need not wait for it.
-    return UsageItem(CallUsage(input_tokens=3, cache_read_input_tokens=tokens - 3), final=True)
+    return UsageObserved(0, CallUsage(input_tokens=3, cache_read_input_tokens=tokens - 3))
 
 
-def read(index: int) -> list[MessageItem]:
+def read(index: int) -> list[MessageObserved]:
     tool_id = f"r{index}"
     call = ToolCall(tool_id, "Read", {"file_path": f"/ws/f{index}.py"})
     return [
-        MessageItem(Message(Role.ASSISTANT, (TextBlock("reading"), call))),
-        MessageItem(Message(Role.USER, (ToolResult(tool_id, "x" * 400),))),
+        MessageObserved(0, Message(Role.ASSISTANT, (TextBlock("reading"), call))),
+        MessageObserved(0, Message(Role.USER, (ToolResult(tool_id, "x" * 400),))),
     ]
 
 
@@ -58,13 +59,13 @@ def app_on(supervisor: Supervisor) -> MalaApp:
 async def test_an_edited_checkpoint_is_what_the_restarted_agent_gets() -> None:
     old = ScriptedClient(
         [
-            [SessionIdItem("sess-1"), *read(0), *read(1), usage_at(92_000), HANG],
+            [SessionIdentified(0, "sess-1"), *read(0), *read(1), usage_at(92_000), HANG],
             [finished("Notes saved.")],
             [finished(CHECKPOINT)],
         ]
     )
     new = ScriptedClient(
-        [[SessionIdItem("sess-2"), usage_at(5_000), finished(session_id="sess-2")]]
+        [[SessionIdentified(0, "sess-2"), usage_at(5_000), finished(session_id="sess-2")]]
     )
     supervisor = supervisor_with(old, new, approval=True)
     app = app_on(supervisor)
@@ -91,7 +92,7 @@ async def test_an_edited_checkpoint_is_what_the_restarted_agent_gets() -> None:
 
 
 async def test_quitting_stops_every_session_and_waits_for_the_run() -> None:
-    client = ScriptedClient([[SessionIdItem("sess-1"), usage_at(30_000), HANG]])
+    client = ScriptedClient([[SessionIdentified(0, "sess-1"), usage_at(30_000), HANG]])
     supervisor = supervisor_with(client, approval=False)
     recorded: list[ev.Event] = []
     supervisor.listeners.events.append(recorded.append)

@@ -6,8 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from mala_tui.config import ContextSettings, Settings
+from mala_tui.core.observations import SessionIdentified
 from mala_tui.prompt_files import load_prompts
-from mala_tui.runtime.backends.base import SessionIdItem, SessionSpec
+from mala_tui.runtime.backends.base import SessionSpec
 from mala_tui.runtime.backends.scripted import HANG, ScriptedBackend, ScriptedClient
 from mala_tui.runtime.supervisor import Supervisor
 from tests.support.polling import eventually
@@ -24,7 +25,7 @@ class Counting(Supervisor):
 
 async def test_a_second_quit_hurries_the_stop() -> None:
     # An agent slow to go: the first quit waits for its disconnect.
-    client = ScriptedClient([[SessionIdItem("sess-1"), usage_at(30_000), HANG]])
+    client = ScriptedClient([[SessionIdentified(0, "sess-1"), usage_at(30_000), HANG]])
     client.disconnect_delay = 3.0
     supervisor = Counting(
         settings=Settings(context=ContextSettings(require_approval=False)),

@@ -1,8 +1,9 @@
 """The backend protocol: what the session runner needs from an agent, and what it gets back.
 
-A backend turns the agent's stream into a few normalised items, so the runner
-and the core never see SDK types. Clients are short-lived: one per process of
-the CLI; resuming a session (after a mask, an idle timeout) is a new client.
+A backend turns the agent's stream into the core's observations (and two items
+the runtime keeps to itself), so the runner and the core never see SDK types.
+Clients are short-lived: one per process of the CLI; resuming a session (after a
+mask, an idle timeout) is a new client.
 """
 
 from __future__ import annotations
@@ -12,8 +13,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from mala_tui.core.transcript import Message, ToolResult
-from mala_tui.core.usage import CallUsage
+from mala_tui.core.observations import (
+    ApiRetrying,
+    CompactionObserved,
+    MessageObserved,
+    SessionIdentified,
+    TurnEnded,
+    UsageObserved,
+)
+from mala_tui.core.transcript import ToolResult
 
 
 @dataclass(frozen=True)
@@ -46,72 +54,10 @@ class SessionSpec:
 
 
 @dataclass(frozen=True)
-class UsageItem:
-    """A main-thread API call's usage; `final` once message_delta gave the output count."""
-
-    call: CallUsage
-    final: bool
-    notes: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class MessageItem:
-    message: Message
-
-
-@dataclass(frozen=True)
-class SessionIdItem:
-    session_id: str
-
-
-@dataclass(frozen=True)
-class CompactionItem:
-    trigger: str
-    blocked: bool
-    pre_tokens: int | None = None
-    post_tokens: int | None = None
-
-
-@dataclass(frozen=True)
-class ResultItem:
-    """The end of a turn (the SDK's ResultMessage)."""
-
-    subtype: str
-    is_error: bool
-    terminal_reason: str | None
-    result_text: str
-    summed_usage: CallUsage | None
-    context_window: int | None
-    session_id: str | None
-    api_error_status: int | None = None
-    api_error_kind: str | None = None
-    """Claude Code's kind of error for a failed call (`authentication_failed`...)."""
-
-
-@dataclass(frozen=True)
 class ModelItem:
     """The model an API answer names (its message_start), when it is a new one."""
 
     model: str
-
-
-@dataclass(frozen=True)
-class ApiRetryItem:
-    """Claude Code retries a failed API call after a backoff (its `api_retry` message)."""
-
-    status: int | None
-    """The HTTP status; None when nothing answered."""
-    error: str = ""
-    attempt: int | None = None
-    of: int | None = None
-
-    @property
-    def line(self) -> str:
-        """The event log's line for it."""
-        status = f" with {self.status}" if self.status is not None else ""
-        kind = f" ({self.error})" if self.error else ""
-        of = f" (attempt {self.attempt} of {self.of})" if self.attempt and self.of else ""
-        return f"API call failed{status}{kind}; the CLI retries{of}"
 
 
 @dataclass(frozen=True)
@@ -122,21 +68,25 @@ class ProblemItem:
     message: str
 
 
-StreamItem = (
-    UsageItem
-    | MessageItem
-    | SessionIdItem
-    | CompactionItem
-    | ResultItem
-    | ApiRetryItem
-    | ModelItem
-    | ProblemItem
+AgentObservation = (
+    UsageObserved
+    | MessageObserved
+    | SessionIdentified
+    | CompactionObserved
+    | TurnEnded
+    | ApiRetrying
 )
+"""What an agent's stream tells its session's manager: the core's own observations, each
+timed by the clock the client was made with (`Backend.create`)."""
+
+StreamItem = AgentObservation | ModelItem | ProblemItem
+"""An item of an agent's stream: an observation, or what the runtime keeps to itself (the
+model an answer names, which is journaled; a part of the stream that could not be used)."""
 
 
 def carries_tool_result(item: StreamItem | None) -> bool:
     """A message holding a tool's result: the end of a step, where a turn can stop cleanly."""
-    return isinstance(item, MessageItem) and any(
+    return isinstance(item, MessageObserved) and any(
         isinstance(block, ToolResult) for block in item.message.blocks
     )
 
@@ -205,7 +155,11 @@ class AgentClient(Protocol):
 class Backend(Protocol):
     """Makes clients, finds and rewrites a stored session for masking."""
 
-    def create(self, spec: SessionSpec, *, resume: str | None) -> AgentClient: ...
+    def create(
+        self, spec: SessionSpec, *, resume: str | None, clock: Callable[[], float]
+    ) -> AgentClient:
+        """A client for the session (resuming the agent session `resume`), whose stream's
+        observations are timed by `clock` (the runner's: the manager's notion of now)."""
 
     def transcript_path(self, spec: SessionSpec, session_id: str) -> Path | None:
         """Where the agent keeps its own transcript of this session; None if it keeps none

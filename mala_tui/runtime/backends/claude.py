@@ -48,9 +48,9 @@ from claude_agent_sdk import (
     ToolPermissionContext,
 )
 
+from mala_tui.core.observations import CompactionObserved
 from mala_tui.runtime.backends import cli_launcher
 from mala_tui.runtime.backends.base import (
-    CompactionItem,
     MaskError,
     PermissionAsk,
     PermissionGate,
@@ -115,9 +115,15 @@ class ClaudeClient:
     """One Claude Code CLI process."""
 
     def __init__(
-        self, spec: SessionSpec, *, resume: str | None, stderr: StderrLog | None = None
+        self,
+        spec: SessionSpec,
+        *,
+        resume: str | None,
+        clock: Callable[[], float],
+        stderr: StderrLog | None = None,
     ) -> None:
         self.spec = spec
+        self._clock = clock
         self.resume = resume
         self._stderr = stderr if stderr is not None else StderrLog(None)
         self._stderr_said = False
@@ -135,7 +141,7 @@ class ClaudeClient:
         self._client = ClaudeSDKClient(
             build_options(spec, resume=resume, hooks=hooks, stderr=self._on_stderr)
         )
-        self._converter = StreamConverter()
+        self._converter = StreamConverter(clock)
 
     def _process(self) -> Any:
         # The SDK does not expose the process; its transport holds it. Looked up
@@ -248,7 +254,7 @@ class ClaudeClient:
         self, hook_input: HookInput, tool_use_id: str | None, context: HookContext
     ) -> HookJSONOutput:
         trigger = str(hook_input.get("trigger", "auto"))
-        self._side.put_nowait(CompactionItem(trigger=trigger, blocked=True))
+        self._side.put_nowait(CompactionObserved(self._clock(), trigger, blocked=True))
         return {"decision": "block", "reason": "mala-tui manages this session's context window"}
 
     async def stream(self) -> AsyncIterator[StreamItem]:
@@ -302,7 +308,9 @@ class ClaudeBackend:
         """A backend keeping its files in a run's folder."""
         return cls(backup_dir=folder / "transcripts", stderr_dir=folder / STDERR_DIR)
 
-    def create(self, spec: SessionSpec, *, resume: str | None) -> ClaudeClient:
+    def create(
+        self, spec: SessionSpec, *, resume: str | None, clock: Callable[[], float]
+    ) -> ClaudeClient:
         if resume is not None and resume == spec.fork_of:
             # The CLI looks for the session it resumes in the project folder of its own
             # working folder: a fork working elsewhere (a worktree of its own) needs the
@@ -314,7 +322,7 @@ class ClaudeBackend:
             if self.stderr_dir is not None:
                 path = self.stderr_dir / f"{safe_file_name(spec.name)}.log"
             log = self._stderr[spec.name] = StderrLog(path)
-        return ClaudeClient(spec, resume=resume, stderr=log)
+        return ClaudeClient(spec, resume=resume, clock=clock, stderr=log)
 
     def transcript_path(self, spec: SessionSpec, session_id: str) -> Path | None:
         try:

@@ -1,4 +1,4 @@
-"""Reading the SDK's messages into the backend's stream items.
+"""Reading the SDK's messages into the core's observations (the backend's stream items).
 
 What is kept, and why: the raw `message_start` stream event carries each API
 call's input and cache fields and `message_delta` its final output count (the
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from claude_agent_sdk import (
@@ -25,25 +25,25 @@ from claude_agent_sdk import TextBlock as SdkTextBlock
 from claude_agent_sdk import ToolResultBlock as SdkToolResultBlock
 from claude_agent_sdk import ToolUseBlock as SdkToolUseBlock
 
+from mala_tui.core.observations import (
+    ApiRetrying,
+    CompactionObserved,
+    MessageObserved,
+    SessionIdentified,
+    TurnEnded,
+    UsageObserved,
+)
 from mala_tui.core.transcript import Block, Message, Role, TextBlock, ToolCall, ToolResult
 from mala_tui.core.usage import CallUsage, UsageFieldError
-from mala_tui.runtime.backends.base import (
-    ApiRetryItem,
-    CompactionItem,
-    MessageItem,
-    ModelItem,
-    ProblemItem,
-    ResultItem,
-    SessionIdItem,
-    StreamItem,
-    UsageItem,
-)
+from mala_tui.runtime.backends.base import ModelItem, ProblemItem, StreamItem
 
 
 class StreamConverter:
-    """One agent process's messages in, stream items out; remembers each call's usage."""
+    """One agent process's messages in, stream items out; remembers each call's usage.
+    Each observation is timed by `clock` when its message is read."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self._clock = clock
         self._usage: dict[str, CallUsage] = {}
         self._last_message_id: str | None = None
         self._model: str | None = None
@@ -81,7 +81,7 @@ class StreamConverter:
             # Said before the call's usage, so that the call is priced as its model.
             return [
                 *self._model_named(body.get("model")),
-                UsageItem(call, final=False, notes=notes),
+                UsageObserved(self._clock(), call, notes, starts_call=True),
             ]
         if kind == "message_delta" and self._last_message_id is not None:
             start = self._usage.get(self._last_message_id)
@@ -92,7 +92,7 @@ class StreamConverter:
                 return [ProblemItem("usage", str(exc))]
             if start is None:
                 return []
-            return [UsageItem(start.with_output(delta.output_tokens), final=True, notes=notes)]
+            return [UsageObserved(self._clock(), start.with_output(delta.output_tokens), notes)]
         return []
 
     def _from_assistant(self, message: AssistantMessage) -> list[StreamItem]:
@@ -112,7 +112,7 @@ class StreamConverter:
                 call, notes = CallUsage.parse(message.usage)
                 self._usage[message_id] = call
                 items += self._model_named(message.model)
-                items.append(UsageItem(call, final=False, notes=notes))
+                items.append(UsageObserved(self._clock(), call, notes, starts_call=True))
             except UsageFieldError as exc:
                 items.append(ProblemItem("usage", str(exc)))
         blocks: list[Block] = []
@@ -127,7 +127,8 @@ class StreamConverter:
             not_the_agents = message.error is not None
             if message.error is not None:
                 self._error_kind = str(message.error)
-            items.append(MessageItem(Message(Role.ASSISTANT, tuple(blocks), not_the_agents)))
+            message_seen = Message(Role.ASSISTANT, tuple(blocks), not_the_agents)
+            items.append(MessageObserved(self._clock(), message_seen))
         return items
 
     def _model_named(self, model: object) -> list[StreamItem]:
@@ -142,7 +143,7 @@ class StreamConverter:
 
     def _from_user(self, message: UserMessage) -> list[StreamItem]:
         if isinstance(message.content, str):
-            return [MessageItem(Message.user_text(message.content))]
+            return [MessageObserved(self._clock(), Message.user_text(message.content))]
         blocks: list[Block] = []
         for block in message.content:
             if isinstance(block, SdkToolResultBlock):
@@ -153,18 +154,21 @@ class StreamConverter:
                 )
             elif isinstance(block, SdkTextBlock):
                 blocks.append(TextBlock(block.text))
-        return [MessageItem(Message(Role.USER, tuple(blocks)))] if blocks else []
+        if not blocks:
+            return []
+        return [MessageObserved(self._clock(), Message(Role.USER, tuple(blocks)))]
 
     def _from_system(self, message: SystemMessage) -> list[StreamItem]:
         data = message.data or {}
         if message.subtype == "init" and data.get("session_id"):
-            return [SessionIdItem(str(data["session_id"]))]
+            return [SessionIdentified(self._clock(), str(data["session_id"]))]
         if message.subtype == "api_retry":
             # The CLI is retrying a failed API call (529, 500, a dropped connection, a 401)
             # after a backoff: the agent is alive, but its endpoint may be gone for good.
             error = data.get("error")
             return [
-                ApiRetryItem(
+                ApiRetrying(
+                    self._clock(),
                     status=_int_or_none(data.get("error_status")),
                     error=error if isinstance(error, str) else "",
                     attempt=_int_or_none(data.get("attempt")),
@@ -174,7 +178,8 @@ class StreamConverter:
         if message.subtype == "compact_boundary":
             meta = data.get("compact_metadata") or {}
             return [
-                CompactionItem(
+                CompactionObserved(
+                    self._clock(),
                     trigger=str(meta.get("trigger", "auto")),
                     blocked=False,
                     pre_tokens=_int_or_none(meta.get("pre_tokens")),
@@ -183,7 +188,7 @@ class StreamConverter:
             ]
         return []
 
-    def _from_result(self, message: ResultMessage) -> ResultItem:
+    def _from_result(self, message: ResultMessage) -> TurnEnded:
         summed: CallUsage | None = None
         if message.usage is not None:
             with contextlib.suppress(UsageFieldError):
@@ -194,7 +199,8 @@ class StreamConverter:
             if value:
                 window = max(window or 0, value)
         kind, self._error_kind = self._error_kind, None  # the next turn starts clean
-        return ResultItem(
+        return TurnEnded(
+            self._clock(),
             subtype=message.subtype,
             is_error=message.is_error,
             terminal_reason=message.terminal_reason,

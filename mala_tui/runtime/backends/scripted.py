@@ -1,31 +1,34 @@
 """A scripted backend: canned streams, hangs on cue, no process. For fast runtime tests.
 
 Each client plays one script: a list of turns, one per query, each a list of
-stream items. `HANG` makes the stream go silent until the client is
-disconnected or interrupted, as a stuck CLI does. A tool result is shown to the
-tool gate before it is sent, as the Claude client's post-tool hook does. An `AskPermission`
-waits for the permission gate's answer, as the CLI does before a tool outside its
-allowed set, and the stream stays silent meanwhile. The
-backend hands out clients in order and records what it was asked.
+stream items. An observation is written with any time (0, say): it is timed by the
+client's clock as the stream hands it on, as a real client times what it reads.
+`HANG` makes the stream go silent until the client is disconnected or interrupted,
+as a stuck CLI does. A tool result is shown to the tool gate before it is sent, as
+the Claude client's post-tool hook does. An `AskPermission` waits for the permission
+gate's answer, as the CLI does before a tool outside its allowed set, and the stream
+stays silent meanwhile. The backend hands out clients in order and records what it
+was asked.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+import time
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Final
 
+from mala_tui.core.observations import MessageObserved, TurnEnded
 from mala_tui.core.transcript import ToolCall, ToolResult
 from mala_tui.runtime.backends.base import (
     MaskError,
-    MessageItem,
+    ModelItem,
     PermissionAsk,
     PermissionGate,
     PermissionVerdict,
     ProblemItem,
-    ResultItem,
     SessionSpec,
     StreamItem,
     ToolGate,
@@ -53,28 +56,27 @@ Turn = Sequence[StreamItem | _Hang | AskPermission]
 
 def _turn_end(
     subtype: str, reason: str, text: str = "", session_id: str | None = "sess-1"
-) -> ResultItem:
-    return ResultItem(
+) -> TurnEnded:
+    return TurnEnded(
+        0,
         subtype=subtype,
         is_error=subtype != "success",
         terminal_reason=reason,
         result_text=text,
-        summed_usage=None,
-        context_window=None,
         session_id=session_id,
     )
 
 
-def finished(text: str = "Done.", session_id: str | None = "sess-1") -> ResultItem:
+def finished(text: str = "Done.", session_id: str | None = "sess-1") -> TurnEnded:
     return _turn_end("success", "completed", text, session_id)
 
 
-def hook_stopped(session_id: str | None = "sess-1") -> ResultItem:
+def hook_stopped(session_id: str | None = "sess-1") -> TurnEnded:
     """How the CLI ends a turn that a hook stopped after a tool result."""
     return _turn_end("success", "hook_stopped", session_id=session_id)
 
 
-def aborted(session_id: str | None = "sess-1") -> ResultItem:
+def aborted(session_id: str | None = "sess-1") -> TurnEnded:
     return _turn_end("error_during_execution", "aborted_streaming", session_id=session_id)
 
 
@@ -94,6 +96,8 @@ class ScriptedClient:
     """Turns this client ended after a tool result (asked by stop_after_tools or the gate)."""
     pace: float = 0.0
     """Seconds between two items of a turn, as a model streaming at that rate (0: at once)."""
+    clock: Callable[[], float] = time.time
+    """What times the observations it hands on (the backend gives it the runner's)."""
     _stop_requested: bool = False
     _gate: ToolGate | None = None
     _permission_gate: PermissionGate | None = None
@@ -140,7 +144,7 @@ class ScriptedClient:
 
     async def _ask_gate(self, item: StreamItem) -> bool:
         """The gate's answer for the tool results in this item (True if any says stop)."""
-        if not isinstance(item, MessageItem):
+        if not isinstance(item, MessageObserved):
             return False
         stop = False
         for block in item.message.blocks:
@@ -170,7 +174,10 @@ class ScriptedClient:
             item = await self._queue.get()
             if item is None:
                 return
-            yield item
+            if isinstance(item, ModelItem | ProblemItem):
+                yield item
+            else:
+                yield replace(item, at=self.clock())
 
     async def interrupt(self) -> None:
         self.interrupted += 1
@@ -205,9 +212,12 @@ class ScriptedBackend:
     def of(cls, *scripts: Iterable[Turn]) -> ScriptedBackend:
         return cls([ScriptedClient([list(turn) for turn in script]) for script in scripts])
 
-    def create(self, spec: SessionSpec, *, resume: str | None) -> ScriptedClient:
+    def create(
+        self, spec: SessionSpec, *, resume: str | None, clock: Callable[[], float] = time.time
+    ) -> ScriptedClient:
         self.created.append((spec.name, resume))
         client = self.clients[min(self._index, len(self.clients) - 1)]
+        client.clock = clock
         self._index += 1
         return client
 
