@@ -42,7 +42,7 @@ from mala_tui.core.observations import Decision
 from mala_tui.core.permissions import AnsweredBy
 from mala_tui.core.phases import Cause, ManageMode, Phase, Trigger
 from mala_tui.core.retry import RetryDecision
-from mala_tui.core.usage import UsageSource
+from mala_tui.core.usage import CallUsage, ContextUsage, UsageSource
 from mala_tui.core.window import WindowSource
 
 
@@ -100,6 +100,9 @@ class PhaseChanged(EventBase):
 
 
 class UsageRecorded(EventBase):
+    """A figure of the session's window (core.usage.ContextUsage), with the API call that
+    measured it laid out flat: `of` lays it out, `usage` reads it back."""
+
     type: Literal["usage"] = "usage"
     tokens: int
     window: int
@@ -119,13 +122,54 @@ class UsageRecorded(EventBase):
     """The first report of a new API call: the request that read (and so kept warm) the
     prompt cache was sent then."""
 
+    @classmethod
+    def of(
+        cls,
+        usage: ContextUsage,
+        *,
+        at: float,
+        session: str,
+        notes: tuple[str, ...] = (),
+        window_source: WindowSource = WindowSource.DEFAULT,
+        density: float = 1.0,
+        density_measured: bool = False,
+        call_started: bool = False,
+    ) -> UsageRecorded:
+        """The event of a figure of the window (a call's counts are 0 when it has none)."""
+        call = usage.call or CallUsage()
+        return cls(
+            at=at,
+            session=session,
+            tokens=usage.tokens,
+            window=usage.window,
+            source=usage.source,
+            input_tokens=call.input_tokens,
+            cache_creation_input_tokens=call.cache_creation_input_tokens,
+            cache_read_input_tokens=call.cache_read_input_tokens,
+            output_tokens=call.output_tokens,
+            notes=notes,
+            window_source=window_source,
+            density=density,
+            density_measured=density_measured,
+            call_started=call_started,
+        )
+
+    @property
+    def usage(self) -> ContextUsage:
+        """The figure as the core carries it; its call is None when no counts were kept."""
+        call = CallUsage(
+            self.input_tokens,
+            self.cache_creation_input_tokens,
+            self.cache_read_input_tokens,
+            self.output_tokens,
+        )
+        return ContextUsage(
+            self.tokens, self.window, self.source, call if call != CallUsage() else None
+        )
+
     @property
     def pressure(self) -> float:
-        return (
-            self.tokens / self.window
-            if self.window > 0 and self.source != UsageSource.DISABLED
-            else 0.0
-        )
+        return self.usage.pressure
 
 
 class MessageRecorded(EventBase):

@@ -181,20 +181,13 @@ class TurnFlow:
         *,
         call_started: bool = False,
     ) -> ev.UsageRecorded:
-        call = usage.call
         density = self._state.density
-        return ev.UsageRecorded(
+        return ev.UsageRecorded.of(
+            usage,
             at=at,
             session=self._state.name,
-            tokens=usage.tokens,
-            window=usage.window,
-            source=usage.source.value,
-            input_tokens=call.input_tokens if call else 0,
-            cache_creation_input_tokens=call.cache_creation_input_tokens if call else 0,
-            cache_read_input_tokens=call.cache_read_input_tokens if call else 0,
-            output_tokens=call.output_tokens if call else 0,
             notes=notes,
-            window_source=self._state.window_source.value,
+            window_source=self._state.window_source,
             density=round(density.ratio, 4),
             density_measured=density.measured,
             call_started=call_started,

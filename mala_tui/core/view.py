@@ -36,7 +36,7 @@ from mala_tui.core.session_records import (
     UsagePoint,
     WorktreeRecord,
 )
-from mala_tui.core.usage import CallUsage, UsageSource
+from mala_tui.core.usage import UsageSource
 from mala_tui.core.window import WindowSource
 
 #: Context samples kept for a card's trend line.
@@ -281,13 +281,8 @@ class SessionState:
         self.questions.clear()  # whoever waited went with the old process; asked again
 
     def _observe_spend(self, event: ev.UsageRecorded) -> None:
-        call = CallUsage(
-            event.input_tokens,
-            event.cache_creation_input_tokens,
-            event.cache_read_input_tokens,
-            event.output_tokens,
-        )
-        if call.context_tokens == 0:
+        call = event.usage.call
+        if call is None:
             return
         self.meter.observe(call)
         spend = self.meter.spend

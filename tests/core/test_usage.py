@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from mala_tui.core import events as ev
 from mala_tui.core.usage import (
     TRACKING_DISABLED,
+    USAGE_FIELDS,
     CallUsage,
     ContextUsage,
     CumulativeUsage,
@@ -319,3 +323,17 @@ def test_cumulative_pressure_is_input_plus_output_over_limit(
         usage.add_turn(input_tokens=inp, output_tokens=out, cache_read_tokens=cache)
     expected = sum(t[0] + t[1] for t in turns) / limit
     assert usage.pressure_ratio(limit) == pytest.approx(expected)
+
+
+def test_a_usage_event_lays_the_figure_out_flat_and_reads_it_back_whole() -> None:
+    call = CallUsage(3, 200, 9_000, 40)
+    figure = ContextUsage(call.context_tokens, 200_000, UsageSource.PER_CALL, call)
+    event = ev.UsageRecorded.of(figure, at=1.0, session="a", call_started=True)
+    assert event.usage == figure and event.pressure == figure.pressure
+    line = json.loads(ev.event_json(event))  # the journal keeps the call's counts flat
+    assert [line[name] for name in USAGE_FIELDS] == [3, 200, 9_000, 40]
+    assert ev.parse_event(line) == event
+    estimate = ContextUsage(500, 200_000, UsageSource.ESTIMATE)
+    assert ev.UsageRecorded.of(estimate, at=1.0, session="a").usage == estimate
+    disabled = ContextUsage(0, 200_000, UsageSource.DISABLED)
+    assert ev.UsageRecorded.of(disabled, at=1.0, session="a").pressure == 0.0
