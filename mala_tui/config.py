@@ -80,12 +80,13 @@ class ContextSettings(BaseModel):
 
     context_limit: int = Field(default=200_000, gt=0)
     """Window size in tokens for a model that neither its name (`[1m]`), the betas nor
-    `model_windows` places; the CLI's own report replaces it once a turn ends."""
+    `model_windows` places; the CLI's own report replaces it once a turn ends. Set, it is
+    also the window of a session with no model named (else Claude Code's default model's)."""
 
     model_windows: dict[str, PositiveInt] = Field(default_factory=dict)
     """Windows by model name prefix, e.g. {"claude-sonnet-4-5" = 1000000}; added to (and
-    overriding) the built-in table for current Claude models (all 200,000 unless the 1M
-    window is asked for)."""
+    overriding) the built-in table for current Claude models (1M for the 5.x models, Opus
+    4.7/4.8 and the aliases; 200,000 for older ones unless the 1M window is asked for)."""
 
     manage: ManageMode = ManageMode.FULL
     """full: mask, wind down, checkpoint and restart. mask: mask only, never restart.

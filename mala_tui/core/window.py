@@ -30,19 +30,31 @@ ONE_MILLION: Final = 1_000_000
 LONG_CONTEXT_SUFFIX: Final = "[1m]"
 LONG_CONTEXT_BETA_PREFIX: Final = "context-1m"
 
-#: Windows of current Claude models by name prefix. All are 200,000 tokens unless the
-#: 1M window is asked for (suffix or beta). Users add or override entries in config.
+#: Windows of current Claude models by name prefix, the longest prefix winning: what
+#: Claude Code 2.1.330 (bundled with the SDK) reports as `contextWindow`, measured model
+#: by model. The 5.x models, Opus 4.7 and 4.8, and the aliases (which it maps to the 5.5
+#: models) have 1M by default; the older ones 200,000 unless the 1M window is asked for
+#: (suffix or beta). Users add or override entries in config.
 DEFAULT_MODEL_WINDOWS: Final[Mapping[str, int]] = {
+    "claude-opus-5": ONE_MILLION,
+    "claude-sonnet-5": ONE_MILLION,
+    "claude-haiku-5": ONE_MILLION,
+    "claude-fable-5": ONE_MILLION,
+    "claude-opus-4-8": ONE_MILLION,
+    "claude-opus-4-7": ONE_MILLION,
     "claude-opus-4": 200_000,
     "claude-sonnet-4": 200_000,
     "claude-haiku-4": 200_000,
     "claude-3-7-sonnet": 200_000,
     "claude-3-5-sonnet": 200_000,
     "claude-3-5-haiku": 200_000,
-    "opus": 200_000,
-    "sonnet": 200_000,
-    "haiku": 200_000,
+    "opus": ONE_MILLION,
+    "sonnet": ONE_MILLION,
+    "haiku": ONE_MILLION,
 }
+
+#: The model Claude Code answers as when it is given none (measured as above).
+CLI_DEFAULT_MODEL: Final = "claude-opus-5-5"
 
 
 class WindowSource(StrEnum):

@@ -8,13 +8,23 @@ from __future__ import annotations
 
 from mala_tui.config import Settings
 from mala_tui.core.limits import Limits
-from mala_tui.core.window import DEFAULT_MODEL_WINDOWS, Window, resolve_window
+from mala_tui.core.window import (
+    CLI_DEFAULT_MODEL,
+    DEFAULT_MODEL_WINDOWS,
+    Window,
+    resolve_window,
+)
 from mala_tui.runtime.session import RunnerLimits
 
 
 def window_for(settings: Settings, model: str | None, betas: tuple[str, ...] = ()) -> Window:
-    """The session's window before its first request (see core.window)."""
+    """The session's window before its first request (see core.window).
+
+    No model named: Claude Code runs its own default model, whose window is in the table,
+    unless `context.context_limit` was set, which then says what the window is."""
     table = {**DEFAULT_MODEL_WINDOWS, **settings.context.model_windows}
+    if not model and "context_limit" not in settings.context.model_fields_set:
+        model = CLI_DEFAULT_MODEL
     return resolve_window(model, betas, table, settings.context.context_limit)
 
 

@@ -205,3 +205,16 @@ def test_model_windows_add_to_the_built_in_table_and_show_as_toml() -> None:
     out = io.StringIO()
     show(loaded, out)
     assert tomllib.loads(out.getvalue())["context"]["model_windows"] == {"my-proxy": 1_000_000}
+
+
+def test_no_model_named_is_claude_codes_default_unless_a_limit_is_set() -> None:
+    from mala_tui.runtime.session_limits import window_for
+
+    # Claude Code given no model answers as its default (claude-opus-5-5, 1M window).
+    window = window_for(load_settings().settings, None)
+    assert (window.tokens, window.source.value) == (1_000_000, "model table")
+    # A window set in the config is what a session with no model name is judged by.
+    write_config("[context]\ncontext_limit = 150000\n")
+    window = window_for(load_settings().settings, None)
+    assert (window.tokens, window.source.value) == (150_000, "default")
+    assert window_for(load_settings().settings, "claude-opus-5-5").tokens == 1_000_000

@@ -15,7 +15,15 @@ from mala_tui.core.window import DEFAULT_MODEL_WINDOWS, WindowSource, resolve_wi
         ("claude-sonnet-4-5", ("context-1m-2025-08-07",), 1_000_000, WindowSource.BETA),
         ("claude-sonnet-4-5", (), 200_000, WindowSource.TABLE),
         ("claude-opus-4-1-20250805", (), 200_000, WindowSource.TABLE),
-        ("sonnet", (), 200_000, WindowSource.TABLE),
+        # As Claude Code 2.1.330 reports them: the 5.x models, Opus 4.7/4.8 and the
+        # aliases (mapped to the 5.5 models) have 1M without asking.
+        ("sonnet", (), 1_000_000, WindowSource.TABLE),
+        ("claude-opus-5-5", (), 1_000_000, WindowSource.TABLE),
+        ("claude-opus-5-5-20260101", (), 1_000_000, WindowSource.TABLE),
+        ("claude-haiku-5", (), 1_000_000, WindowSource.TABLE),
+        ("claude-opus-4-8", (), 1_000_000, WindowSource.TABLE),
+        ("claude-opus-4-6", (), 200_000, WindowSource.TABLE),
+        ("claude-opus-4-5", (), 200_000, WindowSource.TABLE),
         ("my-local-model", (), 123_000, WindowSource.DEFAULT),
         (None, (), 123_000, WindowSource.DEFAULT),
         ("", ("context-1m-2025-08-07",), 1_000_000, WindowSource.BETA),
