@@ -195,3 +195,13 @@ def test_the_model_an_answer_names_is_said_before_its_usage_and_once() -> None:
         error="invalid_request",
     )
     assert not [item for item in c._convert(synthetic) if isinstance(item, ModelItem)]
+
+
+def test_each_observation_is_timed_by_the_clock_the_client_was_made_with() -> None:
+    times = iter([41.0, 42.0])
+    timed = ClaudeClient(
+        SessionSpec(name="s1", task="t", cwd=Path("/ws")), resume=None, clock=lambda: next(times)
+    )
+    init = SystemMessage(subtype="init", data={"session_id": "abc"})
+    assert timed._convert(init) == [SessionIdentified(41.0, "abc")]
+    assert timed._convert(init) == [SessionIdentified(42.0, "abc")]

@@ -9,6 +9,9 @@ to deliver a scripted item cannot turn a flow into a hang recovery.
 from __future__ import annotations
 
 import asyncio
+import itertools
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -52,6 +55,7 @@ class Harness:
         clean_point_timeout: float = 2.0,
         idle_timeout: float = NO_IDLE,
         manager_class: type[ContextManager] = ContextManager,
+        clock: Callable[[], float] = time.time,
         **limits: object,
     ) -> None:
         # The zone figures in these tests were chosen for these thresholds.
@@ -81,6 +85,7 @@ class Harness:
                 clean_point_timeout=clean_point_timeout,
             ),
             sink=self.sink,
+            clock=clock,
             sleep=self.sleep,
         )
 
@@ -558,3 +563,15 @@ async def test_a_result_projected_past_soft_is_masked_at_its_clean_point() -> No
     assert list(masked) == ["r0", "r1", "r2", "r3"]
     assert h.backend.created == [("s1", None), ("s1", "sess-1")]
     assert resumed.queries == [PROMPTS.render(PromptKind.MASK_RESUME, masked_count=4)]
+
+
+async def test_what_the_agent_says_is_timed_by_the_runners_clock_as_it_is_handed_on() -> None:
+    # The script's items say 0: the backend was given the runner's clock and times each.
+    ticks = itertools.count(1_000)
+    client = ScriptedClient([[SessionIdentified(0, "sess-1"), usage_at(5_000), finished()]])
+    h = Harness(ScriptedBackend([client]), clock=lambda: float(next(ticks)))
+    assert await h.run() is EndStatus.DONE
+    (usage,) = h.of_type(ev.UsageRecorded)
+    (named,) = h.of_type(ev.AgentSessionNamed)
+    assert 1_000 <= named.at < usage.at
+    assert all(event.at >= 1_000 for event in h.events)
