@@ -1,9 +1,10 @@
 """Consoles of live runs: `mala-tui attach`, `mala-tui stop`, and what `--detach` starts.
 
 A run is served to consoles by whoever runs its supervisor (runtime.channel): a
-detached run's host (runtime.host), or a foreground run's own process. `attach` opens
-a console on it from any terminal (the app, or `--headless` event lines) and leaves it
-alone on the way out; `stop` stops it, resumably, as Ctrl-C in a foreground run does.
+detached run's host (runtime.host), or a foreground run's own process (both in
+commands.running). `attach` opens a console on it from any terminal (the app, or
+`--headless` event lines) and leaves it alone on the way out; `stop` stops it,
+resumably, as Ctrl-C in a foreground run does.
 """
 
 from __future__ import annotations
@@ -15,20 +16,16 @@ import os
 import shlex
 import signal
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, TextIO
 
+from mala_tui.commands.run_options import has_terminal, on_the_web
+from mala_tui.commands.running import cost_line
 from mala_tui.config import LoadedSettings
 
 if TYPE_CHECKING:
-    from mala_tui.core import events as ev
-    from mala_tui.runtime.channel import ControlChannel
     from mala_tui.runtime.host import Started
-    from mala_tui.runtime.notify import NotifyCommand
     from mala_tui.runtime.remote import RemoteRun
-    from mala_tui.runtime.run_types import RunResult
-    from mala_tui.runtime.supervisor import Supervisor
 
 EXIT_OK: Final = 0
 EXIT_NOT_ALL_DONE: Final = 1
@@ -56,7 +53,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     stop.add_argument("--data-dir", type=Path, help="where runs are journaled")
 
 
-# -- --detach, and the run's own side of the channel ---------------------------------------------
+# -- --detach, and the console of a run this process starts ---------------------------------------
 
 
 def start_hosted(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO) -> int | None:
@@ -73,7 +70,6 @@ def start_hosted(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO) 
     - headless (or the app with no command line to start again, as `show`'s resume):
       None, the run here. A headless run outlives a closed terminal in place.
     """
-    from mala_tui.commands.run_cmd import has_terminal, on_the_web
     from mala_tui.runtime.host import spawn
 
     args.host_fd = getattr(args, "host_ready_fd", None)
@@ -118,78 +114,6 @@ def _console_of(started: Started, loaded: LoadedSettings, out: TextIO) -> int:
         return wait(started.pid)
 
 
-async def hosted(supervisor: Supervisor, out: TextIO, ready: int) -> RunResult | int:
-    """The run as its host runs it: served to consoles, its event lines in `host.log`."""
-    from mala_tui.runtime.channel import ChannelError, ControlChannel
-    from mala_tui.runtime.host import say_ready
-    from mala_tui.ui.headless import printer
-
-    journal = supervisor.journal
-    assert journal is not None
-    channel = ControlChannel(supervisor, journal.directory)
-    try:
-        path = await channel.start()
-    except ChannelError as exc:
-        print(f"mala-tui: consoles could not reach the run: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    say_ready(ready, journal.directory, path)
-    supervisor.listeners.events.append(printer(out))
-    notify = _notifier(supervisor, channel)
-    try:
-        return await supervisor.run()
-    finally:
-        if notify is not None:
-            await notify.close()
-        await channel.close()
-
-
-def _notifier(supervisor: Supervisor, channel: ControlChannel) -> NotifyCommand | None:
-    """`ui.notify_command`, run when the run needs a person and no console is attached."""
-    from mala_tui.runtime.notify import NotifyCommand
-
-    command = supervisor.settings.ui.notify_command
-    journal = supervisor.journal
-    if not command.strip() or journal is None:
-        return None
-    data_dir = shlex.quote(str(supervisor.settings.resolved_data_dir()))
-
-    def record(event: ev.Event) -> None:
-        if supervisor.state.ended_at is None:  # nothing is journaled after the run's end
-            supervisor.record(event)
-
-    notify = NotifyCommand(
-        command,
-        run_id=journal.run_id,
-        consoles=lambda: channel.consoles,
-        record=record,
-        attach=f"mala-tui attach {journal.run_id} --data-dir {data_dir}",
-    )
-    supervisor.listeners.events.append(notify)
-    return notify
-
-
-@contextlib.asynccontextmanager
-async def serving(supervisor: Supervisor) -> AsyncIterator[None]:
-    """A foreground run served to consoles too, while it runs (a warning if it cannot be)."""
-    from mala_tui.runtime.channel import ChannelError, ControlChannel
-
-    journal = supervisor.journal
-    if journal is None:
-        yield
-        return
-    channel = ControlChannel(supervisor, journal.directory)
-    try:
-        await channel.start()
-    except ChannelError as exc:
-        print(f"mala-tui: consoles cannot attach to this run: {exc}", file=sys.stderr)
-        yield
-        return
-    try:
-        yield
-    finally:
-        await channel.close()
-
-
 # -- attach ---------------------------------------------------------------------------------------
 
 
@@ -213,7 +137,6 @@ def _find_live(args: argparse.Namespace, loaded: LoadedSettings, command: str) -
 
 
 def attach(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.stdout) -> int:
-    from mala_tui.commands.run_cmd import has_terminal
     from mala_tui.runtime.journal import JournalError
     from mala_tui.runtime.remote import RemoteRun
     from mala_tui.runtime.sockets import ChannelError
@@ -339,7 +262,6 @@ async def _headless(remote: RemoteRun, out: TextIO) -> None:
 
 def _ending(remote: RemoteRun, out: TextIO, *, detached: bool) -> int:
     """What the console says as it leaves, and its exit status."""
-    from mala_tui.commands.run_cmd import cost_line
     from mala_tui.core.actions import EndStatus
     from mala_tui.runtime.redaction import redact
     from mala_tui.ui.headless import one_line

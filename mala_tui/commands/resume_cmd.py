@@ -11,7 +11,15 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, TextIO
 
-from mala_tui.commands import run_cmd
+from mala_tui.commands.console_cmd import start_hosted
+from mala_tui.commands.run_options import (
+    add_run_options,
+    refusal,
+    with_budget_flags,
+    with_permissions_flag,
+)
+from mala_tui.commands.run_worktrees import fork_in_worktree, host_worktree_setter, in_worktree
+from mala_tui.commands.running import finish, supervise, until_done
 from mala_tui.config import LoadedSettings
 from mala_tui.core.describe import gap
 
@@ -36,16 +44,10 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="a tool use outside agent.allowed_tools: ask a person, allow it, or deny it "
         "(default: the agent.permissions setting)",
     )
-    run_cmd._common(resume)  # the options `run` has: approvals, headless, budgets, data dir
-
-
-def resume_command(run_id: str) -> str:
-    """The command that resumes a run, as `show` suggests it."""
-    return f"mala-tui resume {run_id}"
+    add_run_options(resume)  # the options `run` has: approvals, headless, budgets, data dir
 
 
 def resume(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.stdout) -> int:
-    from mala_tui.commands.console_cmd import start_hosted
     from mala_tui.runtime.signals import stop_requests
 
     detached = start_hosted(args, loaded, out)
@@ -59,11 +61,10 @@ def resume(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.s
 def _resume(
     args: argparse.Namespace, loaded: LoadedSettings, out: TextIO, shutdown: Shutdown
 ) -> int:
-    from mala_tui.commands.run_cmd import refusal
     from mala_tui.runtime.journal import JournalError, find_run
     from mala_tui.runtime.resume import ResumeError, read_source
 
-    loaded = run_cmd.with_permissions_flag(args, run_cmd.with_budget_flags(args, loaded))
+    loaded = with_permissions_flag(args, with_budget_flags(args, loaded))
     problem = refusal(args, loaded)
     if problem is not None:
         print(f"mala-tui resume: {problem}", file=sys.stderr)
@@ -108,14 +109,6 @@ def _resume_on(
     source: ResumeSource,
     engine: RayEngine | None,
 ) -> int:
-    from mala_tui.commands.run_cmd import (
-        _finish,
-        _fork_in_worktree,
-        _in_worktree,
-        _supervise,
-        _until_done,
-        host_worktree_setter,
-    )
     from mala_tui.runtime.backends.claude import ClaudeBackend
     from mala_tui.runtime.journal import StorageError
     from mala_tui.runtime.resume import ResumeError, prepare
@@ -149,10 +142,10 @@ def _resume_on(
         worktrees = trackers[0].worktrees
         if on_hosts:  # added ones too: their hosts make their worktrees (runtime.mirror)
             supervisor.on_added.append(host_worktree_setter(worktrees, journal.run_id))
-        supervisor.spec_for_new = _in_worktree(
+        supervisor.spec_for_new = in_worktree(
             resumed.template, worktrees, journal, on_hosts=on_hosts
         )
-        supervisor.spec_for_fork = _fork_in_worktree(worktrees, journal, on_hosts=on_hosts)
+        supervisor.spec_for_fork = fork_in_worktree(worktrees, journal, on_hosts=on_hosts)
     try:
         event = supervisor.resumed
         pause = gap(event.gap_seconds) if event is not None else "?"
@@ -162,8 +155,8 @@ def _resume_on(
             out.write(f"{one_line(session.name, 80)}: {one_line(session.reason, 400)}\n")
 
         async def main() -> RunResult | Shutdown | int:
-            return await _supervise(supervisor, args.headless, out, shutdown, args.host_fd)
+            return await supervise(supervisor, args.headless, out, shutdown, args.host_fd)
 
-        return _finish(_until_done(main), supervisor, out)
+        return finish(until_done(main), supervisor, out)
     finally:
         journal.close()

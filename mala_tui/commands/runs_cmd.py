@@ -155,7 +155,7 @@ def show(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.std
         data["resume"] = resume
         out.write(json.dumps(data, indent=2) + "\n")
         return 0
-    from mala_tui.commands.run_cmd import has_terminal, on_the_web
+    from mala_tui.commands.run_options import has_terminal, on_the_web
 
     if not has_terminal():
         print(
@@ -208,7 +208,7 @@ def resume_hint(folder: Path, args: argparse.Namespace) -> dict[str, Any] | None
     Whether each transcript is still there is checked by `resume` itself: here every
     unfinished session that has an agent session counts as resuming by its id.
     """
-    from mala_tui.commands.resume_cmd import resume_command
+    from mala_tui.commands.running import resume_command
     from mala_tui.runtime.resume import ResumeError, plan_for, read_source, still_live
 
     try:

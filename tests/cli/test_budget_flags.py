@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from mala_tui.commands import run_cmd
+from mala_tui.commands import run_cmd, run_options
 from mala_tui.config import load_settings
 
 
@@ -21,7 +21,7 @@ def parse(*argv: str) -> argparse.Namespace:
 
 
 def test_flags_override_the_settings_and_say_so() -> None:
-    loaded = run_cmd.with_budget_flags(
+    loaded = run_options.with_budget_flags(
         parse("--max-cost-usd", "2.5", "--run-max-turns", "300"), load_settings()
     )
     budget = loaded.settings.budget
@@ -32,7 +32,7 @@ def test_flags_override_the_settings_and_say_so() -> None:
 
 def test_no_flags_leave_the_settings_alone() -> None:
     loaded = load_settings()
-    assert run_cmd.with_budget_flags(parse(), loaded) is loaded
+    assert run_options.with_budget_flags(parse(), loaded) is loaded
 
 
 @pytest.mark.parametrize(
@@ -57,7 +57,7 @@ def test_bad_limits_exit_2_naming_the_flag(argv: tuple[str, ...], message: str) 
 
 
 def test_notify_turns_on_the_bell_and_notifications_headless() -> None:
-    loaded = run_cmd.with_budget_flags(parse("--headless", "--notify"), load_settings())
+    loaded = run_options.with_budget_flags(parse("--headless", "--notify"), load_settings())
     assert loaded.settings.ui.notify_headless is True
     assert loaded.sources["ui.notify_headless"] == "command line --notify"
     assert load_settings().settings.ui.notify_headless is False

@@ -6,7 +6,7 @@ import argparse
 
 import pytest
 
-from mala_tui.commands import run_cmd
+from mala_tui.commands import run_cmd, run_options
 from mala_tui.config import AgentSettings, load_settings
 
 
@@ -18,14 +18,14 @@ def parse(*argv: str) -> argparse.Namespace:
 
 
 def test_the_flag_overrides_the_setting_and_says_so() -> None:
-    loaded = run_cmd.with_permissions_flag(parse("--permissions", "deny"), load_settings())
+    loaded = run_options.with_permissions_flag(parse("--permissions", "deny"), load_settings())
     assert loaded.settings.agent.permissions == "deny"
     assert loaded.sources["agent.permissions"] == "command line --permissions"
 
 
 def test_without_the_flag_the_settings_stay_and_ask_is_the_default() -> None:
     loaded = load_settings()
-    assert run_cmd.with_permissions_flag(parse(), loaded) is loaded
+    assert run_options.with_permissions_flag(parse(), loaded) is loaded
     agent = AgentSettings()
     assert (agent.permissions, agent.permission_timeout, agent.permission_timeout_answer) == (
         "ask",

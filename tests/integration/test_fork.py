@@ -64,9 +64,9 @@ async def test_a_fork_starts_from_the_parents_conversation_and_runs_to_its_end(
         parent = replace(spec, cwd=tree.cwd)
         sup.add_session(parent, limits=default_limits())
 
-        from mala_tui.commands.run_cmd import _fork_in_worktree
+        from mala_tui.commands.run_worktrees import fork_in_worktree
 
-        sup.spec_for_fork = _fork_in_worktree(worktrees, journal, on_hosts=False)
+        sup.spec_for_fork = fork_in_worktree(worktrees, journal, on_hosts=False)
         parent_id: list[str] = []
 
         def on_event(event: ev.Event) -> None:

@@ -110,7 +110,7 @@ def test_a_source_the_host_cannot_reach_ends_the_session_failed_saying_why(
 def test_forking_a_session_whose_worktree_is_on_its_host_is_refused_in_one_line(
     tmp_path: Path,
 ) -> None:
-    from mala_tui.commands.run_cmd import _fork_in_worktree
+    from mala_tui.commands.run_worktrees import fork_in_worktree
     from mala_tui.runtime.journal import RunJournal
 
     repo = tmp_path / "repo"
@@ -118,7 +118,7 @@ def test_forking_a_session_whose_worktree_is_on_its_host_is_refused_in_one_line(
     worktree = plan(repo, "run-1", "a", tmp_path / "driver")
     journal = RunJournal.create(tmp_path / "data", "run-1", {"mode": "test"})
     try:
-        fork = _fork_in_worktree({"a": worktree}, journal, on_hosts=True)
+        fork = fork_in_worktree({"a": worktree}, journal, on_hosts=True)
         with pytest.raises(ValueError, match=r"cannot be forked yet \(a's worktree is on its host"):
             fork(SessionSpec(name="a", task="t", cwd=worktree.cwd), "a2", "go on")
     finally:

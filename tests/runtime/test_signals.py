@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from mala_tui.commands.run_cmd import _finish, _supervise
+from mala_tui.commands.running import finish, supervise
 from mala_tui.config import IdleSettings, Settings
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
@@ -63,7 +63,7 @@ async def test_a_signal_stops_every_session_ends_the_journal_and_gives_its_statu
 
     sender = asyncio.create_task(send_when_running())
     with stop_requests() as shutdown:
-        outcome = await asyncio.wait_for(_supervise(sup, True, out, shutdown), 30)
+        outcome = await asyncio.wait_for(supervise(sup, True, out, shutdown), 30)
     await sender
     assert isinstance(outcome, Shutdown) and outcome.signal is number
     assert sup.result().statuses == {"a": EndStatus.STOPPED, "b": EndStatus.STOPPED}
@@ -78,7 +78,7 @@ async def test_a_signal_stops_every_session_ends_the_journal_and_gives_its_statu
     # The handlers before the run are back once it is over.
     assert signal.getsignal(number) is before
     printed = io.StringIO()
-    assert _finish(outcome, sup, printed) == status
+    assert finish(outcome, sup, printed) == status
     assert printed.getvalue() == (
         f"{cause}: every session was stopped\n"
         "2 stopped with the run; carry on: mala-tui resume run-1\n"
@@ -114,7 +114,7 @@ async def test_a_hangup_leaves_a_headless_run_going_until_sigterm_stops_it(
 
     with stop_requests() as shutdown:
         sender = asyncio.create_task(hang_up_then_terminate())
-        outcome = await asyncio.wait_for(_supervise(sup, True, io.StringIO(), shutdown), 30)
+        outcome = await asyncio.wait_for(supervise(sup, True, io.StringIO(), shutdown), 30)
     await sender
     assert shutdown.detached
     # After the hangup nothing was stopped: no stop asked for, no session ended.
@@ -156,7 +156,7 @@ async def test_a_session_stopped_with_x_stays_ended_when_ctrl_c_stops_the_rest(
 
     sender = asyncio.create_task(stop_a_then_interrupt())
     with stop_requests() as shutdown:
-        outcome = await asyncio.wait_for(_supervise(sup, True, io.StringIO(), shutdown), 30)
+        outcome = await asyncio.wait_for(supervise(sup, True, io.StringIO(), shutdown), 30)
     await sender
     assert isinstance(outcome, Shutdown) and outcome.exit_status == 130
     assert sup.result().reasons == {"a": "stopped by the operator", "b": "interrupted by Ctrl-C"}
