@@ -293,9 +293,9 @@ class ApiErrorSeen(EventBase):
     terminal_reason: str
     status: int | None = None
     retry: int = 0
-    decision: str = ""
-    """A `core.retry.RetryDecision`'s value; journals written before it existed may hold
-    "none" (no retry was decided), so this one stays a plain string."""
+    decision: RetryDecision | Literal[""] = ""
+    """What was decided ("none": the turn was not retried); "" in journals written
+    before it was recorded."""
 
 
 class CompactionSeen(EventBase):
@@ -505,7 +505,10 @@ def parse_event(data: Any) -> Event:
         return EVENT_ADAPTER.validate_python(data)
     except ValidationError as exc:
         first = exc.errors(include_url=False)[0]
-        where = ".".join(str(part) for part in first["loc"][1:]) or "(event)"
+        # Past a union pydantic names the member it tried ("str-enum[RetryDecision]"):
+        # the field's path is what the reader needs.
+        path = [part for part in first["loc"][1:] if not (isinstance(part, str) and "[" in part)]
+        where = ".".join(str(part) for part in path) or "(event)"
         raise BadEventError(f"{kind} event: field {where}: {first['msg']}") from None
 
 

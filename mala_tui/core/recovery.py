@@ -77,7 +77,7 @@ class Recovery:
             terminal_reason=reason,
             status=obs.api_error_status,
             retry=self._state.counters.idle_retries,
-            decision=decision.value,
+            decision=decision,
         )
         return Outcome(decided.actions, (event, *decided.events))
 

@@ -94,6 +94,12 @@ HISTORY: list[tuple[dict[str, object], str, list[str]]] = [
         ["run", "demo", "faults", "bench", "sample"],
     ),
     (
+        {"type": "api_error", "at": 1.0, "session": "a", "terminal_reason": "api_error",
+         "status": 500, "retry": 1},
+        "decision",
+        ["resume", "fresh", "fail_fast", "give_up", "none"],
+    ),
+    (
         {"type": "permission_decided", "at": 1.0, "session": "a", "request_id": "1",
          "tool": "Bash", "answer": "deny"},
         "decided_by",
@@ -115,6 +121,14 @@ def test_every_value_an_earlier_version_wrote_reads_back_and_writes_the_same(
     typed = getattr(event, field)
     assert typed == value and type(typed) is not str  # an enum member, not a bare string
     assert json.loads(ev.event_json(event))[field] == value
+
+
+def test_an_api_error_from_before_its_decision_was_recorded_reads_and_writes_back() -> None:
+    base = HISTORY[4][0]
+    for line in (base, {**base, "decision": ""}):
+        event = ev.parse_event(line)
+        assert isinstance(event, ev.ApiErrorSeen) and event.decision == ""
+        assert json.loads(ev.event_json(event))["decision"] == ""
 
 
 def test_a_restart_from_before_its_trigger_was_recorded_has_none() -> None:
