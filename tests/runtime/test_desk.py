@@ -10,7 +10,7 @@ import pytest
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.observations import Decision
-from mala_tui.core.permissions import PermissionAnswer
+from mala_tui.core.permissions import AnsweredBy, PermissionAnswer
 from mala_tui.runtime.desk import Desk, QuestionClosed, Reply
 
 PERSON = Reply(Decision.APPROVE, "operator")
@@ -133,3 +133,9 @@ async def test_a_question_is_not_asked_twice_while_it_waits() -> None:
     ask_approval(desk)
     with pytest.raises(RuntimeError, match="asked while it waits already"):
         ask_approval(desk)
+
+
+@pytest.mark.parametrize("by", list(AnsweredBy))
+def test_whoever_answered_is_named_in_words(by: AnsweredBy) -> None:
+    said = Reply(Decision.APPROVE, by).describe()  # every answerer has its words
+    assert said.startswith("approved by ") and said != f"approved by {by}"
