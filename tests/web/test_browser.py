@@ -14,7 +14,10 @@ import pytest
 
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
+from mala_tui.core.notices import RESTART_APPROVAL
+from mala_tui.core.observations import Decision
 from mala_tui.core.permissions import AnsweredBy, PermissionAnswer
+from mala_tui.loopback import MODEL, load_scenario
 from mala_tui.runtime.journal import list_runs, read_events
 from mala_tui.runtime.sockets import live_host
 from tests.integration.harness import alive
@@ -137,3 +140,59 @@ def test_a_permission_is_answered_from_the_browser_and_the_agent_goes_on(
     assert ended.status is EndStatus.DONE
     summary = workspace / "logs" / "summary.txt"
     assert summary.read_text().strip().endswith("logs/service.log")
+
+
+def test_a_restart_approval_is_answered_from_the_browser(tmp_path: Path) -> None:
+    """A run in the background that asks before it restarts reaches its hard threshold
+    with no console attached; its question waits. The printed URL opens the live run, the
+    title says what waits, the app's key approves, and the session restarts from its
+    checkpoint and goes on, approved by the operator (read from the journal)."""
+    scenario = load_scenario("hard-zone-long-task")
+    workspace, data = tmp_path / "workspace", tmp_path / "data"
+    loopback, env_lines = loopback_serve(workspace, tmp_path / "home", scenario.name)
+    env = environment(env_lines, data)
+    args = ("--set", f"agent.model={MODEL}", "--set", "context.require_approval=true")
+    try:
+        started = mala(*args, "run", scenario.task, "--cwd", str(workspace), "--detach", env=env)
+        assert started.returncode == 0, started.stderr
+        (run,) = list_runs(data)
+
+        def events() -> list[ev.Event]:
+            return read_events(run.directory / "events.jsonl").events
+
+        def decided() -> list[ev.ApprovalDecided]:
+            return [e for e in events() if isinstance(e, ev.ApprovalDecided)]
+
+        with serve(data) as served, chromium() as browser:
+            page = browser.new_context(viewport={"width": 1280, "height": 800}).new_page()
+            page.goto(served.url)
+            page.wait_for_selector("body.-first-byte", timeout=60_000)
+            wait_for(lambda: RESTART_APPROVAL in page.title(), 240, "the approval", page)
+            assert page.title() == (
+                f"mala-tui \u2014 task-1 {RESTART_APPROVAL} \u00b7 run {run.run_id}"
+            )
+            page.click("#terminal")
+            for _ in range(3):  # the canvas has no text: the journal says whether it took
+                page.keyboard.press("a")  # the question opens, or is approved if open
+                with contextlib.suppress(AssertionError):
+                    wait_for(decided, 10, "the answer in the journal", page)
+                    break
+            wait_for(
+                lambda: any(isinstance(e, ev.Restarted) for e in events()),
+                120,
+                "the restart",
+                page,
+            )
+            wait_for(lambda: RESTART_APPROVAL not in page.title(), 30, "the title", page)
+    finally:
+        mala("stop", "latest", "--data-dir", str(data), env=env)
+        loopback.terminate()
+        loopback.communicate(timeout=30)
+    (answer,) = decided()
+    assert (answer.decision, answer.decided_by) == (Decision.APPROVE, AnsweredBy.OPERATOR)
+    asked = next(e for e in events() if isinstance(e, ev.ApprovalRequested))
+    restart = next(e for e in events() if isinstance(e, ev.Restarted))
+    assert (restart.approved_by, restart.checkpoint_number) == (
+        AnsweredBy.OPERATOR,
+        asked.checkpoint_number,
+    )
