@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Final, TextIO
 from mala_tui.commands.run_options import has_terminal, on_the_web
 from mala_tui.commands.running import cost_line
 from mala_tui.config import LoadedSettings
+from mala_tui.core.events import RunMode
 
 if TYPE_CHECKING:
     from mala_tui.runtime.host import Started
@@ -288,7 +289,7 @@ def _ending(remote: RemoteRun, out: TextIO, *, detached: bool) -> int:
             cause = ended.reason
             if session.status is EndStatus.STOPPED and cause and reason.startswith(cause):
                 stopped += 1
-        if stopped and remote.mode != "demo":  # a demo's model server went with it
+        if stopped and remote.mode is not RunMode.DEMO:  # a demo's model server went with it
             out.write(f"{stopped} stopped with the run; carry on: mala-tui resume {run_id}\n")
         out.write(cost_line(remote.state.spend))
         out.flush()

@@ -15,6 +15,7 @@ import sys
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, TextIO
 
+from mala_tui.core.events import RunMode
 from mala_tui.core.pricing import Spend, format_cost
 
 if TYPE_CHECKING:
@@ -54,7 +55,7 @@ def resume_hint(supervisor: Supervisor) -> str:
     from mala_tui.core.actions import EndStatus
 
     cause, journal = supervisor.stop_cause, supervisor.journal
-    if not cause or journal is None or supervisor.mode == "demo":
+    if not cause or journal is None or supervisor.mode is RunMode.DEMO:
         return ""  # a demo's model server ended with it: it cannot be resumed
     result = supervisor.result()
     stopped = [

@@ -56,11 +56,11 @@ def runs(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.std
             # Served by a host that answers: live (`mala-tui attach`). Else it ended without
             # saying so (a crash, kill -9): `mala-tui resume` carries it on.
             state = "live" if live_host(run.directory) is not None else "running?"
-        # Names and modes come from the journal: shown literally, never as terminal escapes.
+        # Names come from the journal: shown literally, never as terminal escapes.
         names = one_line(", ".join(run.sessions), 400)
         cost, cache = _spend_columns(run.directory, prices)
         out.write(
-            f"{one_line(run.run_id, 40):<22} {started:<19} {one_line(run.mode, 12):<5} "
+            f"{one_line(run.run_id, 40):<22} {started:<19} {run.mode or '?':<5} "
             f"{state:<11} {cost:>11} {cache:>5} {names}\n"
         )
     out.write("costs are estimates from list prices ([pricing] in the config file)\n")

@@ -90,7 +90,8 @@ class RunSummary:
     run_id: str
     directory: Path
     started_at: float | None
-    mode: str
+    mode: ev.RunMode | None
+    """What started it (None: its journal has no readable `run_started`)."""
     sessions: tuple[str, ...]
     ended: bool
     ok: bool | None
@@ -125,7 +126,7 @@ def run_folders(data_dir: Path) -> list[Path]:
 
 def _summarize(directory: Path) -> RunSummary:
     started: float | None = None
-    mode = "?"
+    mode: ev.RunMode | None = None
     sessions: tuple[str, ...] = ()
     ended, ok = False, None
     for event in _iter_quietly(directory / EVENTS_FILE):

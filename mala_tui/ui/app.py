@@ -24,6 +24,7 @@ from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
 from mala_tui.config import Settings
+from mala_tui.core.events import RunMode
 from mala_tui.core.questions import QuestionKind
 from mala_tui.runtime.by_hand import ByHandError, Interactive, run_here
 from mala_tui.runtime.landings import FinishedRun
@@ -242,7 +243,7 @@ class MalaApp(App[int]):
         if self.attached and not self._stopping:
             if not isinstance(self.screen, LeaveScreen):
                 state = self.controller.state
-                leave = LeaveScreen(state.run_id, resumable=state.mode != "demo")
+                leave = LeaveScreen(state.run_id, resumable=state.mode is not RunMode.DEMO)
                 self.push_screen(leave, self._leave)
             return
         self.stop_and_exit()
