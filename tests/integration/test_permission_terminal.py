@@ -31,13 +31,15 @@ WITHOUT_BASH = '["Read", "Write", "Edit", "Grep", "Glob"]'
 
 
 def serve(
-    workspace: Path, home: Path, scenario: str = "permission-request"
+    workspace: Path, home: Path, scenario: str = "permission-request", delay: float = 0.0
 ) -> tuple[subprocess.Popen[str], list[str]]:
-    """The loopback server in its own process, and the shell lines that point a CLI at it."""
+    """The loopback server in its own process, and the shell lines that point a CLI at it;
+    `delay`: seconds before each answer (a session that must still be running when a
+    test acts on it)."""
     server = subprocess.Popen(
         [
             *(sys.executable, "-m", "mala_tui", "loopback", "serve"),
-            *("--scenario", scenario, "--delay", "0"),
+            *("--scenario", scenario, "--delay", str(delay)),
             *("--workspace", str(workspace), "--home", str(home)),
         ],
         stdout=subprocess.PIPE,

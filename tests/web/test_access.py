@@ -22,19 +22,11 @@ import pytest
 from mala_tui.runtime.sockets import HostRecord, bind_socket, write_host_file
 from mala_tui.web.access import new_token
 from tests.integration.harness import alive
+from tests.support.polling import wait_until
 from tests.web.journals import RUN, lines, permission, run_events, write_finished
 from tests.web.serving import serve
 
 WRONG = new_token()
-
-
-def wait_until(check: object, seconds: float, what: str) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if check():  # type: ignore[operator]
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 async def refused(session: aiohttp.ClientSession, url: str, **kwargs: object) -> int:
@@ -163,7 +155,9 @@ def test_a_tab_with_the_token_runs_one_app_that_ends_with_the_tab(tmp_path: Path
                         break
 
         asyncio.run(open_tab())
-        wait_until(lambda: served.children() == [], 30, "the tab's app to end with its socket")
+        wait_until(
+            lambda: served.children() == [], timeout=30, what="the tab's app to end with its socket"
+        )
 
 
 def test_a_websocket_from_another_site_is_refused(tmp_path: Path) -> None:
@@ -302,7 +296,7 @@ def test_a_server_killed_outright_takes_its_tabs_apps_with_it(tmp_path: Path) ->
 
         apps = asyncio.run(tab_then_kill())
     assert len(apps) == 1
-    wait_until(lambda: not alive(apps[0]), 30, "the tab's app to end with its server")
+    wait_until(lambda: not alive(apps[0]), timeout=30, what="the tab's app to end with its server")
 
 
 def test_several_live_runs_are_picked_from_and_one_is_opened_at_once(tmp_path: Path) -> None:
