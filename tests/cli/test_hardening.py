@@ -40,7 +40,7 @@ def one_line(done: subprocess.CompletedProcess[str]) -> str:
 
 def finished_run(data: Path, run_id: str = "20261123-101010-abcd", **names: str) -> Path:
     sessions = tuple(names) or ("s1",)
-    with RunJournal.create(data, run_id, {"mode": "test"}) as journal:
+    with RunJournal.create(data, run_id, {"mode": "run"}) as journal:
         journal.write(ev.RunStarted(at=1.0, run_id=run_id, sessions=sessions, mode="run"))
         for name in sessions:
             journal.write(ev.SessionEnded(at=2.0, session=name, status="done", reason="ok"))
