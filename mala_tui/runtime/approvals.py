@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from mala_tui.core.observations import Decision
 from mala_tui.core.permissions import AnsweredBy
@@ -26,6 +26,26 @@ if TYPE_CHECKING:
 
 ApprovalMode = Literal["ask", "auto", "deny"]
 """How restarts are approved: a person is asked, none is asked, or every one is denied."""
+
+
+class ApprovalAsker(Protocol):
+    """How a session's runner asks for, and hands on, restart approvals: the run's
+    `Approvals`, or on a cluster's host a relay to the driver (runtime.session_host)."""
+
+    def ask(
+        self, session: str, checkpoint_number: int, on_answer: Callable[[Reply], None]
+    ) -> asyncio.Future[Reply]: ...
+
+    def decide(
+        self,
+        session: str,
+        decision: Decision | str,
+        edited_text: str | None = None,
+        by: AnsweredBy = AnsweredBy.OPERATOR,
+        checkpoint_number: int | None = None,
+        *,
+        console: str = "",
+    ) -> None: ...
 
 
 class Approvals:

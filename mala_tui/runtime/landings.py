@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Protocol
 
 from mala_tui.core import events as ev
 from mala_tui.core.commit_message import draft_commit_message, session_notes
@@ -28,6 +29,23 @@ from mala_tui.runtime.run_source import ResumeError, read_source, still_live
 
 StillRunning = Callable[[str], str | None]
 """Why the session cannot be landed now (it is still running, say), or None."""
+
+
+class WorktreeLandings(Protocol):
+    """What a console lands and discards through: the run's own `Landings`, or an attached
+    console's, which has the run's host do the git work (runtime.remote)."""
+
+    state: RunState
+
+    def target(self, session: str) -> Target: ...
+
+    def draft(self, session: str) -> str: ...
+
+    async def status(self, session: str) -> BranchStatus | None: ...
+
+    async def land(self, session: str, message: str) -> ev.WorktreeLanded: ...
+
+    async def discard(self, session: str, *, force: bool) -> ev.WorktreeDiscarded: ...
 
 
 class Landings:

@@ -38,6 +38,7 @@ from mala_tui.core.observations import Command, Decision
 from mala_tui.core.operator_messages import MessageError
 from mala_tui.core.permissions import AnsweredBy, PermissionAnswer
 from mala_tui.core.phases import ManageMode
+from mala_tui.core.session_records import BranchStatus
 from mala_tui.core.transcript import Transcript
 from mala_tui.core.view import RunState, SessionSnapshot
 from mala_tui.runtime.budget_watch import BudgetWatch
@@ -46,7 +47,7 @@ from mala_tui.runtime.channel import FELL_BEHIND, RUN_OVER, WHEN_STOPPED, limits
 from mala_tui.runtime.desk import QuestionClosed, Reply
 from mala_tui.runtime.host_wire import message_from_json
 from mala_tui.runtime.journal import EVENTS_FILE, JournalContents, read_events
-from mala_tui.runtime.landing import LandingError
+from mala_tui.runtime.landing import LandingError, Target
 from mala_tui.runtime.landings import FinishedRun, Landings
 from mala_tui.runtime.recorder import Listeners, RunRecorder
 from mala_tui.runtime.sockets import ChannelError, HostRecord, live_host
@@ -477,7 +478,7 @@ def _raise_refusal(status: int, answer: Any) -> None:
     raise ValueError(message)
 
 
-class RemoteLandings(Landings):
+class RemoteLandings:
     """A live run's worktree sessions, landed or discarded from an attached console: what
     is left to land is read here (the console is on the run's machine, and git is git),
     the landing itself is done by the run's host, which journals it; the console sees its
@@ -485,9 +486,21 @@ class RemoteLandings(Landings):
     console does it itself, as `mala-tui land` would, reopening the journal."""
 
     def __init__(self, run: RemoteRun) -> None:
-        super().__init__(run.state, _host_records, _running_in(run.state))
+        self.state = run.state
+        # What is left to land, and whether it can be, is read here as the run's own
+        # Landings reads it; only the landing itself is the host's.
+        self._here = Landings(run.state, _host_records, _running_in(run.state))
         self._run = run
         self._over = FinishedRun(run.folder, run.state, run.recorder)
+
+    def target(self, session: str) -> Target:
+        return self._here.target(session)
+
+    def draft(self, session: str) -> str:
+        return self._here.draft(session)
+
+    async def status(self, session: str) -> BranchStatus | None:
+        return await self._here.status(session)
 
     def _host_gone(self) -> bool:
         return self._run.ended is not None or bool(self._run.lost)

@@ -59,7 +59,7 @@ from mala_tui.core.observations import (
 from mala_tui.core.permissions import AnsweredBy
 from mala_tui.core.phases import IllegalTransition, ManageMode
 from mala_tui.runtime.agent_process import AgentProcess, EventSink, uncancellable
-from mala_tui.runtime.approvals import Approvals
+from mala_tui.runtime.approvals import ApprovalAsker, Approvals
 from mala_tui.runtime.backends.base import (
     Backend,
     MaskError,
@@ -113,7 +113,7 @@ class SessionRunner:
         clock: Clock = time.time,
         sleep: Callable[[float], object] | None = None,
         permissions: PermissionGate | None = None,
-        approvals: Approvals | None = None,
+        approvals: ApprovalAsker | None = None,
     ) -> None:
         """`approvals`: the run's (a runner of its own has its own desk, with no policy)."""
         self.spec = spec
@@ -131,7 +131,7 @@ class SessionRunner:
             fork_of=spec.fork_of,
             model=spec.model,
         )
-        self._approvals = approvals or Approvals(Desk())
+        self._approvals: ApprovalAsker = approvals or Approvals(Desk())
         self._permissions = permissions
         self._permission_waits = 0
         """Permission requests waiting now: the agent is waiting for a person, not stalled."""

@@ -99,18 +99,31 @@ def host_folder(run_id: str) -> Path:
     return data_folder() / HOSTS_DIR / run_id
 
 
-class RelayedApprovals(Approvals):
+class RelayedApprovals:
     """The runner's approvals on a host: each question goes to the driver, whose desk asks
-    it; the answer comes back through `SessionHost.answer_approval`."""
+    it; the answer comes back through `SessionHost.answer_approval`. Nothing is asked
+    here, so an answer given here finds no question, as on a desk of the host's own."""
 
     def __init__(self, host: SessionHost) -> None:
-        super().__init__(Desk())
         self._host = host
+        self._here = Approvals(Desk())
 
     def ask(
         self, session: str, checkpoint_number: int, on_answer: Callable[[Reply], None]
     ) -> asyncio.Future[Reply]:
         return self._host.relay_approval(checkpoint_number, on_answer)
+
+    def decide(
+        self,
+        session: str,
+        decision: Decision | str,
+        edited_text: str | None = None,
+        by: AnsweredBy = AnsweredBy.OPERATOR,
+        checkpoint_number: int | None = None,
+        *,
+        console: str = "",
+    ) -> None:
+        self._here.decide(session, decision, edited_text, by, checkpoint_number, console=console)
 
 
 class SessionHost:

@@ -17,7 +17,7 @@ from mala_tui.core.permissions import PermissionAnswer
 from mala_tui.core.phases import ManageMode
 from mala_tui.core.questions import ApprovalQuestion, PermissionQuestion, Question
 from mala_tui.core.view import RunState, SessionSnapshot, SessionState
-from mala_tui.runtime.landings import Landings
+from mala_tui.runtime.landings import WorktreeLandings
 from mala_tui.ui.source import (
     BreakdownSource,
     BudgetSource,
@@ -36,7 +36,7 @@ class ReadOnlyError(RuntimeError):
 class Controller:
     """Reads the run and sends the operator's commands to its supervisor."""
 
-    def __init__(self, source: Source, *, landings: Landings | None = None) -> None:
+    def __init__(self, source: Source, *, landings: WorktreeLandings | None = None) -> None:
         """`landings`: for a finished run, how its worktree sessions are landed (a live run
         has its own)."""
         self.supervisor: LiveSource | None = None if isinstance(source, RunState) else source
@@ -115,7 +115,7 @@ class Controller:
         source: object = self.supervisor
         return source if isinstance(source, HandSource) else None
 
-    def landings(self) -> Landings | None:
+    def landings(self) -> WorktreeLandings | None:
         """Landing and discarding worktree sessions' work, when this run can (live or not)."""
         return self._landings
 

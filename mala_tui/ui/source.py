@@ -18,7 +18,7 @@ from mala_tui.core.permissions import AnsweredBy, PermissionAnswer
 from mala_tui.core.phases import ManageMode
 from mala_tui.core.view import RunState, SessionSnapshot
 from mala_tui.runtime.by_hand import Interactive
-from mala_tui.runtime.landings import Landings
+from mala_tui.runtime.landings import WorktreeLandings
 from mala_tui.runtime.recorder import EventListener, QuestionListener, SnapshotListener
 
 
@@ -163,7 +163,7 @@ class LandingSource(Protocol):
     Supervisor; a finished run's journal, reopened for each landing)."""
 
     @property
-    def landings(self) -> Landings: ...
+    def landings(self) -> WorktreeLandings: ...
 
 
 Source = LiveSource | RunState
