@@ -30,6 +30,7 @@ from mala_tui.core.observations import (
 )
 from mala_tui.core.permissions import PermissionAnswer
 from mala_tui.core.phases import Cause, Phase
+from mala_tui.core.questions import ApprovalQuestion, PermissionQuestion
 from mala_tui.core.transcript import Message, Role, TextBlock, ToolCall, ToolResult
 from mala_tui.core.usage import CallUsage
 from mala_tui.prompt_files import load_prompts
@@ -44,7 +45,7 @@ from mala_tui.runtime.backends.scripted import (
 from mala_tui.runtime.journal import RunJournal, read_events
 from mala_tui.runtime.supervisor import Supervisor
 from tests.runtime.host_engine import InProcessEngine
-from tests.support.backends import PerSession
+from tests.support.backends import NoLocalBackend, PerSession
 from tests.support.supervisors import build_supervisor
 
 CHECKPOINT = "<checkpoint>\n## Goal\nG\n## Completed Work\n- Read /ws/a.py\n</checkpoint>"
@@ -88,7 +89,7 @@ def supervisor(
         idle=IdleSettings(idle_timeout_seconds=30),
     )
     return build_supervisor(
-        None,  # type: ignore[arg-type]
+        NoLocalBackend(),
         names,
         cwd=tmp_path,
         journal=tmp_path,
@@ -104,14 +105,14 @@ def journaled(sup: Supervisor) -> list[ev.Event]:
     return read_events(sup.journal.events_path).events
 
 
-def of(events: list[ev.Event], kind: type, session: str | None = None) -> list:  # type: ignore[type-arg]
+def of(events: list[ev.Event], kind: type, session: str | None = None) -> list[Any]:
     return [e for e in events if isinstance(e, kind) and (session is None or e.session == session)]
 
 
-async def until(sup: Supervisor, test: object) -> None:
+async def until(sup: Supervisor, test: Callable[[ev.Event], bool]) -> None:
     """Wait (bounded) until `test(event)` holds for an event recorded from now on."""
     reached = asyncio.Event()
-    sup.listeners.events.append(lambda event: reached.set() if test(event) else None)  # type: ignore[operator]
+    sup.listeners.events.append(lambda event: reached.set() if test(event) else None)
     await asyncio.wait_for(reached.wait(), 10)
 
 
@@ -196,7 +197,8 @@ async def test_a_permission_request_is_answered_at_the_drivers_desk(tmp_path: Pa
     run = asyncio.create_task(sup.run())
     await until(sup, lambda e: isinstance(e, ev.PermissionRequested))
     (question,) = sup.state.questions()
-    sup.answer_permission("a", question.request_id, PermissionAnswer.DENY, "not today")  # type: ignore[attr-defined]
+    assert isinstance(question, PermissionQuestion)
+    sup.answer_permission("a", question.request_id, PermissionAnswer.DENY, "not today")
     result = await asyncio.wait_for(run, 20)
     assert result.statuses == {"a": EndStatus.DONE}
     assert [v.allow for v in client.verdicts] == [False]
@@ -280,7 +282,8 @@ async def test_a_lost_host_asks_for_approval_first_when_approval_is_on(tmp_path:
     await until(sup, lambda e: isinstance(e, ev.ApprovalRequested))
     await asyncio.sleep(0.3)
     (question,) = sup.state.questions()
-    assert "was lost" in question.reason  # type: ignore[attr-defined]
+    assert isinstance(question, ApprovalQuestion)
+    assert "was lost" in question.reason
     assert sup.state.sessions["a"].phase is Phase.AWAITING_APPROVAL
     sup.decide("a", Decision.APPROVE)
     result = await asyncio.wait_for(run, 20)
@@ -308,7 +311,8 @@ async def test_the_latest_checkpoint_is_used_when_nothing_was_done_since(tmp_pat
     await until(sup, lambda e: isinstance(e, ev.ApprovalRequested) and "was lost" in e.reason)
     await asyncio.sleep(0.3)
     (question,) = sup.state.questions()
-    sup.decide("a", Decision.APPROVE, checkpoint_number=question.checkpoint_number)  # type: ignore[attr-defined]
+    assert isinstance(question, ApprovalQuestion)
+    sup.decide("a", Decision.APPROVE, checkpoint_number=question.checkpoint_number)
     result = await asyncio.wait_for(run, 20)
     assert result.statuses == {"a": EndStatus.DONE}
     events = journaled(sup)
@@ -367,12 +371,12 @@ async def test_a_new_driver_takes_a_live_host_up_again_missing_nothing_twice(
     OPEN.append(journal)
     second = Supervisor(
         settings=Settings(context=ContextSettings(context_limit=100_000)),
-        backend=None,  # type: ignore[arg-type]
+        backend=NoLocalBackend(),
         prompts=load_prompts(),
         journal=journal,
         approval_mode="auto",
         engine=engine,
-        host_backend=lambda folder: None,  # type: ignore[arg-type,return-value]
+        host_backend=lambda folder: NoLocalBackend(),
     )
     runner = second.add_session(SessionSpec(name="a", task="task a", cwd=tmp_path))
     assert isinstance(runner, remote_runner.RemoteRunner)
@@ -431,12 +435,12 @@ async def test_a_session_wound_down_while_no_driver_was_there_goes_on_when_one_i
     OPEN.append(journal)
     first = Supervisor(
         settings=settings,
-        backend=None,
+        backend=NoLocalBackend(),
         prompts=load_prompts(),
-        journal=journal,  # type: ignore[arg-type]
+        journal=journal,
         approval_mode="auto",
         engine=engine,
-        host_backend=lambda folder: backend,  # type: ignore[arg-type,return-value]
+        host_backend=lambda folder: backend,
     )
     first.add_session(SessionSpec(name="a", task="task a", cwd=tmp_path))
     running = asyncio.create_task(first.run())
@@ -455,12 +459,12 @@ async def test_a_session_wound_down_while_no_driver_was_there_goes_on_when_one_i
     OPEN.append(again_journal)
     second = Supervisor(
         settings=settings,
-        backend=None,
+        backend=NoLocalBackend(),
         prompts=load_prompts(),
-        journal=again_journal,  # type: ignore[arg-type]
+        journal=again_journal,
         approval_mode="auto",
         engine=engine,
-        host_backend=lambda folder: backend,  # type: ignore[arg-type,return-value]
+        host_backend=lambda folder: backend,
     )
     runner = second.add_session(SessionSpec(name="a", task="task a", cwd=tmp_path))
     assert isinstance(runner, remote_runner.RemoteRunner)
@@ -546,12 +550,12 @@ async def test_a_host_works_in_its_own_mirror_and_its_successor_restores_the_pus
     OPEN.append(journal)
     sup = Supervisor(
         settings=Settings(context=ContextSettings(context_limit=100_000)),
-        backend=None,  # type: ignore[arg-type]
+        backend=NoLocalBackend(),
         prompts=load_prompts(),
         journal=journal,
         approval_mode="auto",
         engine=engine,
-        host_backend=lambda folder: Agent(),  # type: ignore[return-value]
+        host_backend=lambda folder: Agent(),
     )
     runner = sup.add_session(SessionSpec(name="a", task="task a", cwd=worktree.cwd))
     assert isinstance(runner, RemoteRunner)
@@ -631,12 +635,12 @@ async def test_a_question_waiting_on_a_live_host_is_answered_from_the_new_driver
     OPEN.append(journal)
     second = Supervisor(
         settings=Settings(context=ContextSettings(context_limit=100_000)),
-        backend=None,  # type: ignore[arg-type]
+        backend=NoLocalBackend(),
         prompts=load_prompts(),
         journal=journal,
         approval_mode="ask",
         engine=engine,
-        host_backend=lambda folder: None,  # type: ignore[arg-type,return-value]
+        host_backend=lambda folder: NoLocalBackend(),
     )
     runner = second.add_session(SessionSpec(name="a", task="task a", cwd=tmp_path))
     assert isinstance(runner, remote_runner.RemoteRunner)

@@ -60,3 +60,21 @@ def bash(command: str, tool_id: str) -> list[StreamItem | AskPermission]:
     )
     result = MessageObserved(0, Message(Role.USER, (ToolResult(tool_id, "done"),)))
     return [call, AskPermission(PermissionAsk(tool_id, "Bash", {"command": command})), result]
+
+
+class NoLocalBackend:
+    """The backend of a process where no session may run: a cluster's driver, whose
+    sessions all run on hosts. Asked for anything, it fails the test."""
+
+    def create(
+        self, spec: SessionSpec, *, resume: str | None, clock: Callable[[], float]
+    ) -> ScriptedClient:
+        raise AssertionError(f"{spec.name} was started here, not on a host")
+
+    def transcript_path(self, spec: SessionSpec, session_id: str) -> Path | None:
+        raise AssertionError(f"{spec.name}'s transcript was looked for here, not on a host")
+
+    async def mask_transcript(
+        self, spec: SessionSpec, session_id: str, placeholders: Mapping[str, str]
+    ) -> int:
+        raise AssertionError(f"{spec.name} was masked here, not on a host")
