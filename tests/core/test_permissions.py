@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mala_tui.core import events as ev
+from mala_tui.core.actions import EndStatus
 from mala_tui.core.describe import summary
 from mala_tui.core.permissions import (
     INPUT_CHARS,
@@ -131,7 +132,7 @@ def test_the_view_counts_waiting_requests_until_answered_or_the_session_ends() -
         )
     )
     assert state.sessions["s"].snapshot().pending_permissions == 1
-    state.apply(ev.SessionEnded(at=3.0, session="s", status=ev.EndStatus.STOPPED))
+    state.apply(ev.SessionEnded(at=3.0, session="s", status=EndStatus.STOPPED))
     assert state.sessions["s"].snapshot().pending_permissions == 0
 
 

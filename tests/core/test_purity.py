@@ -16,7 +16,7 @@ import pytest
 import mala_tui.core
 
 CORE_MODULES = sorted(
-    f"mala_tui.core.{info.name}" for info in pkgutil.iter_modules(mala_tui.core.__path__)
+    info.name for info in pkgutil.walk_packages(mala_tui.core.__path__, "mala_tui.core.")
 )
 FORBIDDEN_ROOTS = {"textual", "asyncio", "claude_agent_sdk", "rich", "aiohttp", "anyio", "mcp"}
 

@@ -1,4 +1,5 @@
-"""What every event has: a wall-clock time and the session it belongs to (core.events)."""
+"""What every event has: a wall-clock time, the session it belongs to, its place in
+the run."""
 
 from __future__ import annotations
 

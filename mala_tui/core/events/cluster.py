@@ -1,16 +1,15 @@
 """The events of sessions run on a cluster (`--engine ray`): where a session's host was
 placed, a host lost with the node it ran on, and the worktree kept aside after a turn.
 
-Part of the one event union in core.events (import them from there). The driver (the
-process that writes the run's journal) records both; every other event of such a
-session comes from its host.
+The driver (the process that writes the run's journal) records these; every other event
+of such a session comes from its host.
 """
 
 from __future__ import annotations
 
 from typing import Literal
 
-from mala_tui.core.event_base import EventBase
+from mala_tui.core.events.base import EventBase
 
 
 class HostPlaced(EventBase):

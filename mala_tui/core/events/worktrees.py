@@ -1,15 +1,53 @@
-"""The events of finishing a worktree session's work: landed on its base branch, pushed
-for a pull request, or discarded with its worktree and branch.
+"""A worktree session's work: its worktree made, the files it changed, and how its
+work was finished: landed on its base branch, pushed for a pull request, or discarded
+with its worktree and branch.
 
-Each is written once the git side is done, so a journal never claims work landed that
-did not. Part of the one event union in core.events (import them from there).
+A landing, a push or a discard is written once the git side is done, so a journal never
+claims work landed that did not.
 """
 
 from __future__ import annotations
 
 from typing import Literal
 
-from mala_tui.core.event_base import EventBase
+from pydantic import BaseModel, ConfigDict
+
+from mala_tui.core.events.base import EventBase
+
+
+class WorktreeCreated(EventBase):
+    """The session works in its own git worktree, on its own branch."""
+
+    type: Literal["worktree_created"] = "worktree_created"
+    path: str
+    branch: str
+    base_commit: str
+    repository: str
+    base_branch: str = ""
+    """The branch checked out where the run started, which landing merges into; "" for a
+    detached HEAD (and in journals written before it was recorded)."""
+
+
+class ChangedFile(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    path: str
+    added: int | None
+    """Lines added; None for a binary file."""
+    deleted: int | None
+
+
+class WorktreeChanged(EventBase):
+    """What the session changed in its worktree since the commit it started from."""
+
+    type: Literal["worktree_changed"] = "worktree_changed"
+    files: tuple[ChangedFile, ...]
+    error: str = ""
+    """Why the changes could not be read (the worktree was removed, say); files is then empty."""
+    commits_ahead: int | None = None
+    """Commits on the session's branch not in its base branch (None: not measured)."""
+    uncommitted: bool | None = None
+    """Whether the worktree holds edits not committed (None: not measured)."""
 
 
 class WorktreeLanded(EventBase):

@@ -1,0 +1,135 @@
+"""A session's life: its start and settings, its phases and management mode, its agent
+processes and their session id, what it learned of its model and window, the trouble it
+met (a hang, an API error; errors and warnings, a run's own too), and its end."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from mala_tui.core.actions import EndStatus
+from mala_tui.core.events.base import EventBase
+from mala_tui.core.phases import ManageMode, Phase, Trigger
+from mala_tui.core.retry import RetryDecision
+from mala_tui.core.window import WindowSource
+
+
+class SessionStarted(EventBase):
+    type: Literal["session_started"] = "session_started"
+    task: str
+    cwd: str
+    model: str | None = None
+    window: int
+    soft_threshold: float
+    hard_threshold: float
+    max_restarts: int
+    require_approval: bool
+    window_source: WindowSource = WindowSource.DEFAULT
+    """Where the window came from (see core.window.WindowSource)."""
+    manage: ManageMode = ManageMode.FULL
+    cache_ttl_seconds: float | None = None
+    """The prompt cache's lifetime the session is judged by (context.cache_ttl_seconds)."""
+
+
+class PhaseChanged(EventBase):
+    type: Literal["phase_changed"] = "phase_changed"
+    before: Phase
+    after: Phase
+    trigger: Trigger
+
+
+class ManageModeSet(EventBase):
+    type: Literal["manage_mode"] = "manage_mode"
+    mode: ManageMode
+
+
+class AgentSessionNamed(EventBase):
+    """The agent named its session (Claude Code's session id): what a resume picks up."""
+
+    type: Literal["agent_session"] = "agent_session"
+    session_id: str
+
+
+class ProcessStarted(EventBase):
+    type: Literal["process_started"] = "process_started"
+    pid: int | None
+    purpose: str
+    resume: bool = False
+
+
+class ProcessEnded(EventBase):
+    type: Literal["process_ended"] = "process_ended"
+    pid: int | None
+    how: str
+    seconds: float
+
+
+class WindowLearned(EventBase):
+    """The API refused a prompt smaller than the window believed: the window estimated
+    from that refusal (core.window.RefusalBounds), which decisions use from now on."""
+
+    type: Literal["window_learned"] = "window_learned"
+    window: int
+    accepted: int
+    """The largest context the API accepted (measured)."""
+    refused: int
+    """The prompt it refused (estimated: the last measured call plus what joined since)."""
+    believed: int
+    believed_source: WindowSource
+
+
+class ModelLearned(EventBase):
+    """The API answered as this model: the session's model from now on, and its price.
+    A session started without one (Claude Code's own default) learns it from its first
+    answer, as does one whose answers name another (a dated name, a gateway's own)."""
+
+    type: Literal["model_learned"] = "model_learned"
+    model: str
+    was: str | None = None
+    """The model the session knew before: the one it was started with, or None."""
+
+
+class IdleTimeoutSeen(EventBase):
+    type: Literal["idle_timeout"] = "idle_timeout"
+    idle_seconds: float
+    retry: int
+    decision: RetryDecision
+    delay: float = 0.0
+    reason: str = ""
+
+
+class ApiErrorSeen(EventBase):
+    type: Literal["api_error"] = "api_error"
+    terminal_reason: str
+    status: int | None = None
+    retry: int = 0
+    decision: RetryDecision | Literal[""] = ""
+    """What was decided ("none": the turn was not retried); "" in journals written
+    before it was recorded."""
+
+
+class ErrorRecorded(EventBase):
+    type: Literal["error"] = "error"
+    where: str
+    message: str
+
+    @property
+    def mask_not_applied(self) -> bool:
+        """A mask the manager decided on could not be applied to the stored transcript."""
+        return self.where == "masking"
+
+
+class WarningRecorded(EventBase):
+    """Something the operator should know that is not an error: e.g. decisions that rest
+    on an estimate because the agent reports no per-call usage."""
+
+    type: Literal["warning"] = "warning"
+    where: str
+    message: str
+
+
+class SessionEnded(EventBase):
+    type: Literal["session_ended"] = "session_ended"
+    status: EndStatus
+    reason: str = ""
+    restarts: int = 0
+    masked_total: int = 0
