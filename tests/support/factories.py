@@ -9,14 +9,16 @@ from mala_tui.config import Settings
 from mala_tui.core.limits import Limits
 from mala_tui.core.masking import placeholder
 from mala_tui.core.transcript import Message, Role, TextBlock, ToolCall, ToolResult, Transcript
+from mala_tui.loopback import MODEL
 from mala_tui.loopback.request_log import RequestRecord
 from mala_tui.runtime.session import RunnerLimits
 from mala_tui.runtime.session_limits import limits_from, runner_limits_from
 
 
 def default_limits(**changes: Any) -> Limits:
-    """A manager's limits: the config's defaults, with these changes."""
-    return replace(limits_from(Settings()), **changes)
+    """A manager's limits: the config's defaults for the loopback's model (a 200,000
+    window), with these changes."""
+    return replace(limits_from(Settings(), MODEL), **changes)
 
 
 def default_runner_limits(**changes: Any) -> RunnerLimits:
