@@ -29,6 +29,7 @@ from mala_tui.loopback import MODEL, load_scenario
 from mala_tui.loopback.env import DUMMY_API_KEY
 from mala_tui.runtime.journal import list_runs, read_events
 from tests.integration.harness import alive
+from tests.integration.test_permission_terminal import serve
 from tests.support.polling import wait_until
 from tests.support.terminal import screen, tmux
 
@@ -36,28 +37,6 @@ pytestmark = pytest.mark.integration
 
 PROMPT = "Say hello, then carry on."
 FINAL = load_scenario("quickstart").final_answer
-
-
-def serve(workspace: Path, home: Path, log: Path) -> tuple[subprocess.Popen[str], list[str]]:
-    """The loopback in its own process (slow enough to catch its agent at work), and the
-    shell lines that point a CLI at it."""
-    server = subprocess.Popen(
-        [
-            *(sys.executable, "-m", "mala_tui", "loopback", "serve"),
-            *("--scenario", "quickstart", "--delay", "1.5", "--log", str(log)),
-            *("--workspace", str(workspace), "--home", str(home)),
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert server.stdout is not None
-    lines: list[str] = []
-    for line in server.stdout:  # the banner ends with the claude command line
-        if line.startswith(("export ", "unset ")):
-            lines.append(line.strip())
-        if "claude -p" in line:
-            break
-    return server, lines
 
 
 def wait_for(condition: Callable[[], object], timeout: float, what: str, target: str) -> None:
@@ -131,7 +110,8 @@ def test_a_session_opened_by_hand_in_a_tmux_window_is_handed_back(tmp_path: Path
     assert shutil.which("tmux"), "tmux is needed for this test (.ci/run installs it)"
     workspace, data, home = tmp_path / "workspace", tmp_path / "data", tmp_path / "home"
     log = tmp_path / "requests.jsonl"
-    server, env_lines = serve(workspace, home, log)
+    # Slow enough to catch its agent at work.
+    server, env_lines = serve(workspace, home, "quickstart", delay=1.5, log=log)
     set_up_once(home / "claude-config", workspace)
     name = f"mala-tui-by-hand-{os.getpid()}"
     status_file, pid_file = tmp_path / "status", tmp_path / "pid"

@@ -31,15 +31,20 @@ WITHOUT_BASH = '["Read", "Write", "Edit", "Grep", "Glob"]'
 
 
 def serve(
-    workspace: Path, home: Path, scenario: str = "permission-request", delay: float = 0.0
+    workspace: Path,
+    home: Path,
+    scenario: str = "permission-request",
+    delay: float = 0.0,
+    log: Path | None = None,
 ) -> tuple[subprocess.Popen[str], list[str]]:
     """The loopback server in its own process, and the shell lines that point a CLI at it;
     `delay`: seconds before each answer (a session that must still be running when a
-    test acts on it)."""
+    test acts on it); `log`: where it writes its request log."""
     server = subprocess.Popen(
         [
             *(sys.executable, "-m", "mala_tui", "loopback", "serve"),
             *("--scenario", scenario, "--delay", str(delay)),
+            *(("--log", str(log)) if log is not None else ()),
             *("--workspace", str(workspace), "--home", str(home)),
         ],
         stdout=subprocess.PIPE,
