@@ -149,7 +149,7 @@ def show(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.std
         return EXIT_USAGE
     for note in notes:
         print(f"mala-tui show: skipped {note}", file=sys.stderr)
-    resume = resume_hint(folder, args)
+    resume = resume_as_json(folder, args)
     if args.json:
         data = run_as_json(folder, state, notes)
         data["resume"] = resume
@@ -202,7 +202,7 @@ def worktree_lines(state: RunState, run_id: str) -> list[str]:
     return lines
 
 
-def resume_hint(folder: Path, args: argparse.Namespace) -> dict[str, Any] | None:
+def resume_as_json(folder: Path, args: argparse.Namespace) -> dict[str, Any] | None:
     """How to resume the run, and how each session would go on; None when it cannot be.
 
     Whether each transcript is still there is checked by `resume` itself: here every

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from mala_tui.core.transcript import Message
-from mala_tui.core.usage import CallUsage
+from mala_tui.core.usage import CallUsage, UsageFieldError
 from mala_tui.runtime.backends.base import SessionSpec
 from mala_tui.runtime.backends.claude_history import read_conversation
 from mala_tui.runtime.backends.cli_env import absolute, config_dir, private_home, session_env
@@ -226,7 +226,12 @@ def _prompts(path: Path, since: int) -> int:
 
 def last_usage(path: Path) -> CallUsage | None:
     """The usage of the last main-thread assistant entry that has one: the latest API
-    call's, which measures the window (an entry per content block repeats it)."""
+    call's, which measures the window (an entry per content block repeats it).
+
+    Read by the same rule as the stream's usage (`CallUsage.parse`). An entry whose usage
+    is not counts (text, a fraction) is passed over for the call before it: a guessed
+    number on the gauge would be worse than a slightly older one.
+    """
     try:
         lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
@@ -245,18 +250,11 @@ def last_usage(path: Path) -> CallUsage | None:
         message = entry.get("message")
         usage = message.get("usage") if isinstance(message, dict) else None
         if isinstance(usage, dict) and not entry.get("isApiErrorMessage"):
-            return CallUsage(
-                _count(usage, "input_tokens"),
-                _count(usage, "cache_creation_input_tokens"),
-                _count(usage, "cache_read_input_tokens"),
-                _count(usage, "output_tokens"),
-            )
+            try:
+                return CallUsage.parse(usage)[0]
+            except UsageFieldError:
+                continue
     return None
-
-
-def _count(usage: Mapping[str, Any], key: str) -> int:
-    value = usage.get(key)
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
 
 # -- running it ------------------------------------------------------------------------------

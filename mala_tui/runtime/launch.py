@@ -7,8 +7,6 @@ whatever started it.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
 import os
 import tomllib
@@ -411,10 +409,3 @@ def check_approval_mode(
 def run_status(result: RunResult) -> int:
     """The exit status of a run that came to its end: 0 when every session finished."""
     return EXIT_OK if result.ok else EXIT_NOT_ALL_DONE
-
-
-def run_until_done(main: Any) -> Any:
-    """asyncio.run, with Ctrl-C turned into a clean cancellation (sessions are stopped)."""
-    with contextlib.suppress(KeyboardInterrupt):
-        return asyncio.run(main)
-    return None

@@ -122,3 +122,17 @@ def test_what_the_person_did_is_read_back_from_the_transcript(tmp_path: Path) ->
     assert back.history[-1].text == "Hello."
     assert last_usage(tmp_path / "missing.jsonl") is None
     assert read_back(None) == read_back(None, 0)
+
+
+def test_a_usage_that_is_not_counts_is_passed_over_for_the_call_before(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_text(
+        entry("assistant", [{"type": "text", "text": "a"}], usage={"input_tokens": 7})
+        + entry("assistant", [{"type": "text", "text": "b"}], usage={"input_tokens": "many"})
+        + entry("assistant", [{"type": "text", "text": "c"}], usage={"output_tokens": 2.5})
+    )
+    assert last_usage(path) == CallUsage(input_tokens=7)
+    path.write_text(
+        entry("assistant", [{"type": "text", "text": "d"}], usage={"input_tokens": "12"})
+    )
+    assert last_usage(path) == CallUsage(input_tokens=12)
