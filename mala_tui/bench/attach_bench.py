@@ -154,7 +154,7 @@ def _cpu_seconds(pid: int) -> float:
 
 
 @dataclass
-class _Console:
+class _MeasuredConsole:
     """A headless protocol client: what it got, and how late."""
 
     lags_ms: list[float] = field(default_factory=list)
@@ -220,7 +220,7 @@ async def trial(consoles: int, seconds: float, load: Load, root: Path) -> Trial:
         assert record is not None
         await asyncio.sleep(WARMUP_SECONDS)
         after = int(str((await asyncio.to_thread(_info, record.socket))["seq"]))
-        clients = [_Console() for _ in range(consoles)]
+        clients = [_MeasuredConsole() for _ in range(consoles)]
         since: list[float] = []
         tasks = [
             asyncio.create_task(client.follow(record.socket, after, since)) for client in clients

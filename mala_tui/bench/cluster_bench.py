@@ -56,7 +56,7 @@ HZ = 4.0
 
 
 @dataclass
-class Figures:
+class ClusterFigures:
     """What one scenario measured; `ok` when it met every target."""
 
     scenario: str
@@ -154,7 +154,7 @@ class CpuMeter:
         return sum(self._last.values()) - sum(self._start.values())
 
 
-def judge(figures: Figures, events: Sequence[ev.Event], lost_at: float | None) -> None:
+def judge(figures: ClusterFigures, events: Sequence[ev.Event], lost_at: float | None) -> None:
     """Fill in what the journal says: who finished, who was lost and how they restarted."""
     ended = {e.session: e for e in events if isinstance(e, ev.SessionEnded)}
     figures.finished = sum(1 for e in ended.values() if e.status is EndStatus.DONE)
@@ -226,7 +226,7 @@ async def drive(
     engine: Any = None,
     cluster: SimCluster | None = None,
     kill: bool = False,
-) -> tuple[Figures, list[ev.Event]]:
+) -> tuple[ClusterFigures, list[ev.Event]]:
     """One scripted run; with `kill`, the busiest node is removed once every session runs."""
     from mala_tui.runtime.launch import prompts_for
 
@@ -247,7 +247,7 @@ async def drive(
     for index in range(sessions):
         sup.add_session(SessionSpec(name=f"s{index:03d}", task="read every module", cwd=data))
     nodes = len(cluster.nodes) if cluster else 0
-    figures = Figures("", sessions, nodes, run_dir=str(journal.directory))
+    figures = ClusterFigures("", sessions, nodes, run_dir=str(journal.directory))
     lags: list[float] = []
     placed: dict[str, str] = {}
     started: set[str] = set()
@@ -300,7 +300,7 @@ async def drive(
     return figures, contents.events
 
 
-async def scripted(sessions: int, nodes: int, steps: int, data: Path) -> Figures:
+async def scripted(sessions: int, nodes: int, steps: int, data: Path) -> ClusterFigures:
     from mala_tui.runtime.ray_engine import RayEngine
 
     slots = math.ceil(sessions / nodes) + math.ceil(sessions / nodes / max(1, nodes - 1))
@@ -317,7 +317,7 @@ async def scripted(sessions: int, nodes: int, steps: int, data: Path) -> Figures
     return figures
 
 
-async def compare(sessions: int, steps: int, data: Path) -> list[Figures]:
+async def compare(sessions: int, steps: int, data: Path) -> list[ClusterFigures]:
     """The same run on the local engine, then on Ray (one node holding every session)."""
     from mala_tui.runtime.ray_engine import RayEngine
 
@@ -364,13 +364,13 @@ def _tasks_file(folder: Path, server: Any, names: Sequence[str], scenario: Any) 
     return path
 
 
-async def real_cli(sessions: int, data: Path, *, delay: float = 1.0) -> Figures:
+async def real_cli(sessions: int, data: Path, *, delay: float = 1.0) -> ClusterFigures:
     """`mala-tui run --engine ray` on `sessions` loopback sessions over 2 nodes, one lost."""
     from mala_tui.loopback import LoopbackServer, load_scenario
 
     scenario = load_scenario("quickstart")
     names = [f"c{index}" for index in range(sessions)]
-    figures = Figures("cli", sessions, 2)
+    figures = ClusterFigures("cli", sessions, 2)
     folder = Path(tempfile.mkdtemp(prefix="cli-", dir=data))
     routes = {name: scenario for name in names}
     async with LoopbackServer(routes, response_delay_s=delay) as server:
@@ -446,7 +446,7 @@ async def _remove_a_busy_node(
 # -- the report -----------------------------------------------------------------------------
 
 
-def lines(figures: Figures) -> list[str]:
+def lines(figures: ClusterFigures) -> list[str]:
     said = [f"{figures.scenario}: {figures.sessions} sessions over {figures.nodes} node(s)"]
     said.append(
         f"  finished {figures.finished}/{figures.sessions}; lost with the node: "
@@ -515,7 +515,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _scenarios(args: argparse.Namespace, data: Path) -> int:
-    runs: list[tuple[str, Callable[[], Coroutine[Any, Any, list[Figures]]]]] = []
+    runs: list[tuple[str, Callable[[], Coroutine[Any, Any, list[ClusterFigures]]]]] = []
     if args.scenario in ("scripted", "all"):
         runs.append(
             ("scripted", lambda: _one(scripted(args.sessions or 100, args.nodes, args.steps, data)))
@@ -524,9 +524,9 @@ def _scenarios(args: argparse.Namespace, data: Path) -> int:
         runs.append(("cli", lambda: _one(real_cli(args.sessions or 6, data))))
     if args.scenario in ("compare", "all"):
         runs.append(("compare", lambda: compare(args.sessions or 20, args.steps, data)))
-    results: list[Figures] = []
+    results: list[ClusterFigures] = []
     for _, scenario in runs:
-        figures: list[Figures] = asyncio.run(scenario())
+        figures: list[ClusterFigures] = asyncio.run(scenario())
         for each in figures:  # as each scenario ends: a long benchmark says what it has
             print("\n".join(lines(each)), flush=True)
         results += figures
@@ -536,5 +536,5 @@ def _scenarios(args: argparse.Namespace, data: Path) -> int:
     return 0 if all(f.ok for f in results if f not in compared) else 1
 
 
-async def _one(figures: Awaitable[Figures]) -> list[Figures]:
+async def _one(figures: Awaitable[ClusterFigures]) -> list[ClusterFigures]:
     return [await figures]

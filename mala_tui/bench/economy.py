@@ -100,7 +100,7 @@ CHART_LABELS = {
 
 
 @dataclass(frozen=True)
-class Target:
+class TargetCheck:
     name: str
     met: bool
     detail: str
@@ -115,7 +115,7 @@ class ScenarioRun:
     sweeps: dict[str, list[ArmResult]] = field(default_factory=dict)
     """Each swept arm (the two compactions) at each of its settings."""
     knob_sweep: list[tuple[str, float | int, ArmResult]] = field(default_factory=list)
-    targets: list[Target] = field(default_factory=list)
+    targets: list[TargetCheck] = field(default_factory=list)
     token_ratio: float | None = None
 
 
@@ -125,15 +125,15 @@ def best_compaction(runs: Sequence[ArmResult]) -> ArmResult:
     return min(finished or runs, key=lambda run: run.cost_units)
 
 
-def check_targets(arms: dict[str, ArmResult], settings: Settings) -> list[Target]:
+def check_targets(arms: dict[str, ArmResult], settings: Settings) -> list[TargetCheck]:
     """Issue 11's targets for the mala-tui arm, and the scenario's own point, each judged
     only when the arms it needs were run."""
-    targets: list[Target] = []
+    targets: list[TargetCheck] = []
     raw, unmanaged, managed = arms.get("raw"), arms.get("unmanaged"), arms.get("managed")
     summarising = {name: arms[name] for name in SUMMARISING if name in arms}
     if raw is not None:
         targets.append(
-            Target(
+            TargetCheck(
                 "scenario: raw (1M) finishes, or is computed past its window",
                 raw.finished or raw.computed,
                 raw.ending,
@@ -141,7 +141,7 @@ def check_targets(arms: dict[str, ArmResult], settings: Settings) -> list[Target
         )
     if unmanaged is not None:
         targets.append(
-            Target(
+            TargetCheck(
                 "scenario: an unmanaged 200K window does not finish",
                 not unmanaged.finished,
                 f"{unmanaged.ending}; peak {unmanaged.peak_prompt_tokens:,}",
@@ -151,8 +151,8 @@ def check_targets(arms: dict[str, ArmResult], settings: Settings) -> list[Target
         return targets
     hard = int(settings.context.hard_threshold * WINDOW)
     targets += [
-        Target("finishes", managed.finished, managed.ending),
-        Target(
+        TargetCheck("finishes", managed.finished, managed.ending),
+        TargetCheck(
             "peak under the hard threshold",
             managed.peak_prompt_tokens < hard,
             f"peak {managed.peak_prompt_tokens:,} of {hard:,}",
@@ -161,7 +161,7 @@ def check_targets(arms: dict[str, ArmResult], settings: Settings) -> list[Target
     if summarising:
         fewest = min(summarising, key=lambda name: summarising[name].rereads)
         targets.append(
-            Target(
+            TargetCheck(
                 "re-reads no more than the best summarising peer's",
                 managed.rereads <= summarising[fewest].rereads,
                 f"{managed.rereads} against {summarising[fewest].rereads} ({PEER_NAMES[fewest]})",
@@ -169,7 +169,9 @@ def check_targets(arms: dict[str, ArmResult], settings: Settings) -> list[Target
         )
     if raw is not None:
         ratio = managed.prompt_tokens / raw.prompt_tokens
-        targets.append(Target("total prompt tokens <= 0.5x raw", ratio <= 0.5, f"{ratio:.2f}x"))
+        targets.append(
+            TargetCheck("total prompt tokens <= 0.5x raw", ratio <= 0.5, f"{ratio:.2f}x")
+        )
     peers = {
         name: arm
         for name, arm in arms.items()
@@ -181,7 +183,7 @@ def check_targets(arms: dict[str, ArmResult], settings: Settings) -> list[Target
             f"{managed.cost_units / arm.cost_units:.2f}x {name}" for name, arm in peers.items()
         )
         targets.append(
-            Target(
+            TargetCheck(
                 "cache-adjusted cost below every peer's that finishes",
                 managed.cost_units < cheapest,
                 detail,
@@ -191,7 +193,7 @@ def check_targets(arms: dict[str, ArmResult], settings: Settings) -> list[Target
         ratio = managed.cost_units / peer.cost_units
         setting = f" ({_setting_label(peer)})" if peer.setting is not None else ""
         targets.append(
-            Target(
+            TargetCheck(
                 f"cache-adjusted cost <= 0.8x {PEER_NAMES[name]} at its best",
                 ratio <= 0.8,
                 f"{ratio:.2f}x{setting}",
@@ -387,7 +389,7 @@ def sweep_table(
     return "\n".join(rows)
 
 
-def targets_table(targets: Sequence[Target]) -> str:
+def targets_table(targets: Sequence[TargetCheck]) -> str:
     rows = ["| target | met | measured |", "| --- | --- | --- |"]
     rows += [f"| {t.name} | {'yes' if t.met else 'NO'} | {t.detail} |" for t in targets]
     return "\n".join(rows)

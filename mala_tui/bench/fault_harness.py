@@ -53,7 +53,7 @@ class Planned:
 
 
 @dataclass(frozen=True)
-class Row:
+class TrialRow:
     """One trial's figures."""
 
     fault: str
@@ -82,7 +82,7 @@ class Expect:
     reasons: tuple[str, ...] = ()
     """Regular expressions; every failed-fast reason must match one."""
 
-    def misses(self, row: Row) -> list[str]:
+    def misses(self, row: TrialRow) -> list[str]:
         """Where `row` differs from this expectation; empty when it meets it."""
         found = []
         recovered = row.sessions - self.failed_fast if self.recovered is None else self.recovered
@@ -155,7 +155,7 @@ async def run_trial(
     meanwhile: Callable[[Supervisor], Awaitable[None]] | None = None,
     designed_stop: str = "",
     response_delay_s: float = 0.0,
-) -> Row:
+) -> TrialRow:
     """Run the sessions side by side on one loopback model and sort their outcomes.
 
     `meanwhile` runs beside the sessions (a fault of the trial's own: filling the disk);
@@ -229,7 +229,7 @@ async def run_trial(
     contents = read_events(journal.directory / EVENTS_FILE)
     await asyncio.sleep(0.2)  # a process reaped a moment ago may still be listed
     left = sorted(set(agent_processes_under(folder)) | set(supervisor.alive_pids()))
-    return Row(
+    return TrialRow(
         fault=fault,
         sessions=len(planned),
         injected=injected,

@@ -49,7 +49,7 @@ from pathlib import Path
 from mala_tui.bench.fault_harness import (
     Expect,
     Planned,
-    Row,
+    TrialRow,
     agent_processes_under,
     run_trial,
     trial_settings,
@@ -257,7 +257,7 @@ IDLE_LIMIT = r"^idle for .* max retries \(\d+\) exceeded$"
 STOPPED_BY_SIGNAL = r"^stopped by SIG(TERM|HUP)$"
 
 
-async def run_suite(scale: Scale, root: Path) -> list[tuple[Row, Expect]]:
+async def run_suite(scale: Scale, root: Path) -> list[tuple[TrialRow, Expect]]:
     """Every trial, each with what it must come to."""
     from mala_tui.bench import own_faults
 
@@ -338,7 +338,7 @@ async def run_suite(scale: Scale, root: Path) -> list[tuple[Row, Expect]]:
     return rows
 
 
-async def stop_trials(scale: Scale, root: Path) -> list[tuple[Row, Expect]]:
+async def stop_trials(scale: Scale, root: Path) -> list[tuple[TrialRow, Expect]]:
     """Stops that must stay resumable: Ctrl-C (once, and twice to hurry it) mid-run, and
     SIGTERM during start-up; `resume` must then finish every session."""
     from mala_tui.bench import own_faults
@@ -355,7 +355,7 @@ async def stop_trials(scale: Scale, root: Path) -> list[tuple[Row, Expect]]:
     return rows
 
 
-def rows_table(rows: Sequence[Row], expected: Sequence[Expect] = ()) -> str:
+def rows_table(rows: Sequence[TrialRow], expected: Sequence[Expect] = ()) -> str:
     """The trials as a markdown table; with expectations, a column says whether each met its."""
     lines = [
         "| fault | sessions | faults injected | recovered | failed fast (reason) | lost "

@@ -46,7 +46,7 @@ from typing import Any
 
 from mala_tui.bench.fault_harness import (
     Planned,
-    Row,
+    TrialRow,
     agent_processes_under,
     journal_complete,
     run_trial,
@@ -126,7 +126,7 @@ class SimulatedFullDisk(RunJournal):
         return super()._write_bytes(fd, data)
 
 
-async def disk_full_trial(folder: Path, sessions: int) -> Row:
+async def disk_full_trial(folder: Path, sessions: int) -> TrialRow:
     """Sessions run on a slow model; once each has its agent running, the disk fills."""
     base = load_scenario("quickstart")
     planned = [Planned(f"disk-{index:02d}", base) for index in range(sessions)]
@@ -173,7 +173,9 @@ async def agents_running(supervisor: Supervisor, count: int) -> None:
 # -- SIGTERM and SIGHUP -------------------------------------------------------------------------
 
 
-def signal_mid_run(folder: Path, number: signal.Signals, *, mala_tui: Sequence[str] = ()) -> Row:
+def signal_mid_run(
+    folder: Path, number: signal.Signals, *, mala_tui: Sequence[str] = ()
+) -> TrialRow:
     """Send `number` to a headless demo once every agent runs; read back what it left. A
     hangup must not stop it: SIGTERM is sent after it, and must."""
     command = list(mala_tui) or [sys.executable, "-m", "mala_tui"]
@@ -234,7 +236,7 @@ def signal_mid_run(folder: Path, number: signal.Signals, *, mala_tui: Sequence[s
     if runs.returncode != 0 or "running?" in runs.stdout:
         problems.append("`runs` does not show the run as ended")
     said = "SIGHUP (goes on), then SIGTERM" if stop is not number else number.name
-    return Row(
+    return TrialRow(
         fault=f"{said} mid-run (headless demo, every agent running)",
         sessions=len(sessions),
         injected=1,
@@ -322,7 +324,7 @@ POISON = (
 )
 
 
-async def poisoned_journal_trial(folder: Path, *, mala_tui: Sequence[str] = ()) -> Row:
+async def poisoned_journal_trial(folder: Path, *, mala_tui: Sequence[str] = ()) -> TrialRow:
     """A real finished run, its journal spliced with POISON; then `runs` and `show --json`."""
     base = load_scenario("quickstart")
     made = await run_trial("poisoned (the run)", [Planned("poisoned-00", base)], folder)
@@ -330,7 +332,7 @@ async def poisoned_journal_trial(folder: Path, *, mala_tui: Sequence[str] = ()) 
     return await asyncio.to_thread(_read_poisoned, folder, run, made, mala_tui)
 
 
-def _read_poisoned(folder: Path, run: Path, made: Row, mala_tui: Sequence[str]) -> Row:
+def _read_poisoned(folder: Path, run: Path, made: TrialRow, mala_tui: Sequence[str]) -> TrialRow:
     journal = run / EVENTS_FILE
     good = journal.read_text(encoding="utf-8").splitlines()
     middle = len(good) // 2
@@ -369,7 +371,7 @@ def _read_poisoned(folder: Path, run: Path, made: Row, mala_tui: Sequence[str]) 
     contents = read_events(journal)
     session = shown.get("sessions", {}).get("poisoned-00", {})
     done = session.get("status") == "done"
-    return Row(
+    return TrialRow(
         fault=f"a poisoned journal ({len(POISON)} bad lines of every shape)",
         sessions=1,
         injected=len(POISON),
@@ -388,7 +390,7 @@ def _read_poisoned(folder: Path, run: Path, made: Row, mala_tui: Sequence[str]) 
 # -- many tasks at once -------------------------------------------------------------------------
 
 
-async def many_tasks_trial(folder: Path, tasks: int) -> Row:
+async def many_tasks_trial(folder: Path, tasks: int) -> TrialRow:
     """`tasks` sessions given at once: at most max_concurrent agents alive at any moment."""
     settings = trial_settings()
     limit = settings.agent.max_concurrent
@@ -419,7 +421,7 @@ async def many_tasks_trial(folder: Path, tasks: int) -> Row:
     if peak > limit:
         problems.append(f"{peak} agents at once, more than agent.max_concurrent {limit}")
     fault = f"{row.fault}: at most {peak} agents at once"
-    return Row(**{**row.__dict__, "fault": fault, "problems": tuple(problems)})
+    return TrialRow(**{**row.__dict__, "fault": fault, "problems": tuple(problems)})
 
 
 # -- Ctrl-C, then resume ------------------------------------------------------------------------
@@ -533,7 +535,7 @@ TRIAL_RESUME_S = 240.0
 
 async def ctrl_c_then_resume_trial(
     folder: Path, sessions: int, *, presses: int = 1, mala_tui: Sequence[str] = ()
-) -> Row:
+) -> TrialRow:
     """A headless `run` of `sessions` real CLIs gets Ctrl-C (`presses` times, the later
     ones while it stops) once each is under way; then `resume` must finish every one.
 
@@ -594,7 +596,7 @@ async def ctrl_c_then_resume_trial(
     )
     recovered = min(done, edited)
     problems += exposure(out + err + printed, data)
-    return Row(
+    return TrialRow(
         fault=f"Ctrl-C{' x' + str(presses) if presses > 1 else ''} mid-run, then resume "
         "(headless run)",
         sessions=sessions,
@@ -648,7 +650,7 @@ def _git(repo: Path, *args: str) -> str:
 
 async def sigterm_during_start_up_trial(
     folder: Path, sessions: int, *, mala_tui: Sequence[str] = ()
-) -> Row:
+) -> TrialRow:
     """`run --worktree` of `sessions` tasks gets SIGTERM while its first worktree is being
     made. It must exit 143 with its journal ended, every worktree and branch it made
     journaled, no agent started; then `resume` must finish every session, each in a
@@ -720,7 +722,7 @@ async def sigterm_during_start_up_trial(
         problems.append("an agent edited the repository's own checkout, not its worktree")
     recovered = min(done, edited)
     problems += exposure(out + err + printed, data)
-    return Row(
+    return TrialRow(
         fault=f"SIGTERM during start-up (run --worktree, {len(created)} of {sessions} "
         "worktrees made), then resume",
         sessions=sessions,
@@ -745,7 +747,7 @@ AUTH_FAILED = r"^authentication failed: "
 
 async def hostile_endpoint_trial(
     folder: Path, each: int = 1, *, mala_tui: Sequence[str] = ()
-) -> Row:
+) -> TrialRow:
     """A headless `run` against an endpoint that answers `each` sessions with a broken
     stream (terminal escapes: a clipboard write, a window title, a clear screen; and a key)
     and `each` with a 401 on every request.
@@ -814,7 +816,7 @@ async def hostile_endpoint_trial(
         else:
             reasons.append(f"LOST {name}: {end.status + ' ' + end.reason if end else 'no end'}")
     problems += exposure(out + err, data)
-    return Row(
+    return TrialRow(
         fault="a hostile endpoint (a broken stream of escapes and a key; a 401)",
         sessions=len(names),
         injected=injected,

@@ -172,7 +172,7 @@ class _SimulatedSession:
 
 
 @dataclass
-class Figures:
+class UiFigures:
     cpu: float
     lag_p50: float
     lag_p99: float
@@ -218,7 +218,7 @@ class _Load:
                 )
             )
 
-    async def run(self, warmup: float, seconds: float) -> Figures:
+    async def run(self, warmup: float, seconds: float) -> UiFigures:
         loop = asyncio.get_running_loop()
         period = 1 / self.rate
         started = loop.time()
@@ -256,7 +256,7 @@ class _Load:
         done.set()
         await probing
         ordered = sorted(lags)
-        return Figures(
+        return UiFigures(
             cpu=cpu / wall,
             lag_p50=statistics.median(ordered),
             lag_p99=ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))],
@@ -306,10 +306,10 @@ class _NaiveApp(MalaApp):
 
 
 async def _with_app(
-    app: MalaApp, size: tuple[int, int], measure: Callable[[], Awaitable[Figures]]
-) -> Figures:
+    app: MalaApp, size: tuple[int, int], measure: Callable[[], Awaitable[UiFigures]]
+) -> UiFigures:
     app.driver_class = _DiscardingTerminal
-    figures: list[Figures] = []
+    figures: list[UiFigures] = []
 
     async def once_ready(pilot: Pilot[object]) -> None:
         await pilot.pause()
@@ -336,7 +336,7 @@ async def run(
     size: tuple[int, int] = (200, 60),
     with_app: bool = True,
     repaint: float | None = None,
-) -> Figures:
+) -> UiFigures:
     """Drive the load for `seconds` after `warmup`; with the app, or alone for the baseline.
 
     `repaint` overrides the dashboard's repaint interval (0: on every update).
@@ -352,7 +352,7 @@ async def run(
         app_class = type("RepaintApp", (app_class,), {"DASHBOARD": screen})
     app = app_class(supervisor, settings=Settings())
 
-    async def measure() -> Figures:
+    async def measure() -> UiFigures:
         load.start()
         return await load.run(warmup, seconds)
 

@@ -26,7 +26,7 @@ TOOLS = ("Read", "Grep", "Glob", "Bash", "Edit", "Write")
 
 
 @dataclass(frozen=True)
-class Row:
+class WindowRow:
     window: int
     ending: str
     refused: int
@@ -52,7 +52,7 @@ HEADER = (
 )
 
 
-async def one_run(root: Path, scenario_name: str, window: int, token_ratio: float) -> Row:
+async def one_run(root: Path, scenario_name: str, window: int, token_ratio: float) -> WindowRow:
     scenario = load_scenario(scenario_name)
     events: list[ev.Event] = []
     async with LoopbackServer(
@@ -66,7 +66,7 @@ async def one_run(root: Path, scenario_name: str, window: int, token_ratio: floa
     usage = [event for event in events if isinstance(event, ev.UsageRecorded)]
     ended = [event for event in events if isinstance(event, ev.SessionEnded)]
     checkpoints = [event for event in events if isinstance(event, ev.CheckpointSaved)]
-    return Row(
+    return WindowRow(
         window=window,
         ending=ended[-1].status if ended else "no ending",
         refused=sum(1 for record in log if record.response_kind == "error"),
@@ -81,7 +81,7 @@ async def one_run(root: Path, scenario_name: str, window: int, token_ratio: floa
     )
 
 
-async def measure(scenario: str, windows: list[int], token_ratio: float) -> list[Row]:
+async def measure(scenario: str, windows: list[int], token_ratio: float) -> list[WindowRow]:
     rows = []
     for window in windows:
         with tempfile.TemporaryDirectory(prefix="mala-window-bench-") as folder:

@@ -64,7 +64,7 @@ def _run_and_session(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("session", help="the session's name, as `show` lists it")
 
 
-class Refused(Exception):
+class LandRefused(Exception):
     """One line saying why nothing was done."""
 
 
@@ -85,7 +85,7 @@ def _open(args: argparse.Namespace, loaded: LoadedSettings) -> _Opened:
     """The session's worktree, with the run's journal held so nothing else writes the run.
 
     Raises:
-        Refused: no such run or session, no worktree, discarded already, or a run still
+        LandRefused: no such run or session, no worktree, discarded already, or a run still
             being written.
         Unwritable: the journal cannot be written.
     """
@@ -106,29 +106,29 @@ def _open(args: argparse.Namespace, loaded: LoadedSettings) -> _Opened:
         folder = find_run(data_dir, args.run)
         source = read_source(folder)
     except (JournalError, ResumeError) as exc:
-        raise Refused(str(exc)) from None
+        raise LandRefused(str(exc)) from None
     run = RunState(run_id=folder.name).apply_all(source.events)
     name = args.session
     session = run.sessions.get(name)
     if session is None:
         known = ", ".join(one_line(s, 80) for s in run.sessions) or "none"
-        raise Refused(
+        raise LandRefused(
             f"run {folder.name} has no session {one_line(name, 80)!r} (its sessions: {known})"
         )
     shown = one_line(name, 80)
     if session.worktree is None:
-        raise Refused(
+        raise LandRefused(
             f"{shown} has no worktree of its own: its run was not started with --worktree"
         )
     if session.worktree.status is not None and session.worktree.status.discarded:
-        raise Refused(f"{shown}: its worktree and branch were discarded already")
+        raise LandRefused(f"{shown}: its worktree and branch were discarded already")
     live = still_live(source)
     if live is not None:
-        raise Refused(_still_running(folder.name, f"process {live} is writing its journal"))
+        raise LandRefused(_still_running(folder.name, f"process {live} is writing its journal"))
     try:
         journal = RunJournal.reopen(folder)
     except JournalInUse as exc:
-        raise Refused(_still_running(folder.name, str(exc))) from None
+        raise LandRefused(_still_running(folder.name, str(exc))) from None
     except StorageError as exc:
         raise Unwritable(str(exc)) from None
     return _Opened(folder, run, session, Target.of(name, session.worktree), journal)
@@ -155,7 +155,7 @@ def land(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.std
         return _refuse("land", "--message must not be empty (leave it out for the draft)")
     try:
         opened = _open(args, loaded)
-    except Refused as exc:
+    except LandRefused as exc:
         return _refuse("land", str(exc))
     except Unwritable as exc:
         return _storage("land", exc)
@@ -189,7 +189,7 @@ def discard(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.
 
     try:
         opened = _open(args, loaded)
-    except Refused as exc:
+    except LandRefused as exc:
         return _refuse("discard", str(exc))
     except Unwritable as exc:
         return _storage("discard", exc)

@@ -42,7 +42,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     opened.add_argument("--data-dir", type=Path, help="where runs are journaled")
 
 
-class Refused(Exception):
+class OpenRefused(Exception):
     """One line saying why the session cannot be opened."""
 
 
@@ -54,7 +54,7 @@ def open_session(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO =
 
     try:
         opening = _prepare(args, loaded)
-    except (Refused, ByHandError) as exc:
+    except (OpenRefused, ByHandError) as exc:
         return _refuse(str(exc))
     problem = console_problem()
     if problem is None and not (sys.stdin.isatty() and sys.stdout.isatty()):
@@ -104,7 +104,7 @@ def _prepare(args: argparse.Namespace, loaded: LoadedSettings) -> _Opening:
     """The run, how to open the session, and its transcript.
 
     Raises:
-        Refused: no such run or session, a live run, a cluster's session, no agent session.
+        OpenRefused: no such run or session, a live run, a cluster's session, no agent session.
         ByHandError: no Claude Code CLI.
     """
     from mala_tui.core import events as ev
@@ -124,24 +124,24 @@ def _prepare(args: argparse.Namespace, loaded: LoadedSettings) -> _Opening:
         source = read_source(folder)
         profiles = profiles_of(source)
     except (JournalError, ResumeError) as exc:
-        raise Refused(str(exc)) from None
+        raise OpenRefused(str(exc)) from None
     run = RunState(run_id=folder.name).apply_all(source.events)
     name = args.session
     session = run.sessions.get(name)
     shown = one_line(name, 80)
     if session is None:
         known = ", ".join(one_line(s, 80) for s in run.sessions) or "none"
-        raise Refused(f"run {folder.name} has no session {shown!r} (its sessions: {known})")
+        raise OpenRefused(f"run {folder.name} has no session {shown!r} (its sessions: {known})")
     live = still_live(source)
     if live is not None:
-        raise Refused(
+        raise OpenRefused(
             f"run {folder.name} is still running (process {live} writes its journal): open "
             f"{shown} from its app (h), which ends its supervised Claude Code first"
         )
     if source.meta.get("engine") == "ray" or any(
         isinstance(e, ev.HostPlaced) and e.session == name for e in source.events
     ):
-        raise Refused(
+        raise OpenRefused(
             f"{shown} ran on a host of the cluster, which keeps its transcript: it cannot be "
             "opened by hand from here"
         )
@@ -154,19 +154,19 @@ def _prepare(args: argparse.Namespace, loaded: LoadedSettings) -> _Opening:
         None,
     )
     if session_id is None:
-        raise Refused(f"{shown} has no agent session to open: it never got as far")
+        raise OpenRefused(f"{shown} has no agent session to open: it never got as far")
     if not Path(session.cwd).is_dir():
-        raise Refused(f"{shown}: its folder {session.cwd} is gone")
+        raise OpenRefused(f"{shown}: its folder {session.cwd} is gone")
     plan = TaskPlan(name, session.task, Path(session.cwd), profiles.get(name, Profile()))
     try:
         spec = agent_spec(plan, loaded.settings, model=session.model)
     except ProfileError as exc:
-        raise Refused(
+        raise OpenRefused(
             f"{shown}: its profile does not hold over the current settings: {exc}"
         ) from None
     transcript = ClaudeBackend().transcript_path(spec, session_id)
     if transcript is None:
-        raise Refused(f"{shown}: the transcript of agent session {session_id} is gone")
+        raise OpenRefused(f"{shown}: the transcript of agent session {session_id} is gone")
     return _Opening(folder, interactive(spec, session_id), transcript)
 
 

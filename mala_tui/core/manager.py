@@ -49,7 +49,6 @@ from mala_tui.core.observations import (
     ApprovalPolicyChanged,
     BudgetReached,
     CompactionObserved,
-    HandedBack,
     IdleTimedOut,
     ManageModeChanged,
     MaskConfirmed,
@@ -59,6 +58,7 @@ from mala_tui.core.observations import (
     Observation,
     OperatorCommand,
     RestartCompleted,
+    SessionHandedBack,
     SessionIdentified,
     SessionTimedOut,
     ToolResultSeen,
@@ -280,7 +280,7 @@ class ContextManager:
                 return self._operator.on_command(observation)
             case MessageForAgent():
                 return self._operator.on_message_for_agent(observation)
-            case HandedBack():
+            case SessionHandedBack():
                 return self._turns.on_handed_back(observation)
             case ApprovalPolicyChanged():
                 return self._operator.on_approval_policy(observation)

@@ -202,7 +202,7 @@ class Command(StrEnum):
     """Take the session out of the run: wind down, write its checkpoint, then stop."""
     TAKE_OVER = "take_over"
     """A person takes the session over in the interactive Claude Code: its turn stops and
-    its process ends, and it waits, paused, to be handed back (`HandedBack`)."""
+    its process ends, and it waits, paused, to be handed back (`SessionHandedBack`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,7 +248,7 @@ class MessageForAgent:
 
 
 @dataclass(frozen=True, slots=True)
-class HandedBack:
+class SessionHandedBack:
     """The person is done with a session taken over by hand: the conversation as its
     transcript now holds it (the person's turns included), the usage of the latest API
     call in it, and whether the session goes on supervised or ends."""
@@ -281,5 +281,5 @@ Observation = (
     | ManageModeChanged
     | BudgetReached
     | MessageForAgent
-    | HandedBack
+    | SessionHandedBack
 )

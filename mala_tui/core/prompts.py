@@ -134,10 +134,10 @@ class PromptSet:
 
     def render(self, kind: PromptKind, **values: object) -> str:
         template: str = getattr(self, kind.value)
-        return template.format_map(_Strict(kind, values)).strip()
+        return template.format_map(_StrictValues(kind, values)).strip()
 
 
-class _Strict(dict[str, object]):
+class _StrictValues(dict[str, object]):
     def __init__(self, kind: PromptKind, values: Mapping[str, object]) -> None:
         super().__init__(values)
         self._kind = kind

@@ -25,8 +25,8 @@ from mala_tui.core.masking_decisions import MaskingDecisions
 from mala_tui.core.message_events import compaction_event, message_events
 from mala_tui.core.observations import (
     CompactionObserved,
-    HandedBack,
     MessageObserved,
+    SessionHandedBack,
     SessionIdentified,
     TurnEnded,
     UsageObserved,
@@ -89,7 +89,7 @@ class TurnFlow:
         state.begin_turn(prompt)
         return Outcome((SendPrompt(PromptKind.OPERATOR_MESSAGE, prompt),), (said, *delivered))
 
-    def on_handed_back(self, obs: HandedBack) -> Outcome:
+    def on_handed_back(self, obs: SessionHandedBack) -> Outcome:
         """The person is done with the session by hand: the conversation is what its
         transcript now holds, the window what the person's latest call measured; then it
         goes on supervised (with whatever the operator said meanwhile) or ends."""

@@ -73,7 +73,7 @@ def is_wind_down(text: str) -> bool:
 
 
 @dataclass(frozen=True)
-class Reply:
+class ScriptedReply:
     """One assistant message: its content blocks, why it stops, and the step it plays."""
 
     kind: ResponseKind
@@ -133,7 +133,7 @@ class ScriptedAgent:
             skipped=progress.skipped_steps(),
         )
 
-    def reply(self, view: RequestView) -> Reply:
+    def reply(self, view: RequestView) -> ScriptedReply:
         progress = Progress(self._plan, view)
         done, remaining = progress.done_steps(), progress.remaining_steps()
         workspace = self.workspace_of(view)
@@ -142,7 +142,9 @@ class ScriptedAgent:
             text = replies.compaction_summary_text(
                 self.scenario, done, remaining, kept, skipped=progress.skipped_steps()
             )
-            return Reply("compaction_summary", (_text(text),), "end_turn", done_count=len(done))
+            return ScriptedReply(
+                "compaction_summary", (_text(text),), "end_turn", done_count=len(done)
+            )
         latest = view.latest_user_text
         asked = latest.own_text if latest is not None else ""
         if not is_continuation(asked):
@@ -156,7 +158,7 @@ class ScriptedAgent:
                     facts=replies.facts_a_summary_keeps(self.scenario, view, done),
                     skipped=progress.skipped_steps(),
                 )
-                return Reply("checkpoint", (_text(text),), "end_turn", done_count=len(done))
+                return ScriptedReply("checkpoint", (_text(text),), "end_turn", done_count=len(done))
             if is_wind_down(asked):
                 since = latest.message_index if latest is not None else -1
                 return self._wind_down(progress, since, workspace, done, remaining)
@@ -164,7 +166,7 @@ class ScriptedAgent:
 
     def _next_step(
         self, progress: Progress, view: RequestView, workspace: Path | None, done_count: int
-    ) -> Reply:
+    ) -> ScriptedReply:
         for asked in progress.operator_steps():
             status = progress.status_since(asked.step, asked.asked_at)
             if status.done or len(status.failed_at) >= MAX_ATTEMPTS:
@@ -197,7 +199,7 @@ class ScriptedAgent:
                 return self._tool_reply("tool_use", read, workspace, done_count, note, noted=noted)
             return self._tool_reply("tool_use", step, workspace, done_count, noted=noted)
         text = self.scenario.final_answer + replies.skipped_note(progress.skipped_steps())
-        return Reply("final", (_text(text),), "end_turn", done_count=done_count)
+        return ScriptedReply("final", (_text(text),), "end_turn", done_count=done_count)
 
     def _just_seen(self, step: PlannedStep, view: RequestView) -> list[Fact]:
         """Facts ``step`` needs that the latest result shows: the agent says them in its
@@ -235,7 +237,7 @@ class ScriptedAgent:
         workspace: Path | None,
         done: list[PlannedStep],
         remaining: list[PlannedStep],
-    ) -> Reply:
+    ) -> ScriptedReply:
         notes = self.scenario.wind_down_notes
         if notes is not None:
             attempts = [c for c in progress.calls_for(("Write", notes)) if c.message_index > since]
@@ -256,7 +258,7 @@ class ScriptedAgent:
                 )
                 return self._tool_reply("wind_down", write, workspace, len(done))
         text = replies.wind_down_text(done, remaining)
-        return Reply("wind_down", (_text(text),), "end_turn", done_count=len(done))
+        return ScriptedReply("wind_down", (_text(text),), "end_turn", done_count=len(done))
 
     def _tool_reply(
         self,
@@ -267,7 +269,7 @@ class ScriptedAgent:
         note: str = "",
         *,
         noted: Sequence[Fact] = (),
-    ) -> Reply:
+    ) -> ScriptedReply:
         call = {
             "type": "tool_use",
             "id": self._new_id(),
@@ -275,4 +277,6 @@ class ScriptedAgent:
             "input": step.tool_input(workspace),
         }
         intro = _text(replies.step_intro_text(step, note, noted))
-        return Reply(kind, (intro, call), "tool_use", step=step, note=note, done_count=done_count)
+        return ScriptedReply(
+            kind, (intro, call), "tool_use", step=step, note=note, done_count=done_count
+        )

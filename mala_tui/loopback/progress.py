@@ -31,7 +31,7 @@ from mala_tui.loopback.operator_requests import (
     read_requests,
     text_pieces,
 )
-from mala_tui.loopback.request_view import RequestView, ToolCall
+from mala_tui.loopback.request_view import RequestedCall, RequestView
 from mala_tui.loopback.scenario import TOOL_NAMES, PlannedStep
 
 _HEADING = re.compile(
@@ -138,7 +138,7 @@ class Progress:
     def __init__(self, plan: Sequence[PlannedStep], view: RequestView) -> None:
         self._plan = tuple(plan)
         self._view = view
-        self._calls: dict[tuple[str, str], list[ToolCall]] = {}
+        self._calls: dict[tuple[str, str], list[RequestedCall]] = {}
         for call in view.calls:
             self._calls.setdefault(self.call_key(call), []).append(call)
         pieces = text_pieces(view)
@@ -153,11 +153,11 @@ class Progress:
         self._recorded, self._irregular = self._read_records()
         self._statuses = {step.key: self._status(step) for step in self._plan}
 
-    def call_key(self, call: ToolCall) -> tuple[str, str]:
+    def call_key(self, call: RequestedCall) -> tuple[str, str]:
         """The (tool, primary argument) a call is recognised by."""
         return (call.name, self._view.primary_argument(call))
 
-    def calls_for(self, key: tuple[str, str]) -> list[ToolCall]:
+    def calls_for(self, key: tuple[str, str]) -> list[RequestedCall]:
         return list(self._calls.get(key, ()))
 
     def status(self, step: PlannedStep) -> StepStatus:

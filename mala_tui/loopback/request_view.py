@@ -30,7 +30,7 @@ _REJECTED_PREFIXES = ("The user doesn't want to proceed with this tool use", "[R
 
 
 @dataclass(frozen=True)
-class ToolCall:
+class RequestedCall:
     """A tool_use in an assistant message, with its result if the request carries one."""
 
     message_index: int
@@ -92,7 +92,7 @@ class RequestView:
     stream: bool
     message_count: int
     workspace: Path | None
-    calls: tuple[ToolCall, ...]
+    calls: tuple[RequestedCall, ...]
     user_texts: tuple[UserText, ...]
     last_message_role: str
     masked_placeholders: int
@@ -135,7 +135,7 @@ class RequestView:
                 return str(path)
         return str(PurePosixPath(*[part for part in path.parts if part != "."]))
 
-    def primary_argument(self, call: ToolCall) -> str:
+    def primary_argument(self, call: RequestedCall) -> str:
         """The argument that identifies a call: path, command or pattern."""
         if call.name in _FILE_TOOLS:
             return self.relative_path(str(call.input.get("file_path", "")))
@@ -256,7 +256,7 @@ def parse_request(body: Mapping[str, Any], headers: Mapping[str, str] | None = N
         result = results.get(call_id)
         raw_input = block.get("input")
         calls.append(
-            ToolCall(
+            RequestedCall(
                 message_index=index,
                 id=call_id,
                 name=str(block.get("name", "")),

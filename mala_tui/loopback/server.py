@@ -34,7 +34,7 @@ from typing import Any, Self
 from aiohttp import web
 
 from mala_tui.loopback import wire
-from mala_tui.loopback.agent import Reply, ScriptedAgent
+from mala_tui.loopback.agent import ScriptedAgent, ScriptedReply
 from mala_tui.loopback.cache import DEFAULT_TTL_S, CacheSplit, PromptCache, write_price
 from mala_tui.loopback.clearing import ClearToolUses, clear_tool_results, first_changed_block
 from mala_tui.loopback.compaction import (
@@ -125,7 +125,7 @@ class _Exchange:
 class _Answer:
     """What the scripted agent replies, as billed, and the fault that shapes its delivery."""
 
-    reply: Reply
+    reply: ScriptedReply
     split: CacheSplit | None
     produced: int
     fault: FaultSpec | None

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from mala_tui.core.observations import (
     BudgetReached,
     Decision,
-    HandedBack,
     ManageModeChanged,
     MessageForAgent,
     OperatorCommand,
+    SessionHandedBack,
     TurnEnded,
 )
 from mala_tui.core.permissions import AnsweredBy
@@ -56,7 +56,7 @@ OperatorInput = (
     | ManageModeChanged
     | BudgetReached
     | MessageForAgent
-    | HandedBack
+    | SessionHandedBack
     | Answer
     | PermissionWait
 )

@@ -22,12 +22,12 @@ from mala_tui.core.manager import ContextManager, Outcome
 from mala_tui.core.observations import (
     ApiRetrying,
     BudgetReached,
-    HandedBack,
     IdleTimedOut,
     ManageModeChanged,
     MessageForAgent,
     Observation,
     OperatorCommand,
+    SessionHandedBack,
     ToolResultSeen,
     UsageObserved,
 )
@@ -78,7 +78,7 @@ class ManagerFeed:
         | ManageModeChanged
         | BudgetReached
         | MessageForAgent
-        | HandedBack
+        | SessionHandedBack
         | PermissionWait,
     ) -> Outcome | None:
         """Observe one inbox item (an agent's from the current process); None when it was

@@ -37,7 +37,7 @@ from typing import Any
 
 from mala_tui.runtime.host_wire import Batch
 from mala_tui.runtime.redaction import redact
-from mala_tui.runtime.remote_runner import HostLost
+from mala_tui.runtime.remote_runner import HostLostError
 from mala_tui.runtime.session_host import HostSetup, SessionHost
 
 #: The namespace every mala-tui actor lives in (`resume` finds a run's hosts there).
@@ -267,13 +267,13 @@ class HostActor:
         os._exit(0)
 
 
-def _lost(exc: BaseException, node: str = "", address: str = "") -> HostLost:
+def _lost(exc: BaseException, node: str = "", address: str = "") -> HostLostError:
     text = str(exc)
     reason = "its node died" if "node has died" in text or "node died" in text else ""
     if not reason:
         first = next((line.strip() for line in text.splitlines() if line.strip()), "")
         reason = f"{type(exc).__name__}: {first}"[:300]
-    return HostLost(reason, node, address)
+    return HostLostError(reason, node, address)
 
 
 @dataclass

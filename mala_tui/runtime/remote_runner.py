@@ -119,7 +119,7 @@ def _overlap(journaled: list[str], lines: tuple[str, ...]) -> int:
     return 0
 
 
-class HostLost(Exception):
+class HostLostError(Exception):
     """The session's host is gone: its node died or was removed, or it cannot be reached."""
 
     def __init__(self, reason: str, node: str = "", address: str = "") -> None:
@@ -136,7 +136,7 @@ class HostLink(Protocol):
     address: str
 
     def batches(self, after: int) -> AsyncIterator[Batch]:
-        """The host's batches after outbox position `after`. Raises HostLost."""
+        """The host's batches after outbox position `after`. Raises HostLostError."""
 
     def tell(self, method: str, *args: object) -> None:
         """Call a host method without waiting (a lost host shows in `batches`)."""
@@ -156,7 +156,7 @@ class HostEngine(Protocol):
 
     async def place(self, name: str, attempt: int, setup: HostSetup) -> HostLink:
         """Start a host for the session (its `attempt`-th); returns once it runs.
-        Raises HostLost when it died before it ran."""
+        Raises HostLostError when it died before it ran."""
 
     async def find(self, name: str, attempt: int) -> HostLink | None:
         """The session's `attempt`-th host, if it still runs (it outlived an earlier driver)."""
@@ -313,7 +313,7 @@ class RemoteRunner:
                     link = await self._engine.place(
                         self.spec.name, self.attempts, self._setup(manager)
                     )
-                except HostLost as lost:
+                except HostLostError as lost:
                     manager = self._after_loss(lost)
                     continue
                 manager = await self._host(link)
@@ -351,7 +351,7 @@ class RemoteRunner:
             link.tell(method, *args)
         try:
             end = await self._follow(link)
-        except HostLost as lost:
+        except HostLostError as lost:
             self._link = None
             with contextlib.suppress(Exception):
                 await link.kill()  # gone already, normally; never beside its successor
@@ -390,7 +390,7 @@ class RemoteRunner:
                     self._take(batch, link)
                     if batch.end is not None:
                         return batch.end
-            raise HostLost("its event stream kept ending before the session did")
+            raise HostLostError("its event stream kept ending before the session did")
         finally:
             ticker.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -497,7 +497,9 @@ class RemoteRunner:
 
     # -- a host lost ---------------------------------------------------------------------------
 
-    def _after_loss(self, lost: HostLost, link: HostLink | None = None) -> ContextManager | None:
+    def _after_loss(
+        self, lost: HostLostError, link: HostLink | None = None
+    ) -> ContextManager | None:
         """Record the loss; the manager the session restarts with, or None when it ends."""
         node = lost.node or (link.node if link is not None else "")
         address = lost.address or (link.address if link is not None else "")
@@ -632,7 +634,7 @@ class RemoteRunner:
         try:
             async with asyncio.timeout(STOP_WAIT_SECONDS):
                 end = await self._follow(link)
-        except (HostLost, TimeoutError) as exc:
+        except (HostLostError, TimeoutError) as exc:
             reason = f"{self.stop_reason or 'stopped'}; its host did not say how it ended: {exc}"
             self._finish(HostEnd(EndStatus.STOPPED, reason), record=True)
             with contextlib.suppress(Exception):

@@ -44,7 +44,6 @@ from mala_tui.core.observations import (
     BudgetReached,
     Command,
     Decision,
-    HandedBack,
     IdleTimedOut,
     ManageModeChanged,
     MaskConfirmed,
@@ -52,6 +51,7 @@ from mala_tui.core.observations import (
     MessageForAgent,
     OperatorCommand,
     RestartCompleted,
+    SessionHandedBack,
     SessionTimedOut,
     TurnEnded,
     UsageObserved,
@@ -198,8 +198,8 @@ class SessionRunner:
             ev.ApprovalPolicySet(at=self._clock(), session=self.spec.name, required=required)
         )
 
-    def hand_back(self, handed: HandedBack) -> None:
-        """The person is done with the session by hand (core's `HandedBack`)."""
+    def hand_back(self, handed: SessionHandedBack) -> None:
+        """The person is done with the session by hand (core's `SessionHandedBack`)."""
         self._inbox.put_nowait(handed)
 
     @property

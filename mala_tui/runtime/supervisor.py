@@ -31,7 +31,7 @@ from mala_tui.core.breakdown import WindowContents
 from mala_tui.core.budget import BudgetCheck, BudgetLimits
 from mala_tui.core.calibration import Density
 from mala_tui.core.manager import ContextManager, Limits
-from mala_tui.core.observations import Command, Decision, HandedBack
+from mala_tui.core.observations import Command, Decision, SessionHandedBack
 from mala_tui.core.operator_messages import MessageError, checked_text
 from mala_tui.core.permissions import AnsweredBy, PermissionAnswer
 from mala_tui.core.phases import ManageMode, Phase
@@ -623,7 +623,9 @@ class Supervisor:
         since = self._by_hand.pop(session, 0)
         back = await asyncio.to_thread(read_back, path, since)
         if runner.status is None:
-            runner.hand_back(HandedBack(self.clock(), back.history, back.call, go_on, back.prompts))
+            runner.hand_back(
+                SessionHandedBack(self.clock(), back.history, back.call, go_on, back.prompts)
+            )
             return
         self.record(
             ev.HandedBack(

@@ -9,9 +9,9 @@ from mala_tui.core.actions import Disconnect, EndSession, EndStatus, Interrupt, 
 from mala_tui.core.manager import ContextManager
 from mala_tui.core.observations import (
     Command,
-    HandedBack,
     MessageForAgent,
     OperatorCommand,
+    SessionHandedBack,
 )
 from mala_tui.core.phases import IllegalTransition, Phase
 from mala_tui.core.prompts import PromptKind
@@ -54,7 +54,7 @@ def test_while_open_by_hand_nothing_is_sent_and_the_hand_back_goes_on() -> None:
         with pytest.raises(IllegalTransition, match="is open by hand in Claude Code"):
             m.observe(OperatorCommand(3.2, command))
     history = by_hand(m)
-    outcome = m.observe(HandedBack(4.0, history, BY_HAND, go_on=True, prompts=1))
+    outcome = m.observe(SessionHandedBack(4.0, history, BY_HAND, go_on=True, prompts=1))
     usage, back, moved, delivered = outcome.events
     assert isinstance(usage, ev.UsageRecorded) and usage.tokens == BY_HAND.context_tokens
     assert usage.notes == ("by hand",)
@@ -73,7 +73,7 @@ def test_while_open_by_hand_nothing_is_sent_and_the_hand_back_goes_on() -> None:
 
 def test_a_session_ended_by_hand_stops() -> None:
     m = taken_over()
-    outcome = m.observe(HandedBack(4.0, by_hand(m), None, go_on=False, prompts=1))
+    outcome = m.observe(SessionHandedBack(4.0, by_hand(m), None, go_on=False, prompts=1))
     (end,) = outcome.actions
     assert isinstance(end, EndSession) and end.status is EndStatus.STOPPED
     assert end.reason == "ended by hand"
@@ -90,7 +90,7 @@ def test_taken_over_only_while_running_or_paused_and_handed_back_only_then() -> 
         m.observe(OperatorCommand(3.0, Command.TAKE_OVER))
     fresh = worked()
     with pytest.raises(IllegalTransition, match="was not taken over by hand"):
-        fresh.observe(HandedBack(4.0, (), None, go_on=True))
+        fresh.observe(SessionHandedBack(4.0, (), None, go_on=True))
     twice = taken_over()
     with pytest.raises(IllegalTransition, match="open by hand in Claude Code"):
         twice.observe(OperatorCommand(3.5, Command.TAKE_OVER))

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from mala_tui.bench.fault_harness import Row, run_trial
+from mala_tui.bench.fault_harness import TrialRow, run_trial
 from mala_tui.bench.faults import (
     TIGHT_WINDOW,
     error_sessions,
@@ -23,7 +23,7 @@ from mala_tui.bench.faults import (
 pytestmark = [pytest.mark.integration, pytest.mark.alone]
 
 
-def assert_nothing_lost(row: Row) -> None:
+def assert_nothing_lost(row: TrialRow) -> None:
     assert row.lost == 0, row.reasons
     assert row.processes_left == 0
     assert row.journal_lines_lost == 0

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from mala_tui.bench.fault_harness import Expect, Row, sort_outcome
+from mala_tui.bench.fault_harness import Expect, TrialRow, sort_outcome
 from mala_tui.bench.faults import IDLE_LIMIT, rows_table
 from mala_tui.core.actions import EndStatus
 
 
-def row(**changes: Any) -> Row:
+def row(**changes: Any) -> TrialRow:
     base: dict[str, Any] = {
         "fault": "stalls",
         "sessions": 4,
@@ -22,7 +22,7 @@ def row(**changes: Any) -> Row:
         "journal_lines_lost": 0,
         "wall_s": 1.0,
     }
-    return Row(**{**base, **changes})
+    return TrialRow(**{**base, **changes})
 
 
 STALLS = Expect(3, 1, (IDLE_LIMIT,))

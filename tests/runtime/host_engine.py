@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
 from mala_tui.runtime.host_wire import Batch
-from mala_tui.runtime.remote_runner import HostLost
+from mala_tui.runtime.remote_runner import HostLostError
 from mala_tui.runtime.session_host import HostSetup, SessionHost
 
 
@@ -34,13 +34,13 @@ class InProcessLink:
         stream = aiter(self.host.batches(after))
         while True:
             if self.lost.is_set():
-                raise HostLost("its node died", self.node, self.address)
+                raise HostLostError("its node died", self.node, self.address)
             following = asyncio.ensure_future(anext(stream))
             gone = asyncio.ensure_future(self.lost.wait())
             done, _ = await asyncio.wait({following, gone}, return_when=asyncio.FIRST_COMPLETED)
             if gone in done:
                 following.cancel()
-                raise HostLost("its node died", self.node, self.address)
+                raise HostLostError("its node died", self.node, self.address)
             gone.cancel()
             try:
                 batch = following.result()
