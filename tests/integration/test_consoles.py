@@ -92,7 +92,8 @@ class Console:
         self._reader.start()
 
     def _read(self) -> None:
-        fd = self.master if self.master >= 0 else self.process.stdout.fileno()  # type: ignore[union-attr]
+        output = self.process.stdout
+        fd = self.master if output is None else output.fileno()
         while True:
             ready, _, _ = select.select([fd], [], [], 0.2)
             if not ready:
@@ -153,7 +154,9 @@ def test_a_detached_run_two_consoles_one_answer_and_a_console_killed(tmp_path: P
             "--set", f"ui.notify_command={notify}", *run_args(workspace), "--detach", env=env
         )
         assert detached.returncode == 0, detached.stderr
-        run_id = re.search(r"^run (\S+): journal in", detached.stdout, re.M).group(1)  # type: ignore[union-attr]
+        said = re.search(r"^run (\S+): journal in", detached.stdout, re.M)
+        assert said is not None, detached.stdout
+        run_id = said.group(1)
         assert f"attach: mala-tui attach {run_id}\n" in detached.stdout
         assert f"stop:   mala-tui stop {run_id}\n" in detached.stdout
         folder = the_run(data)

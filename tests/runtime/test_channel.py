@@ -315,8 +315,10 @@ async def test_every_operator_action_works_from_a_console(tmp_path: Path) -> Non
         async def act(call: Any, *args: Any) -> Any:
             return await asyncio.to_thread(call, *args)
 
+        events_path = sup.journal.events_path
+
         def seen(kind: type) -> list[Any]:
-            return [e for e in lines_of(sup.journal.events_path) if isinstance(e, kind)]  # type: ignore[union-attr]
+            return [e for e in lines_of(events_path) if isinstance(e, kind)]
 
         await act(remote.command, "a", Command.PAUSE)
         await eventually(lambda: remote.state.sessions["a"].phase is Phase.PAUSED, what="paused")

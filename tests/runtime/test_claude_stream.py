@@ -6,6 +6,7 @@ import asyncio
 import json
 from pathlib import Path
 
+import pytest
 from claude_agent_sdk import AssistantMessage, ResultMessage, SystemMessage, TextBlock
 
 from mala_tui.core.observations import ApiRetrying, SessionIdentified, TurnEnded
@@ -98,14 +99,16 @@ def test_a_stop_asked_for_is_answered_once_at_the_next_main_thread_tool() -> Non
     assert asyncio.run(c._after_tool({}, None, {"signal": None})) == {}  # type: ignore[arg-type]
 
 
-def test_a_stop_asked_for_as_a_turn_ended_does_not_stop_the_next_turn() -> None:
+def test_a_stop_asked_for_as_a_turn_ended_does_not_stop_the_next_turn(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     c = client()
     sent: list[str] = []
 
     async def query(prompt: str) -> None:
         sent.append(prompt)
 
-    c._client.query = query  # type: ignore[method-assign]
+    monkeypatch.setattr(c._client, "query", query)
     assert c.stop_after_tools()
     asyncio.run(c.query("Wrap up."))
     assert sent == ["Wrap up."]

@@ -60,7 +60,9 @@ def test_the_clis_stderr_is_always_piped(tmp_path: Path) -> None:
     assert build_options(spec, resume=None, hooks={}).stderr is not None
 
 
-async def test_stderr_is_said_once_a_turn_and_with_a_broken_stream(tmp_path: Path) -> None:
+async def test_stderr_is_said_once_a_turn_and_with_a_broken_stream(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     backend = ClaudeBackend.for_run(tmp_path)
     client = backend.create(
         SessionSpec(name="a/b", task="t", cwd=tmp_path), resume=None, clock=time.time
@@ -72,7 +74,7 @@ async def test_stderr_is_said_once_a_turn_and_with_a_broken_stream(tmp_path: Pat
         return
         yield
 
-    client._client.receive_messages = ended  # type: ignore[method-assign]
+    monkeypatch.setattr(client._client, "receive_messages", ended)
     items = [item async for item in client.stream()]
     assert len(items) == 1 and isinstance(items[0], ProblemItem)
     assert items[0].message.startswith("boom \u241b]0;PWNED\u2407\u241b[2J key [redacted]")
@@ -83,6 +85,6 @@ async def test_stderr_is_said_once_a_turn_and_with_a_broken_stream(tmp_path: Pat
         raise RuntimeError("Command failed with exit code 1")
         yield
 
-    client._client.receive_messages = broken  # type: ignore[method-assign]
+    monkeypatch.setattr(client._client, "receive_messages", broken)
     with pytest.raises(AgentStreamError, match="exit code 1; Claude Code said: second line"):
         [item async for item in client.stream()]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from mala_tui.runtime.launch import TaskFileError, plan_tasks
+from mala_tui.runtime.launch import TaskFileError, TaskPlan, plan_tasks
 
 TASKS = """
 [[task]]
@@ -32,7 +32,7 @@ def layout(tmp_path: Path) -> tuple[Path, Path]:
     return tasks, tmp_path / "project"
 
 
-def folders(plans: list) -> dict[str, Path]:  # type: ignore[type-arg]
+def folders(plans: list[TaskPlan]) -> dict[str, Path]:
     return {plan.name: plan.cwd for plan in plans}
 
 

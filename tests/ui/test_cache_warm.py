@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from mala_tui.core import events as ev
@@ -95,14 +93,10 @@ def test_the_cache_time_counts_from_the_last_request_and_only_while_waiting() ->
 
 
 @pytest.fixture
-def clock() -> Iterator[Clock]:
-    original = SessionCard.clock
+def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
     ticking = Clock(T0 + 10 + 300 - 192)
-    SessionCard.clock = ticking  # type: ignore[assignment]
-    try:
-        yield ticking
-    finally:
-        SessionCard.clock = original  # type: ignore[method-assign]
+    monkeypatch.setattr(SessionCard, "clock", ticking)
+    return ticking
 
 
 async def test_the_card_shows_the_warm_time_and_counts_it_down(clock: Clock) -> None:

@@ -153,7 +153,7 @@ async def test_an_input_too_long_to_show_whole_is_never_offered_for_allow(
     assert (decision.answer, decision.reason) == ("deny", "cannot see all of it")
 
 
-def ended_input(calls: list[int]):  # type: ignore[no-untyped-def]
+def ended_input(calls: list[int]) -> Callable[[], Awaitable[str]]:
     """A terminal whose input has ended: every read says so (as `read_stdin_line` does)."""
 
     async def read_line() -> str:

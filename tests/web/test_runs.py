@@ -66,8 +66,9 @@ def test_the_book_finds_runs_by_id_prefix_or_latest_and_never_outside_runs(
         "20261102-120000-bbbb",
         "20261101-120000-aaaa",
     ]
-    assert book.find("latest").run_id == "20261102-120000-bbbb"  # type: ignore[union-attr]
-    assert book.find("20261101").run_id == "20261101-120000-aaaa"  # type: ignore[union-attr]
+    latest, by_prefix = book.find("latest"), book.find("20261101")
+    assert latest is not None and latest.run_id == "20261102-120000-bbbb"
+    assert by_prefix is not None and by_prefix.run_id == "20261101-120000-aaaa"
     assert book.find("2026110") is None  # ambiguous
     (tmp_path / "elsewhere").mkdir()
     (tmp_path / "elsewhere" / "events.jsonl").write_bytes(b"")
