@@ -26,6 +26,23 @@ from tests.support.polling import eventually
 from tests.support.supervisors import build_supervisor
 
 
+@pytest.fixture(autouse=True)
+def foreground_signals() -> Iterator[None]:
+    """Each test starts as a process in a terminal's foreground does. Run as a background
+    job or under `nohup`, pytest inherits SIGINT or SIGHUP ignored, and `stop_requests`
+    rightly leaves an inherited ignore alone: these tests would then see no signal."""
+    numbers = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    before = {number: signal.getsignal(number) for number in numbers}
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+    try:
+        yield
+    finally:
+        for number, handler in before.items():
+            signal.signal(number, signal.SIG_DFL if handler is None else handler)
+
+
 @pytest.fixture
 def journal(tmp_path: Path) -> Iterator[RunJournal]:
     with RunJournal.create(tmp_path, "run-1", {"mode": "test"}) as opened:
