@@ -12,7 +12,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -25,6 +24,7 @@ from mala_tui.runtime.journal import list_runs, read_events
 from mala_tui.runtime.sockets import read_host_file
 from tests.integration.harness import alive
 from tests.integration.test_permission_terminal import WITHOUT_BASH, serve
+from tests.support.polling import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -44,12 +44,7 @@ def test_a_second_terminal_attaches_and_allows_the_tool(tmp_path: Path) -> None:
     def wait_for(
         window: str, predicate: Callable[[], object], what: str, seconds: float = 90
     ) -> None:
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            if predicate():
-                return
-            time.sleep(0.2)
-        raise AssertionError(f"timed out waiting for {what}; the screen:\n{screen(window)}")
+        wait_until(predicate, what=what, timeout=seconds, seen=lambda: screen(window))
 
     workspace, data = tmp_path / "workspace", tmp_path / "data"
     server, env_lines = serve(workspace, tmp_path / "home")

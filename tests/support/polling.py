@@ -28,13 +28,16 @@ def wait_until(
     timeout: float = 60.0,
     seen: Callable[[], str] | None = None,
     every: float = 0.2,
+    pause: Callable[[float], object] = time.sleep,
 ) -> None:
-    """Block until `condition()` holds (a test driving another process from sync code)."""
+    """Block until `condition()` holds (a test driving another process from sync code).
+
+    `pause` waits between two reads: a browser test's keeps the page's scripts running."""
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:
             raise _timed_out(what, seen)
-        time.sleep(every)
+        pause(every)
 
 
 async def eventually(

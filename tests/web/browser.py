@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import contextlib
 import shutil
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from playwright.sync_api import Browser, Page, sync_playwright
+
+from tests.support.polling import wait_until
 
 CHROMIUM = "/usr/bin/chromium"
 FLAGS = (
@@ -43,9 +44,10 @@ def chromium() -> Iterator[Browser]:
 
 def wait_for(check: Callable[[], object], seconds: float, what: str, page: Page) -> None:
     """Poll `check` while the page keeps running its scripts, until it holds or time runs out."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if check():
-            return
-        page.wait_for_timeout(200)
-    raise AssertionError(f"timed out waiting for {what} (title {page.title()!r})")
+    wait_until(
+        check,
+        what=what,
+        timeout=seconds,
+        seen=lambda: f"the page's title: {page.title()!r}",
+        pause=lambda seconds: page.wait_for_timeout(seconds * 1000),
+    )
