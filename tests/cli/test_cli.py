@@ -72,3 +72,16 @@ def test_toml_syntax_error_exits_2(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert done.stderr.startswith(f"mala-tui: config error: config file {path}: TOML syntax error")
     assert done.stderr.count("\n") == 1
+
+
+def test_the_command_line_loads_neither_the_sdk_nor_textual_until_a_command_needs_them() -> None:
+    """`mala-tui --help`, `runs`, `stop` and the like answer at once: the agent SDK (with
+    its MCP types) and textual are imported by the commands that run agents or the app."""
+    probe = "import json, sys, mala_tui.cli; print(json.dumps(sorted(sys.modules)))"
+    loaded = json.loads(
+        subprocess.run(
+            [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+        ).stdout
+    )
+    heavy = {"claude_agent_sdk", "mcp", "textual", "rich", "ray", "playwright"}
+    assert sorted(name for name in loaded if name.split(".")[0] in heavy) == []

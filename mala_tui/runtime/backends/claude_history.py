@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 from mala_tui.core.transcript import Block, Message, Role, TextBlock, ToolCall, ToolResult
-from mala_tui.runtime.backends.claude_stream import flatten_content
 
 
 def read_conversation(path: Path) -> list[Message]:
@@ -103,3 +102,18 @@ def _block(part: Any) -> Block | None:
                 part["tool_use_id"], flatten_content(content), bool(part.get("is_error"))
             )
     return None
+
+
+def flatten_content(content: str | list[dict[str, Any]] | None) -> str:
+    """A tool result's content as text: text parts joined, other parts named."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    parts = []
+    for part in content:
+        if part.get("type") == "text":
+            parts.append(str(part.get("text", "")))
+        else:
+            parts.append(f"[{part.get('type', 'part')}]")
+    return "\n".join(parts)

@@ -36,6 +36,7 @@ from mala_tui.core.observations import (
 from mala_tui.core.transcript import Block, Message, Role, TextBlock, ToolCall, ToolResult
 from mala_tui.core.usage import CallUsage, UsageFieldError
 from mala_tui.runtime.backends.base import ModelItem, ProblemItem, StreamItem
+from mala_tui.runtime.backends.claude_history import flatten_content
 
 
 class StreamConverter:
@@ -223,21 +224,6 @@ def result_size(response: object) -> int:
         return len(json.dumps(response, default=str, ensure_ascii=False))
     except (TypeError, ValueError, RecursionError):
         return len(str(response))
-
-
-def flatten_content(content: str | list[dict[str, Any]] | None) -> str:
-    """A tool result's content as text: text parts joined, other parts named."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    parts = []
-    for part in content:
-        if part.get("type") == "text":
-            parts.append(str(part.get("text", "")))
-        else:
-            parts.append(f"[{part.get('type', 'part')}]")
-    return "\n".join(parts)
 
 
 def _int_or_none(value: object) -> int | None:
