@@ -10,6 +10,7 @@ free. The times are the observations' own: the core keeps no clock.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
@@ -74,13 +75,13 @@ class Session:
         )
 
 
-def in_the_soft_zone(**limits: object) -> Session:
+def in_the_soft_zone(**limits: Any) -> Session:
     """Five results in: past the soft threshold (60,000), with ~20,000 tokens maskable,
     under the batch minimum: the mask waits."""
     manager = ContextManager(
         name="waiter",
         task="Read the modules.",
-        limits=default_limits(context_limit=200_000, **limits),  # type: ignore[arg-type]
+        limits=default_limits(context_limit=200_000, **limits),
         prompts=PROMPTS,
     )
     manager.start(0.0)

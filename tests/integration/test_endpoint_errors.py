@@ -17,6 +17,7 @@ from mala_tui.loopback import (
     materialize_workspace,
     offline_cli_env,
 )
+from mala_tui.loopback.faults import FaultKind
 from mala_tui.runtime.journal import list_runs, read_events
 from tests.integration.test_run_command import run_cli
 
@@ -24,7 +25,11 @@ pytestmark = pytest.mark.integration
 
 
 async def run_against(
-    tmp_path: Path, fault: str | None, *options: str, closed: bool = False, key: str | None = None
+    tmp_path: Path,
+    fault: FaultKind | None,
+    *options: str,
+    closed: bool = False,
+    key: str | None = None,
 ) -> tuple[int, str, int]:
     """`mala-tui run --headless` of the quickstart task against the loopback answering every
     request with `fault` (or a closed port); the exit status, stdout, and requests served."""
@@ -34,7 +39,7 @@ async def run_against(
     materialize_workspace(scenario, workspace)
     async with LoopbackServer(scenario, response_delay_s=0) as server:
         if fault is not None:
-            server.add_fault(FaultSpec(kind=fault, times=1_000))  # type: ignore[arg-type]
+            server.add_fault(FaultSpec(kind=fault, times=1_000))
         url = "http://127.0.0.1:9" if closed else server.base_url  # port 9: nothing listens
         env = dict(os.environ, **offline_cli_env(url, tmp_path / "claude-home"))
         env.pop("CLAUDE_CODE_MAX_RETRIES", None)

@@ -132,7 +132,7 @@ async def test_a_permission_request_waiting_past_half_the_lifetime_is_journaled(
                 result,
                 finished(),
             ]
-        ]  # type: ignore[list-item]
+        ]
     )
     journal = RunJournal.create(tmp_path, "run-1", {"mode": "test"})
     try:

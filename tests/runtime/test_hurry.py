@@ -4,14 +4,13 @@ end is journaled all the same (a real process, slow to go, stands in for the CLI
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from mala_tui.core import events as ev
 from mala_tui.runtime.agent_process import AgentProcess
 from mala_tui.runtime.backends.base import SessionSpec
-from mala_tui.runtime.backends.scripted import ScriptedClient
+from mala_tui.runtime.backends.scripted import ScriptedBackend, ScriptedClient
 from mala_tui.runtime.inbox import Inbox
 from mala_tui.runtime.processes import pid_alive
 
@@ -40,25 +39,20 @@ class SlowToGo(ScriptedClient):
         self.disconnected = True
 
 
-class OneClient:
-    def __init__(self, client: SlowToGo) -> None:
-        self.client = client
-
-    def create(
-        self, spec: SessionSpec, *, resume: str | None, clock: Callable[[], float]
-    ) -> SlowToGo:
-        return self.client
-
-
 async def test_a_hurried_close_kills_the_process_and_journals_its_end(tmp_path: Path) -> None:
     client = SlowToGo(turns=[])
     recorded: list[ev.Event] = []
     inbox: Inbox = asyncio.Queue()
+
+    def record(event: ev.Event) -> ev.Event:
+        recorded.append(event)
+        return event
+
     process = AgentProcess(
         spec=SessionSpec(name="a", task="t", cwd=tmp_path),
-        backend=OneClient(client),  # type: ignore[arg-type]
+        backend=ScriptedBackend([client]),
         inbox=inbox,
-        sink=lambda event: recorded.append(event) or event,  # type: ignore[func-returns-value]
+        sink=record,
         clock=lambda: 0.0,
     )
     await process.query("go", resume=None)

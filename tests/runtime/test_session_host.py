@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 from mala_tui.config import Settings
@@ -58,9 +59,11 @@ def reads(count: int) -> list[MessageObserved | UsageObserved]:
     return items
 
 
-async def collect(stream: object, until_end: bool = True, count: int | None = None) -> list[Batch]:
+async def collect(
+    stream: AsyncIterator[Batch], until_end: bool = True, count: int | None = None
+) -> list[Batch]:
     batches: list[Batch] = []
-    async for batch in stream:  # type: ignore[attr-defined]
+    async for batch in stream:
         batches.append(batch)
         if count is not None and len(batches) >= count:
             break

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import pytest
@@ -29,8 +30,8 @@ from tests.web.serving import serve
 WRONG = new_token()
 
 
-async def refused(session: aiohttp.ClientSession, url: str, **kwargs: object) -> int:
-    async with session.get(url, allow_redirects=False, **kwargs) as response:  # type: ignore[arg-type]
+async def refused(session: aiohttp.ClientSession, url: str, **kwargs: Any) -> int:
+    async with session.get(url, allow_redirects=False, **kwargs) as response:
         text = await response.text()
         assert "access token" in text or response.status != 403
         return response.status
