@@ -7,12 +7,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from loopback_bodies import WORKSPACE, Conversation, read_input
 
 from mala_tui.loopback.agent import ScriptedAgent
 from mala_tui.loopback.request_view import parse_request
 from mala_tui.loopback.scenario import Scenario
 from mala_tui.resources import shipped_folder
+from tests.loopback.loopback_bodies import WORKSPACE, Conversation, read_input
 
 SCENARIO = Scenario.model_validate(
     {
@@ -362,4 +362,6 @@ def test_the_workspace_is_found_in_a_tool_result_after_the_clis_compaction() -> 
     view = parse_request(body)
     assert view.workspace == WORKSPACE
     # The absolute path of the Read is now the scenario's src/mod_1.py: step 1 is done.
-    assert ScriptedAgent(SCENARIO).reply(view).step.id == "s002"
+    step = ScriptedAgent(SCENARIO).reply(view).step
+    assert step is not None
+    assert step.id == "s002"

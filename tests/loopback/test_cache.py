@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from loopback_bodies import Conversation, read_input
-
 from mala_tui.loopback.cache import CacheSplit, PromptCache
 from mala_tui.loopback.tokens import PromptBlock, prompt_blocks, prompt_tokens, text_tokens
+from tests.loopback.loopback_bodies import Conversation, read_input
 
 
 def bill(cache: PromptCache, conversation: Conversation, now: float = 0.0) -> CacheSplit:

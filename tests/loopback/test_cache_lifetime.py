@@ -6,11 +6,11 @@ from typing import Any
 
 import aiohttp
 import pytest
-from loopback_bodies import Conversation, read_input
 
 from mala_tui.cli import main
 from mala_tui.loopback import LoopbackServer, Scenario
 from mala_tui.loopback.request_log import cost_units
+from tests.loopback.loopback_bodies import Conversation, read_input
 
 SCENARIO = Scenario.model_validate(
     {

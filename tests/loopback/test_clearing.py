@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 import aiohttp
 import pytest
-from loopback_bodies import Conversation
 
 from mala_tui.loopback import LoopbackServer, Scenario
 from mala_tui.loopback.clearing import ClearToolUses, clear_tool_results
 from mala_tui.loopback.request_view import CLEARED_PLACEHOLDER
 from mala_tui.loopback.tokens import prompt_blocks, prompt_tokens, text_tokens
+from tests.loopback.loopback_bodies import Conversation
 
 SCENARIO = Scenario.model_validate(
     {
@@ -100,8 +100,13 @@ def test_a_requests_own_context_management_is_read() -> None:
     assert ClearToolUses.from_request({}) is None
 
 
+class CountFields(TypedDict, total=False):
+    trigger_input_tokens: int
+    keep_tool_uses: int
+
+
 @pytest.mark.parametrize("bad", [{"trigger_input_tokens": 0}, {"keep_tool_uses": -1}])
-def test_a_bad_edit_is_refused(bad: dict[str, int]) -> None:
+def test_a_bad_edit_is_refused(bad: CountFields) -> None:
     with pytest.raises(ValueError, match="clear_tool_uses"):
         ClearToolUses(**bad)
 

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import aiohttp
 import pytest
-from loopback_bodies import Conversation
 
 from mala_tui.cli import main
 from mala_tui.loopback import read_jsonl
+from tests.loopback.loopback_bodies import Conversation
 
 SERVE = [sys.executable, "-m", "mala_tui", "loopback", "serve"]
 

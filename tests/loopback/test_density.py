@@ -10,11 +10,11 @@ from typing import Any
 
 import aiohttp
 import pytest
-from loopback_bodies import Conversation
 
 from mala_tui.cli import main
 from mala_tui.loopback import LoopbackServer, Scenario, ScenarioError, load_scenario
 from mala_tui.loopback.tokens import prompt_blocks, text_tokens
+from tests.loopback.loopback_bodies import Conversation
 
 SCENARIO = Scenario.model_validate(
     {

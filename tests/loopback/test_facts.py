@@ -8,12 +8,12 @@ from typing import Any
 
 import aiohttp
 import pytest
-from loopback_bodies import Conversation, read_input
 
 from mala_tui.loopback import LoopbackServer, Scenario, ScenarioError, load_scenario, summarize
 from mala_tui.loopback.agent import ScriptedAgent
 from mala_tui.loopback.request_view import CLEARED_PLACEHOLDER, parse_request
 from mala_tui.loopback.tokens import text_tokens
+from tests.loopback.loopback_bodies import Conversation, read_input
 
 SIGNATURE = "def charge_card(order_id: str, amount_cents: int) -> Receipt:"
 TIMEOUT = "request_timeout_ms = 7350"

@@ -6,12 +6,19 @@ from typing import Any
 
 import aiohttp
 import pytest
-from loopback_bodies import WORKSPACE, Conversation, read_input
-from test_agent import COMPACTION_REQUEST, SCENARIO, checkpoint_request, decide, do_steps, prompt
 
 from mala_tui.core.operator_messages import MessageQueue, messages_block
 from mala_tui.loopback import LoopbackServer
 from mala_tui.loopback.operator_requests import CLOSING, MARKER
+from tests.loopback.loopback_bodies import WORKSPACE, Conversation, read_input
+from tests.loopback.test_agent import (
+    COMPACTION_REQUEST,
+    SCENARIO,
+    checkpoint_request,
+    decide,
+    do_steps,
+    prompt,
+)
 
 
 def message(*texts: str) -> str:

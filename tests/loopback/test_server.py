@@ -11,7 +11,6 @@ from typing import Any
 
 import aiohttp
 import pytest
-from loopback_bodies import Conversation
 
 from mala_tui.loopback import (
     FaultSpec,
@@ -23,6 +22,7 @@ from mala_tui.loopback import (
     summarize,
 )
 from mala_tui.loopback.faults import BROKEN_STREAM_KEY, BROKEN_STREAM_TEXT
+from tests.loopback.loopback_bodies import Conversation
 
 SCENARIO = Scenario.model_validate(
     {

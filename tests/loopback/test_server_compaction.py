@@ -6,7 +6,6 @@ from typing import Any
 
 import aiohttp
 import pytest
-from loopback_bodies import Conversation, read_input
 
 from mala_tui.loopback import LoopbackServer, Scenario
 from mala_tui.loopback.compaction import (
@@ -17,6 +16,7 @@ from mala_tui.loopback.compaction import (
 )
 from mala_tui.loopback.request_log import cost_units, summarize
 from mala_tui.loopback.tokens import prompt_blocks, prompt_tokens
+from tests.loopback.loopback_bodies import Conversation, read_input
 
 RESULT = "r" * 120_000  # 30,000 tokens at 1x
 USAGE_KEYS = ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")

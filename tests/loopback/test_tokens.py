@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
-from loopback_bodies import Conversation, read_input
 
 from mala_tui.loopback.tokens import (
     block_text,
@@ -13,6 +12,7 @@ from mala_tui.loopback.tokens import (
     prompt_tokens,
     text_tokens,
 )
+from tests.loopback.loopback_bodies import Conversation, read_input
 
 
 def test_text_tokens_is_ceiling_of_a_quarter_of_the_characters() -> None:
