@@ -32,7 +32,7 @@ def test_file_overrides_one_field_and_adds_a_model() -> None:
     table = loaded.settings.pricing.table()
     sonnet, mine = table.lookup("claude-sonnet-4-5-20250929"), table.lookup("my-gateway-model")
     assert sonnet is not None and (sonnet.input, sonnet.output) == (2.5, 15.0)
-    assert mine is not None and (mine.input, mine.cache_read) == (1.0, pytest.approx(0.1))
+    assert mine is not None and mine.input == 1.0 and mine.cache_read == pytest.approx(0.1)
     rows = {key: (value, source) for key, value, source, _ in loaded.rows()}
     assert rows["pricing.claude-sonnet-4-5"] == ({"input": 2.5}, f"file {path}")
 

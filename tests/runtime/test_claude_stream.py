@@ -35,11 +35,13 @@ def test_the_clis_api_retries_say_the_status_and_the_kind_of_error() -> None:
     )
     (item,) = client()._convert(retry)
     assert item == ApiRetrying(0, status=401, error="authentication_failed", attempt=1, of=2)
+    assert isinstance(item, ApiRetrying)
     assert item.line == (
         "API call failed with 401 (authentication_failed); the CLI retries (attempt 1 of 2)"
     )
     closed = SystemMessage(subtype="api_retry", data={"error_status": None, "error": "unknown"})
     (item,) = client()._convert(closed)
+    assert isinstance(item, ApiRetrying)
     assert (item.status, item.line) == (None, "API call failed (unknown); the CLI retries")
 
 
@@ -95,7 +97,7 @@ def test_a_stop_asked_for_is_answered_once_at_the_next_main_thread_tool() -> Non
     assert c.stop_after_tools()
     assert asyncio.run(c._after_tool({"agent_id": "sub"}, None, {"signal": None})) == {}  # type: ignore[arg-type]
     stopped = asyncio.run(c._after_tool({}, None, {"signal": None}))  # type: ignore[arg-type]
-    assert stopped["continue_"] is False
+    assert stopped == {"continue_": False, "stopReason": "mala-tui is managing the context window"}
     assert asyncio.run(c._after_tool({}, None, {"signal": None})) == {}  # type: ignore[arg-type]
 
 
@@ -123,19 +125,20 @@ def hook_input(**fields: object) -> dict[str, object]:
 def test_the_post_tool_hook_asks_the_gate_and_stops_when_it_says_so() -> None:
     c = client()
     asked: list[tuple[str, str, int]] = []
-    c.set_tool_gate(lambda tool_id, tool, size: asked.append((tool_id, tool, size)) or size > 100)
+
+    def gate(tool_id: str, tool: str, size: int) -> bool:
+        asked.append((tool_id, tool, size))
+        return size > 100
+
+    c.set_tool_gate(gate)
     small = {"stdout": "ok", "stderr": "", "interrupted": False}
     large = {"stdout": "x" * 200, "stderr": "", "interrupted": False}
     after = c._after_tool
-    assert (
-        asyncio.run(
-            after(hook_input(tool_name="Bash", tool_response=small), "toolu_1", {"signal": None})
-        )
-        == {}
-    )
-    stopped = asyncio.run(
-        after(hook_input(tool_name="Bash", tool_response=large), "toolu_2", {"signal": None})
-    )
+    # The hook inputs carry only the fields the hook reads, not a whole PostToolUseHookInput.
+    ok = hook_input(tool_name="Bash", tool_response=small)
+    assert asyncio.run(after(ok, "toolu_1", {"signal": None})) == {}  # type: ignore[arg-type]
+    big = hook_input(tool_name="Bash", tool_response=large)
+    stopped = asyncio.run(after(big, "toolu_2", {"signal": None}))  # type: ignore[arg-type]
     assert stopped == {"continue_": False, "stopReason": "mala-tui is managing the context window"}
     assert asked == [
         ("toolu_1", "Bash", len(json.dumps(small))),
@@ -150,7 +153,12 @@ def test_the_post_tool_hook_asks_the_gate_and_stops_when_it_says_so() -> None:
 def test_a_failing_gate_or_an_odd_response_does_not_break_the_hook() -> None:
     c = client()
     sizes: list[int] = []
-    c.set_tool_gate(lambda tool_id, tool, size: sizes.append(size) or False)
+
+    def gate(tool_id: str, tool: str, size: int) -> bool:
+        sizes.append(size)
+        return False
+
+    c.set_tool_gate(gate)
     circular: dict[str, object] = {}
     circular["self"] = circular
     odd = hook_input(tool_name="Read", tool_response={"when": object(), "loop": circular})

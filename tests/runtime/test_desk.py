@@ -13,7 +13,7 @@ from mala_tui.core.observations import Decision
 from mala_tui.core.permissions import AnsweredBy, PermissionAnswer
 from mala_tui.runtime.desk import Desk, QuestionClosed, Reply
 
-PERSON = Reply(Decision.APPROVE, "operator")
+PERSON = Reply(Decision.APPROVE, AnsweredBy.OPERATOR)
 
 
 def ask_approval(
@@ -46,7 +46,7 @@ async def test_a_persons_answer_settles_the_question_and_a_second_is_refused() -
     assert settled == [PERSON]  # told before the future resolves
     assert await answer == PERSON
     with pytest.raises(QuestionClosed) as refused:
-        desk.answer("a/approval/1", Reply(Decision.DENY, "operator"))
+        desk.answer("a/approval/1", Reply(Decision.DENY, AnsweredBy.OPERATOR))
     assert refused.value.reply == PERSON
     assert str(refused.value) == (
         "checkpoint #1 of a was answered already: approved by the operator"
@@ -56,7 +56,7 @@ async def test_a_persons_answer_settles_the_question_and_a_second_is_refused() -
 
 async def test_a_rule_answers_at_once_and_says_so_to_a_late_answer() -> None:
     desk = Desk()
-    rule = Reply(Decision.DENY, "policy", "--approve deny")
+    rule = Reply(Decision.DENY, AnsweredBy.POLICY, "--approve deny")
     answer = ask_approval(desk, rule=rule)
     assert answer.done() and answer.result() == rule
     with pytest.raises(QuestionClosed, match=r"denied by the policy \(--approve deny\)"):
@@ -65,7 +65,7 @@ async def test_a_rule_answers_at_once_and_says_so_to_a_late_answer() -> None:
 
 async def test_the_timeout_answers_when_no_one_has() -> None:
     desk = Desk()
-    on_timeout = Reply(PermissionAnswer.DENY, "timeout", "no answer within 0.01 s")
+    on_timeout = Reply(PermissionAnswer.DENY, AnsweredBy.TIMEOUT, "no answer within 0.01 s")
     answer = desk.ask(
         "a/permission/1",
         session="a",
@@ -76,7 +76,7 @@ async def test_the_timeout_answers_when_no_one_has() -> None:
     )
     assert await asyncio.wait_for(answer, 5) == on_timeout
     with pytest.raises(QuestionClosed, match=r"denied by its timeout \(no answer within 0.01 s\)"):
-        desk.answer("a/permission/1", Reply(PermissionAnswer.ALLOW_ONCE, "operator"))
+        desk.answer("a/permission/1", Reply(PermissionAnswer.ALLOW_ONCE, AnsweredBy.OPERATOR))
 
 
 async def test_an_answer_first_stops_the_timeout() -> None:
@@ -85,7 +85,7 @@ async def test_an_answer_first_stops_the_timeout() -> None:
     answer = ask_approval(
         desk,
         timeout=0.0,  # due at the loop's next turn
-        on_timeout=Reply(Decision.DENY, "timeout"),
+        on_timeout=Reply(Decision.DENY, AnsweredBy.TIMEOUT),
         on_settled=settled.append,
     )
     desk.answer("a/approval/1", PERSON)
@@ -100,7 +100,9 @@ async def test_a_session_that_ends_withdraws_its_questions_only() -> None:
     mine = desk.ask("a/permission/1", session="a", label="a's", withdrawn=PermissionAnswer.DENY)
     other = desk.ask("b/permission/1", session="b", label="b's", withdrawn=PermissionAnswer.DENY)
     desk.observe(ev.SessionEnded(at=1, session="a", status=EndStatus.STOPPED))
-    assert mine.result() == Reply(PermissionAnswer.DENY, "policy", "the session ended (stopped)")
+    assert mine.result() == Reply(
+        PermissionAnswer.DENY, AnsweredBy.POLICY, "the session ended (stopped)"
+    )
     assert not other.done() and desk.waits("b/permission/1")
 
 
@@ -116,7 +118,7 @@ async def test_an_asker_that_stops_waiting_withdraws_its_question() -> None:
     )
     answer.cancel()
     desk.withdraw("a/permission/1", "the agent stopped waiting")
-    assert settled == [Reply(PermissionAnswer.DENY, "policy", "the agent stopped waiting")]
+    assert settled == [Reply(PermissionAnswer.DENY, AnsweredBy.POLICY, "the agent stopped waiting")]
     assert not desk.waits("a/permission/1")
 
 

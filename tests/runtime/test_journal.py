@@ -16,10 +16,9 @@ from mala_tui.runtime.journal import (
     find_run,
     list_runs,
     read_events,
-    redact,
     redact_file,
-    redact_json_line,
 )
+from mala_tui.runtime.redaction import redact, redact_json_line
 
 
 def journal(data_dir: Path, run_id: str = "20261123-101010-abcd") -> RunJournal:

@@ -34,7 +34,8 @@ async def test_run_only_while_no_console_is_attached_and_told_in_its_environment
         'printf "%s|%s|%s|%s|%s\\n" "$MALA_NOTICE" "$MALA_RUN" "$MALA_SESSION" '
         f'"$MALA_WAITS" "$MALA_ATTACH" >> {shlex.quote(str(told))}'
     )
-    consoles, recorded = [1], []
+    consoles = [1]
+    recorded: list[ev.Event] = []
     notify = notifier(command, consoles, recorded)
     notify(ASKED)  # a console is attached: it sees the question itself
     consoles[0] = 0

@@ -13,16 +13,18 @@ from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.observations import Command, Decision, SessionIdentified, UsageObserved
 from mala_tui.core.operator_messages import MessageError
+from mala_tui.core.questions import ApprovalQuestion
 from mala_tui.core.usage import CallUsage, UsageSource
 from mala_tui.core.view import SessionSnapshot
 from mala_tui.runtime.backends.base import Backend, SessionSpec
 from mala_tui.runtime.backends.scripted import HANG, ScriptedClient, finished
 from mala_tui.runtime.desk import QuestionClosed
 from mala_tui.runtime.journal import read_events
+from mala_tui.runtime.session import SessionRunner
 from mala_tui.runtime.supervisor import Supervisor
 from mala_tui.ui.headless import describe
 from tests.support.backends import PerSession
-from tests.support.supervisors import build_supervisor
+from tests.support.supervisors import build_supervisor, journal_events, journaled
 
 CHECKPOINT = "<checkpoint>\n## Goal\nG\n## Completed Work\n- Read /ws/a.py\n</checkpoint>"
 
@@ -89,7 +91,10 @@ async def test_approvals_queue_and_each_answer_reaches_its_session(tmp_path: Pat
     run = asyncio.create_task(sup.run())
     await asyncio.wait_for(three.wait(), 10)
     assert {p.session for p in sup.state.questions()} == {"a", "b", "c"}
-    assert all(p.checkpoint_text.startswith("## Goal\nG") for p in sup.state.questions())
+    assert all(
+        isinstance(p, ApprovalQuestion) and p.checkpoint_text.startswith("## Goal\nG")
+        for p in sup.state.questions()
+    )
     sup.decide("a", Decision.APPROVE)
     sup.decide("b", Decision.DENY)
     sup.decide("c", Decision.EDIT, "## Goal\nOnly the edited plan.")
@@ -99,9 +104,7 @@ async def test_approvals_queue_and_each_answer_reaches_its_session(tmp_path: Pat
     assert seen[-1] == []
     continuation_c = backend.clients["c"].queries[0]  # its restart's client
     assert "## Goal\nOnly the edited plan." in continuation_c
-    decided = [
-        e for e in read_events(sup.journal.events_path).events if isinstance(e, ev.ApprovalDecided)
-    ]
+    decided = journaled(sup, ev.ApprovalDecided)
     assert sorted(d.decision for d in decided) == [Decision.APPROVE, Decision.DENY, Decision.EDIT]
     with pytest.raises(KeyError, match="no approval is pending"):
         sup.decide("a", Decision.APPROVE)
@@ -189,7 +192,7 @@ async def test_each_change_is_published_as_it_happens_and_checkpoints_saved_as_m
     published: list[dict[str, SessionSnapshot]] = []
     sup.listeners.snapshots.append(published.append)
     await asyncio.wait_for(sup.run(), 10)
-    events = read_events(sup.journal.events_path).events
+    events = journal_events(sup)
     mine = [e for e in events if e.session == "a"]
     # Nothing held back: one snapshot per event, the session as that event left it
     # (the app's bridge is what coalesces them per frame).
@@ -223,7 +226,7 @@ async def test_stop_all_ends_every_session_and_disconnects(tmp_path: Path) -> No
     result = await asyncio.wait_for(run, 10)
     assert result.statuses == {"a": EndStatus.STOPPED, "b": EndStatus.STOPPED}
     assert all(c.disconnected for found in clients.values() for c in found)
-    ended = read_events(sup.journal.events_path).events
+    ended = journal_events(sup)
     assert isinstance(ended[-1], ev.RunEnded) and not ended[-1].ok
     # A message to a session that has ended is refused, not lost on the way.
     with pytest.raises(MessageError, match="has ended"):
@@ -245,7 +248,7 @@ async def test_cancelling_the_run_stops_every_session(tmp_path: Path) -> None:
     with pytest.raises(asyncio.CancelledError):
         await run
     assert all(c.disconnected for found in clients.values() for c in found)
-    assert isinstance(read_events(sup.journal.events_path).events[-1], ev.RunEnded)
+    assert isinstance(journal_events(sup)[-1], ev.RunEnded)
 
 
 def test_two_sessions_cannot_share_a_name(tmp_path: Path) -> None:
@@ -278,7 +281,8 @@ async def test_headless_runs_ask_on_the_terminal_and_print_the_checkpoint_litera
         in text
     )
     assert "not an answer: 'maybe'" in text
-    assert describe(decided_by_operator()) in text
+    decided_line = describe(decided_by_operator())
+    assert decided_line is not None and decided_line in text
 
 
 def test_a_headless_ask_without_a_terminal_is_refused_up_front(tmp_path: Path) -> None:
@@ -370,7 +374,8 @@ async def test_a_session_taken_over_by_hand_is_handed_back_and_goes_on(tmp_path:
     how = await asyncio.wait_for(sup.take_over("a"), 10)
     # Its process is gone before the person gets it, and nothing is sent meanwhile.
     assert how.session_id == "sess-1" and list(how.argv[1:3]) == ["--resume", "sess-1"]
-    assert not sup.runners["a"].process_open
+    runner = sup.runners["a"]
+    assert isinstance(runner, SessionRunner) and not runner.process_open
     assert sup.runners["a"].manager.phase is Phase.PAUSED
     assert sup.state.sessions["a"].snapshot().by_hand
     with pytest.raises(ValueError, match="is open by hand already"):
