@@ -179,6 +179,7 @@ def test_the_cache_goes_cold_a_lifetime_after_the_last_request() -> None:
     assert cache_cold(100.0, 400.0, TTL)
     waiter = in_the_soft_zone()
     state = waiter.manager._state
+    assert state.cache_refreshed_at is not None
     assert state.cache_warm_until() == pytest.approx(state.cache_refreshed_at + TTL)
 
 

@@ -50,7 +50,7 @@ def test_string_values_read_back_as_the_core_enums() -> None:
     assert isinstance(wind_down, ev.WindDownSent) and wind_down.trigger is Cause.HARD_THRESHOLD
 
 
-@pytest.mark.parametrize("line", LINES, ids=[line["type"] for line in LINES])
+@pytest.mark.parametrize("line", LINES, ids=[str(line["type"]) for line in LINES])
 def test_a_typed_event_is_written_back_as_the_same_strings(line: dict[str, object]) -> None:
     written = json.loads(ev.event_json(ev.parse_event(line)))
     assert {key: written[key] for key in line} == line

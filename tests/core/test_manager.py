@@ -43,10 +43,12 @@ from mala_tui.core.observations import (
     TurnEnded,
     UsageObserved,
 )
+from mala_tui.core.permissions import AnsweredBy
 from mala_tui.core.phases import TRANSITIONS, IllegalTransition, Phase, Trigger
 from mala_tui.core.prompts import PromptKind
 from mala_tui.core.usage import CallUsage, UsageSource
 from mala_tui.prompt_files import load_prompts
+from tests.core.phase_now import phase_now
 from tests.support.factories import call, default_limits, result
 
 WINDOW = 100_000
@@ -75,14 +77,14 @@ def usage(tokens: int) -> UsageObserved:
     return UsageObserved(1.0, CallUsage(input_tokens=5, cache_read_input_tokens=tokens - 5))
 
 
-def done(text: str = "All done.", **fields: object) -> TurnEnded:
+def done(text: str = "All done.", context_window: int | None = None) -> TurnEnded:
     return TurnEnded(
         2.0,
         subtype="success",
         is_error=False,
         terminal_reason="completed",
         result_text=text,
-        **fields,
+        context_window=context_window,
     )
 
 
@@ -423,7 +425,7 @@ def test_a_mask_is_planned_again_over_the_results_seen_before_the_turn_stopped()
     assert m.phase is Phase.MASKING
     confirmed = m.observe(MaskConfirmed(3.0, again.plan.ids))
     (applied,) = [e for e in confirmed.events if isinstance(e, ev.MaskApplied)]
-    assert applied.count == 6 and m.phase is Phase.RUNNING and m.streaming
+    assert applied.count == 6 and phase_now(m) is Phase.RUNNING and m.streaming
 
 
 def test_masking_continues_in_batches_while_in_the_soft_zone() -> None:
@@ -551,7 +553,7 @@ def test_approval_is_requested_then_approved() -> None:
     asked = m.observe(done(CHECKPOINT_ANSWER))
     (request,) = asked.actions
     assert isinstance(request, RequestApproval) and request.checkpoint_number == 1
-    approved = m.observe(ApprovalGiven(4.0, Decision.APPROVE, decided_by="operator"))
+    approved = m.observe(ApprovalGiven(4.0, Decision.APPROVE, decided_by=AnsweredBy.OPERATOR))
     assert isinstance(approved.actions[0], StartFreshSession)
     decided = next(e for e in approved.events if isinstance(e, ev.ApprovalDecided))
     assert (decided.decision, decided.decided_by) == ("approve", "operator")

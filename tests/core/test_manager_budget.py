@@ -10,6 +10,7 @@ from mala_tui.core.checkpoint import CheckpointOrigin
 from mala_tui.core.observations import BudgetReached, Command, OperatorCommand
 from mala_tui.core.phases import ManageMode, Phase
 from mala_tui.core.prompts import PromptKind
+from tests.core.phase_now import phase_now
 from tests.core.test_manager import (
     CHECKPOINT_ANSWER,
     INTERRUPTED,
@@ -46,7 +47,7 @@ def test_near_winds_down_checkpoints_and_stops_instead_of_restarting() -> None:
     assert saved and saved[0].origin == "tagged"  # the agent's own checkpoint, kept
     (session_end,) = [e for e in ended.events if isinstance(e, ev.SessionEnded)]
     assert session_end.reason == "budget: turns 9 of 10 (90%); checkpoint kept"
-    assert m.phase is Phase.STOPPED and m.checkpoint is not None
+    assert phase_now(m) is Phase.STOPPED and m.checkpoint is not None
 
 
 def test_over_while_running_stops_now_with_a_checkpoint_from_the_transcript() -> None:

@@ -48,6 +48,7 @@ from mala_tui.core.recovery import Recovery
 from mala_tui.core.restart_flow import RestartFlow
 from mala_tui.core.turn_flow import TurnFlow
 from mala_tui.prompt_files import load_prompts
+from tests.core.phase_now import phase_now
 from tests.support.factories import call, default_limits, result
 
 PROMPTS = load_prompts()
@@ -90,7 +91,7 @@ def test_the_restart_flow_alone_winds_down_then_asks_for_approval() -> None:
     checkpoint = Checkpoint("## Goal\nG", CheckpointOrigin.TAGGED)
     asked = restart_flow.checkpoint_ready(2.0, checkpoint)
     assert [type(action) for action in asked.actions] == [RequestApproval]
-    assert state.phase is Phase.AWAITING_APPROVAL and state.checkpoint == checkpoint
+    assert phase_now(state) is Phase.AWAITING_APPROVAL and state.checkpoint == checkpoint
 
 
 def test_recovery_alone_retries_a_hang_afresh_before_any_tool_ran() -> None:
@@ -125,7 +126,7 @@ def test_masking_alone_masks_by_hand_and_applies_what_is_confirmed() -> None:
 
     before = state.transcript.characters
     masking.on_mask_confirmed(MaskConfirmed(2.0, apply.plan.ids))
-    assert state.phase is Phase.RUNNING and state.counters.masked_total == 3
+    assert phase_now(state) is Phase.RUNNING and state.counters.masked_total == 3
     assert before - state.transcript.characters > 2 * 8_000, "three results became placeholders"
 
 

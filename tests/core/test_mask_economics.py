@@ -51,14 +51,15 @@ def test_dense_text_moves_the_point_up() -> None:
 
 def test_growth_is_smoothed_and_drops_are_not_growth() -> None:
     rate = GrowthRate()
-    rate.observe(10_000)
-    assert rate.rate is None
-    rate.observe(17_000)
-    assert rate.rate == 7_000
-    rate.observe(5_000)  # a mask: no growth, and the next step counts from here
-    assert rate.rate == 7_000
-    rate.observe(15_000)
-    assert rate.rate == pytest.approx(0.3 * 10_000 + 0.7 * 7_000)
+
+    def observed(tokens: int) -> float | None:
+        rate.observe(tokens)
+        return rate.rate
+
+    assert observed(10_000) is None
+    assert observed(17_000) == 7_000
+    assert observed(5_000) == 7_000  # a mask: no growth, and the next step counts from here
+    assert observed(15_000) == pytest.approx(0.3 * 10_000 + 0.7 * 7_000)
     rate.restart()
-    rate.observe(100_000)  # a fresh session's first request is not a step
-    assert rate.rate == pytest.approx(0.3 * 10_000 + 0.7 * 7_000)
+    # A fresh session's first request is not a step.
+    assert observed(100_000) == pytest.approx(0.3 * 10_000 + 0.7 * 7_000)

@@ -32,6 +32,7 @@ from mala_tui.core.operator_messages import (
 from mala_tui.core.phases import IllegalTransition, Phase
 from mala_tui.core.prompts import PromptKind
 from mala_tui.core.view import RunState
+from tests.core.phase_now import phase_now
 from tests.core.test_restart_paths import CHECKPOINT, ended, fresh_prompt, usage, worked
 from tests.support.factories import call, result
 
@@ -115,7 +116,7 @@ def test_a_message_to_an_agent_that_finishes_first_keeps_the_session_going() -> 
     (delivered,) = events_of(answered, ev.MessageDelivered)
     assert isinstance(delivered, ev.MessageDelivered) and delivered.how is Delivery.IDLE
     finished = m.observe(ended("Changelog updated."))
-    assert m.phase is Phase.DONE, finished
+    assert phase_now(m) is Phase.DONE, finished
 
 
 def test_a_message_to_a_paused_session_is_what_it_goes_on_with() -> None:
@@ -124,7 +125,7 @@ def test_a_message_to_a_paused_session_is_what_it_goes_on_with() -> None:
     m.observe(ended(reason="aborted_streaming", error=True))
     assert m.phase is Phase.PAUSED and not m.streaming
     outcome = m.observe(MessageForAgent(3.5, "Try the other branch."))
-    assert m.phase is Phase.RUNNING
+    assert phase_now(m) is Phase.RUNNING
     assert "Try the other branch." in prompt_of(outcome).text
 
 
@@ -182,7 +183,7 @@ def test_cancel_winds_down_writes_the_checkpoint_and_stops_without_restarting() 
     m.observe(ended(reason="aborted_streaming", error=True))
     m.observe(ended("Saved notes."))
     final = m.observe(ended(CHECKPOINT))
-    assert m.phase is Phase.STOPPED
+    assert phase_now(m) is Phase.STOPPED
     (saved,) = events_of(final, ev.CheckpointSaved)
     assert isinstance(saved, ev.CheckpointSaved) and "t001" in saved.text
     (end,) = events_of(final, ev.SessionEnded)
@@ -199,7 +200,7 @@ def test_cancel_while_paused_asks_for_the_checkpoint_first() -> None:
     assert m.phase is Phase.CHECKPOINTING
     assert prompt_of(asked).kind is PromptKind.CHECKPOINT_REQUEST
     m.observe(ended(CHECKPOINT))
-    assert m.phase is Phase.STOPPED and m.checkpoint is not None
+    assert phase_now(m) is Phase.STOPPED and m.checkpoint is not None
 
 
 def test_cancel_while_an_approval_waits_stops_with_that_checkpoint() -> None:
@@ -210,7 +211,7 @@ def test_cancel_while_an_approval_waits_stops_with_that_checkpoint() -> None:
     m.observe(ended(CHECKPOINT))
     assert m.phase is Phase.AWAITING_APPROVAL
     outcome = m.observe(OperatorCommand(4.0, Command.CANCEL))
-    assert m.phase is Phase.STOPPED
+    assert phase_now(m) is Phase.STOPPED
     (end,) = events_of(outcome, ev.SessionEnded)
     assert isinstance(end, ev.SessionEnded) and end.reason.endswith("checkpoint kept")
 

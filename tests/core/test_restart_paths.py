@@ -251,7 +251,7 @@ def test_without_per_call_usage_the_estimate_decides_and_one_warning_says_so() -
         prompts=PROMPTS,
     )
     m.start(0.0)
-    warnings: list[ev.Event] = []
+    warnings: list[ev.WarningRecorded] = []
     wound = False
     for index in range(12):
         for message in (call(f"t{index}"), result(f"t{index}", "log line 42\n" * 1_000)):

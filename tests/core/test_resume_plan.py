@@ -17,6 +17,7 @@ from mala_tui.core.describe import gap, summary
 from mala_tui.core.manager import ContextManager
 from mala_tui.core.observations import ApprovalGiven, Decision, MessageForAgent
 from mala_tui.core.operator_messages import Delivery
+from mala_tui.core.permissions import AnsweredBy
 from mala_tui.core.phases import ManageMode, Phase
 from mala_tui.core.prompts import PromptKind
 from mala_tui.core.resume_plan import ResumeFrom, ResumePlan, TaskRecord, plan_resume
@@ -337,9 +338,9 @@ def test_a_management_mode_switched_by_the_operator_stays_switched() -> None:
     (a,) = plan(events).sessions
     assert a.carried.manage is ManageMode.OFF
     manager = ContextManager(name="a", task="task a", limits=default_limits(), prompts=PROMPTS)
-    assert manager.manage is ManageMode.FULL
+    before = manager.manage
     manager.resume_from(a, 1)
-    assert manager.manage is ManageMode.OFF
+    assert (before, manager.manage) == (ManageMode.FULL, ManageMode.OFF)
 
 
 def awaiting_events() -> list[ev.Event]:
@@ -364,7 +365,7 @@ def test_a_restart_that_waited_for_approval_is_asked_again_and_restarts_on_the_a
     assert request.checkpoint.text == "cp 2 of a"
     assert [type(e) for e in asked.events] == [ev.PhaseChanged, ev.ApprovalRequested]
     assert manager.phase is Phase.AWAITING_APPROVAL and not manager.streaming
-    approved = manager.observe(ApprovalGiven(1010, Decision.APPROVE, None, "operator"))
+    approved = manager.observe(ApprovalGiven(1010, Decision.APPROVE, None, AnsweredBy.OPERATOR))
     (fresh,) = approved.actions
     assert isinstance(fresh, StartFreshSession) and fresh.continuation_number == 2
     assert "cp 2 of a" in fresh.prompt
@@ -379,7 +380,7 @@ def test_a_denied_answer_ends_it_and_without_approval_required_it_just_restarts(
     manager = ContextManager(name="a", task="task a", limits=limits, prompts=PROMPTS)
     manager.resume_from(a, 60)
     manager.start(1000)
-    denied = manager.observe(ApprovalGiven(1010, Decision.DENY, None, "operator"))
+    denied = manager.observe(ApprovalGiven(1010, Decision.DENY, None, AnsweredBy.OPERATOR))
     assert denied.actions == (EndSession(EndStatus.DENIED, "restart denied by operator"),)
     auto = ContextManager(name="a", task="task a", limits=default_limits(), prompts=PROMPTS)
     auto.resume_from(a, 60)

@@ -30,6 +30,7 @@ from mala_tui.core.transcript import Message, Role, TextBlock
 from mala_tui.core.usage import CallUsage, estimate_tokens
 from mala_tui.core.window import RefusalBounds, WindowSource, learn_from_refusal
 from mala_tui.prompt_files import load_prompts
+from tests.core.phase_now import phase_now
 from tests.support.factories import call, default_limits, result
 
 PROMPTS = load_prompts()
@@ -174,7 +175,7 @@ def play(m: ContextManager, model: Gateway, reads: int, size: int) -> Played:
             carry_out(m.observe(hook_stopped()))
     if m.phase is Phase.RUNNING and request():
         record(m.observe(finished("All modules read.")))
-        played.done = m.phase is Phase.DONE
+        played.done = phase_now(m) is Phase.DONE
     return played
 
 
