@@ -16,6 +16,7 @@ import pytest
 from mala_tui.core import events as ev
 from mala_tui.core.observations import Command, Decision, SessionIdentified
 from mala_tui.core.permissions import PermissionAnswer, PermissionPolicy
+from mala_tui.core.questions import ApprovalQuestion, PermissionQuestion
 from mala_tui.runtime.backends.base import Backend, PermissionAsk
 from mala_tui.runtime.backends.scripted import (
     HANG,
@@ -78,6 +79,7 @@ async def test_a_console_follows_every_event_once_and_answers_at_the_host(tmp_pa
         following = asyncio.create_task(remote.run())
         await eventually(remote.state.questions)
         (question,) = remote.state.questions()
+        assert isinstance(question, ApprovalQuestion)
         await asyncio.to_thread(
             remote.decide, "a", Decision.APPROVE, checkpoint_number=question.checkpoint_number
         )
@@ -115,6 +117,7 @@ async def test_two_consoles_one_answer_the_second_is_told_who_answered(tmp_path:
         await eventually(lambda: first.state.questions() and second.state.questions())
         await eventually(lambda: channel.consoles == 2)
         (question,) = second.state.questions()
+        assert isinstance(question, PermissionQuestion)
         await asyncio.to_thread(
             first.answer_permission, "a", question.request_id, PermissionAnswer.ALLOW_ONCE
         )
@@ -162,6 +165,7 @@ async def test_a_console_let_go_for_falling_behind_comes_back_missing_nothing(
             sup.record(ev.WarningRecorded(at=0.0, session="a", where="test", message=str(number)))
         await eventually(lambda: remote.reconnects >= 1)
         (question,) = sup.state.questions()
+        assert isinstance(question, ApprovalQuestion)
         sup.decide("a", Decision.APPROVE, checkpoint_number=question.checkpoint_number)
         await asyncio.wait_for(run, 10)
         await asyncio.wait_for(following, 10)
@@ -191,6 +195,7 @@ async def test_a_console_reconnecting_past_memory_is_caught_up_from_the_journal(
             sup.record(ev.WarningRecorded(at=0.0, session="a", where="test", message=str(number)))
         await eventually(lambda: remote.reconnects >= 1)
         (question,) = sup.state.questions()
+        assert isinstance(question, ApprovalQuestion)
         sup.decide("a", Decision.APPROVE, checkpoint_number=question.checkpoint_number)
         await asyncio.wait_for(run, 10)
         await asyncio.wait_for(following, 10)

@@ -82,8 +82,9 @@ async def test_stderr_is_said_once_a_turn_and_with_a_broken_stream(
     assert kept.name.startswith("a-b-") and len(kept.read_text().splitlines()) == 2
 
     async def broken() -> AsyncIterator[object]:
+        async for message in ended():  # no message, then the CLI's failure
+            yield message
         raise RuntimeError("Command failed with exit code 1")
-        yield
 
     monkeypatch.setattr(client._client, "receive_messages", broken)
     with pytest.raises(AgentStreamError, match="exit code 1; Claude Code said: second line"):

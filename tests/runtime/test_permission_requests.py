@@ -18,7 +18,7 @@ from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.observations import Command, SessionIdentified, UsageObserved
 from mala_tui.core.permissions import AnsweredBy, PermissionAnswer
-from mala_tui.core.questions import Question
+from mala_tui.core.questions import PermissionQuestion, Question
 from mala_tui.core.usage import CallUsage
 from mala_tui.runtime.backends.base import PermissionVerdict
 from mala_tui.runtime.backends.scripted import (
@@ -78,6 +78,7 @@ async def test_allow_for_the_session_answers_the_next_request_without_asking(
     run = asyncio.create_task(sup.run())
     await asyncio.wait_for(waiting.wait(), 10)
     (request,) = sup.state.questions()
+    assert isinstance(request, PermissionQuestion)
     assert (request.session, request.tool, request.summary) == ("a", "Bash", "make")
     assert sup.snapshots()["a"].pending_permissions == 1
     sup.answer_permission("a", request.request_id, PermissionAnswer.ALLOW_SESSION)

@@ -9,6 +9,7 @@ import pytest
 
 from mala_tui.config import LoadedSettings, Settings
 from mala_tui.core.budget import BudgetLimits
+from mala_tui.core.events import RunMode
 from mala_tui.core.phases import ManageMode
 from mala_tui.runtime.backends.base import SessionSpec
 from mala_tui.runtime.backends.claude import build_options
@@ -113,7 +114,7 @@ def test_the_supervisor_gives_each_session_its_profiles_limits_and_budget(
     path = write(tmp_path, TASKS)
     run_settings = Settings.model_validate({"storage": {"data_dir": str(tmp_path / "data")}})
     plans = plan_tasks([], path, tmp_path, run_settings)
-    journal = open_journal(loaded(run_settings), "run", plans)
+    journal = open_journal(loaded(run_settings), RunMode.RUN, plans)
     with journal:
         supervisor = build_supervisor(
             loaded=loaded(run_settings),
@@ -121,7 +122,7 @@ def test_the_supervisor_gives_each_session_its_profiles_limits_and_budget(
             journal=journal,
             specs=[agent_spec(plan, run_settings) for plan in plans],
             approval_mode="auto",
-            mode="run",
+            mode=RunMode.RUN,
             profiles={plan.name: plan.profile for plan in plans},
             template=plain_spec(plans[0], run_settings),
         )
@@ -286,7 +287,7 @@ def test_run_json_keeps_the_named_profiles_and_a_resume_gives_added_sessions_the
     path = write(tmp_path, TASKS)
     run_settings = Settings.model_validate({"storage": {"data_dir": str(tmp_path / "data")}})
     plans, profiles = plan_run([], path, tmp_path, run_settings)
-    with open_journal(loaded(run_settings), "run", plans, profiles=profiles) as journal:
+    with open_journal(loaded(run_settings), RunMode.RUN, plans, profiles=profiles) as journal:
         journal.write(ev.RunStarted(at=0.0, run_id=journal.run_id, sessions=(), mode="run"))
         journal.write(
             ev.SessionAdded(at=1.0, session="late", task="x", cwd=str(tmp_path), profile="review")
@@ -311,14 +312,14 @@ def test_a_session_added_with_a_profile_the_run_lacks_is_refused_before_anything
     run_settings = Settings.model_validate({"storage": {"data_dir": str(tmp_path / "data")}})
     plans = plan_tasks(["a task"], None, tmp_path, run_settings)
     made: list[str] = []
-    with open_journal(loaded(run_settings), "run", plans) as journal:
+    with open_journal(loaded(run_settings), RunMode.RUN, plans) as journal:
         supervisor = build_supervisor(
             loaded=loaded(run_settings),
             backend=ScriptedBackend([]),
             journal=journal,
             specs=[agent_spec(plan, run_settings) for plan in plans],
             approval_mode="auto",
-            mode="run",
+            mode=RunMode.RUN,
         )
     supervisor.profiles = {"review": Profile("review", {"model": "m"})}
     template = supervisor.spec_for_new

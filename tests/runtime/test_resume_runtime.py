@@ -17,6 +17,7 @@ from mala_tui.core.actions import EndStatus
 from mala_tui.core.manager import ContextManager
 from mala_tui.core.observations import Decision, SessionIdentified
 from mala_tui.core.permissions import AnsweredBy, PermissionAnswer
+from mala_tui.core.questions import ApprovalQuestion
 from mala_tui.core.resume_plan import ResumeFrom, TaskRecord, plan_resume
 from mala_tui.core.transcript import Role, ToolCall, ToolResult
 from mala_tui.prompt_files import load_prompts
@@ -126,7 +127,7 @@ def test_a_run_another_live_mala_tui_writes_is_refused(tmp_path: Path) -> None:
 
 
 def test_nothing_to_resume_and_demo_runs_are_refused_saying_why(tmp_path: Path) -> None:
-    done = [
+    done: list[ev.Event] = [
         run_started("a"),
         ev.SessionEnded(at=1001, session="a", status=EndStatus.DONE, reason="finished"),
         ev.RunEnded(at=1002, run_id="r", ok=True),
@@ -350,6 +351,7 @@ async def test_a_restart_waiting_for_approval_at_the_kill_is_asked_again_then_ru
     run = asyncio.create_task(supervisor.run())
     await asyncio.wait_for(asked.wait(), 10)
     (request,) = supervisor.state.questions()
+    assert isinstance(request, ApprovalQuestion)
     assert (request.checkpoint_number, request.checkpoint_text) == (1, "## Goal\nG")
     assert fresh.queries == []  # nothing runs before the answer
     supervisor.decide("a", Decision.APPROVE)
