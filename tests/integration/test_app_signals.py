@@ -63,6 +63,7 @@ def test_queued_sessions_show_in_the_app_and_sigterm_shuts_it_down(tmp_path: Pat
     assert pids and [pid for pid in pids if alive(pid)] == []
     assert isinstance(events[-1], ev.RunEnded) and events[-1].reason == "stopped by SIGTERM"
     ended = {e.session: e.status for e in events if isinstance(e, ev.SessionEnded)}
+    assert isinstance(events[0], ev.RunStarted)
     assert set(ended) == set(events[0].sessions) and set(ended.values()) <= {"stopped", "done"}
 
 

@@ -300,10 +300,10 @@ def test_stop_and_a_host_killed_with_kill_9_both_leave_a_run_that_resumes(tmp_pa
             assert console.finish() == 0, console.output
             assert "task-1: done - the agent finished its task" in console.output
         resumed_by = [e.pid for e in since_resumed() if isinstance(e, ev.RunResumed)]
-        assert resumed_by and resumed_by[0] not in (first_host.pid, second_host.pid)
-        wait_until(
-            lambda: not alive(resumed_by[0]), timeout=60, what="the host to end with the run"
-        )
+        assert resumed_by and resumed_by[0] is not None
+        resumer = resumed_by[0]
+        assert resumer not in (first_host.pid, second_host.pid)
+        wait_until(lambda: not alive(resumer), timeout=60, what="the host to end with the run")
         assert not second_host.socket.exists()  # replaced, then removed at the run's end
     finally:
         for console in consoles:

@@ -17,7 +17,7 @@ import pytest
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.permissions import AnsweredBy, PermissionAnswer
-from mala_tui.core.questions import Question
+from mala_tui.core.questions import PermissionQuestion, Question
 from mala_tui.core.transcript import ToolCall, ToolResult
 from mala_tui.loopback import LoopbackServer, load_scenario
 from mala_tui.runtime.backends.claude import ClaudeBackend
@@ -48,13 +48,17 @@ async def run_answering(
             for request in pending:
                 if request not in asked:
                     asked.append(request)
-                    loop.call_soon(sup.answer_permission, "p", request.request_id, answer, reason)
+                    if isinstance(request, PermissionQuestion):  # any other fails below
+                        loop.call_soon(
+                            sup.answer_permission, "p", request.request_id, answer, reason
+                        )
 
         sup.listeners.questions.append(seen)
         result = await asyncio.wait_for(sup.run(), 180)
     assert result.statuses == {"p": EndStatus.DONE}
     assert asked, "the CLI should have asked before running the Bash command"
     for request in asked:
+        assert isinstance(request, PermissionQuestion), request
         assert request.tool == "Bash"
         assert request.summary.startswith("sh -c 'wc -l logs/service.log > logs/summary.txt'")
     return sup, asked, spec.cwd

@@ -58,9 +58,9 @@ def test_a_request_without_the_token_is_refused_and_starts_no_app(tmp_path: Path
                     )
                 # A wrong token, in the query or in the cookie, is no token.
                 assert await refused(session, f"{served.base}/?token={WRONG}") == 403
-                async with session.get(served.base) as refusal:
-                    assert refusal.headers["X-Frame-Options"] == "DENY"
-                    assert refusal.headers["Referrer-Policy"] == "no-referrer"
+                async with session.get(served.base) as response:
+                    assert response.headers["X-Frame-Options"] == "DENY"
+                    assert response.headers["Referrer-Policy"] == "no-referrer"
                 assert await refused(session, f"{served.base}/?token=") == 403
                 assert (
                     await refused(

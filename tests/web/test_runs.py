@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 from mala_tui.core import events as ev
+from mala_tui.core.questions import PermissionQuestion
 from mala_tui.runtime.sockets import HostRecord, bind_socket, write_host_file
 from mala_tui.web.runs import RunBook, RunWatch
 from tests.web.journals import RUN, lines, permission, run_events, write_finished
@@ -31,6 +32,7 @@ def test_a_watch_reads_what_the_journal_gained_and_waits_for_a_line_to_end(
         file.write(asked[20:] + b"not json\n")  # the rest, and a damaged line skipped
     watch.update()
     (question,) = watch.state.questions()
+    assert isinstance(question, PermissionQuestion)
     assert (question.session, question.tool) == ("b", "Bash")
 
     with journal.open("ab") as file:
