@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Callable
+from typing import TypeVar
 
 from rich.console import Console
 from textual import events as textual_events
@@ -21,6 +22,9 @@ from mala_tui.ui.source import Source
 from tests.support.polling import eventually
 
 SIZE = (140, 44)
+
+ReturnT = TypeVar("ReturnT")
+"""Whatever the app under test returns: these helpers work on any app."""
 
 
 def make_app(source: Source | None = None, *, theme: str = "mala-dark") -> MalaApp:
@@ -115,7 +119,7 @@ def permission_events(*tools: str) -> list[ev.Event]:
     ]
 
 
-def burst(app: App[object], keys: str, then: str) -> None:
+def burst(app: App[ReturnT], keys: str, then: str) -> None:
     """Keys as a terminal delivers a burst of typing or a paste: all queued before any is
     handled (Pilot's `press` waits for each key, so it cannot show an ordering fault)."""
     for char in keys:
@@ -123,13 +127,13 @@ def burst(app: App[object], keys: str, then: str) -> None:
     app.post_message(textual_events.Key(then, None))
 
 
-async def settle(pilot: Pilot[object], rounds: int = 20) -> None:
+async def settle(pilot: Pilot[ReturnT], rounds: int = 20) -> None:
     """Let queued keys and what they set off run to the end."""
     for _ in range(rounds):
         await pilot.pause()
 
 
-async def palette_highlights(pilot: Pilot[object], text: str) -> None:
+async def palette_highlights(pilot: Pilot[ReturnT], text: str) -> None:
     """Until the open command palette highlights a command reading `text`: it searches as
     the person types, in a worker, so the wait is for its list, not for a guessed delay."""
     palette = pilot.app.screen

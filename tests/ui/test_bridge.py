@@ -52,7 +52,8 @@ async def test_updates_within_a_frame_are_published_once() -> None:
         assert [a.session for a in questions] == ["settings-form"]
 
         bridge.detach()
-        assert supervisor.listeners.snapshots == supervisor.listeners.events == []
+        assert supervisor.listeners.snapshots == []
+        assert supervisor.listeners.events == []
         supervisor.record(ev.ErrorRecorded(at=T0, session="api-docs", where="x", message="3"))
         bridge.flush()  # a detached bridge gathered nothing to publish
         assert len(seen["snapshots"]) == len(seen["events"]) == 1

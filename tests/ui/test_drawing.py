@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from rich.segment import Segment
 from rich.style import Style
 from textual.strip import Strip
 
+from mala_tui.core.usage import UsageSource, Zone
 from mala_tui.ui.drawing import (
     FULL,
     HALF,
@@ -32,13 +34,19 @@ STYLES = {
 WINDOW = 200_000
 
 
-def reading(pressure: float, source: str = "per_call") -> GaugeReading:
-    return GaugeReading(round(pressure * WINDOW), WINDOW, 0.7, 0.9, source, "normal")
+def reading(pressure: float, source: UsageSource = UsageSource.PER_CALL) -> GaugeReading:
+    return GaugeReading(round(pressure * WINDOW), WINDOW, 0.7, 0.9, source, Zone.NORMAL)
 
 
 def cells(strip: Strip) -> list[tuple[str, str]]:
     """(character, colour name) for every cell."""
-    return [(char, segment.style.color.name) for segment in strip for char in segment.text]
+    return [(char, colour_of(segment)) for segment in strip for char in segment.text]
+
+
+def colour_of(segment: Segment) -> str:
+    """Every cell is drawn with one of the STYLES, each with a colour."""
+    assert segment.style is not None and segment.style.color is not None, segment
+    return segment.style.color.name
 
 
 def test_bar_fills_to_the_pressure_and_marks_both_thresholds() -> None:
@@ -71,14 +79,16 @@ def test_figures_say_whether_the_count_is_exact() -> None:
         "200k",
         "exact",
     ]
-    assert gauge_figures(reading(0.62, "cumulative"), 30, STYLES).text.endswith("est.")
-    assert gauge_figures(reading(0.62, "estimate"), 30, STYLES).text.endswith("est.")
+    assert gauge_figures(reading(0.62, UsageSource.CUMULATIVE), 30, STYLES).text.endswith("est.")
+    assert gauge_figures(reading(0.62, UsageSource.ESTIMATE), 30, STYLES).text.endswith("est.")
     assert gauge_figures(None, 30, STYLES).text.strip() == "no usage yet"
     assert gauge_figures(reading(0.62), 30, STYLES).cell_length == 30
 
 
 def test_a_window_learnt_from_a_refusal_reads_as_an_estimate() -> None:
-    learnt = GaugeReading(35_000, 70_000, 0.3, 0.8, "per_call", "soft", window_estimated=True)
+    learnt = GaugeReading(
+        35_000, 70_000, 0.3, 0.8, UsageSource.PER_CALL, Zone.SOFT, window_estimated=True
+    )
     assert gauge_figures(learnt, 30, STYLES).text.split() == ["50%", "35k", "/", "~70k", "exact"]
 
 
