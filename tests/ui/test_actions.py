@@ -16,6 +16,11 @@ def commands(supervisor: FakeLiveSource) -> list[tuple[str, ...]]:
     return [call for call in supervisor.calls if call[0] != "decide"]
 
 
+def approval_required(card: SessionCard) -> bool:
+    """As the card shows it now: each change brings the card a new snapshot."""
+    return card.snapshot is not None and card.snapshot.require_approval
+
+
 async def focus(pilot: Pilot[int], name: str) -> DashboardScreen:
     """Focus the session's card, as the arrow keys would."""
     screen = pilot.app.screen
@@ -96,14 +101,14 @@ async def test_approval_switches_per_session_and_for_all() -> None:
         screen = await focus(pilot, "parser-fix")
         card = screen.card("parser-fix")
         assert card is not None and card.snapshot is not None
-        assert not card.snapshot.require_approval
+        assert not approval_required(card)
         await pilot.press("v")
         await pilot.pause()
-        assert card.snapshot.require_approval
+        assert approval_required(card)
         assert str(card.border_subtitle).startswith("approval on \u00b7 ")  # then its cost
         await pilot.press("V")  # not every session asks yet: on for all
         await pilot.pause()
-        assert all(c.snapshot and c.snapshot.require_approval for c in screen.query(SessionCard))
+        assert all(approval_required(c) for c in screen.query(SessionCard))
         await pilot.press("V")  # now every session asks: off for all
         await pilot.pause()
         assert commands(supervisor) == [
@@ -111,9 +116,7 @@ async def test_approval_switches_per_session_and_for_all() -> None:
             ("require_approval", "*", "True"),
             ("require_approval", "*", "False"),
         ]
-        assert not any(
-            c.snapshot and c.snapshot.require_approval for c in screen.query(SessionCard)
-        )
+        assert not any(approval_required(c) for c in screen.query(SessionCard))
 
 
 async def test_the_management_mode_cycles_full_mask_off_for_the_focused_session() -> None:

@@ -7,6 +7,7 @@ from textual.widgets import TextArea
 
 from mala_tui.core import events as ev
 from mala_tui.core.observations import Decision
+from mala_tui.core.permissions import AnsweredBy
 from mala_tui.core.questions import approval_id
 from mala_tui.dev.fake_source import T0, FakeLiveSource
 from mala_tui.runtime.desk import QuestionClosed, Reply
@@ -37,8 +38,9 @@ async def test_approve() -> None:
     app = make_app(supervisor)
     async with app.run_test() as pilot:
         await pilot.press("a")
-        assert isinstance(app.screen, ApprovalScreen)
-        assert app.screen.request.session == "settings-form"
+        approval = app.screen
+        assert isinstance(approval, ApprovalScreen)
+        assert approval.request.session == "settings-form"
         await pilot.press("a")
         await pilot.pause()
         assert decisions(supervisor) == [("decide", "settings-form", "approve", "")]
@@ -105,9 +107,11 @@ async def test_keys_that_answer_are_off_while_editing() -> None:
         await pilot.press("a", "e", "d", "a")  # typed into the editor, not answers
         await pilot.pause()
         assert decisions(supervisor) == []
-        assert app.screen.query_one(TextArea).text.startswith("da")
+        approval = app.screen
+        assert isinstance(approval, ApprovalScreen)
+        assert approval.query_one(TextArea).text.startswith("da")
         await pilot.press("escape")
-        assert not app.screen.editing
+        assert approval.is_active and not approval.editing
         await pilot.press("escape")
         await pilot.pause()
         assert isinstance(app.screen, DashboardScreen)
@@ -223,7 +227,7 @@ async def test_an_answer_the_run_refuses_says_who_answered_first(
 ) -> None:
     supervisor = FakeLiveSource()
     app = make_app(supervisor)
-    first = Reply(Decision.DENY, "timeout", "no answer within 60 s")
+    first = Reply(Decision.DENY, AnsweredBy.TIMEOUT, "no answer within 60 s")
 
     def answered_meanwhile(session: str, *_args: object, **_kwargs: object) -> None:
         raise QuestionClosed(approval_id(session, 2), f"checkpoint #2 of {session}", first)

@@ -33,12 +33,14 @@ async def test_a_message_from_the_dashboard_reaches_the_session_and_its_log() ->
     async with app.run_test(size=(140, 44)) as pilot:
         await focus(pilot, "parser-fix")
         await pilot.press("t")
-        assert isinstance(app.screen, MessageScreen)
+        message = app.screen
+        assert isinstance(message, MessageScreen)
         assert "Message to parser-fix" in screen_text(app)
-        app.screen.query_one("#text", TextArea).text = "Use the [bold]new[/bold] parser API."
+        message.query_one("#text", TextArea).text = "Use the [bold]new[/bold] parser API."
         await pilot.press("ctrl+s")
         await pilot.pause()
-        assert isinstance(app.screen, DashboardScreen)
+        dashboard = app.screen
+        assert isinstance(dashboard, DashboardScreen)
         assert supervisor.calls[-1] == ("say", "parser-fix", "Use the [bold]new[/bold] parser API.")
         assert any("message queued" in line for line in notifications(app))
         snapshot = app.controller.snapshot("parser-fix")
@@ -74,8 +76,8 @@ async def test_a_new_session_from_the_app_joins_the_run(tmp_path: Path) -> None:
     async with app.run_test(size=(140, 44)) as pilot:
         await pilot.press("n")
         await pilot.pause()
-        assert isinstance(app.screen, NewTaskScreen)
         screen = app.screen
+        assert isinstance(screen, NewTaskScreen)
         name = screen.query_one("#name", Input)
         assert name.value.startswith("task-")
         # A taken name is refused in the dialog, which stays open.
@@ -84,7 +86,7 @@ async def test_a_new_session_from_the_app_joins_the_run(tmp_path: Path) -> None:
         screen.query_one("#cwd", Input).value = str(tmp_path)
         await pilot.press("ctrl+s")
         await pilot.pause()
-        assert isinstance(app.screen, NewTaskScreen)
+        assert screen.is_active  # the dialog stays open
         assert "already named" in str(screen.query_one("#error", Static).render())
         name.value = "guide"
         await pilot.press("ctrl+s")
@@ -155,7 +157,8 @@ async def test_text_typed_just_before_ctrl_s_is_all_sent() -> None:
     async with app.run_test(size=(140, 44)) as pilot:
         await focus(pilot, "parser-fix")
         await pilot.press("t")
-        assert isinstance(app.screen, MessageScreen)
+        message = app.screen
+        assert isinstance(message, MessageScreen)
         burst(app, "Skip step three", "ctrl+s")
         await settle(pilot)
         assert isinstance(app.screen, DashboardScreen), screen_text(app)
@@ -229,7 +232,7 @@ async def test_f_forks_a_session_into_a_new_card_beside_it() -> None:
         assert name.value == "parser-fix-fork1"
         await pilot.press("ctrl+s")  # no instruction yet: refused in the dialog
         await pilot.pause()
-        assert isinstance(app.screen, ForkScreen)
+        assert screen.is_active
         assert "empty" in str(screen.query_one("#error", Static).render())
         screen.query_one("#instruction", TextArea).text = "Try [bold]the other[/bold] parser."
         await pilot.press("ctrl+s")

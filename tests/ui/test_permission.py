@@ -32,7 +32,8 @@ async def test_allow_once_answers_the_request_and_closes() -> None:
     app = make_app(source)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("P")
-        assert isinstance(app.screen, PermissionScreen)
+        asking = app.screen
+        assert isinstance(asking, PermissionScreen)
         await pilot.press("o")
         await pilot.pause()
         assert answers(source) == [("parser-fix", "1", PermissionAnswer.ALLOW_ONCE, "")]
