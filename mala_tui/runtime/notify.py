@@ -18,7 +18,9 @@ anything:
 (Not MALA_TUI_...: that prefix is mala-tui's settings', and a command that runs mala-tui
 would read them as such.) Each runs at most `NOTIFY_SECONDS`, with stdin from /dev/null
 and its output in the host's log; one that fails or takes too long is journaled as a
-warning, and the run goes on.
+warning, and the run goes on. It runs in a process group of its own, and one that takes
+too long is killed with the whole group: what its shell started (a `curl`, a `sleep`)
+goes with it, rather than living on after the shell.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import signal
 import time
 from collections.abc import Callable
 from typing import Final
@@ -53,8 +56,10 @@ class NotifyCommand:
         record: Callable[[ev.Event], object],
         attach: str,
         clock: Callable[[], float] = time.time,
+        timeout: float = NOTIFY_SECONDS,
     ) -> None:
         self.command = command
+        self.timeout = timeout
         self.run_id = run_id
         self._consoles = consoles
         self._record = record
@@ -88,18 +93,24 @@ class NotifyCommand:
         problem = ""
         try:
             process = await asyncio.create_subprocess_exec(
-                "/bin/sh", "-c", self.command, stdin=asyncio.subprocess.DEVNULL, env=env
+                "/bin/sh",
+                "-c",
+                self.command,
+                stdin=asyncio.subprocess.DEVNULL,
+                env=env,
+                start_new_session=True,  # its own group: killed whole when it overruns
             )
         except OSError as exc:
             problem = f"could not be started: {exc.strerror or exc}"
         else:
             try:
-                status = await asyncio.wait_for(process.wait(), NOTIFY_SECONDS)
+                status = await asyncio.wait_for(process.wait(), self.timeout)
             except TimeoutError:
+                # The group, not only the shell: a child of the shell would live on.
                 with contextlib.suppress(ProcessLookupError):
-                    process.kill()
+                    os.killpg(process.pid, signal.SIGKILL)
                 await process.wait()
-                problem = f"took longer than {NOTIFY_SECONDS:g} s and was stopped"
+                problem = f"took longer than {self.timeout:g} s and was stopped"
             else:
                 if status != 0:
                     problem = f"ended with status {status}"
@@ -114,6 +125,6 @@ class NotifyCommand:
             )
 
     async def close(self) -> None:
-        """Wait for the commands still running (each is bounded by NOTIFY_SECONDS)."""
+        """Wait for the commands still running (each is bounded by its timeout)."""
         if self._running:
             await asyncio.wait(set(self._running))

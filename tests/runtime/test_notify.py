@@ -10,6 +10,8 @@ from pathlib import Path
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.runtime.notify import NotifyCommand
+from tests.integration.harness import alive
+from tests.support.polling import eventually
 
 ASKED = ev.PermissionRequested(
     at=1.0, session="fix; rm -rf /", request_id="1", tool="Bash", summary="ls", input_text="ls"
@@ -67,3 +69,28 @@ async def test_a_failing_command_is_journaled_as_a_warning_and_the_run_goes_on()
     notify(warning)  # its own warning never sets it off again
     await asyncio.sleep(0)
     assert len(recorded) == 1
+
+
+async def test_a_command_that_overruns_is_killed_with_what_its_shell_started(
+    tmp_path: Path,
+) -> None:
+    spawned = tmp_path / "spawned"
+    # The shell starts a child and waits for it: killing the shell alone would leave it.
+    command = f"sleep 300 & echo $! > {shlex.quote(str(spawned))}; wait"
+    recorded: list[ev.Event] = []
+    notify = NotifyCommand(
+        command,
+        run_id="20250101-000000-abcd",
+        consoles=lambda: 0,
+        record=recorded.append,
+        attach="mala-tui attach 20250101-000000-abcd",
+        timeout=0.5,
+    )
+    notify(ASKED)
+    await eventually(lambda: spawned.is_file() and spawned.read_text().strip(), what="the child")
+    child = int(spawned.read_text())
+    await notify.close()
+    (warning,) = recorded
+    assert isinstance(warning, ev.WarningRecorded)
+    assert warning.message == "ui.notify_command took longer than 0.5 s and was stopped"
+    await eventually(lambda: not alive(child), what="the shell's child to be killed too")
