@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from tests.support.supervisors import close_journals
+from tests.support.tools import require
 
 # CI runs on 2 busy cores: generation speed and per-example deadlines are not what
 # these property tests are about.
@@ -54,3 +55,15 @@ def closed_journals() -> Iterator[None]:
     """Journals a test's supervisors opened are closed when it ends, pass or fail."""
     yield
     close_journals()
+
+
+@pytest.fixture
+def tmux_installed() -> None:
+    """A test in a real terminal: skipped without tmux, failed in CI (tests/support/tools.py)."""
+    require("tmux")
+
+
+@pytest.fixture
+def chromium_installed() -> None:
+    """A test in a real browser: skipped without chromium, failed in CI (tests/support/tools.py)."""
+    require("chromium")

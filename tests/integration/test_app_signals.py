@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import shlex
-import shutil
 import signal
 import subprocess
 import sys
@@ -23,8 +22,8 @@ from tests.support.terminal import screen, tmux
 pytestmark = pytest.mark.integration
 
 
+@pytest.mark.usefixtures("tmux_installed")
 def test_queued_sessions_show_in_the_app_and_sigterm_shuts_it_down(tmp_path: Path) -> None:
-    assert shutil.which("tmux"), "tmux is needed for this test (.ci/run installs it)"
     name = f"mala-tui-signal-{os.getpid()}"
     pid_file, status_file = tmp_path / "pid", tmp_path / "status"
     inner = (
@@ -75,11 +74,11 @@ def _agents_started(data: Path) -> int:
     return sum(1 for e in events if isinstance(e, ev.ProcessStarted))
 
 
+@pytest.mark.usefixtures("tmux_installed")
 def test_closing_the_terminal_detaches_the_app_and_the_run_goes_on(tmp_path: Path) -> None:
     """The window closed under the app (SIGHUP, and every write to it failing from then
     on): the app exits rather than wait forever to restore a terminal that is gone, and
     the run, in its host's session of its own, goes on until `mala-tui stop` stops it."""
-    assert shutil.which("tmux"), "tmux is needed for this test (.ci/run installs it)"
     name = f"mala-tui-hangup-{os.getpid()}"
     pid_file, data = tmp_path / "pid", tmp_path / "data"
     inner = f"echo $$ > {shlex.quote(str(pid_file))}; exec {shlex.quote(sys.executable)} -m mala_tui demo"

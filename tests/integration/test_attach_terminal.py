@@ -8,7 +8,6 @@ from __future__ import annotations
 import contextlib
 import os
 import shlex
-import shutil
 import signal
 import subprocess
 import sys
@@ -29,8 +28,8 @@ from tests.support.polling import wait_until
 pytestmark = pytest.mark.integration
 
 
+@pytest.mark.usefixtures("tmux_installed")
 def test_a_second_terminal_attaches_and_allows_the_tool(tmp_path: Path) -> None:
-    assert shutil.which("tmux"), "tmux is needed for this test (.ci/run installs it)"
     socket = f"mala-tui-attach-{os.getpid()}"  # a tmux server of this test's own
 
     def tmux(*args: str) -> str:

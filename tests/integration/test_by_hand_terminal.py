@@ -14,7 +14,6 @@ import contextlib
 import json
 import os
 import shlex
-import shutil
 import signal
 import subprocess
 import sys
@@ -106,8 +105,8 @@ def windows(name: str) -> dict[str, str]:
     return {line.split("\t", 1)[1]: line.split("\t", 1)[0] for line in listed.splitlines()}
 
 
+@pytest.mark.usefixtures("tmux_installed")
 def test_a_session_opened_by_hand_in_a_tmux_window_is_handed_back(tmp_path: Path) -> None:
-    assert shutil.which("tmux"), "tmux is needed for this test (.ci/run installs it)"
     workspace, data, home = tmp_path / "workspace", tmp_path / "data", tmp_path / "home"
     log = tmp_path / "requests.jsonl"
     # Slow enough to catch its agent at work.

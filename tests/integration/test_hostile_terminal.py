@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import os
 import shlex
-import shutil
 import signal
 import subprocess
 import sys
@@ -25,8 +24,8 @@ from tests.support.terminal import tmux
 pytestmark = pytest.mark.integration
 
 
+@pytest.mark.usefixtures("tmux_installed")
 def test_a_broken_stream_writes_nothing_raw_to_the_apps_terminal(tmp_path: Path) -> None:
-    assert shutil.which("tmux"), "tmux is needed for this test (.ci/run installs it)"
     # A tmux server of its own: its clipboard (set-clipboard on: an OSC 52 becomes a paste
     # buffer) and its titles are this test's alone.
     socket = f"mala-tui-hostile-{os.getpid()}"

@@ -8,7 +8,6 @@ from __future__ import annotations
 import contextlib
 import os
 import shlex
-import shutil
 import signal
 import subprocess
 import sys
@@ -60,8 +59,8 @@ def serve(
     return server, lines
 
 
+@pytest.mark.usefixtures("tmux_installed")
 def test_a_permission_allowed_and_a_message_sent_in_a_real_terminal(tmp_path: Path) -> None:
-    assert shutil.which("tmux"), "tmux is needed for this test (.ci/run installs it)"
     workspace, data = tmp_path / "workspace", tmp_path / "data"
     server, env_lines = serve(workspace, tmp_path / "home")
     name = f"mala-tui-permission-{os.getpid()}"

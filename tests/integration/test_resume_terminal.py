@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import shlex
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -31,8 +30,8 @@ def in_terminal(name: str, env: dict[str, str], args: list[str], status: Path) -
     tmux("send-keys", "-t", name, command, "Enter")
 
 
+@pytest.mark.usefixtures("tmux_installed")
 async def test_a_quit_run_is_resumed_from_show_with_r(tmp_path: Path) -> None:
-    assert shutil.which("tmux"), "tmux is needed for this test (.ci/run installs it)"
     scenario = load_scenario("quickstart")
     tasks = tmp_path / "tasks.toml"
     entries = []

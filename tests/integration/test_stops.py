@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -293,10 +292,10 @@ def test_sigterm_during_start_up_of_the_demo_closes_its_journal(tmp_path: Path) 
     assert not [pid for pid in agent_pids(events) if alive(pid)]
 
 
+@pytest.mark.usefixtures("tmux_installed")
 async def test_the_app_exits_1_after_a_session_failed(tmp_path: Path) -> None:
     """The app's status is the run's, as headless gives it: 1 when not every session
     finished (each one's end printed once the app has gone), here one that failed."""
-    assert shutil.which("tmux"), "tmux is needed for this test (.ci/run installs it)"
     scenario = load_scenario("quickstart")
     workspace = tmp_path / "project"
     materialize_workspace(scenario, workspace)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -23,8 +22,8 @@ pytestmark = pytest.mark.integration
 FIGURE = re.compile(r"(\d+)%\s+([\d.]+k?) / 200k")
 
 
+@pytest.mark.usefixtures("tmux_installed")
 def test_the_demo_in_a_real_terminal(tmp_path: Path) -> None:
-    assert shutil.which("tmux"), "tmux is needed for this test (.ci/run installs it)"
     name = f"mala-tui-test-{os.getpid()}"
     status_file = tmp_path / "status"
     command = (

@@ -1,21 +1,20 @@
 """A real browser for the web console's tests: Debian's chromium, headless, driven by Playwright.
 
 Playwright cannot download a browser of its own here: it drives the system's
-chromium through `executable_path` (.ci/run installs the package when missing).
+chromium through `executable_path` (.ci/run installs the package when missing;
+without it the tests skip, or fail in CI: tests.support.tools).
 """
 
 from __future__ import annotations
 
 import contextlib
-import shutil
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 from playwright.sync_api import Browser, Page, sync_playwright
 
 from tests.support.polling import wait_until
+from tests.support.tools import require
 
-CHROMIUM = "/usr/bin/chromium"
 FLAGS = (
     "--headless",
     "--no-sandbox",  # we run as root, where chromium's sandbox will not start
@@ -31,11 +30,9 @@ FLAGS = (
 @contextlib.contextmanager
 def chromium() -> Iterator[Browser]:
     """Headless chromium; Playwright gives each launch a fresh profile (no cookie kept)."""
-    assert shutil.which("chromium") or Path(CHROMIUM).exists(), (
-        "Debian's chromium is needed for this test (.ci/run installs it)"
-    )
+    executable = require("chromium")
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=list(FLAGS))
+        browser = playwright.chromium.launch(executable_path=executable, args=list(FLAGS))
         try:
             yield browser
         finally:

@@ -27,7 +27,8 @@ from tests.web.browser import chromium, wait_for
 from tests.web.journals import RUN, write_finished
 from tests.web.serving import serve
 
-pytestmark = pytest.mark.integration
+# Checked before any server starts, not once the browser is wanted.
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("chromium_installed")]
 
 
 def test_without_the_token_the_browser_gets_a_refusal_and_no_app_starts(tmp_path: Path) -> None:
