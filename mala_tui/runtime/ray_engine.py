@@ -12,6 +12,10 @@ restarts, the journal) is mala-tui's own (runtime.session_host, runtime.remote_r
 - Events come back through the actor's streaming generator, in batches.
 - Commands, approvals, permission answers and messages are actor method calls.
 
+A local Ray (no address) gets a token of its own, 0600 in a 0700 folder of its own:
+Ray left to itself writes the token it makes to `~/.ray/auth_token` as the umask
+allows, often 0644, where any local user can read it and pass the cluster's token check.
+
 Connecting is refused, with one line and before anything is made, when Ray is not
 installed, when the address cannot be reached (probed first, with a short timeout:
 Ray itself would wait a long time), when the cluster's Ray or Python differs from this
@@ -21,10 +25,13 @@ one, or when it declares no `mala_slot`: it never hangs.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import ctypes
 import logging
 import os
+import secrets
+import shutil
 import signal
 import socket
 import sys
@@ -36,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from mala_tui.runtime.host_wire import Batch
+from mala_tui.runtime.private_files import append_private, private_folder
 from mala_tui.runtime.redaction import redact
 from mala_tui.runtime.remote_runner import HostLostError
 from mala_tui.runtime.session_host import HostSetup, SessionHost
@@ -70,6 +78,57 @@ def _quiet_stderr() -> Iterator[None]:
             sys.stderr.flush()
             os.dup2(saved, 2)
             os.close(saved)
+
+
+#: Where Ray reads a token from, before ~/.ray/auth_token: the token itself, or a file holding it.
+TOKEN_VARIABLES = ("RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH")
+
+
+def private_token(parent: Path | None = None) -> Path:
+    """A fresh token for a local Ray, in `auth_token` (0600) alone in a new folder (0700) of
+    this user's, made under `parent` (the system's temporary folder by default).
+
+    Raises:
+        EngineRefused: the folder or the file cannot be made, or is not private.
+    """
+    try:
+        folder = Path(tempfile.mkdtemp(prefix="mala-tui-ray-", dir=parent))
+    except OSError as exc:
+        where = parent or tempfile.gettempdir()
+        raise EngineRefused(
+            f"cannot make a private folder for the local Ray's token in {where}: "
+            f"{exc.strerror or exc}"
+        ) from None
+    token = folder / "auth_token"
+    try:
+        # Exact modes, whatever the umask took away (Ray must still read it). Nobody else can
+        # write in the new folder, so nothing can be planted between the checks and the chmod.
+        folder.chmod(0o700)
+        written = private_folder(folder, make=False) and append_private(
+            token, secrets.token_hex(32)
+        )
+        if written:
+            token.chmod(0o600)
+    except OSError:
+        written = False
+    if not written:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise EngineRefused(f"cannot write a private token for the local Ray in {folder}")
+    return token
+
+
+def _token_for_local_ray() -> None:
+    """Point the local Ray about to start at a private token (RAY_AUTH_TOKEN_PATH, which every
+    process it starts inherits), removed when this process ends. One per process: Ray's
+    driver keeps the first token it read for the life of the process. A token the user
+    gave (RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH) or token authentication turned off is theirs."""
+    if any(os.environ.get(name) for name in TOKEN_VARIABLES):
+        return
+    if os.environ.get("RAY_AUTH_MODE", "token").lower() != "token":
+        return
+    token = private_token()
+    atexit.register(shutil.rmtree, token.parent, ignore_errors=True)
+    os.environ["RAY_AUTH_TOKEN_PATH"] = str(token)
 
 
 def _ray() -> Any:
@@ -356,6 +415,7 @@ class RayEngine:
             "logging_level": logging.ERROR,
         }
         if address is None:
+            _token_for_local_ray()
             options.update(num_cpus=1, resources={SLOT: local_slots})
         try:
             ray.init(address=address, **options)

@@ -1,0 +1,84 @@
+"""A local Ray started by mala-tui, and where its token is (tests/cluster/test_ray_token.py).
+
+`python -m tests.cluster.token_inside OUT.json ROOT` (only inside a namespace made by
+mala_tui.bench.netns): with HOME under ROOT, no token setting of Ray's in the
+environment and the usual umask (022, under which Ray's own ~/.ray/auth_token is 0644),
+`RayEngine.connect` starts a local Ray; what its token file is, and what Ray's own
+processes read, is written to OUT.json, then the Ray is stopped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from mala_tui.bench.netns import inside
+from mala_tui.runtime.ray_engine import TOKEN_VARIABLES, RayEngine
+
+
+def mode(path: Path) -> str:
+    return oct(stat.S_IMODE(os.lstat(path).st_mode))
+
+
+def environments(marker: str) -> list[dict[str, str]]:
+    """The environments of the processes that have `marker` in theirs (this Ray's)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            raw = (entry / "environ").read_bytes().decode(errors="replace")
+        except OSError:
+            continue
+        if marker in raw:
+            found.append(dict(item.partition("=")[::2] for item in raw.split("\0") if item))
+    return found
+
+
+def main() -> int:
+    if not inside():
+        print("run me through mala_tui.bench.netns", file=sys.stderr)
+        return 2
+    out, root = Path(sys.argv[1]), Path(sys.argv[2])
+    home = root / "home"
+    home.mkdir(parents=True)
+    os.environ["HOME"] = str(home)
+    for name in (*TOKEN_VARIABLES, "RAY_AUTH_MODE"):
+        os.environ.pop(name, None)
+    ray_dir = tempfile.mkdtemp(prefix="mr", dir="/tmp")  # Ray's socket paths must stay short
+    os.environ["RAY_TMPDIR"] = ray_dir
+    os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
+    os.umask(0o022)
+    engine = RayEngine.connect(None, local_slots=1, memory_mb=0, run_id="token")
+    try:
+        token = Path(os.environ["RAY_AUTH_TOKEN_PATH"])
+        ray_processes = environments(ray_dir)
+        found: dict[str, Any] = {
+            "token": str(token),
+            "token_mode": mode(token),
+            "folder_mode": mode(token.parent),
+            "folder_entries": sorted(entry.name for entry in token.parent.iterdir()),
+            "home_ray": sorted(str(path) for path in (home / ".ray").rglob("*"))
+            if (home / ".ray").exists()
+            else [],
+            "auth_mode": os.environ.get("RAY_AUTH_MODE"),
+            "ray_processes": len(ray_processes),
+            "their_token_paths": sorted(
+                {env.get("RAY_AUTH_TOKEN_PATH", "") for env in ray_processes}
+            ),
+        }
+    finally:
+        engine.close()
+        shutil.rmtree(ray_dir, ignore_errors=True)
+    out.write_text(json.dumps(found, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
