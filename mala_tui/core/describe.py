@@ -8,6 +8,7 @@ reason, an excerpt), so whoever shows it makes it safe first (`core.text.clean`)
 from __future__ import annotations
 
 from mala_tui.core import events as ev
+from mala_tui.core.background import describe_tasks
 from mala_tui.core.session_records import BranchStatus
 from mala_tui.core.text import percent, plural, tokens
 
@@ -86,6 +87,10 @@ def summary(event: ev.Event) -> str:
             return f"pid {event.pid} {event.how} after {event.seconds:.1f} s"
         case ev.SessionEnded():
             return f"{event.status}: {event.reason}"
+        case ev.BackgroundWaiting():
+            return f"turn over; waiting for {describe_tasks(event.tasks, event.reports)}"
+        case ev.BackgroundStopped():
+            return f"stopped with the agent: {describe_tasks(event.tasks)} ({event.reason})"
         case ev.ErrorRecorded() if event.mask_not_applied:
             return f"mask not applied, the window stays as it is: {event.message}"
         case ev.ErrorRecorded() | ev.WarningRecorded():

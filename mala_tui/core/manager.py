@@ -36,6 +36,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from mala_tui.core.actions import EndStatus
+from mala_tui.core.background import BackgroundWork
 from mala_tui.core.calibration import Density
 from mala_tui.core.checkpoint import Checkpoint
 from mala_tui.core.limits import Limits
@@ -47,6 +48,7 @@ from mala_tui.core.observations import (
     ApiRetrying,
     ApprovalGiven,
     ApprovalPolicyChanged,
+    BackgroundChanged,
     BudgetReached,
     CompactionObserved,
     IdleTimedOut,
@@ -197,6 +199,11 @@ class ContextManager:
         return self._state.turn.streaming
 
     @property
+    def background(self) -> BackgroundWork:
+        """What the agent runs in the background (read only: the manager keeps it)."""
+        return self._state.background
+
+    @property
     def stopping(self) -> StopFor | None:
         """Why the turn in flight is being stopped, if it is."""
         return self._state.turn.stopping
@@ -266,6 +273,8 @@ class ContextManager:
                 return self._restart_flow.on_approval(observation)
             case RestartCompleted():
                 return self._restart_flow.on_restarted(observation)
+            case IdleTimedOut() if self._state.background.waiting:
+                return self._turns.on_idle_while_waiting(observation)
             case IdleTimedOut():
                 return self._recovery.on_idle(observation)
             case SessionTimedOut():
@@ -288,4 +297,6 @@ class ContextManager:
                 return self._operator.on_budget(observation)
             case ManageModeChanged():
                 return self._operator.on_manage_mode(observation)
+            case BackgroundChanged():
+                return self._turns.on_background(observation)
         raise TypeError(f"not an observation: {observation!r}")

@@ -25,6 +25,7 @@ from typing import Final
 
 from mala_tui.core import events as ev
 from mala_tui.core.actions import Action, EndSession, EndStatus
+from mala_tui.core.background import BackgroundWork
 from mala_tui.core.calibration import Calibration, Density
 from mala_tui.core.checkpoint import Checkpoint
 from mala_tui.core.limits import Limits
@@ -173,6 +174,8 @@ class ManagerState:
     turn: TurnState = field(default_factory=TurnState)
     pending: Pending = field(default_factory=Pending)
     counters: Counters = field(default_factory=Counters)
+    background: BackgroundWork = field(default_factory=BackgroundWork)
+    """What the agent runs in the background: the session is not done while it does."""
     messages: MessageQueue = field(default_factory=MessageQueue)
     """What the operator said that has not reached the agent yet."""
 
@@ -426,6 +429,14 @@ class ManagerState:
 
     # -- endings -------------------------------------------------------------------------
 
+    def background_stopped(self, at: float, reason: str) -> tuple[ev.Event, ...]:
+        """The background work the agent process takes with it as it closes, said once."""
+        work = self.background
+        tasks, work.tasks, work.reports, work.waiting = work.tasks, (), 0, False
+        if not tasks:
+            return ()
+        return (ev.BackgroundStopped(at=at, session=self.name, tasks=tasks, reason=reason),)
+
     def end(self, at: float, trigger: Trigger, status: EndStatus, reason: str) -> Outcome:
         """The session ends (the move checked first): the runtime ends it, the journal says why."""
         moved = self.move(at, trigger)
@@ -435,6 +446,7 @@ class ManagerState:
             (EndSession(status, reason),),
             (
                 moved,
+                *self.background_stopped(at, reason),
                 ev.SessionEnded(
                     at=at,
                     session=self.name,

@@ -147,6 +147,12 @@ class MaskingDecisions:
         free = idle_seconds is not None
         if self._state.manage is ManageMode.OFF and cause is not Cause.OPERATOR:
             return Outcome()  # watching only; a mask asked for by hand still happens
+        work = self._state.background
+        if work.tasks:
+            # A mask closes the agent process, and its background work with it.
+            return self._skip(
+                at, tokens, f"waiting: {work.describe()} running in the background would end"
+            )
         goal = tokens - self._target_tokens() if cause is not Cause.OPERATOR else 0
         if self._state.counters.mask_failures >= self._state.limits.max_mask_failures:
             return self._skip(at, tokens, "masking failed twice in a row; not tried again")

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from mala_tui.core.background import BackgroundTask
 from mala_tui.core.permissions import AnsweredBy
 from mala_tui.core.phases import ManageMode
 from mala_tui.core.transcript import Message
@@ -261,6 +262,16 @@ class SessionHandedBack:
     """Prompts the person gave it by hand."""
 
 
+@dataclass(frozen=True, slots=True)
+class BackgroundChanged:
+    """What the agent runs in the background now (core.background), as the CLI lists it,
+    and how many reports it holds for the main thread's next turn."""
+
+    at: float
+    tasks: tuple[BackgroundTask, ...]
+    reports: int = 0
+
+
 Observation = (
     UsageObserved
     | ApiRetrying
@@ -282,4 +293,5 @@ Observation = (
     | BudgetReached
     | MessageForAgent
     | SessionHandedBack
+    | BackgroundChanged
 )

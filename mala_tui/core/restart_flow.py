@@ -291,9 +291,12 @@ class RestartFlow:
             prompt = f"{prompt}\n\n{said}"
         self._state.turn = TurnState(prompt=prompt)
         cause = self._state.pending.restart_cause or Cause.OPERATOR
+        # The old agent process closes: its background work, if any, ends with it.
+        stopped = self._state.background_stopped(at, "the session restarted fresh")
         return Outcome(
             (StartFreshSession(prompt, self._state.checkpoint, number),),
             (
+                *stopped,
                 ev.Restarted(
                     at=at,
                     session=self._state.name,

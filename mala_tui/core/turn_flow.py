@@ -19,12 +19,14 @@ from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus, SendPrompt
 from mala_tui.core.calibration import Calibration
 from mala_tui.core.checkpoint import CheckpointError, extract_checkpoint
-from mala_tui.core.manager_state import Fork, ManagerState, Outcome, StopFor
+from mala_tui.core.manager_state import Fork, ManagerState, Outcome, StopFor, TurnState
 from mala_tui.core.masking import call_key
 from mala_tui.core.masking_decisions import MaskingDecisions
 from mala_tui.core.message_events import compaction_event, message_events
 from mala_tui.core.observations import (
+    BackgroundChanged,
     CompactionObserved,
+    IdleTimedOut,
     MessageObserved,
     SessionHandedBack,
     SessionIdentified,
@@ -126,7 +128,54 @@ class TurnFlow:
 
     def on_session_identified(self, obs: SessionIdentified) -> Outcome:
         self._state.session_id = obs.session_id
+        self._injected_turn_begins()
         return Outcome()
+
+    # -- background work ---------------------------------------------------------------
+
+    def on_background(self, obs: BackgroundChanged) -> Outcome:
+        """The CLI's list of background work changed: kept, so that a turn's end can tell
+        a task done from a task whose subagents, shells or reports are still to come."""
+        work = self._state.background
+        work.tasks, work.reports = obs.tasks, obs.reports
+        return Outcome()
+
+    def on_idle_while_waiting(self, obs: IdleTimedOut) -> Outcome:
+        """Nothing came from the agent's background work for the idle timeout. With
+        subagents out, that is a hang: recovered as one (the process goes, and its
+        subagents with it: said so). With only reports left, the CLI started no turn
+        for them (they came in with the last one): the task is done."""
+        work = self._state.background
+        if not work.tasks:
+            work.reports, work.waiting = 0, False
+            return self._state.end(
+                obs.at, Trigger.TASK_DONE, EndStatus.DONE, "the agent finished its task"
+            )
+        stopped = self._state.background_stopped(obs.at, "silent past the idle timeout")
+        recovered = self._recovery.on_idle(obs)
+        return Outcome(recovered.actions, (*stopped, *recovered.events))
+
+    def _injected_turn_begins(self) -> None:
+        """The CLI started a turn of its own while the session waited on its background
+        work (a report handed to the agent): the session streams again, with no prompt
+        of mala-tui's."""
+        if self._state.background.waiting and not self._state.turn.streaming:
+            self._state.background.waiting = False
+            self._state.turn = TurnState(streaming=True)
+
+    def _done_or_waiting(self, at: float) -> Outcome:
+        """The main thread finished its turn: the task is done, unless background work
+        is still to report, in which case the session waits for the CLI's next turn."""
+        work = self._state.background
+        if not work.pending:
+            return self._state.end(
+                at, Trigger.TASK_DONE, EndStatus.DONE, "the agent finished its task"
+            )
+        work.waiting = True
+        waiting = ev.BackgroundWaiting(
+            at=at, session=self._state.name, tasks=work.tasks, reports=work.reports
+        )
+        return Outcome(events=(waiting,))
 
     def on_compaction(self, obs: CompactionObserved) -> Outcome:
         self._state.counters.compactions += 1
@@ -140,6 +189,8 @@ class TurnFlow:
 
     def on_usage(self, obs: UsageObserved) -> Outcome:
         """An API call's usage: record it, and act on the window it measures."""
+        if obs.starts_call:
+            self._injected_turn_begins()
         self._state.api_failing_since, self._state.api_said = None, ""  # the endpoint answers
         self._state.tracker.observe_call(obs.call)
         noted = self._state.note_accepted(obs.at, obs.call)
@@ -330,9 +381,7 @@ class TurnFlow:
         if self._state.phase is Phase.RUNNING and self._state.messages:
             return self._deliver_now(obs.at)
         if self._state.phase is Phase.RUNNING:
-            return self._state.end(
-                obs.at, Trigger.TASK_DONE, EndStatus.DONE, "the agent finished its task"
-            )
+            return self._done_or_waiting(obs.at)
         if self._state.phase is Phase.WINDING_DOWN:
             return self._restart_flow.request_checkpoint(obs.at, Trigger.WIND_DOWN_DONE)
         try:
@@ -354,6 +403,8 @@ class TurnFlow:
             self._state.pending.mask = None
             if self._state.phase is Phase.RUNNING and self._state.messages:
                 return self._deliver_now(obs.at)
+            if self._state.phase is Phase.RUNNING:
+                return self._done_or_waiting(obs.at)
             return self._state.end(
                 obs.at, Trigger.TASK_DONE, EndStatus.DONE, "the agent finished its task"
             )

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
+from mala_tui.core.background import describe_tasks
 from mala_tui.core.phases import ManageMode, Phase
 from mala_tui.core.pricing import PriceTable, Spend, SpendMeter, total_spend
 from mala_tui.core.questions import (
@@ -109,6 +110,9 @@ class SessionState:
     """Hosts of this session lost with their node."""
     host_lost: str = ""
     """How the latest was lost."""
+    waiting_for: str = ""
+    """The background work its turn ended on ("2 subagents"): the session waits for the
+    CLI's next turn, with their reports; "" when it is not waiting."""
     _trend: deque[float] = field(default_factory=lambda: deque(maxlen=TREND_POINTS))
     _await_after_restart: bool = False
 
@@ -148,6 +152,7 @@ class SessionState:
                 self._observe_spend(event)
                 if event.call_started:
                     self.cache_refreshed_at = event.at
+                    self.waiting_for = ""  # the CLI's next turn has begun
                 if self._await_after_restart and self.restarts:
                     self.restarts[-1] = replace(self.restarts[-1], tokens_after=event.tokens)
                     self._await_after_restart = False
@@ -217,8 +222,13 @@ class SessionState:
                 self._await_after_restart = True
             case ev.IdleTimeoutSeen():
                 self.idle_retries = event.retry
+            case ev.BackgroundWaiting():
+                self.waiting_for = describe_tasks(event.tasks, event.reports)
+            case ev.BackgroundStopped():
+                self.waiting_for = ""
             case ev.SessionEnded():
                 self.status, self.end_reason = event.status, event.reason
+                self.waiting_for = ""
                 self.by_hand = False
                 self.questions.clear()  # nobody is left to ask
             case ev.ErrorRecorded():

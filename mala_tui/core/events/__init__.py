@@ -66,6 +66,8 @@ from mala_tui.core.events.run import (
 from mala_tui.core.events.session import (
     AgentSessionNamed,
     ApiErrorSeen,
+    BackgroundStopped,
+    BackgroundWaiting,
     ErrorRecorded,
     IdleTimeoutSeen,
     ManageModeSet,
@@ -132,7 +134,9 @@ Event = Annotated[
     | RunResumed
     | HostPlaced
     | HostLost
-    | WorktreeSnapshot,
+    | WorktreeSnapshot
+    | BackgroundWaiting
+    | BackgroundStopped,
     Field(discriminator="type"),
 ]
 
@@ -187,6 +191,8 @@ __all__ = [
     "ApprovalDecided",
     "ApprovalPolicySet",
     "ApprovalRequested",
+    "BackgroundStopped",
+    "BackgroundWaiting",
     "BadEventError",
     "CacheCooling",
     "ChangedFile",

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Literal
 
 from mala_tui.core.actions import EndStatus
+from mala_tui.core.background import BackgroundTask
 from mala_tui.core.events.base import EventBase
 from mala_tui.core.phases import ManageMode, Phase, Trigger
 from mala_tui.core.retry import RetryDecision
@@ -133,3 +134,22 @@ class SessionEnded(EventBase):
     reason: str = ""
     restarts: int = 0
     masked_total: int = 0
+
+
+class BackgroundWaiting(EventBase):
+    """The main thread's turn ended while the agent's background work goes on (subagents,
+    shells): the session waits for the CLI to hand it their reports, in turns of its own."""
+
+    type: Literal["background_waiting"] = "background_waiting"
+    tasks: tuple[BackgroundTask, ...] = ()
+    reports: int = 0
+    """Reports already in, which the CLI hands the agent in its next turn."""
+
+
+class BackgroundStopped(EventBase):
+    """Background work still running when its session's agent process closed: the CLI
+    ended it with the process (a stop, a budget, a failure, a restart, a hang)."""
+
+    type: Literal["background_stopped"] = "background_stopped"
+    tasks: tuple[BackgroundTask, ...]
+    reason: str = ""
