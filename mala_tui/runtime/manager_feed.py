@@ -33,7 +33,7 @@ from mala_tui.core.observations import (
 )
 from mala_tui.core.phases import IllegalTransition
 from mala_tui.runtime.agent_process import EventSink
-from mala_tui.runtime.backends.base import ModelItem, ProblemItem
+from mala_tui.runtime.backends.base import ActivityItem, ModelItem, ProblemItem
 from mala_tui.runtime.inbox import FromAgent, PermissionWait
 
 Clock = Callable[[], float]
@@ -89,7 +89,7 @@ class ManagerFeed:
         if not isinstance(item, FromAgent):
             return self.observe_quietly(item)
         if item.item is None:
-            if not self.manager.streaming:
+            if not self.manager.streaming and not self.manager.background.waiting:
                 return None
             # The process went away mid-turn: recovered like a hang, known sooner.
             self.error("agent", item.error or "the agent process ended mid-turn")
@@ -101,6 +101,8 @@ class ManagerFeed:
             return Outcome()
         if isinstance(said, ProblemItem):  # recorded, not observed
             self.error(said.where, said.message)
+            return Outcome()
+        if isinstance(said, ActivityItem):  # heard from (above): the agent is at work
             return Outcome()
         if isinstance(said, UsageObserved):
             self._call_open = said.starts_call

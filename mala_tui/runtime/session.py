@@ -316,7 +316,9 @@ class SessionRunner:
         """Wait for the next thing that makes the manager decide something."""
         while True:
             # A permission request waiting for a person is a sign of life, not a stall.
-            silent = self.manager.streaming and not self._permission_waits
+            silent = (
+                self.manager.streaming or self._waiting_on_agents()
+            ) and not self._permission_waits
             timeout = self.limits.idle_timeout if silent else None
             try:
                 async with asyncio.timeout(timeout):
@@ -328,6 +330,13 @@ class SessionRunner:
             outcome = self._take(item)
             if outcome is not None and (outcome.actions or self.status is not None):
                 return outcome
+
+    def _waiting_on_agents(self) -> bool:
+        """The turn is over and the session waits on subagents, whose messages are signs
+        of life (or on reports the CLI has yet to hand in): a long silence is a hang.
+        A background shell alone says nothing while it runs, so it is waited for."""
+        work = self.manager.background
+        return work.waiting and (work.subagents > 0 or not work.tasks)
 
     def _take(self, item: InboxItem) -> Outcome | None:
         """What reaches the manager of an inbox item (through the feed); None when nothing

@@ -10,7 +10,7 @@ import pytest
 from claude_agent_sdk import AssistantMessage, ResultMessage, SystemMessage, TextBlock
 
 from mala_tui.core.observations import ApiRetrying, SessionIdentified, TurnEnded
-from mala_tui.runtime.backends.base import ProblemItem, SessionSpec
+from mala_tui.runtime.backends.base import ActivityItem, ProblemItem, SessionSpec
 from mala_tui.runtime.backends.claude import ClaudeClient
 
 
@@ -82,13 +82,13 @@ def test_a_failed_turn_carries_the_kind_of_error_claude_code_wrote_in_its_place(
     assert isinstance(next_result, TurnEnded) and next_result.api_error_kind is None
 
 
-def test_init_gives_the_session_id_and_subagent_messages_are_left_out() -> None:
+def test_init_gives_the_session_id_and_subagent_messages_are_only_signs_of_life() -> None:
     init = SystemMessage(subtype="init", data={"session_id": "abc"})
     assert client()._convert(init) == [SessionIdentified(0, "abc")]
     sub = AssistantMessage(
         content=[TextBlock("from a subagent")], model="m", parent_tool_use_id="toolu_1"
     )
-    assert client()._convert(sub) == []
+    assert client()._convert(sub) == [ActivityItem("subagent")]
 
 
 def test_a_stop_asked_for_is_answered_once_at_the_next_main_thread_tool() -> None:

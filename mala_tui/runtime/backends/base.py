@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from mala_tui.core.observations import (
     ApiRetrying,
+    BackgroundChanged,
     CompactionObserved,
     MessageObserved,
     SessionIdentified,
@@ -68,6 +69,14 @@ class ProblemItem:
     message: str
 
 
+@dataclass(frozen=True)
+class ActivityItem:
+    """A sign of life from the agent's background work (a subagent's message, a task's
+    progress): not the main window's, but the agent is at work, not hung."""
+
+    what: str
+
+
 AgentObservation = (
     UsageObserved
     | MessageObserved
@@ -75,11 +84,12 @@ AgentObservation = (
     | CompactionObserved
     | TurnEnded
     | ApiRetrying
+    | BackgroundChanged
 )
 """What an agent's stream tells its session's manager: the core's own observations, each
 timed by the clock the client was made with (`Backend.create`)."""
 
-StreamItem = AgentObservation | ModelItem | ProblemItem
+StreamItem = AgentObservation | ModelItem | ProblemItem | ActivityItem
 """An item of an agent's stream: an observation, or what the runtime keeps to itself (the
 model an answer names, which is journaled; a part of the stream that could not be used)."""
 

@@ -8,7 +8,10 @@ CLI is written up in docs/ARCHITECTURE.md):
   ResultMessage's usage is a per-turn sum (every call's prompt counted again) and
   only feeds the cumulative fallback.
 - Messages with a `parent_tool_use_id` belong to subagents, not to the main
-  window, and are left out.
+  window: signs of life only. The background work the CLI lists is followed
+  (`claude_background`): the session is done when the CLI is, not when a turn ends.
+- A wakeup the agent schedules (`ScheduleWakeup`, `CronCreate`) is refused to it with
+  the reason: the session ends when its work does, so nothing would wake it.
 - The CLI's own compaction is off (`DISABLE_AUTO_COMPACT=1`) and a PreCompact hook
   blocks any that slips through and reports it: mala-tui is in charge of the window.
 - Masking rewrites old tool results in the session's JSONL transcript, then the
@@ -107,6 +110,31 @@ def build_options(
     )
 
 
+WAKEUP_TOOLS = "ScheduleWakeup|CronCreate"
+"""The tools with which an agent schedules its session to wake later (a regex, as the
+hook matcher takes it)."""
+
+WAKEUP_REFUSED = (
+    "mala-tui supervises this session and ends it when its work is done: it cannot wake "
+    "it later. Do not schedule a wakeup; wait for the work now (a background task's "
+    "report comes to you by itself), or finish and say what is left."
+)
+
+
+async def _refuse_wakeup(
+    hook_input: HookInput, tool_use_id: str | None, context: HookContext
+) -> HookJSONOutput:
+    """A scheduled wakeup would fire after mala-tui ended the session (nothing keeps a
+    finished session's process alive), so it is refused to the agent, with the reason."""
+    return {
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "deny",
+            "permissionDecisionReason": WAKEUP_REFUSED,
+        }
+    }
+
+
 def _drop(line: str) -> None:
     """What the CLI prints on stderr when nobody keeps it: not printed either."""
 
@@ -135,6 +163,7 @@ class ClaudeClient:
         }
         if not spec.own_compaction:
             hooks["PreCompact"] = [HookMatcher(hooks=[self._block_compaction])]
+        hooks["PreToolUse"] = [HookMatcher(matcher=WAKEUP_TOOLS, hooks=[_refuse_wakeup])]
         self._stop_requested = False
         self._gate: ToolGate | None = None
         self._permission_gate: PermissionGate | None = None

@@ -3,8 +3,10 @@
 What is kept, and why: the raw `message_start` stream event carries each API
 call's input and cache fields and `message_delta` its final output count (the
 per-call figure is the context); messages with a `parent_tool_use_id` belong to
-subagents and are left out; a refused call's zero usage says nothing about the
-window. No CLI is started here: `ClaudeClient` feeds it what its process sends.
+subagents, signs of life but not the main window's; the background work the CLI
+lists is kept (claude_background), since a turn's end is not the task's while it
+runs; a refused call's zero usage says nothing about the window. No CLI is started
+here: `ClaudeClient` feeds it what its process sends.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from claude_agent_sdk import ToolUseBlock as SdkToolUseBlock
 
 from mala_tui.core.observations import (
     ApiRetrying,
+    BackgroundChanged,
     CompactionObserved,
     MessageObserved,
     SessionIdentified,
@@ -35,7 +38,8 @@ from mala_tui.core.observations import (
 )
 from mala_tui.core.transcript import Block, Message, Role, TextBlock, ToolCall, ToolResult
 from mala_tui.core.usage import CallUsage, UsageFieldError
-from mala_tui.runtime.backends.base import ModelItem, ProblemItem, StreamItem
+from mala_tui.runtime.backends.base import ActivityItem, ModelItem, ProblemItem, StreamItem
+from mala_tui.runtime.backends.claude_background import BackgroundReader
 from mala_tui.runtime.backends.claude_history import flatten_content
 
 
@@ -51,21 +55,28 @@ class StreamConverter:
         """The model this process's answers named last."""
         self._error_kind: str | None = None
         """The kind of error of the message Claude Code wrote in the agent's place this turn."""
+        self._background = BackgroundReader()
 
     def convert(self, message: object) -> list[StreamItem]:
         """The stream items one SDK message stands for (none for what is not used)."""
         match message:
-            case StreamEvent() if message.parent_tool_use_id is None:
+            case StreamEvent() | AssistantMessage() | UserMessage() if message.parent_tool_use_id:
+                return [ActivityItem("subagent")]  # a subagent's: not the main window
+            case StreamEvent():
                 return self._from_stream_event(message.event)
-            case AssistantMessage() if message.parent_tool_use_id is None:
+            case AssistantMessage():
                 return self._from_assistant(message)
-            case UserMessage() if message.parent_tool_use_id is None:
+            case UserMessage():
                 return self._from_user(message)
             case SystemMessage():
                 return self._from_system(message)
             case ResultMessage():
+                self._background.turn_ends()
                 return [self._from_result(message)]
         return []
+
+    def _background_now(self) -> BackgroundChanged:
+        return BackgroundChanged(self._clock(), self._background.tasks, self._background.reports)
 
     def _from_stream_event(self, event: Mapping[str, Any]) -> list[StreamItem]:
         kind = event.get("type")
@@ -161,8 +172,22 @@ class StreamConverter:
 
     def _from_system(self, message: SystemMessage) -> list[StreamItem]:
         data = message.data or {}
-        if message.subtype == "init" and data.get("session_id"):
-            return [SessionIdentified(self._clock(), str(data["session_id"]))]
+        if message.subtype == "init":
+            # Every main turn begins so, the CLI's own turns (a report handed in) too.
+            items: list[StreamItem] = []
+            if self._background.turn_begins():
+                items.append(self._background_now())
+            if data.get("session_id"):
+                items.append(SessionIdentified(self._clock(), str(data["session_id"])))
+            return items
+        if message.subtype == "background_tasks_changed":
+            changed = self._background.tasks_listed(data.get("tasks"))
+            return [self._background_now()] if changed else [ActivityItem("background")]
+        if message.subtype == "task_notification":
+            changed = self._background.task_ended(data)
+            return [self._background_now()] if changed else [ActivityItem("background")]
+        if message.subtype in ("task_started", "task_progress", "task_updated"):
+            return [ActivityItem("background")]
         if message.subtype == "api_retry":
             # The CLI is retrying a failed API call (529, 500, a dropped connection, a 401)
             # after a backoff: the agent is alive, but its endpoint may be gone for good.

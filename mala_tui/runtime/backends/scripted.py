@@ -23,6 +23,7 @@ from typing import Final
 from mala_tui.core.observations import MessageObserved, TurnEnded
 from mala_tui.core.transcript import ToolCall, ToolResult
 from mala_tui.runtime.backends.base import (
+    ActivityItem,
     MaskError,
     ModelItem,
     PermissionAsk,
@@ -174,7 +175,7 @@ class ScriptedClient:
             item = await self._queue.get()
             if item is None:
                 return
-            if isinstance(item, ModelItem | ProblemItem):
+            if isinstance(item, ModelItem | ProblemItem | ActivityItem):
                 yield item
             else:
                 yield replace(item, at=self.clock())
