@@ -18,6 +18,13 @@ the current session, and a model would read it again too.
 Before a step that needs facts (``needs``), it checks that each fact's line is visible
 somewhere in the request; when one is not (masked, cleared by the API, summarised away),
 it runs the fact's source step again first: a re-read, marked as such in the reply.
+An Agent step starts a subagent (in the background by default). Before its final answer
+the agent waits for every subagent it started: while a report (``REPORT <name>:``) is not
+visible, it answers with text only, "Waiting for N subagent(s) to report.", and the turn
+ends, as a model's does; Claude Code starts the next turn when a background subagent
+finishes, with its report in a ``<task-notification>``. The final answer ends with each
+report's first line. A task notification is news, not an instruction: it is never read
+as a request for a checkpoint or a wind-down.
 
 Pure: no I/O, no clock; the server records what it played and whether that was a redo.
 """
@@ -34,10 +41,10 @@ from typing import Any, Literal
 from mala_tui.loopback import replies
 from mala_tui.loopback.progress import Progress
 from mala_tui.loopback.request_view import RequestView
-from mala_tui.loopback.scenario import Fact, PlannedStep, Scenario
+from mala_tui.loopback.scenario import Fact, PlannedStep, Scenario, report_marker
 
 ResponseKind = Literal[
-    "tool_use", "checkpoint", "wind_down", "final", "compaction_summary", "error"
+    "tool_use", "checkpoint", "wind_down", "final", "compaction_summary", "waiting", "error"
 ]
 StopReason = Literal["end_turn", "tool_use"]
 
@@ -47,6 +54,13 @@ MAX_ATTEMPTS = 3
 _WRAP_UP = re.compile(r"\bwrap[\s-]*up\b", re.IGNORECASE)
 _CHECKPOINT_WORD = re.compile(r"\bcheckpoint\b", re.IGNORECASE)
 _CHECKPOINT_TAG = re.compile(r"</?checkpoint>", re.IGNORECASE)
+# How Claude Code brings a background subagent's end to the main agent.
+TASK_NOTIFICATION = "<task-notification>"
+
+
+def waiting_text(missing: int) -> str:
+    """What the main agent says while ``missing`` subagents have not reported."""
+    return f"Waiting for {missing} subagent(s) to report."
 
 
 def is_compaction_request(text: str) -> bool:
@@ -147,7 +161,7 @@ class ScriptedAgent:
             )
         latest = view.latest_user_text
         asked = latest.own_text if latest is not None else ""
-        if not is_continuation(asked):
+        if not is_continuation(asked) and TASK_NOTIFICATION not in asked:
             if is_checkpoint_request(asked):
                 text = replies.checkpoint_text(
                     self.scenario,
@@ -198,8 +212,29 @@ class ScriptedAgent:
                 note = f"read {step.primary} again before {step.label}"
                 return self._tool_reply("tool_use", read, workspace, done_count, note, noted=noted)
             return self._tool_reply("tool_use", step, workspace, done_count, noted=noted)
+        reports, unreported = self._reports(progress, view)
+        if unreported:
+            text = waiting_text(len(unreported))
+            return ScriptedReply("waiting", (_text(text),), "end_turn", done_count=done_count)
         text = self.scenario.final_answer + replies.skipped_note(progress.skipped_steps())
+        if reports:
+            text += "\n\n" + "\n".join(reports)
         return ScriptedReply("final", (_text(text),), "end_turn", done_count=done_count)
+
+    def _reports(self, progress: Progress, view: RequestView) -> tuple[list[str], list[str]]:
+        """The first line of each report of a subagent this agent started (an Agent step
+        done), and the names of those whose report is not visible yet."""
+        reports: list[str] = []
+        missing: list[str] = []
+        for step in self._plan:
+            if step.tool != "Agent" or not progress.status(step).done:
+                continue
+            line = view.line_from(report_marker(step.primary))
+            if line is None:
+                missing.append(step.primary)
+            else:
+                reports.append(line)
+        return reports, missing
 
     def _just_seen(self, step: PlannedStep, view: RequestView) -> list[Fact]:
         """Facts ``step`` needs that the latest result shows: the agent says them in its

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from mala_tui.loopback.scenario import SUBAGENT_TAG
 from mala_tui.loopback.tokens import tool_result_text
 
 MASKED_PLACEHOLDER = re.compile(r"^\[(\w+) result masked -- (.*)\]$", re.MULTILINE)
@@ -24,6 +25,7 @@ _SYSTEM_REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTA
 # The CLI states its cwd in an environment block, in the first user message in current
 # versions ("Primary working directory: /x") and in the system prompt in older ones.
 _WORKING_DIRECTORY = re.compile(r"(?:Primary working directory|Working directory):\s*(/[^\n<]*)")
+_CLOSING_TAGS = re.compile(r"(?:</[A-Za-z][\w-]*>\s*)+$")
 _FILE_TOOLS = frozenset({"Read", "Write", "Edit", "NotebookEdit"})
 # What the CLI puts in the result of a tool call it did not run because the turn was interrupted.
 _REJECTED_PREFIXES = ("The user doesn't want to proceed with this tool use", "[Request interrupted")
@@ -136,12 +138,47 @@ class RequestView:
         return str(PurePosixPath(*[part for part in path.parts if part != "."]))
 
     def primary_argument(self, call: RequestedCall) -> str:
-        """The argument that identifies a call: path, command or pattern."""
+        """The argument that identifies a call: path, command, pattern, or for an Agent
+        call the subagent its prompt names (``[subagent NAME]``)."""
         if call.name in _FILE_TOOLS:
             return self.relative_path(str(call.input.get("file_path", "")))
         if call.name == "Bash":
             return str(call.input.get("command", ""))
+        if call.name == "Agent":
+            return subagent_named(str(call.input.get("prompt", ""))) or ""
         return str(call.input.get("pattern", ""))
+
+    def line_from(self, fragment: str) -> str | None:
+        """The first line of the conversation holding ``fragment`` (a subagent's report
+        marker), from the fragment to the line's end; None when it is nowhere.
+
+        Tool results come first (a foreground subagent's report is its call's result),
+        then user texts (a background one's arrives in a task notification); the
+        assistant's own words are not looked in: they report nothing.
+        """
+        texts = [call.result_text or "" for call in self.calls]
+        texts += [entry.text for entry in self.user_texts]
+        for text in texts:
+            start = text.find(fragment)
+            if start >= 0:
+                end = text.find("\n", start)
+                line = text[start : end if end >= 0 else len(text)]
+                # A task notification wraps the report: <result>REPORT A: ...</result>.
+                return _CLOSING_TAGS.sub("", line).rstrip()
+        return None
+
+    @property
+    def first_user_text(self) -> str:
+        """All the text of the conversation's first message, if it is the user's."""
+        if self.user_texts and self.user_texts[0].message_index == 0:
+            return self.user_texts[0].text
+        return ""
+
+
+def subagent_named(text: str) -> str | None:
+    """The subagent a prompt names with its ``[subagent NAME]`` tag, if any."""
+    match = SUBAGENT_TAG.search(text)
+    return match.group(1) if match else None
 
 
 def session_id_of(body: Mapping[str, Any], headers: Mapping[str, str]) -> str | None:

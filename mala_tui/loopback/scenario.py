@@ -16,6 +16,12 @@ step's result shows, and a step with ``needs = ["fact-id"]`` cannot be played un
 line is visible in the request. When it is not (masked, cleared, summarised away), the
 agent first runs the fact's source step again: a re-read, which the server logs.
 ``token_ratio`` makes every token count the server reports that many times denser.
+
+A scenario can delegate: an ``Agent`` step (``subagent = "A"``, ``background = true`` by
+default) starts the ``[[subagents]]`` entry of that name through Claude Code's Agent tool.
+A subagent has its own task, steps (no Agent step: no nesting) and final answer, its
+report, which always starts with ``REPORT <name>:`` so the main agent can tell it arrived.
+The main agent gives its final answer only once every subagent it started has reported.
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ import re
 import string
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Literal, Self
 
@@ -43,9 +49,15 @@ from mala_tui.loopback.content import ContentKind, generate_content
 from mala_tui.loopback.faults import FaultSpec
 from mala_tui.loopback.tokens import MAX_TOKEN_RATIO
 
-ToolName = Literal["Read", "Bash", "Grep", "Glob", "Edit", "Write"]
+ToolName = Literal["Read", "Bash", "Grep", "Glob", "Edit", "Write", "Agent"]
 CheckpointStyle = Literal["tagged", "untagged", "code_fence"]
-TOOL_NAMES: tuple[ToolName, ...] = ("Read", "Bash", "Grep", "Glob", "Edit", "Write")
+TOOL_NAMES: tuple[ToolName, ...] = ("Read", "Bash", "Grep", "Glob", "Edit", "Write", "Agent")
+#: What Claude Code's Agent tool is asked to start: its general-purpose agent.
+SUBAGENT_TYPE = "general-purpose"
+_SUBAGENT_NAME = r"[A-Za-z0-9][A-Za-z0-9_-]{0,39}"
+#: How an Agent call's prompt names its subagent: ``[subagent A] <task>``. The main agent
+#: recognises its Agent calls by it, and the server a subagent's requests.
+SUBAGENT_TAG = re.compile(rf"\[subagent ({_SUBAGENT_NAME})\]")
 SCENARIO_SUFFIXES = (".toml", ".json")
 SHIPPED_DIR = Path(__file__).resolve().parent / "scenarios"
 #: Largest time scale accepted: an hour a second.
@@ -224,9 +236,70 @@ class WriteStep(_StepSpec):
         return self
 
 
+class AgentStep(_StepSpec):
+    """Start a subagent (``[[subagents]]``) through Claude Code's Agent tool."""
+
+    tool: Literal["Agent"]
+    subagent: str
+    """The name of the ``[[subagents]]`` entry to start (``{i}`` allowed)."""
+    background: bool = True
+    """Run it in the background (the call returns at once; the report comes later)."""
+    description: str | None = None
+    """The Agent call's short description; default ``subagent <name>``."""
+
+    @field_validator("subagent", "description")
+    @classmethod
+    def check_strings(cls, value: str | None) -> str | None:
+        return None if value is None else _check_template(value)
+
+
 StepSpec = Annotated[
-    ReadStep | BashStep | GrepStep | GlobStep | EditStep | WriteStep, Field(discriminator="tool")
+    ReadStep | BashStep | GrepStep | GlobStep | EditStep | WriteStep | AgentStep,
+    Field(discriminator="tool"),
 ]
+
+
+def subagent_tag(name: str) -> str:
+    """The tag an Agent call's prompt starts with: ``[subagent NAME]``."""
+    return f"[subagent {name}]"
+
+
+def report_marker(name: str) -> str:
+    """What a subagent's report starts with, and what the main agent looks for."""
+    return f"REPORT {name}:"
+
+
+class SubagentSpec(_Strict):
+    """A subagent an Agent step starts: its own task, steps and report."""
+
+    name: str = Field(pattern=rf"^{_SUBAGENT_NAME}$")
+    """Letters, digits, '-' and '_' (at most 40): the Agent step's ``subagent``."""
+    task: str = Field(min_length=1)
+    """What the subagent is asked to do: the Agent call's prompt after its tag."""
+    steps: list[StepSpec] = Field(min_length=1)
+    final_answer: str = Field(min_length=1)
+    """The report; ``REPORT <name>:`` is put in front of it unless it starts with it."""
+    fail: bool = False
+    """The subagent reports that it failed: ``REPORT <name>: FAILED: <final_answer>``."""
+
+    @field_validator("steps")
+    @classmethod
+    def check_no_nesting(cls, value: list[StepSpec]) -> list[StepSpec]:
+        for index, step in enumerate(value):
+            if isinstance(step, AgentStep):
+                raise ValueError(
+                    f"step {index} is an Agent step: a subagent cannot start subagents of its own"
+                )
+        return value
+
+    @property
+    def report(self) -> str:
+        """The subagent's final answer as it gives it: the marker first."""
+        marker = report_marker(self.name)
+        body = self.final_answer.removeprefix(marker).strip()
+        if self.fail:
+            body = f"FAILED: {body}"
+        return f"{marker} {body}"
 
 
 class WorkspaceFile(_Strict):
@@ -413,6 +486,13 @@ class PlannedStep:
             }
         if self.tool == "Bash":
             return {"command": self.primary, "description": params.get("description") or self.label}
+        if self.tool == "Agent":
+            return {
+                "description": params.get("description") or f"subagent {self.primary}",
+                "prompt": f"{subagent_tag(self.primary)} {params.get('task', '')}",
+                "subagent_type": SUBAGENT_TYPE,
+                "run_in_background": bool(params.get("background", True)),
+            }
         result: dict[str, Any] = {"pattern": self.primary}
         if params.get("path") is not None:
             result["path"] = where(params["path"])
@@ -432,6 +512,7 @@ def _default_label(tool: ToolName, primary: str) -> str:
         "Bash": "run",
         "Grep": "search for",
         "Glob": "list",
+        "Agent": "delegate to subagent",
     }[tool]
     return f"{verb} {primary}"
 
@@ -450,6 +531,9 @@ def _expand_step(spec: StepSpec, number: int, i: int) -> PlannedStep:
         params = {"path": fmt(spec.path), "glob": fmt(spec.glob), "output_mode": spec.output_mode}
     elif isinstance(spec, GlobStep):
         primary, params = _expand(spec.pattern, i), {"path": fmt(spec.path)}
+    elif isinstance(spec, AgentStep):
+        primary = _expand(spec.subagent, i)
+        params = {"description": fmt(spec.description), "background": spec.background}
     elif isinstance(spec, EditStep):
         primary, params = (
             _expand(spec.path, i),
@@ -501,9 +585,12 @@ class Scenario(_Strict):
     facts: list[FactSpec] = Field(default_factory=list)
     faults: list[FaultSpec] = Field(default_factory=list)
     waits: list[WaitSpec] = Field(default_factory=list)
+    subagents: list[SubagentSpec] = Field(default_factory=list)
+    """The subagents the Agent steps start, each by exactly one step."""
 
     _plan: tuple[PlannedStep, ...] = PrivateAttr(default=())
     _facts: dict[str, Fact] = PrivateAttr(default_factory=dict)
+    _subagents: dict[str, Scenario] = PrivateAttr(default_factory=dict)
 
     @field_validator("wind_down_notes")
     @classmethod
@@ -543,9 +630,61 @@ class Scenario(_Strict):
                 )
         if len({wait.step for wait in self.waits}) < len(self.waits):
             raise ValueError("waits: one wait a step")
-        self._plan = tuple(plan)
+        self._plan = tuple(self._with_subagent_tasks(plan))
         self._facts = self._resolve_facts(ids, keys)
         return self
+
+    def _with_subagent_tasks(self, plan: list[PlannedStep]) -> list[PlannedStep]:
+        """Check the Agent steps against ``[[subagents]]`` (each subagent started by exactly
+        one step), give each step its subagent's task, and build each subagent's scenario."""
+        specs: dict[str, SubagentSpec] = {}
+        for index, spec in enumerate(self.subagents):
+            if spec.name in specs:
+                raise ValueError(f"subagents.{index}.name: subagent {spec.name!r} is defined twice")
+            specs[spec.name] = spec
+        started: set[str] = set()
+        result: list[PlannedStep] = []
+        for step in plan:
+            if step.tool == "Agent":
+                started_spec = specs.get(step.primary)
+                if started_spec is None:
+                    raise ValueError(
+                        f"step {step.id}: starts subagent {step.primary!r}, which no "
+                        "[[subagents]] entry names"
+                    )
+                started.add(step.primary)
+                task = ("task", started_spec.task)
+                result.append(replace(step, params=(*step.params, task)))
+            else:
+                result.append(step)
+        unused = [name for name in specs if name not in started]
+        if unused:
+            raise ValueError(f"subagents: no Agent step starts {', '.join(map(repr, unused))}")
+        self._subagents = {}
+        for index, spec in enumerate(self.subagents):
+            try:
+                self._subagents[spec.name] = Scenario.model_validate(
+                    {
+                        "name": f"{self.name}-{spec.name.lower()}",
+                        "task": spec.task,
+                        "final_answer": spec.report,
+                        "checkpoint_style": self.checkpoint_style,
+                        "token_ratio": self.token_ratio,
+                        "time_scale": self.time_scale,
+                        "steps": spec.steps,
+                    }
+                )
+            except ValidationError as exc:
+                raise ValueError(f"subagents.{index}: {_describe(exc)}") from None
+        return result
+
+    def subagent(self, name: str) -> Scenario | None:
+        """The scenario a subagent plays (its steps; its report as final answer), if any."""
+        return self._subagents.get(name)
+
+    @property
+    def subagent_names(self) -> tuple[str, ...]:
+        return tuple(self._subagents)
 
     def _resolve_facts(
         self, ids: dict[str, int], keys: dict[tuple[str, str], int]
@@ -629,7 +768,9 @@ class Scenario(_Strict):
     @property
     def tools(self) -> list[str]:
         """Tool names the CLI must offer (pass as ``tools=``/``allowed_tools=``)."""
-        used = {step.tool for step in self._plan}
+        used: set[str] = {step.tool for step in self._plan}
+        for subagent in self._subagents.values():
+            used |= set(subagent.tools)
         if self.wind_down_notes is not None:
             used |= {"Write", "Read"}
         if "Edit" in used:
