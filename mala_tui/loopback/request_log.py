@@ -28,7 +28,8 @@ class RequestRecord:
     index: int
     """1-based over the whole server."""
     route_request: int
-    """1-based over the route (what ``at_request`` faults count)."""
+    """1-based over the route's main agent (what ``at_request`` faults count), or over
+    one subagent's requests for a subagent's."""
     time: float
     """Unix time the request arrived."""
     route: str
@@ -78,6 +79,17 @@ class RequestRecord:
     1-hour one."""
     model: str = ""
     """The model the request named, which the answer names too."""
+    agent_id: str | None = None
+    """A subagent's request: the agent id Claude Code sent (``x-claude-code-agent-id``);
+    None for the main agent's. Its ``route_request`` counts that subagent's requests."""
+    parent_agent_id: str | None = None
+    """The agent that started this subagent, when Claude Code says (a nested one)."""
+    subagent: str | None = None
+    """The scenario's name for the subagent that answered (``[[subagents]]``)."""
+
+    @property
+    def from_subagent(self) -> bool:
+        return self.agent_id is not None
 
     @property
     def compacted(self) -> bool:

@@ -14,6 +14,12 @@ summarise the conversation first when it passes the compaction trigger, let the 
 scripted agent decide a reply (agent.py), apply a fault if one is due (faults.py), bill the
 prompt against the simulated cache (cache.py, on the scenario's scaled clock), log it
 (request_log.py) and stream the answer (wire.py).
+
+A request carrying ``x-claude-code-agent-id`` is a subagent's, started by the route's main
+agent through Claude Code's Agent tool: the subagent is the one its first user message
+names (``[subagent NAME]``), played by a scripted agent of its own (its steps, its report
+as final answer), kept per agent id and billed like the main agent. Faults apply to the
+main agent's requests only.
 """
 
 from __future__ import annotations
@@ -51,7 +57,12 @@ from mala_tui.loopback.faults import (
     FaultSpec,
 )
 from mala_tui.loopback.request_log import RequestRecord, write_jsonl
-from mala_tui.loopback.request_view import RequestView, parse_request, session_id_of
+from mala_tui.loopback.request_view import (
+    RequestView,
+    parse_request,
+    session_id_of,
+    subagent_named,
+)
 from mala_tui.loopback.scenario import Scenario
 from mala_tui.loopback.tokens import (
     check_token_ratio,
@@ -75,19 +86,45 @@ _HTTP_ERROR_BODIES = {
 }
 
 
+AGENT_ID_HEADER = "x-claude-code-agent-id"
+PARENT_AGENT_ID_HEADER = "x-claude-code-parent-agent-id"
+
+
 @dataclass
-class _Route:
-    name: str
+class _Player:
+    """One scripted agent answering on a route: the main agent, or one subagent."""
+
     agent: ScriptedAgent
-    faults: FaultBook
-    response_delay_s: float
-    token_ratio: float = 1.0
+    subagent: str | None = None
+    """The subagent's name; None for the main agent."""
     requests: int = 0
     results_seen: set[tuple[str, str]] = field(default_factory=set)
     rereads_pending: dict[str, str] = field(default_factory=dict)
     """tool_use id -> fact, for re-reads whose result has not come back yet."""
+
+
+@dataclass
+class _Route:
+    name: str
+    main: _Player
+    faults: FaultBook
+    response_delay_s: float
+    token_ratio: float = 1.0
+    workspace: Path | None = None
+    """Where the workspace is when a request does not say (the subagents' too)."""
+    subagents: dict[str, _Player] = field(default_factory=dict)
+    """The subagents started so far, by their agent id."""
     compacted: dict[str, Compacted] = field(default_factory=dict)
-    """Each conversation's latest server-side compaction, by the client's session id."""
+    """Each conversation's latest server-side compaction, by the client's session id
+    (and the agent id, for a subagent's)."""
+
+    @property
+    def agent(self) -> ScriptedAgent:
+        return self.main.agent
+
+    @property
+    def requests(self) -> int:
+        return self.main.requests
 
 
 @dataclass(frozen=True)
@@ -105,6 +142,7 @@ class _Exchange:
 
     request: web.Request
     route: _Route
+    player: _Player
     route_request: int
     view: RequestView
     body: Mapping[str, Any]
@@ -115,6 +153,8 @@ class _Exchange:
     cleared_results: int = 0
     reread_tokens: int = 0
     compaction: _CompactionStep | None = None
+    agent_id: str | None = None
+    parent_agent_id: str | None = None
 
     @property
     def request_id(self) -> str:
@@ -226,7 +266,8 @@ class LoopbackServer:
             delay = scenario.response_delay_s if response_delay_s is None else response_delay_s
             self._routes[name] = _Route(
                 name=name,
-                agent=ScriptedAgent(scenario, fallback_workspace=fallback),
+                main=_Player(ScriptedAgent(scenario, fallback_workspace=fallback)),
+                workspace=fallback,
                 faults=FaultBook(scenario.faults),
                 response_delay_s=delay,
                 token_ratio=scenario.token_ratio if token_ratio is None else token_ratio,
@@ -429,10 +470,15 @@ class LoopbackServer:
     async def _messages(self, request: web.Request) -> web.StreamResponse:
         route = self._route_of(request)
         body = client_body = await _json_body(request)
-        route.requests += 1
+        agent_id = request.headers.get(AGENT_ID_HEADER) or None
+        player = route.main if agent_id is None else _subagent(route, agent_id, body)
+        player.requests += 1
         ratio = route.token_ratio
         compaction = ServerCompaction.from_request(body) or self.server_compaction
         conversation = session_id_of(body, request.headers) or ""
+        if agent_id is not None:
+            # A subagent shares its main agent's session id, not its conversation.
+            conversation += f"#{agent_id}"
         earlier = route.compacted.get(conversation) if compaction is not None else None
         if earlier is not None:
             body = apply_compaction(body, earlier) or body
@@ -453,7 +499,8 @@ class LoopbackServer:
         exchange = _Exchange(
             request=request,
             route=route,
-            route_request=route.requests,
+            player=player,
+            route_request=player.requests,
             view=view,
             body=body,
             prompt=sum(block.tokens for block in blocks),
@@ -461,7 +508,9 @@ class LoopbackServer:
             model=model,
             message_id=f"msg_{uuid.uuid4().hex[:24]}",
             cleared_results=cleared,
-            reread_tokens=self._price_rereads(route, view),
+            reread_tokens=self._price_rereads(player, route.token_ratio, view),
+            agent_id=agent_id,
+            parent_agent_id=request.headers.get(PARENT_AGENT_ID_HEADER) or None,
         )
         if exchange.prompt > exchange.window:
             message = wire.prompt_too_long_message(exchange.prompt, exchange.window)
@@ -474,7 +523,7 @@ class LoopbackServer:
         if compaction is not None and exchange.prompt > compaction.trigger_input_tokens:
             # Past the trigger: the conversation is summarised first (billed as a step of
             # its own), and the answer is made on the summary alone.
-            summary = route.agent.compaction_summary(view)
+            summary = player.agent.compaction_summary(view)
             step = _CompactionStep(
                 exchange.prompt,
                 self._cache.peek(blocks, self.simulated_now()),
@@ -492,8 +541,12 @@ class LoopbackServer:
                 compaction=step,
             )
 
-        reply = route.agent.reply(view)
-        fault = route.faults.take(route.requests, reply.step.id if reply.step else None)
+        reply = player.agent.reply(view)
+        fault = (
+            route.faults.take(player.requests, reply.step.id if reply.step else None)
+            if player is route.main
+            else None
+        )
         if fault is not None and fault.kind in HTTP_ERROR_STATUS:
             status = HTTP_ERROR_STATUS[fault.kind]
             error_type, message = _HTTP_ERROR_BODIES[fault.kind]
@@ -511,15 +564,15 @@ class LoopbackServer:
             reply.kind == "tool_use"
             and reply.reread is None
             and not reply.operator
-            and step_key in route.results_seen
+            and step_key in player.results_seen
         )
         if reply.reread is not None:
             for block in reply.content:
                 if block.get("type") == "tool_use":
-                    route.rereads_pending[str(block["id"])] = reply.reread
+                    player.rereads_pending[str(block["id"])] = reply.reread
         for call in sent.calls:
             if call.succeeded:
-                route.results_seen.add((call.name, sent.primary_argument(call)))
+                player.results_seen.add((call.name, sent.primary_argument(call)))
         self._record(exchange, answer, status=200, redone=redone)
         index = len(self._records)
         try:
@@ -539,13 +592,13 @@ class LoopbackServer:
             return web.Response(status=499)
 
     @staticmethod
-    def _price_rereads(route: _Route, view: RequestView) -> int:
+    def _price_rereads(player: _Player, token_ratio: float, view: RequestView) -> int:
         """Tokens of the re-read results this request brings back (each priced once)."""
         tokens = 0
         for call in view.calls:
-            if call.id in route.rereads_pending and call.result_text is not None:
-                del route.rereads_pending[call.id]
-                tokens += text_tokens(call.result_text, route.token_ratio)
+            if call.id in player.rereads_pending and call.result_text is not None:
+                del player.rereads_pending[call.id]
+                tokens += text_tokens(call.result_text, token_ratio)
         return tokens
 
     def _record(
@@ -601,6 +654,9 @@ class LoopbackServer:
             ),
             compaction_output_tokens=step.produced if step is not None else 0,
             cache_write_price=self._write_price,
+            agent_id=exchange.agent_id,
+            parent_agent_id=exchange.parent_agent_id,
+            subagent=exchange.player.subagent,
         )
         self._records.append(record)
         self._notify()
@@ -683,6 +739,28 @@ class LoopbackServer:
             output_tokens=answer.produced,
         )
         return web.json_response(body, headers={"request-id": exchange.request_id})
+
+
+def _subagent(route: _Route, agent_id: str, body: Mapping[str, Any]) -> _Player:
+    """The player answering a subagent's request: the one already playing this agent id,
+    or, on its first request, a new one for the subagent its first user message names."""
+    player = route.subagents.get(agent_id)
+    if player is not None:
+        return player
+    first = parse_request(body).first_user_text
+    name = subagent_named(first)
+    scenario = route.agent.scenario.subagent(name) if name is not None else None
+    if name is None or scenario is None:
+        known = ", ".join(route.agent.scenario.subagent_names) or "none"
+        said = f"names subagent {name!r}" if name is not None else "names no [subagent NAME]"
+        raise _ApiError(
+            400,
+            "invalid_request_error",
+            f"agent {agent_id}: its first message {said}; this scenario's subagents: {known}",
+        )
+    player = _Player(ScriptedAgent(scenario, fallback_workspace=route.workspace), subagent=name)
+    route.subagents[agent_id] = player
+    return player
 
 
 class _ApiError(Exception):
