@@ -183,6 +183,9 @@ class SessionSnapshot:
     cache_warm_until: float | None = None
     """When the session's prompt cache goes cold unless a request comes first (wall-clock
     seconds; None: not known)."""
+    waiting_for: str = ""
+    """Its turn is over and it waits for its background work ("2 subagents"): the CLI
+    hands the agent their reports in turns of its own ("" when not waiting)."""
 
     @property
     def waiting(self) -> bool:

@@ -342,6 +342,7 @@ class SessionState:
             host=self.host,
             hosts_lost=self.hosts_lost,
             host_lost=self.host_lost,
+            waiting_for=self.waiting_for,
             cache_warm_until=(
                 self.cache_refreshed_at + self.cache_ttl_seconds
                 if self.cache_refreshed_at is not None and self.cache_ttl_seconds is not None

@@ -42,6 +42,8 @@ def state_text(snapshot: SessionSnapshot) -> str:
         text += f" \u00b7 checkpoint #{snapshot.pending_approval}"
     elif state in SAYS_WHY and snapshot.end_reason:
         text += f" \u00b7 {snapshot.end_reason}"
+    elif snapshot.waiting_for and snapshot.status is None:
+        text += f" \u00b7 waiting for {snapshot.waiting_for}"
     if snapshot.messages_waiting and snapshot.status is None:
         count = snapshot.messages_waiting
         text += f" \u00b7 {count} message{'s' if count != 1 else ''} to send"
