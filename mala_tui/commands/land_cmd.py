@@ -225,10 +225,18 @@ def _journal(
 
 
 def _refuse(verb: str, why: str) -> int:
-    print(f"mala-tui {verb}: {why}", file=sys.stderr)
+    _say(verb, why)
     return EXIT_USAGE
 
 
 def _storage(verb: str, exc: Exception) -> int:
-    print(f"mala-tui {verb}: {exc}", file=sys.stderr)
+    _say(verb, str(exc))
     return EXIT_STORAGE
+
+
+def _say(verb: str, why: str) -> None:
+    """One line on stderr: a reason may quote names from the journal, git and the agent
+    (a session's, a file's), shown literally, never as terminal escapes."""
+    from mala_tui.core.text import clean
+
+    print(f"mala-tui {verb}: {clean(why, one_line=True)}", file=sys.stderr)

@@ -67,16 +67,16 @@ def _resume(
     loaded = with_permissions_flag(args, with_budget_flags(args, loaded))
     problem = refusal(args, loaded)
     if problem is not None:
-        print(f"mala-tui resume: {problem}", file=sys.stderr)
+        _say(problem)
         return EXIT_USAGE
     try:
         folder = find_run(loaded.settings.resolved_data_dir(), args.run)
         source = read_source(folder)
     except (JournalError, ResumeError) as exc:
-        print(f"mala-tui resume: {exc}", file=sys.stderr)
+        _say(str(exc))
         return EXIT_USAGE
     for skipped in source.contents.skipped:
-        print(f"mala-tui resume: skipped line {skipped.line}: {skipped.reason}", file=sys.stderr)
+        _say(f"skipped line {skipped.line}: {skipped.reason}")
     engine = None
     if source.meta.get("engine") == "ray":
         # The run's sessions ran on a cluster: the same one again (or a local Ray, as then).
@@ -91,7 +91,7 @@ def _resume(
                 run_id=folder.name,
             )
         except EngineRefused as exc:
-            print(f"mala-tui resume: {exc}", file=sys.stderr)
+            _say(str(exc))
             return EXIT_USAGE
     try:
         return _resume_on(args, loaded, out, shutdown, source=source, engine=engine)
@@ -129,10 +129,10 @@ def _resume_on(
             host_backend=ClaudeBackend.for_run if engine is not None else None,
         )
     except ResumeError as exc:
-        print(f"mala-tui resume: {exc}", file=sys.stderr)
+        _say(str(exc))
         return EXIT_USAGE
     except StorageError as exc:
-        print(f"mala-tui resume: {exc}", file=sys.stderr)
+        _say(str(exc))
         return EXIT_STORAGE
     journal, supervisor = resumed.journal, resumed.supervisor
     trackers = [t for t in supervisor.listeners.events if isinstance(t, WorktreeTracker)]
@@ -160,3 +160,11 @@ def _resume_on(
         return finish(until_done(main), supervisor, out)
     finally:
         journal.close()
+
+
+def _say(why: str) -> None:
+    """One line on stderr: a reason may quote the journal (its sessions' names, why each
+    ended), shown literally, never as terminal escapes or a line of its own."""
+    from mala_tui.core.text import clean
+
+    print(f"mala-tui resume: {clean(why, one_line=True)}", file=sys.stderr)

@@ -31,6 +31,7 @@ from mala_tui.commands.run_worktrees import (
 from mala_tui.commands.running import finish, supervise, until_done
 from mala_tui.config import LoadedSettings
 from mala_tui.core.events import RunMode
+from mala_tui.core.text import clean
 
 if TYPE_CHECKING:
     from mala_tui.runtime.journal import RunJournal
@@ -269,7 +270,9 @@ def _run_on(
             supervisor.spec_for_fork = fork_in_worktree(worktrees, journal, on_hosts=on_hosts)
         out.write(f"run {journal.run_id}: journal in {journal.directory}\n")
         for name, worktree in worktrees.items():
-            out.write(f"{name}: worktree {worktree.path} on branch {worktree.branch}\n")
+            # The name came from a task: shown literally, on its one line.
+            said = f"{name}: worktree {worktree.path} on branch {worktree.branch}"
+            out.write(f"{clean(said, one_line=True)}\n")
         if worktrees and engine is not None:
             out.write("(each is made on its session's host, and here when the session ends)\n")
 

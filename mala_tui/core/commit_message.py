@@ -4,6 +4,7 @@ The subject is the task (its first line, at most 72 characters); the body is wha
 agent's notes say it did (its latest checkpoint's "Completed Work" section when it has
 one, else the whole notes: the checkpoint, or the agent's final words when it never
 wrote one), then where the work came from. A person can edit the draft before it is used.
+Both come from agent and task text, so both leave out its control characters (`for_git`).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Final
 
 from mala_tui.core import events as ev
 from mala_tui.core.checkpoint import split_sections
-from mala_tui.core.text import flatten, shorten
+from mala_tui.core.text import flatten, for_git, shorten
 from mala_tui.core.view import SessionState
 
 SUBJECT_LIMIT: Final = 72
@@ -44,6 +45,8 @@ def draft_commit_message(
     task: str, notes: str | None, *, session: str, branch: str, run_id: str
 ) -> str:
     """Subject, a blank line, what was done, a blank line, where it came from."""
+    task, session = for_git(task), for_git(session)
+    notes = None if notes is None else for_git(notes)
     paragraphs = [draft_subject(task)]
     done = _what_was_done(notes)
     if done:
@@ -57,7 +60,8 @@ def draft_commit_message(
 
 def pull_request_body(notes: str | None, message: str) -> str:
     """The notes (the checkpoint) as written; without any, the commit message's body."""
-    if notes and notes.strip():
+    notes, message = for_git(notes or ""), for_git(message)
+    if notes.strip():
         return notes.strip() + "\n"
     _, _, body = message.partition("\n\n")
     return body.strip() + "\n" if body.strip() else message

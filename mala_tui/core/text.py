@@ -1,12 +1,15 @@
 """Text as mala-tui shows it, in the app and on a terminal alike.
 
-Three things every layer needs the same way:
+Four things every layer needs the same way:
 
 - agent text made safe (`clean`): tasks, checkpoints, tool output and error
   messages come from agents and their tools, and must reach a screen or a log
   as the characters they are. An ESC would let a tool's output move the cursor,
   clear the screen or retitle the window, so every C0/C1 control character but
   newline and tab is replaced by a visible stand-in;
+- agent text made safe for git (`for_git`): a commit message, a reflog line or a pull
+  request's body outlives the session and is printed by `git log` on terminals that
+  mala-tui never sees, so there the control characters are removed, not pictured;
 - long text shortened (`shorten`): cut to a limit, the cut marked with "…"
   (`excerpt`: flattened to one line and shortened, for the event log);
 - figures in short form (`tokens`, `percent`), for narrow cards and log lines.
@@ -45,6 +48,15 @@ def clean(text: str, *, one_line: bool = False) -> str:
         text = _NEWLINES.sub(" \u23ce ", text.strip())
         text = text.replace("\t", " ")
     return _CONTROL.sub(_visible, text)
+
+
+def for_git(text: str) -> str:
+    """`text` without its control characters (but newline and tab): what may go into git.
+
+    A carriage return goes too: a Windows line end becomes a plain newline, and a lone one
+    cannot send `git log`'s cursor back over the start of its line.
+    """
+    return _CONTROL.sub("", text)
 
 
 def flatten(text: str) -> str:

@@ -33,7 +33,7 @@ from typing import Literal
 from mala_tui.core import events as ev
 from mala_tui.core.commit_message import draft_subject
 from mala_tui.core.session_records import BranchStatus, WorktreeRecord
-from mala_tui.core.text import plural
+from mala_tui.core.text import clean, for_git, plural
 from mala_tui.core.view import RunState
 from mala_tui.runtime.worktree import (
     GIT_TIMEOUT_SECONDS,
@@ -94,9 +94,12 @@ def _run(args: list[str], cwd: Path, stdin: str | None = None) -> subprocess.Com
 
 
 def _git(target: Target, *args: str, cwd: Path | None = None, stdin: str | None = None) -> str:
-    """git in the repository (or `cwd`); a failure is a LandingError with git's reason."""
+    """git in the repository (or `cwd`); a failure is a LandingError with git's reason.
+
+    `stdin` (a commit message) has its control characters removed first: it is the agent's
+    text, and `git log` would print an escape in it to whoever reads the history."""
     where = cwd or target.repository
-    done = _run(list(args), where, stdin)
+    done = _run(list(args), where, None if stdin is None else for_git(stdin))
     if done.returncode != 0:
         raise LandingError(f"git {args[0]} in {where}: {last_line(done)}")
     return done.stdout.strip()
@@ -220,7 +223,8 @@ def _plan_merge(target: Target, base: str, head: str, message: str) -> _Merge:
             "git 2.38 or newer (git merge-tree --write-tree); nothing was changed"
         )
     if done.returncode == 1:
-        files = list(dict.fromkeys(parts[1:]))
+        # The file names are the agent's choice: shown literally, on the one line.
+        files = [clean(name, one_line=True) for name in dict.fromkeys(parts[1:])]
         raise LandingError(
             f"{target.session}: {target.branch} conflicts with {target.base_branch} in "
             f"{', '.join(files) or 'its files'}; nothing was changed (merge it by hand, or "
@@ -362,8 +366,8 @@ def push(
             f"{there[0][:10] if there else 'no such branch'} instead of {tip[:10]}"
         )
     body_file.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    body_file.write_text(body, encoding="utf-8")
-    command = pr_command(target, draft_subject(message), body_file)
+    body_file.write_text(for_git(body), encoding="utf-8")
+    command = pr_command(target, draft_subject(for_git(message)), body_file)
     url = ""
     if shutil.which("gh") is not None:
         url = _open_pr(target, command)

@@ -16,6 +16,7 @@ import os
 from pathlib import Path
 from typing import Final
 
+from mala_tui.core.text import for_git
 from mala_tui.runtime.worktree import (
     WorktreeError,
     _git,
@@ -60,7 +61,8 @@ def snapshot(cwd: Path, ref: str, message: str) -> str | None:
         if last == parent:
             return None  # the same files on the same commit: nothing new to keep
     env = dict(os.environ, **_IDENTITY)
-    commit = _git(["commit-tree", tree, "-p", parent, "-m", message], top, env).strip()
+    # The message names the session, whose name came from a task: no control characters.
+    commit = _git(["commit-tree", tree, "-p", parent, "-m", for_git(message)], top, env).strip()
     _git(["update-ref", ref, commit], top)
     return commit
 
