@@ -40,6 +40,7 @@ from pydantic import (
     ConfigDict,
     Field,
     PrivateAttr,
+    StrictBool,
     ValidationError,
     field_validator,
     model_validator,
@@ -242,7 +243,7 @@ class AgentStep(_StepSpec):
     tool: Literal["Agent"]
     subagent: str
     """The name of the ``[[subagents]]`` entry to start (``{i}`` allowed)."""
-    background: bool = True
+    background: StrictBool = True
     """Run it in the background (the call returns at once; the report comes later)."""
     description: str | None = None
     """The Agent call's short description; default ``subagent <name>``."""
@@ -279,7 +280,7 @@ class SubagentSpec(_Strict):
     steps: list[StepSpec] = Field(min_length=1)
     final_answer: str = Field(min_length=1)
     """The report; ``REPORT <name>:`` is put in front of it unless it starts with it."""
-    fail: bool = False
+    fail: StrictBool = False
     """The subagent reports that it failed: ``REPORT <name>: FAILED: <final_answer>``."""
 
     @field_validator("steps")
