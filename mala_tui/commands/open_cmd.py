@@ -9,7 +9,9 @@ that had not ended goes on from there when the run is resumed.
 
 A live run's sessions are opened from its app (`h`), which ends the supervised process
 first. Refused with one line (exit status 2): a live run, no terminal, a browser tab, a
-session that ran on a cluster's host, one without an agent session.
+session that ran on a cluster's host, one without an agent session. When Claude Code
+itself fails (exits with another status than 0) that is said (exit status 1), and nothing
+is journaled: the session is left as it was.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ from mala_tui.config import LoadedSettings
 if TYPE_CHECKING:
     from mala_tui.runtime.by_hand import Interactive
 
+#: Claude Code itself failed (it exited with a status other than 0).
+EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_STORAGE = 74
 
@@ -48,6 +52,7 @@ class OpenRefused(Exception):
 
 def open_session(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.stdout) -> int:
     from mala_tui.core import events as ev
+    from mala_tui.core.text import plural
     from mala_tui.runtime.by_hand import ByHandError, console_problem, read_back, size_of
     from mala_tui.runtime.journal import JournalInUse, RunJournal, StorageError
     from mala_tui.ui.headless import one_line
@@ -76,9 +81,25 @@ def open_session(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO =
         )
         out.flush()
         try:
-            subprocess.run(list(how.argv), cwd=how.cwd, env={**os.environ, **how.env}, check=False)
+            done = subprocess.run(
+                list(how.argv), cwd=how.cwd, env={**os.environ, **how.env}, check=False
+            )
         except OSError as exc:
             return _refuse(f"Claude Code could not be started: {exc}")
+        if done.returncode != 0:
+            # It failed (a bad flag, a session it could not resume): nothing was handed
+            # back, so nothing is journaled and the session stays as the run left it.
+            ended = (
+                f"exit status {done.returncode}"
+                if done.returncode > 0
+                else f"killed by signal {-done.returncode}"
+            )
+            print(
+                f"mala-tui open: Claude Code failed ({ended}); {one_line(how.session, 80)} "
+                "was left as it was",
+                file=sys.stderr,
+            )
+            return EXIT_FAILED
         back = read_back(transcript, since)
         tokens = back.call.context_tokens if back.call is not None else None
         event = ev.HandedBack(at=_now(), session=how.session, prompts=back.prompts, tokens=tokens)
@@ -88,7 +109,8 @@ def open_session(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO =
             print(f"mala-tui open: the run's journal could not say so: {exc}", file=sys.stderr)
             return EXIT_STORAGE
     window = f", window {tokens:,} tokens" if tokens is not None else ""
-    out.write(f"{one_line(how.session, 80)}: {back.prompts} prompt(s) by hand{window}\n")
+    prompts = plural(back.prompts, "prompt")
+    out.write(f"{one_line(how.session, 80)}: {prompts} by hand{window}\n")
     return 0
 
 

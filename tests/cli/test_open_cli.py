@@ -1,19 +1,27 @@
 """`mala-tui open RUN SESSION` refused in one line when a session cannot be opened by hand.
 
 Opening one for real (the interactive Claude Code in a terminal) is the terminal test's
-(tests/integration/test_by_hand_terminal.py).
+(tests/integration/test_by_hand_terminal.py); here a shell script stands in for it, to
+fail or to leave a prompt in the transcript.
 """
 
 from __future__ import annotations
 
+import argparse
+import io
 import json
 import os
+import shlex
+import sys
 from pathlib import Path
 
 import pytest
 
+from mala_tui.commands import open_cmd
+from mala_tui.config import load_settings
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
+from mala_tui.runtime import by_hand
 from mala_tui.runtime.journal import RunJournal, read_events
 from tests.cli.test_cli import run
 
@@ -108,3 +116,58 @@ def test_a_browser_tab_cannot_open_a_session_by_hand(finished: Path) -> None:
         "mala-tui open: a session can be opened by hand only from a terminal on the run's "
         "machine, not from a browser tab\n",
     )
+
+
+def open_in_a_terminal(
+    root: Path, cli: str, monkeypatch: pytest.MonkeyPatch
+) -> tuple[int, str, list[ev.Event]]:
+    """`open` on `named` with a terminal (a pseudo-terminal for stdin and stdout) and
+    `cli` (a shell script's body) standing in for Claude Code; its exit status, what it
+    printed, and the events journaled meanwhile."""
+    script = root / "claude"
+    script.write_text(f"#!/bin/sh\n{cli}\n")
+    script.chmod(0o755)
+    monkeypatch.setattr(by_hand, "bundled_cli", lambda: script)
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(root / "config"))
+    journal = root / "data" / "runs" / RUN_ID / "events.jsonl"
+    before = len(read_events(journal).events)
+    args = argparse.Namespace(run=RUN_ID, session="named", data_dir=root / "data")
+    out = io.StringIO()
+    primary, secondary = os.openpty()
+    try:
+        with (
+            open(secondary, encoding="utf-8") as tty_in,
+            open(os.dup(secondary), "w", encoding="utf-8") as tty_out,
+        ):
+            monkeypatch.setattr(sys, "stdin", tty_in)
+            monkeypatch.setattr(sys, "stdout", tty_out)
+            code = open_cmd.open_session(args, load_settings(), out)
+    finally:
+        os.close(primary)
+    return code, out.getvalue(), read_events(journal).events[before:]
+
+
+def test_a_claude_code_that_fails_is_reported_and_nothing_is_handed_back(
+    finished: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, journaled = open_in_a_terminal(finished, "exit 1", monkeypatch)
+    assert code == 1
+    assert out == "named: opening Claude Code (claude --resume s-named)\n"
+    assert capsys.readouterr().err == (
+        "mala-tui open: Claude Code failed (exit status 1); named was left as it was\n"
+    )
+    assert journaled == []
+
+
+def test_a_claude_code_that_exits_cleanly_hands_the_session_back(
+    finished: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    prompt = json.dumps({"type": "user", "message": {"content": "carry on"}})
+    transcript = finished / "config" / "projects" / "-work" / "s-named.jsonl"
+    code, out, journaled = open_in_a_terminal(
+        finished, f"echo {shlex.quote(prompt)} >> {shlex.quote(str(transcript))}", monkeypatch
+    )
+    assert code == 0
+    assert out.endswith("named: 1 prompt by hand\n")
+    (back,) = journaled
+    assert isinstance(back, ev.HandedBack) and (back.session, back.prompts) == ("named", 1)

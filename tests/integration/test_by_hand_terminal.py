@@ -160,7 +160,7 @@ def test_a_session_opened_by_hand_in_a_tmux_window_is_handed_back(tmp_path: Path
     assert (last.session, last.prompts, last.went_on) == ("task-1", 1, False)
     assert last.tokens is not None and last.tokens > 0
     assert f"task-1: opening Claude Code (claude --resume {named(events)})" in printed
-    assert f"task-1: 1 prompt(s) by hand, window {last.tokens:,} tokens" in printed
+    assert f"task-1: 1 prompt by hand, window {last.tokens:,} tokens" in printed
     the_app_counted_the_turn(events, log)
 
 
