@@ -11,7 +11,7 @@ import contextlib
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from mala_tui import __version__
 from mala_tui.commands import (
@@ -30,6 +30,15 @@ from mala_tui.runtime.journal import forget_opened_runs
 
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
+#: `--set`, before the command or after it (`mala-tui run --set agent.model=X TASK`).
+SET_OPTION: Final[dict[str, Any]] = {
+    "action": "append",
+    "metavar": "SECTION.KEY=VALUE",
+    "help": "override one setting (repeatable), e.g. --set context.soft_threshold=0.6",
+}
+#: Where a subcommand's own `--set` is kept (per depth: a subcommand's subcommand parses
+#: into a namespace of its own, copied over its parent's), merged after parsing.
+_LATE_SETS = "overrides_after_command_"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -41,14 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     parser.add_argument("--version", action="version", version=f"mala-tui {__version__}")
-    parser.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="SECTION.KEY=VALUE",
-        help="override one setting (repeatable), e.g. --set context.soft_threshold=0.6",
-    )
+    parser.add_argument("--set", dest="overrides", default=[], **SET_OPTION)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     config = commands.add_parser("config", help="show the effective configuration")
@@ -66,7 +68,33 @@ def build_parser() -> argparse.ArgumentParser:
     open_cmd.register(commands)
     serve_cmd.register(commands)
     console_cmd.register(commands)
+    _finish_subcommands(parser)
     return parser
+
+
+def _finish_subcommands(parser: argparse.ArgumentParser, depth: int = 1) -> None:
+    """Every subcommand's help page gets its one-line description (the help its command
+    list gives) and takes `--set` too, so it may come after the command."""
+    for action in parser._actions:
+        if not isinstance(action, argparse._SubParsersAction):
+            continue
+        helps = {choice.dest: choice.help for choice in action._choices_actions}
+        for name, sub in action.choices.items():
+            said = helps.get(name)
+            if sub.description is None and said:
+                sub.description = said[0].upper() + said[1:] + "."
+            sub.add_argument(
+                "--set", dest=f"{_LATE_SETS}{depth}", default=argparse.SUPPRESS, **SET_OPTION
+            )
+            _finish_subcommands(sub, depth + 1)
+
+
+def _merge_late_sets(args: argparse.Namespace) -> None:
+    """`--set`s after the command, after those before it (the later one wins)."""
+    late = [name for name in vars(args) if name.startswith(_LATE_SETS)]
+    for name in sorted(late, key=lambda name: int(name.removeprefix(_LATE_SETS))):
+        args.overrides = [*args.overrides, *getattr(args, name)]
+        delattr(args, name)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -79,6 +107,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     forget_opened_runs()
     parser = build_parser()
     args = parser.parse_args(argv)
+    _merge_late_sets(args)
     # As typed: `--detach` starts the same command again as the run's host (runtime.host).
     args.argv = list(sys.argv[1:] if argv is None else argv)
     if args.command is None:
