@@ -87,6 +87,8 @@ def summary(event: ev.Event) -> str:
             return f"pid {event.pid} {event.how} after {event.seconds:.1f} s"
         case ev.SessionEnded():
             return f"{event.status}: {event.reason}"
+        case ev.BackgroundListed():
+            return f"in the background: {describe_tasks(event.tasks)}"
         case ev.BackgroundWaiting():
             return f"turn over; waiting for {describe_tasks(event.tasks, event.reports)}"
         case ev.BackgroundStopped():

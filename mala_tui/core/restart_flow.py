@@ -26,6 +26,7 @@ from mala_tui.core.actions import (
     SendPrompt,
     StartFreshSession,
 )
+from mala_tui.core.background import BackgroundTask, describe_tasks
 from mala_tui.core.calibration import Calibration
 from mala_tui.core.checkpoint import (
     Checkpoint,
@@ -49,6 +50,7 @@ from mala_tui.core.permissions import AnsweredBy
 from mala_tui.core.phases import Cause, IllegalTransition, ManageMode, Trigger
 from mala_tui.core.prompts import PromptKind
 from mala_tui.core.resume_plan import ResumeFrom, SessionResume
+from mala_tui.core.text import clean
 from mala_tui.core.transcript import Message, Transcript
 from mala_tui.core.usage import estimate_tokens
 from mala_tui.core.window import RefusalBounds
@@ -438,6 +440,19 @@ class RestartFlow:
             )
         else:
             kind, prompt, how = PromptKind.TASK, self._state.task, Delivery.RESTART
+        gone = carried.lost_background
+        if gone:
+            # Its reports will never come: the agent must know, or it waits for them.
+            prompt = f"{prompt}\n\n{lost_background_note(gone)}"
+            events = (
+                *events,
+                ev.BackgroundStopped(
+                    at=at,
+                    session=self._state.name,
+                    tasks=gone,
+                    reason="lost when the run stopped; the agent is told",
+                ),
+            )
         said, delivered = self._state.messages_prompt(at, how)
         if said:
             prompt = f"{prompt}\n\n{said}"
@@ -457,3 +472,14 @@ class RestartFlow:
             at=at, session=self._state.name, checkpoint_number=number, reason=reason
         )
         return Outcome((RequestApproval(self._state.checkpoint, number, reason),), (moved, asked))
+
+
+def lost_background_note(tasks: tuple[BackgroundTask, ...]) -> str:
+    """What the agent is told of background work that ended with the run: each one by its
+    kind and description, so it can start it again or go on without it."""
+    lines = [f"- {task.kind}: {clean(task.description) or task.id}" for task in tasks]
+    return (
+        "Background work you had started was lost when the run stopped, and its reports "
+        f"will not come ({describe_tasks(tasks)}):\n" + "\n".join(lines) + "\n"
+        "Start it again if you still need it, or go on without it."
+    )

@@ -24,6 +24,7 @@ from enum import StrEnum
 
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
+from mala_tui.core.background import BackgroundTask
 from mala_tui.core.checkpoint import Checkpoint, CheckpointOrigin
 from mala_tui.core.operator_messages import QueuedMessage
 from mala_tui.core.permissions import PermissionAnswer
@@ -74,6 +75,9 @@ class Carried:
     """(accepted, refused): the bounds of the latest window learnt from an API refusal
     (core.window), if one was: a model that took less than Claude Code believed still
     takes less after the resume."""
+    lost_background: tuple[BackgroundTask, ...] = ()
+    """Background work (subagents, shells) that was running when the run stopped or was
+    killed: it ended with the agent process, and the agent is told so."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,6 +151,10 @@ class _Seen:
     concluded: str = ""
     """Why the person is done with it, though it never ended: its work landed or thrown away."""
     answered_at: int = -1
+    background: tuple[BackgroundTask, ...] = ()
+    """What ran in the background as of the latest event that said."""
+    stopped_background: tuple[BackgroundTask, ...] = ()
+    """What a stop ended (its `background_stopped`), until the session runs again."""
 
     def carried(self) -> Carried:
         return Carried(
@@ -158,6 +166,7 @@ class _Seen:
             self.said,
             self.manage,
             self.refusal,
+            self.background or self.stopped_background,
         )
 
 
@@ -192,6 +201,7 @@ def _take(seen: dict[str, _Seen], index: int, event: ev.Event, ended: bool) -> b
             for name in event.resumed:
                 state = seen.setdefault(name, _Seen())
                 state.status, state.end_reason, state.stopped_with_run = None, "", False
+                state.background = state.stopped_background = ()  # told on that resume
             return False
         case ev.RunEnded():
             for state in seen.values():
@@ -233,6 +243,10 @@ def _take(seen: dict[str, _Seen], index: int, event: ev.Event, ended: bool) -> b
         case ev.SessionEnded():
             state.status, state.end_reason = event.status, event.reason
             state.masked_total = max(state.masked_total, event.masked_total)
+        case ev.BackgroundListed() | ev.BackgroundWaiting():
+            state.background, state.stopped_background = event.tasks, ()
+        case ev.BackgroundStopped():
+            state.background, state.stopped_background = (), event.tasks
         case ev.WorktreeLanded():
             state.concluded = "its work was landed"
         case ev.WorktreeDiscarded():

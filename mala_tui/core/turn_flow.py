@@ -137,8 +137,12 @@ class TurnFlow:
         """The CLI's list of background work changed: kept, so that a turn's end can tell
         a task done from a task whose subagents, shells or reports are still to come."""
         work = self._state.background
+        before = {task.id for task in work.tasks}
         work.tasks, work.reports = obs.tasks, obs.reports
-        return Outcome()
+        if before == {task.id for task in obs.tasks}:
+            return Outcome()  # a report counted, or a description changed: no news
+        listed = ev.BackgroundListed(at=obs.at, session=self._state.name, tasks=obs.tasks)
+        return Outcome(events=(listed,))
 
     def on_idle_while_waiting(self, obs: IdleTimedOut) -> Outcome:
         """Nothing came from the agent's background work for the idle timeout. With

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from mala_tui.core import events as ev
-from mala_tui.core.actions import ApplyMask, EndSession, EndStatus, RetryTurn
+from mala_tui.core.actions import ApplyMask, EndSession, EndStatus, RetryTurn, SendPrompt
 from mala_tui.core.background import BackgroundKind, BackgroundTask, describe_tasks
 from mala_tui.core.describe import summary
 from mala_tui.core.manager import ContextManager
@@ -19,6 +19,7 @@ from mala_tui.core.observations import (
     UsageObserved,
 )
 from mala_tui.core.phases import Phase
+from mala_tui.core.resume_plan import TaskRecord, plan_resume
 from mala_tui.core.usage import CallUsage
 from mala_tui.core.view import SessionState
 from mala_tui.prompt_files import load_prompts
@@ -166,3 +167,69 @@ def test_describe_tasks_counts_each_kind_and_reports() -> None:
 def test_background_events_read_back_from_the_journal_unchanged() -> None:
     event = ev.BackgroundWaiting(at=1.0, session="s1", tasks=(SUB_A,), reports=1)
     assert ev.parse_event(json.loads(ev.event_json(event))) == event
+
+
+def _started_run() -> list[ev.Event]:
+    return [
+        ev.RunStarted(at=100.0, run_id="r1", sessions=("s1",), mode=ev.RunMode.RUN),
+        ev.SessionStarted(
+            at=100.0,
+            session="s1",
+            task="Investigate the logs.",
+            cwd="/w",
+            window=200_000,
+            soft_threshold=0.3,
+            hard_threshold=0.8,
+            max_restarts=5,
+            require_approval=False,
+        ),
+        ev.AgentSessionNamed(at=101.0, session="s1", session_id="id-1"),
+    ]
+
+
+def _resumed(events: list[ev.Event]) -> tuple[SendPrompt, tuple[ev.Event, ...]]:
+    plan = plan_resume(events, [TaskRecord("s1", "Investigate the logs.", "/w")], lambda *_: True)
+    (session,) = plan.sessions
+    m = ContextManager(
+        name="s1", task="Investigate the logs.", limits=default_limits(), prompts=PROMPTS
+    )
+    m.resume_from(session, 60)
+    outcome = m.start(200.0)
+    (action,) = outcome.actions
+    assert isinstance(action, SendPrompt)
+    return action, outcome.events
+
+
+def test_a_resume_after_a_kill_during_subagent_work_tells_the_agent_what_was_lost() -> None:
+    events = _started_run()
+    # Killed (-9) while both subagents ran: the journal's last word on them is their list.
+    events.append(ev.BackgroundListed(at=102.0, session="s1", tasks=(SUB_A, SUB_B)))
+    action, said = _resumed(events)
+    assert "lost when the run stopped" in action.text
+    assert "look at logs 1-4" in action.text and "look at logs 5-8" in action.text
+    stopped = [event for event in said if isinstance(event, ev.BackgroundStopped)]
+    assert stopped and stopped[0].tasks == (SUB_A, SUB_B)
+
+
+def test_a_resume_after_the_subagents_had_reported_says_nothing_of_them() -> None:
+    events = _started_run()
+    events.append(ev.BackgroundListed(at=102.0, session="s1", tasks=(SUB_A,)))
+    events.append(ev.BackgroundListed(at=103.0, session="s1", tasks=()))
+    action, said = _resumed(events)
+    assert "Background work" not in action.text
+    assert not any(isinstance(event, ev.BackgroundStopped) for event in said)
+
+
+def test_a_stop_that_ended_subagents_is_told_on_resume_too() -> None:
+    events = _started_run()
+    events.append(ev.BackgroundListed(at=102.0, session="s1", tasks=(SUB_A,)))
+    events.append(ev.BackgroundStopped(at=103.0, session="s1", tasks=(SUB_A,), reason="stop"))
+    action, _ = _resumed(events)
+    assert "look at logs 1-4" in action.text
+
+
+def test_a_change_in_the_background_list_is_journaled_once() -> None:
+    m = manager()
+    first = m.observe(background(1.0, SUB_A))
+    assert [type(e) for e in first.events] == [ev.BackgroundListed]
+    assert m.observe(background(1.5, SUB_A, reports=1)).events == ()

@@ -66,6 +66,7 @@ from mala_tui.core.events.run import (
 from mala_tui.core.events.session import (
     AgentSessionNamed,
     ApiErrorSeen,
+    BackgroundListed,
     BackgroundStopped,
     BackgroundWaiting,
     ErrorRecorded,
@@ -135,6 +136,7 @@ Event = Annotated[
     | HostPlaced
     | HostLost
     | WorktreeSnapshot
+    | BackgroundListed
     | BackgroundWaiting
     | BackgroundStopped,
     Field(discriminator="type"),
@@ -191,6 +193,7 @@ __all__ = [
     "ApprovalDecided",
     "ApprovalPolicySet",
     "ApprovalRequested",
+    "BackgroundListed",
     "BackgroundStopped",
     "BackgroundWaiting",
     "BadEventError",

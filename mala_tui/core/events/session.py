@@ -136,6 +136,14 @@ class SessionEnded(EventBase):
     masked_total: int = 0
 
 
+class BackgroundListed(EventBase):
+    """The agent's background work changed (a subagent or shell started or ended): what
+    runs now, as the CLI lists it. What a resume after a kill knows was lost."""
+
+    type: Literal["background_listed"] = "background_listed"
+    tasks: tuple[BackgroundTask, ...] = ()
+
+
 class BackgroundWaiting(EventBase):
     """The main thread's turn ended while the agent's background work goes on (subagents,
     shells): the session waits for the CLI to hand it their reports, in turns of its own."""
