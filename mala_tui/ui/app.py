@@ -201,7 +201,8 @@ class MalaApp(App[int]):
         lost = getattr(supervisor, "lost", "")
         if lost:  # a console whose run's host went away (killed, say)
             self.notify(
-                f"{lost}: `mala-tui resume {self.controller.state.run_id}` carries it on",
+                f"{lost}: `{self.settings.command('resume', self.controller.state.run_id)}` "
+                "carries it on",
                 title="Run lost",
                 severity="error",
                 timeout=60,
@@ -243,7 +244,11 @@ class MalaApp(App[int]):
         if self.attached and not self._stopping:
             if not isinstance(self.screen, LeaveScreen):
                 state = self.controller.state
-                leave = LeaveScreen(state.run_id, resumable=state.mode is not RunMode.DEMO)
+                leave = LeaveScreen(
+                    state.run_id,
+                    command=self.settings.command,
+                    resumable=state.mode is not RunMode.DEMO,
+                )
                 self.push_screen(leave, self._leave)
             return
         self.stop_and_exit()

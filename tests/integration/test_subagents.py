@@ -1,0 +1,53 @@
+"""Background subagents with the real CLI on the loopback: the session is done when its work is.
+
+The scripted main agent hands eight logs to two background subagents and ends its turn
+("Waiting for 2 subagent(s) to report."); the CLI runs them, then hands each report to
+the agent in turns of its own. mala-tui must keep the session (and its agent process)
+until the last report is in and answered, never kill the subagents at the first turn's end.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mala_tui.core import events as ev
+from mala_tui.core.actions import EndStatus
+from mala_tui.core.background import BackgroundKind
+from mala_tui.runtime.journal import list_runs, read_events
+from tests.integration.harness import alive
+from tests.integration.test_run_command import run_scenario_headless
+
+pytestmark = pytest.mark.integration
+
+
+async def test_a_session_with_background_subagents_runs_until_every_report_is_used(
+    tmp_path: Path,
+) -> None:
+    log = tmp_path / "requests.jsonl"
+    code, out, err, _ = await run_scenario_headless(tmp_path, "delegation", log=log)
+    assert code == 0, out + err
+    assert "task-1: done - the agent finished its task" in out
+    assert "waiting for 2 subagents" in out  # the headless line for the wait
+    (run,) = list_runs(tmp_path / "data")
+    events = read_events(run.directory / "events.jsonl").events
+    waits = [e for e in events if isinstance(e, ev.BackgroundWaiting)]
+    assert waits, "the first turn ended while both subagents worked"
+    assert {task.kind for task in waits[0].tasks} == {BackgroundKind.SUBAGENT}
+    listed = [e for e in events if isinstance(e, ev.BackgroundListed)]
+    assert listed and listed[-1].tasks == (), "both reported"
+    assert not [e for e in events if isinstance(e, ev.BackgroundStopped)], "none was killed"
+    (ended,) = [e for e in events if isinstance(e, ev.SessionEnded)]
+    assert ended.status is EndStatus.DONE
+    assert ended.at > waits[0].at
+    # The final answer is the last thing the agent said, and it used both reports.
+    said = [
+        e
+        for e in events
+        if isinstance(e, ev.MessageRecorded) and e.role == "assistant" and e.kind == "text"
+    ]
+    assert said and "REPORT A:" in said[-1].excerpt and "REPORT B:" in said[-1].excerpt
+    pids = [e.pid for e in events if isinstance(e, ev.ProcessStarted) and e.pid]
+    assert len(pids) == 1, "one agent process, never closed and resumed meanwhile"
+    assert not any(alive(pid) for pid in pids)
