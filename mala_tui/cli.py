@@ -25,7 +25,13 @@ from mala_tui.commands import (
     serve_cmd,
 )
 from mala_tui.commands.internal_error import report_internal_error
-from mala_tui.config import ConfigError, LoadedSettings, load_settings, parse_override
+from mala_tui.config import (
+    ConfigError,
+    LoadedSettings,
+    absolute_path,
+    load_settings,
+    parse_override,
+)
 from mala_tui.runtime.journal import forget_opened_runs
 
 EXIT_USAGE = 2
@@ -107,6 +113,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     forget_opened_runs()
     parser = build_parser()
     args = parser.parse_args(argv)
+    if getattr(args, "data_dir", None) is not None:
+        # Absolute at once, against the folder mala-tui was started from: `--cwd` and
+        # git (worktrees are made from the repository) must not move it.
+        args.data_dir = absolute_path(args.data_dir)
     _merge_late_sets(args)
     # As typed: `--detach` starts the same command again as the run's host (runtime.host).
     args.argv = list(sys.argv[1:] if argv is None else argv)
