@@ -25,13 +25,18 @@ NAME_THEN_PATH = re.compile(r"`([A-Z]\w*(?:\.\w+)?)` \(`((?:[\w-]+/)*[\w-]+\.py)
 PATH_THEN_NAME = re.compile(r"`((?:[\w-]+/)*[\w-]+\.py)` \(`([A-Z]\w*(?:\.\w+)?)`\)")
 
 #: Names the page cites that are not the package's: the SDK's messages and hooks, the
-#: environment, textual-serve's server. Each is what the CLI or a library calls it.
+#: CLI's tools, the environment, textual-serve's server. Each is what the CLI or a library calls it.
 OUTSIDE = {
     "AssistantMessage",
     "ResultMessage",
     "StreamEvent",
     "PostToolUse",
     "PreCompact",
+    "PreToolUse",
+    "Agent",
+    "Task",
+    "ScheduleWakeup",
+    "CronCreate",
     "TMPDIR",
     "Server",
 }
