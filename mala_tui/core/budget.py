@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Final
 
+from mala_tui.core.text import plural
+
 NEAR_FRACTION: Final = 0.9
 """Share of a limit at which the session winds down."""
 
@@ -101,7 +103,7 @@ class Reading:
 _LABELS = {
     "max_cost_usd": lambda used, allowed: f"cost ${used:.2f} of ${allowed:.2f}",
     "max_turns": lambda used, allowed: f"turns {used:.0f} of {allowed:.0f}",
-    "max_minutes": lambda used, allowed: f"time {used:.1f} of {allowed:g} minutes",
+    "max_minutes": lambda used, allowed: f"time {used:.1f} of {plural(allowed, 'minute')}",
 }
 
 

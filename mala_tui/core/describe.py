@@ -44,7 +44,7 @@ def summary(event: ev.Event) -> str:
                 else ""
             )
             return (
-                f"masked {event.count} results (~{tokens(event.estimated_tokens)}, "
+                f"masked {plural(event.count, 'result')} (~{tokens(event.estimated_tokens)}, "
                 f"{event.trigger}{projected}), {event.total_masked} in all{free}"
             )
         case ev.MaskMeasured():
@@ -57,7 +57,9 @@ def summary(event: ev.Event) -> str:
         case ev.CheckpointRequested():
             return f"at {tokens(event.tokens)}"
         case ev.CheckpointSaved():
-            return f"#{event.number} ({event.origin}, {len(event.text)} chars) {event.path}"
+            return (
+                f"#{event.number} ({event.origin}, {plural(len(event.text), 'char')}) {event.path}"
+            )
         case ev.ApprovalRequested():
             return f"checkpoint #{event.checkpoint_number}: {event.reason}"
         case ev.ApprovalDecided():

@@ -212,10 +212,12 @@ class Spend:
         return self.cost_usd is not None
 
     def __add__(self, other: Spend) -> Spend:
+        # No call, no cost: a session that never called its unpriced model adds $0, it
+        # does not leave a whole run without a price.
         cost = (
             None
-            if self.cost_usd is None or other.cost_usd is None
-            else self.cost_usd + other.cost_usd
+            if (self.calls and self.cost_usd is None) or (other.calls and other.cost_usd is None)
+            else (self.cost_usd or 0.0) + (other.cost_usd or 0.0)
         )
         return Spend(
             self.calls + other.calls,
@@ -228,7 +230,7 @@ class Spend:
 
 
 def total_spend(spends: Iterable[Spend]) -> Spend:
-    """Several sessions' spend added up; unpriced if any of them is."""
+    """Several sessions' spend added up; unpriced if a call of any of them has no price."""
     result = Spend()
     for spend in spends:
         result = result + spend

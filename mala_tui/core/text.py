@@ -87,9 +87,10 @@ def tokens(count: int) -> str:
     return f"{count / 1_000_000:.1f}M"
 
 
-def plural(count: int, noun: str) -> str:
-    """ "1 commit", "3 commits": a count and its noun, agreeing."""
-    return f"{count} {noun}{'s' if count != 1 else ''}"
+def plural(count: float, noun: str) -> str:
+    """ "1 commit", "3 commits", "0.5 minutes": a count and its noun, agreeing."""
+    shown = f"{count:g}" if isinstance(count, float) else str(count)
+    return f"{shown} {noun}{'s' if count != 1 else ''}"
 
 
 def percent(fraction: float) -> str:

@@ -18,7 +18,7 @@ from textual.widgets import Footer, Input, Static
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.phases import Phase
 from mala_tui.core.pricing import total_spend
-from mala_tui.core.text import clean
+from mala_tui.core.text import clean, plural
 from mala_tui.core.usage import Zone
 from mala_tui.core.view import SessionSnapshot
 from mala_tui.ui.format import elapsed, phase_label
@@ -305,7 +305,7 @@ class DashboardScreen(Screen[None]):
         }
         ended = sum(1 for s in snaps if s.status is not None)
         shown = sum(1 for card in self._cards.values() if card.display)
-        parts = [f"{len(snaps)} sessions"]
+        parts = [plural(len(snaps), "session")]
         parts += [f"{count} {zone}" for zone, count in zones.items() if count]
         if ended:
             parts.append(f"{ended} ended")

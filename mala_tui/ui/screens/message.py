@@ -18,6 +18,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static, TextArea
 
+from mala_tui.core.text import plural
 from mala_tui.ui.text import literal
 
 Send = Callable[[str], None]
@@ -44,9 +45,7 @@ class MessageScreen(ModalScreen[str | None]):
         with Vertical(id="dialog"):
             yield Static(literal(f"Message to {self.session_name}", one_line=True), id="title")
             already = (
-                f" {self._waiting} message{'s' if self._waiting != 1 else ''} already wait."
-                if self._waiting
-                else ""
+                f" Waiting already: {plural(self._waiting, 'message')}." if self._waiting else ""
             )
             yield Static(
                 literal(

@@ -17,7 +17,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from mala_tui.core.actions import EndStatus
-from mala_tui.core.text import ELLIPSIS, clean
+from mala_tui.core.text import ELLIPSIS, clean, plural
 from mala_tui.core.usage import Zone
 from mala_tui.core.view import SessionSnapshot
 from mala_tui.ui.drawing import GaugeReading, gauge_bar, gauge_figures, trend_blocks
@@ -45,8 +45,7 @@ def state_text(snapshot: SessionSnapshot) -> str:
     elif snapshot.waiting_for and snapshot.status is None:
         text += f" \u00b7 waiting for {snapshot.waiting_for}"
     if snapshot.messages_waiting and snapshot.status is None:
-        count = snapshot.messages_waiting
-        text += f" \u00b7 {count} message{'s' if count != 1 else ''} to send"
+        text += f" \u00b7 {plural(snapshot.messages_waiting, 'message')} to send"
     if snapshot.worktree_status is not None and snapshot.status is not None:
         # What is left of its work: the person's next step once it has ended.
         text += f" \u00b7 {snapshot.worktree_status.label}"
