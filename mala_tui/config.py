@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 import os
 import re
+import shlex
 import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -215,6 +216,14 @@ class StorageSettings(BaseModel):
     data_dir: Path | None = None
     """Folder for journaled runs (none: the user data dir platformdirs gives)."""
 
+    @field_validator("data_dir")
+    @classmethod
+    def _absolute(cls, value: Path | None) -> Path | None:
+        # Made absolute when read, against the folder mala-tui was started from: a run's
+        # worktrees live under it, and git, run in the repository, would put a relative
+        # one inside the repository.
+        return None if value is None else absolute_path(value)
+
 
 class UiSettings(BaseModel):
     """The terminal app."""
@@ -337,10 +346,30 @@ class Settings(BaseModel):
     cluster: ClusterSettings = ClusterSettings()
 
     def resolved_data_dir(self) -> Path:
-        """The folder runs are journaled under."""
+        """The folder runs are journaled under, absolute."""
         if self.storage.data_dir is not None:
-            return self.storage.data_dir.expanduser()
-        return Path(platformdirs.user_data_dir(APP_NAME, appauthor=False))
+            return absolute_path(self.storage.data_dir)
+        return default_data_dir()
+
+    def command(self, *words: str) -> str:
+        """A `mala-tui` command to print for the user to paste: `words` quoted for the
+        shell, then `--data-dir` when runs are not kept in the default folder (the shell
+        it is pasted in may not have the environment or the folder this one had)."""
+        line = shlex.join(["mala-tui", *words])
+        data_dir = self.resolved_data_dir()
+        if data_dir != default_data_dir():
+            line += f" --data-dir {shlex.quote(str(data_dir))}"
+        return line
+
+
+def default_data_dir() -> Path:
+    """Where runs are kept when no data dir is set: the user data dir platformdirs gives."""
+    return Path(platformdirs.user_data_dir(APP_NAME, appauthor=False)).absolute()
+
+
+def absolute_path(path: Path) -> Path:
+    """`path` with `~` expanded, against the process's working folder when relative."""
+    return path.expanduser().absolute()
 
 
 SECTIONS: dict[str, type[BaseModel]] = {

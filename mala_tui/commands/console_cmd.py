@@ -13,7 +13,6 @@ import argparse
 import asyncio
 import contextlib
 import os
-import shlex
 import signal
 import sys
 from pathlib import Path
@@ -87,12 +86,11 @@ def start_hosted(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO) 
         return started  # it said why on stderr
     if not detach:
         return _console_of(started, loaded, out)
-    data_dir = getattr(args, "data_dir", None)
-    where = "" if data_dir is None else f" --data-dir {shlex.quote(str(data_dir))}"
+    command = loaded.settings.command
     out.write(
         f"running in the background (host pid {started.pid}); this terminal can close\n"
-        f"attach: mala-tui attach {started.run_id}{where}\n"
-        f"stop:   mala-tui stop {started.run_id}{where}\n"
+        f"attach: {command('attach', started.run_id)}\n"
+        f"stop:   {command('stop', started.run_id)}\n"
     )
     out.flush()
     return EXIT_OK
@@ -155,9 +153,10 @@ def attach(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.s
     try:
         remote = RemoteRun.attach(folder, prices=loaded.settings.pricing.table())
     except ChannelError as exc:
+        command = loaded.settings.command
         print(
-            f"mala-tui attach: {exc} (`mala-tui show {folder.name}` opens it, "
-            f"`mala-tui resume {folder.name}` carries it on)",
+            f"mala-tui attach: {exc} (`{command('show', folder.name)}` opens it, "
+            f"`{command('resume', folder.name)}` carries it on)",
             file=sys.stderr,
         )
         return EXIT_USAGE
@@ -227,16 +226,16 @@ async def _attached(
             loop.remove_signal_handler(number)
         remote.close()
     if host is not None and not detached:
-        return await _host_ended(remote, out, host)
-    return _ending(remote, out, detached=bool(detached))
+        return await _host_ended(remote, loaded, out, host)
+    return _ending(remote, loaded, out, detached=bool(detached))
 
 
-async def _host_ended(remote: RemoteRun, out: TextIO, host: int) -> int:
+async def _host_ended(remote: RemoteRun, loaded: LoadedSettings, out: TextIO, host: int) -> int:
     """The foreground run's end: its sessions as the run left them, and the host's status."""
     from mala_tui.runtime.host import wait
 
     status = await asyncio.to_thread(wait, host)
-    _ending(remote, out, detached=False)
+    _ending(remote, loaded, out, detached=False)
     return status
 
 
@@ -261,7 +260,7 @@ async def _headless(remote: RemoteRun, out: TextIO) -> None:
                 await asker
 
 
-def _ending(remote: RemoteRun, out: TextIO, *, detached: bool) -> int:
+def _ending(remote: RemoteRun, loaded: LoadedSettings, out: TextIO, *, detached: bool) -> int:
     """What the console says as it leaves, and its exit status."""
     from mala_tui.core.actions import EndStatus
     from mala_tui.runtime.redaction import redact
@@ -269,14 +268,15 @@ def _ending(remote: RemoteRun, out: TextIO, *, detached: bool) -> int:
 
     run_id = remote.folder.name
     ended = remote.ended
+    command = loaded.settings.command
     with contextlib.suppress(OSError):  # after SIGHUP the terminal may be gone
         if detached or (ended is None and not remote.lost):
-            out.write(f"detached: run {run_id} goes on (mala-tui attach {run_id})\n")
+            out.write(f"detached: run {run_id} goes on ({command('attach', run_id)})\n")
             out.flush()
             return EXIT_OK
         if ended is None:
             print(
-                f"mala-tui: {remote.lost}; `mala-tui resume {run_id}` carries it on",
+                f"mala-tui: {remote.lost}; `{command('resume', run_id)}` carries it on",
                 file=sys.stderr,
             )
             return EXIT_NOT_ALL_DONE
@@ -290,7 +290,7 @@ def _ending(remote: RemoteRun, out: TextIO, *, detached: bool) -> int:
             if session.status is EndStatus.STOPPED and cause and reason.startswith(cause):
                 stopped += 1
         if stopped and remote.mode is not RunMode.DEMO:  # a demo's model server went with it
-            out.write(f"{stopped} stopped with the run; carry on: mala-tui resume {run_id}\n")
+            out.write(f"{stopped} stopped with the run; carry on: {command('resume', run_id)}\n")
         out.write(cost_line(remote.state.spend))
         out.flush()
     return EXIT_OK if ended is not None and ended.ok else EXIT_NOT_ALL_DONE
@@ -335,7 +335,7 @@ def stop(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.std
         return EXIT_NOT_ALL_DONE
     said = f"run {folder.name} stopped: every session was stopped with it"
     if _mode(folder) != "demo":  # a demo's model server went with it: it cannot go on
-        said += f" (carry it on: mala-tui resume {folder.name})"
+        said += f" (carry it on: {loaded.settings.command('resume', folder.name)})"
     out.write(said + "\n")
     return EXIT_OK
 

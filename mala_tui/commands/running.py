@@ -19,6 +19,7 @@ from mala_tui.core.events import RunMode
 from mala_tui.core.pricing import Spend, format_cost
 
 if TYPE_CHECKING:
+    from mala_tui.config import Settings
     from mala_tui.core import events as ev
     from mala_tui.runtime.channel import ControlChannel
     from mala_tui.runtime.notify import NotifyCommand
@@ -33,9 +34,9 @@ EXIT_STORAGE = 74
 EXIT_INTERRUPTED = 130
 
 
-def resume_command(run_id: str) -> str:
+def resume_command(run_id: str, settings: Settings) -> str:
     """The command that resumes a run, as `show` suggests it."""
-    return f"mala-tui resume {run_id}"
+    return settings.command("resume", run_id)
 
 
 def cost_line(spend: Spend) -> str:
@@ -65,7 +66,8 @@ def resume_hint(supervisor: Supervisor) -> str:
     ]
     if not stopped:
         return ""
-    return f"{len(stopped)} stopped with the run; carry on: {resume_command(journal.run_id)}\n"
+    carry_on = resume_command(journal.run_id, supervisor.settings)
+    return f"{len(stopped)} stopped with the run; carry on: {carry_on}\n"
 
 
 def until_done(main: Callable[[], object]) -> RunResult | Shutdown | int:

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import shlex
 import sys
 import time
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, TextIO
 
-from mala_tui.config import LoadedSettings
+from mala_tui.config import LoadedSettings, Settings
 from mala_tui.core.pricing import PriceTable, Spend, format_cost
 from mala_tui.core.view import RunState, WorktreeRecord
 from mala_tui.runtime.journal import EVENTS_FILE, JournalError, find_run, list_runs, read_events
@@ -149,7 +148,7 @@ def show(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.std
         return EXIT_USAGE
     for note in notes:
         print(f"mala-tui show: skipped {note}", file=sys.stderr)
-    resume = resume_as_json(folder, args)
+    resume = resume_as_json(folder, loaded.settings)
     if args.json:
         data = run_as_json(folder, state, notes)
         data["resume"] = resume
@@ -183,12 +182,12 @@ def show(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.std
     )
     if command is not None and not resumed:  # said on the terminal the app leaves behind
         out.write(f"this run can be resumed: {command}\n")
-    for line in worktree_lines(state, folder.name):
+    for line in worktree_lines(state, folder.name, loaded.settings):
         out.write(line + "\n")
     return status
 
 
-def worktree_lines(state: RunState, run_id: str) -> list[str]:
+def worktree_lines(state: RunState, run_id: str, settings: Settings) -> list[str]:
     """Per worktree session: its branch and what is left to land, and how to land it."""
     lines = []
     for name, session in state.sessions.items():
@@ -197,12 +196,12 @@ def worktree_lines(state: RunState, run_id: str) -> list[str]:
             continue
         said = f"{name}: branch {tree.branch}, {tree.status.label}"
         if tree.status.to_land:
-            said += f" (mala-tui land {run_id} {shlex.quote(name)})"
+            said += f" ({settings.command('land', run_id, name)})"
         lines.append(one_line(said, 600))  # names come from the journal: shown literally
     return lines
 
 
-def resume_as_json(folder: Path, args: argparse.Namespace) -> dict[str, Any] | None:
+def resume_as_json(folder: Path, settings: Settings) -> dict[str, Any] | None:
     """How to resume the run, and how each session would go on; None when it cannot be.
 
     Whether each transcript is still there is checked by `resume` itself: here every
@@ -220,11 +219,8 @@ def resume_as_json(folder: Path, args: argparse.Namespace) -> dict[str, Any] | N
     plan = plan_for(source)
     if not plan.resuming:
         return None
-    command = resume_command(folder.name)
-    if getattr(args, "data_dir", None) is not None:
-        command += f" --data-dir {shlex.quote(str(args.data_dir))}"
     return {
-        "command": command,
+        "command": resume_command(folder.name, settings),
         "sessions": {s.name: s.how.value for s in plan.resuming if s.how is not None},
         "reasons": {s.name: s.reason for s in plan.sessions},
     }

@@ -37,8 +37,10 @@ from mala_tui.runtime.journal_reader import (
     JournalError,
     RunSummary,
     Skipped,
+    UnsafeFolder,
     find_run,
     list_runs,
+    own_data_dir,
     read_events,
     runs_dir,
 )
@@ -146,6 +148,7 @@ class RunJournal:
         try:
             _private_dir(data_dir)
             _private_dir(runs_dir(data_dir))
+            own_data_dir(data_dir)  # another user could change the run under us
             directory.mkdir(mode=0o700, exist_ok=False)
             _opened_runs.append(directory)
             _private_dir(directory / CHECKPOINTS_DIR)
@@ -159,6 +162,8 @@ class RunJournal:
             raise StorageError(
                 f"cannot keep a run under {data_dir}: {describe_os_error(exc)}"
             ) from None
+        except UnsafeFolder as exc:
+            raise StorageError(f"cannot keep a run under {data_dir}: {exc}") from None
         return cls(directory, run_id, fd)
 
     @classmethod
@@ -321,6 +326,7 @@ __all__ = [
     "JournalError",
     "RunSummary",
     "Skipped",
+    "UnsafeFolder",
     "find_run",
     "list_runs",
     "read_events",

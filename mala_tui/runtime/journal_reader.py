@@ -8,12 +8,14 @@ runtime.journal's (which also exports all of this).
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from mala_tui.core import events as ev
 from mala_tui.core.numbers import NumberOutOfRange, loads_json
+from mala_tui.runtime.private_files import folder_problem
 
 EVENTS_FILE = "events.jsonl"
 
@@ -39,6 +41,40 @@ class JournalContents:
 
 class JournalError(Exception):
     """A journal that cannot be read at all (missing, not a file, unreadable)."""
+
+
+class UnsafeFolder(JournalError):
+    """A data dir or run folder another user could have written to: refused, never read."""
+
+
+def own_folder(folder: Path) -> None:
+    """Refuse `folder` unless it is this user's and nobody else can write to it, as the
+    socket folder is checked: what another user planted in a run (its journal names the
+    commands its sessions start, an MCP server's among them) would run as this user.
+
+    Raises:
+        UnsafeFolder: it is a link, another user's, or open to others' writes.
+    """
+    problem = folder_problem(folder)
+    if problem is not None:
+        raise UnsafeFolder(
+            f"{problem}; mala-tui reads runs only from folders of yours that nobody else "
+            "can write to"
+        )
+
+
+def own_data_dir(data_dir: Path) -> None:
+    """`own_folder` for a data dir and its runs folder, those that exist. A data dir that is
+    a link is judged by the folder it leads to (a link to a folder of one's own is harmless);
+    the runs folder must be a real folder.
+
+    Raises:
+        UnsafeFolder: either is another user's, or open to others' writes.
+    """
+    if data_dir.exists():
+        own_folder(data_dir.resolve())
+    if os.path.lexists(runs_dir(data_dir)):
+        own_folder(runs_dir(data_dir))
 
 
 def read_events(path: Path) -> JournalContents:
@@ -101,9 +137,14 @@ def list_runs(data_dir: Path) -> list[RunSummary]:
     """Runs under the data dir, newest first; a run whose journal cannot be read is still listed.
 
     Raises:
+        UnsafeFolder: the data dir, its runs folder or a run's folder is open to another
+            user (nothing of it is read).
         JournalError: the runs folder exists but cannot be listed.
     """
-    return [_summarize(directory) for directory in run_folders(data_dir)]
+    folders = run_folders(data_dir)
+    for directory in folders:
+        own_folder(directory)
+    return [_summarize(directory) for directory in folders]
 
 
 def run_folders(data_dir: Path) -> list[Path]:
@@ -112,11 +153,13 @@ def run_folders(data_dir: Path) -> list[Path]:
     than listing a folder, however large the other runs' journals are.
 
     Raises:
+        UnsafeFolder: the data dir or its runs folder is open to another user.
         JournalError: the runs folder exists but cannot be listed.
     """
     root = runs_dir(data_dir)
     if not root.is_dir():
         return []
+    own_data_dir(data_dir)
     try:
         folders = sorted(root.iterdir(), reverse=True)
     except OSError as exc:
@@ -150,21 +193,28 @@ def find_run(data_dir: Path, run: str) -> Path:
     """A run's directory from its id, a unique prefix of it, or "latest".
 
     Raises:
+        UnsafeFolder: the data dir, its runs folder or the run's folder is open to another
+            user (nothing of it is read).
         JournalError: no such run, or the prefix is ambiguous.
     """
     runs = run_folders(data_dir)
     if run == "latest":
         if not runs:
             raise JournalError(f"no runs under {runs_dir(data_dir)}")
-        return runs[0]
+        return _owned(runs[0])
     exact = [r for r in runs if r.name == run]
     if exact:
-        return exact[0]
+        return _owned(exact[0])
     matches = [r for r in runs if r.name.startswith(run)]
     if len(matches) == 1:
-        return matches[0]
+        return _owned(matches[0])
     if not matches:
         raise JournalError(f"no run {run!r} under {runs_dir(data_dir)}; `mala-tui runs` lists them")
     raise JournalError(
         f"{run!r} matches {len(matches)} runs: {', '.join(r.name for r in matches[:5])}"
     )
+
+
+def _owned(folder: Path) -> Path:
+    own_folder(folder)
+    return folder

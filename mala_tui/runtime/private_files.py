@@ -18,14 +18,32 @@ def private_folder(folder: Path, *, make: bool = True) -> bool:
     try:
         if make:
             folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        found = os.lstat(folder)
     except OSError:
         return False
-    return (
-        stat.S_ISDIR(found.st_mode)
-        and found.st_uid == os.getuid()
-        and not found.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
-    )
+    return folder_problem(folder) is None
+
+
+def folder_problem(folder: Path) -> str | None:
+    """Why `folder` is not this user's own (a real folder, not a link, that nobody else
+    can write to), in a few words; None when it is.
+
+    Another user who can write to a folder can put in it what this user then reads and
+    runs (a run's journal names the commands its sessions start): such a folder is
+    refused, not read.
+    """
+    try:
+        found = os.lstat(folder)
+    except OSError as exc:
+        return f"{folder} cannot be checked: {exc.strerror or exc}"
+    if stat.S_ISLNK(found.st_mode):
+        return f"{folder} is a link, not a folder"
+    if not stat.S_ISDIR(found.st_mode):
+        return f"{folder} is not a folder"
+    if found.st_uid != os.getuid():
+        return f"{folder} belongs to another user (uid {found.st_uid})"
+    if found.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return f"{folder} can be written to by other users (mode {stat.S_IMODE(found.st_mode):o})"
+    return None
 
 
 def append_private(path: Path, text: str, *, limit: int | None = None) -> bool:

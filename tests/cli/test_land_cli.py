@@ -230,6 +230,7 @@ def test_land_pr_without_a_remote_is_refused_and_changes_nothing(finished: Run) 
 
 def test_show_tells_each_worktree_sessions_branch_and_how_to_land_it(finished: Run) -> None:
     from mala_tui.commands.runs_cmd import worktree_lines
+    from mala_tui.config import Settings
     from mala_tui.core.view import RunState
     from mala_tui.runtime.landing import refresh_statuses
 
@@ -237,7 +238,7 @@ def test_show_tells_each_worktree_sessions_branch_and_how_to_land_it(finished: R
     (finished.trees["a"].path / "x.md").write_text("x\n")
     state = RunState().apply_all(finished.journaled())
     refresh_statuses(state)
-    assert worktree_lines(state, RUN_ID) == [
+    assert worktree_lines(state, RUN_ID, Settings()) == [
         f"a: branch {finished.trees['a'].branch}, 1 commit + uncommitted edits to land "
         f"(mala-tui land {RUN_ID} a)",
         f"b: branch {finished.trees['b'].branch}, nothing to land",

@@ -157,8 +157,9 @@ def test_a_detached_run_two_consoles_one_answer_and_a_console_killed(tmp_path: P
         said = re.search(r"^run (\S+): journal in", detached.stdout, re.M)
         assert said is not None, detached.stdout
         run_id = said.group(1)
-        assert f"attach: mala-tui attach {run_id}\n" in detached.stdout
-        assert f"stop:   mala-tui stop {run_id}\n" in detached.stdout
+        # The data dir came from the environment: named, so the commands work pasted anywhere.
+        assert f"attach: mala-tui attach {run_id} --data-dir {data}\n" in detached.stdout
+        assert f"stop:   mala-tui stop {run_id} --data-dir {data}\n" in detached.stdout
         folder = the_run(data)
         host = live_host(folder)
         assert host is not None and alive(host.pid)

@@ -98,7 +98,7 @@ async def test_a_run_killed_mid_way_resumes_every_session_in_the_same_journal(
         code, out, err = await run_cli("show", run.run_id, "--json", env=env)
         assert code == 0, err
         hint = json.loads(out)["resume"]
-        assert hint["command"] == f"mala-tui resume {run.run_id}"
+        assert hint["command"] == f"mala-tui resume {run.run_id} --data-dir {data}"
         assert hint["sessions"] == {"a": "session_id", "b": "session_id"}
 
         # b's agent transcript is lost: b starts again from its task; a goes on by its id.

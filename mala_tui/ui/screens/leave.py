@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import ClassVar, Final, Literal
 
@@ -28,10 +29,12 @@ class LeaveScreen(ModalScreen[Leave | None]):
         Binding("n,escape", "choose('')", "Stay"),
     ]
 
-    def __init__(self, run_id: str, *, resumable: bool = True) -> None:
-        """`resumable`: False for a demo, whose model server ends with it."""
+    def __init__(self, run_id: str, *, command: Callable[..., str], resumable: bool = True) -> None:
+        """`command`: a `mala-tui` command as the user would paste it (`Settings.command`);
+        `resumable`: False for a demo, whose model server ends with it."""
         super().__init__()
         self.run_id = run_id
+        self.command = command
         self.resumable = resumable
 
     def compose(self) -> ComposeResult:
@@ -40,10 +43,10 @@ class LeaveScreen(ModalScreen[Leave | None]):
             yield Static(
                 literal(
                     "Detach: this console closes and the run goes on "
-                    f"(mala-tui attach {self.run_id} opens it again).\n"
+                    f"({self.command('attach', self.run_id)} opens it again).\n"
                     "Stop: every session is stopped with the run "
                     + (
-                        f"(mala-tui resume {self.run_id} carries it on)."
+                        f"({self.command('resume', self.run_id)} carries it on)."
                         if self.resumable
                         else "(a demo cannot be resumed)."
                     )
