@@ -36,6 +36,7 @@ from mala_tui.core.operator_messages import MessageError, checked_text
 from mala_tui.core.permissions import AnsweredBy, PermissionAnswer
 from mala_tui.core.phases import ManageMode, Phase
 from mala_tui.core.prompts import PromptSet
+from mala_tui.core.text import plural
 from mala_tui.core.view import RunState, SessionSnapshot
 from mala_tui.runtime.approvals import ApprovalMode, Approvals
 from mala_tui.runtime.backends.base import Backend, SessionSpec
@@ -267,7 +268,7 @@ class Supervisor:
                     session=name,
                     where=QUEUE,
                     message=f"queued ({position} of {len(self.queued)}): at most "
-                    f"{self.max_concurrent} sessions run at once (agent.max_concurrent)",
+                    f"{plural(self.max_concurrent, 'session')} at a time (agent.max_concurrent)",
                 )
             )
         try:
@@ -440,7 +441,7 @@ class Supervisor:
                     session=spec.name,
                     where=QUEUE,
                     message=f"queued ({len(self.queued)} waiting): at most "
-                    f"{self.max_concurrent} sessions run at once (agent.max_concurrent)",
+                    f"{plural(self.max_concurrent, 'session')} at a time (agent.max_concurrent)",
                 )
             )
         self._tasks[spec.name] = group.create_task(

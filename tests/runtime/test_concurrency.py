@@ -78,7 +78,7 @@ async def test_sessions_past_the_limit_wait_queued_and_start_in_order(tmp_path: 
     queued = [e for e in events if isinstance(e, ev.WarningRecorded) and e.where == QUEUE]
     assert [e.session for e in queued] == ["s2", "s3", "s4"]
     assert queued[0].message == (
-        "queued (1 of 3): at most 2 sessions run at once (agent.max_concurrent)"
+        "queued (1 of 3): at most 2 sessions at a time (agent.max_concurrent)"
     )
     # Every queued session waited for one that came before it to end.
     order = [
@@ -104,6 +104,12 @@ async def test_queued_sessions_show_as_queued_until_a_slot_frees(tmp_path: Path)
     assert sup.queued == ["s2"]
     sup.stop_all()
     await asyncio.wait_for(run, 30)
+    queued = [
+        e for e in journal_events(sup) if isinstance(e, ev.WarningRecorded) and e.where == QUEUE
+    ]
+    assert queued[0].message == (
+        "queued (1 of 2): at most 1 session at a time (agent.max_concurrent)"
+    )
 
 
 async def test_stopping_ends_queued_sessions_without_starting_them(tmp_path: Path) -> None:
