@@ -177,6 +177,8 @@ class RemoteRun:
     async def run(self) -> ev.RunEnded | None:
         """Follow the run until it ends (its `run_ended`, returned), its host is gone
         (None, with `lost` saying so), or this console closes (None)."""
+        if self.ended is not None:
+            return self.ended  # the journal read has the run's end: no host follows it
         failures = 0
         while not self._closing:
             try:

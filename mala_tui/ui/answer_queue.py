@@ -20,6 +20,7 @@ from mala_tui.core.observations import Decision
 from mala_tui.core.permissions import PermissionAnswer
 from mala_tui.core.questions import ApprovalQuestion, PermissionQuestion, Question, QuestionKind
 from mala_tui.runtime.desk import QuestionClosed
+from mala_tui.ui.controller import ReadOnlyError
 from mala_tui.ui.screens.approval import ApprovalAnswer, ApprovalScreen
 from mala_tui.ui.screens.permission import PermissionReply, PermissionScreen
 from mala_tui.ui.services import Services
@@ -150,6 +151,9 @@ class AnswerQueue:
                 str(exc) if isinstance(exc, QuestionClosed) else f"{question.session}: {refused}"
             )
             self.services.shell.notify(message, severity="warning", markup=False)
+        except ReadOnlyError as exc:  # the run is over, or its host gone: nothing to answer
+            self.services.shell.notify(str(exc), severity="warning", markup=False)
+            return
         else:
             self.services.shell.notify(f"{question.session}: {done}", markup=False)
         self._next_after(question)

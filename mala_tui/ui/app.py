@@ -25,14 +25,16 @@ from textual.worker import Worker, WorkerState
 
 from mala_tui.config import Settings
 from mala_tui.core.events import RunMode
-from mala_tui.core.questions import QuestionKind
+from mala_tui.core.questions import Question, QuestionKind
 from mala_tui.runtime.by_hand import ByHandError, Interactive, run_here
 from mala_tui.runtime.landings import FinishedRun
 from mala_tui.runtime.signals import StopReason
+from mala_tui.runtime.sockets import ChannelError
 from mala_tui.ui.answer_queue import AnswerQueue
 from mala_tui.ui.attention import Attention, Desktop, desktop_protocol
 from mala_tui.ui.bridge import UpdateBridge
-from mala_tui.ui.controller import Controller
+from mala_tui.ui.controller import Controller, ReadOnlyError
+from mala_tui.ui.keys import app_keys
 from mala_tui.ui.palette import SessionCommands
 from mala_tui.ui.screens.checkpoints import CheckpointScreen
 from mala_tui.ui.screens.dashboard import DashboardScreen
@@ -63,14 +65,14 @@ class MalaApp(App[int]):
     DASHBOARD: ClassVar[type[DashboardScreen]] = DashboardScreen
     """The dashboard's class (the UI benchmark swaps in variants to compare)."""
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("a", "review_approvals", "Approvals"),
-        Binding("n", "new_task", "New session"),
+        *app_keys(),
+        # `a` and `P` when nothing of theirs waits: hidden, and they say so (ui.keys).
+        Binding("a", "review_approvals", "Approvals", show=False),
         Binding("P", "review_permissions", "Permissions", show=False),
-        Binding("question_mark,f1", "help", "Help", key_display="?"),
+        Binding("n", "new_task", "New session"),
         Binding("T", "change_theme", "Theme", show=False),
-        Binding("R", "resume_run", "Resume run"),
-        Binding("D", "detach", "Detach"),
-        Binding("q", "quit", "Quit"),
+        # Textual's own ctrl+q says it returns to the command prompt; here it is q.
+        Binding("ctrl+q", "quit", "Quit", show=False, priority=True, tooltip="the same as q"),
     ]
 
     def __init__(
@@ -78,7 +80,7 @@ class MalaApp(App[int]):
         source: Source,
         *,
         settings: Settings,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Callable[[], float] = time.time,
         resume_command: str | None = None,
         finished: FinishedRun | None = None,
         attached: bool = False,
@@ -97,8 +99,7 @@ class MalaApp(App[int]):
         """The person asked (R, or the palette) to resume the run once the app has ended."""
         self.settings = settings
         self.clock = clock
-        """Time for what the app measures itself (how long the run has been watched)."""
-        self.started_at = clock()
+        """Wall-clock seconds, as the events' times: the run's age is now less its start."""
         self.controller = Controller(
             source, landings=finished.landings if finished is not None else None
         )
@@ -108,7 +109,7 @@ class MalaApp(App[int]):
             self.controller,
             self.bridge,
             self.session_actions,
-            lambda: clock() - self.started_at,
+            clock,
             shell=self,
         )
         self.answers = AnswerQueue(self.services)
@@ -178,11 +179,15 @@ class MalaApp(App[int]):
             return
         self.bridge.attach(supervisor)
         supervisor.listeners.events.append(self.attention)
-        self.bridge.questions.subscribe(self, self.answers.on_questions)
+        self.bridge.questions.subscribe(self, self._on_questions)
         self.answers.start(self.controller.questions())
         self._supervisor_worker = self.run_worker(
             self._run(supervisor), name="supervisor", group="supervisor", exit_on_error=False
         )
+
+    def _on_questions(self, waiting: list[Question]) -> None:
+        self.answers.on_questions(waiting)
+        self.refresh_bindings()  # `a` and `P` show in the footer while one of theirs waits
 
     def on_unmount(self) -> None:
         self.bridge.detach()
@@ -199,6 +204,7 @@ class MalaApp(App[int]):
         result = await supervisor.run()
         self.bridge.flush()
         lost = getattr(supervisor, "lost", "")
+        self._run_over(lost or "the run has ended")
         if lost:  # a console whose run's host went away (killed, say)
             self.notify(
                 f"{lost}: `{self.settings.command('resume', self.controller.state.run_id)}` "
@@ -212,9 +218,19 @@ class MalaApp(App[int]):
             self.notify("Every session has ended.", title="Run over")
         return result
 
+    def _run_over(self, why: str) -> None:
+        """Nothing more can be sent to the run (a console's host is gone with it): every key
+        that needs the run is hidden from now on, and the header says it ended."""
+        if self.controller.over:
+            return
+        self.controller.run_over(why)
+        self.refresh_bindings()
+        self.bridge.flush()
+
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         worker = event.worker
         if worker is self._supervisor_worker and event.state is WorkerState.ERROR:
+            self._run_over("the run stopped on an error")
             self.notify(
                 f"The run stopped on an error: {worker.error!r}",
                 title="Supervisor",
@@ -232,7 +248,11 @@ class MalaApp(App[int]):
         way out.
         """
         worker = self._supervisor_worker
-        if worker is None or worker.state not in (WorkerState.PENDING, WorkerState.RUNNING):
+        if (
+            worker is None
+            or worker.state not in (WorkerState.PENDING, WorkerState.RUNNING)
+            or self.controller.over
+        ):
             self.exit(0)
             return
         sessions = self.controller.state.sessions.values()
@@ -260,8 +280,9 @@ class MalaApp(App[int]):
             self.stop_and_exit()
 
     def action_detach(self) -> None:
-        """Close this console; the run goes on (only a console of a hosted run can)."""
-        if self.attached:
+        """Close this console; the run goes on (only a console of a hosted run can, while
+        the run goes on)."""
+        if self.attached and self.controller.live:
             self.detached = True
             self.exit(0)
 
@@ -274,14 +295,20 @@ class MalaApp(App[int]):
             return
         supervisor = self.controller.supervisor
         assert supervisor is not None
-        if self._stopping:
-            supervisor.hurry()
+        try:
+            if self._stopping:
+                supervisor.hurry()
+                worker.cancel()
+                return
+            self._stopping = True
+            # Stopped with the run, not one by one: `mala-tui resume` can carry them on.
+            if ask:
+                supervisor.stop_for(QUIT_CAUSE)
+        except ChannelError:
+            # The run's host is gone (the run over, or killed): nothing is left to stop here.
             worker.cancel()
+            self.exit(0)
             return
-        self._stopping = True
-        # Stopped with the run, not one by one: `mala-tui resume` can carry them on.
-        if ask:
-            supervisor.stop_for(QUIT_CAUSE)
         self.notify("Stopping every session...", title="Quitting", timeout=STOP_WAIT_SECONDS)
         self.run_worker(self._exit_when_stopped(worker), group="quit", exclusive=True)
 
@@ -301,12 +328,18 @@ class MalaApp(App[int]):
     # -- the app's own actions -------------------------------------------------------------------
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """What needs the run to go on is hidden once it cannot be acted on (a finished run,
+        or a console whose run has ended since: its host is gone with it)."""
+        live = self.controller.live
+        if action == "review":  # shown while a question of its kind waits
+            kinds = {question.kind.value for question in self.controller.questions()}
+            return bool(parameters) and parameters[0] in kinds
         if action in {"review_approvals", "new_task", "review_permissions"}:
-            return self.controller.live
+            return live
         if action == "resume_run":
-            return self.resume_command is not None and not self.controller.live
+            return self.resume_command is not None and self.controller.supervisor is None
         if action == "detach":
-            return self.attached
+            return self.attached and live
         return True
 
     def action_new_task(self) -> None:
@@ -319,6 +352,11 @@ class MalaApp(App[int]):
             number += 1
         folders = [Path(state.cwd) for state in sessions.values() if state.cwd]
         controller = self.controller
+        try:
+            profiles = controller.profile_names()
+        except ReadOnlyError as exc:
+            self.notify(str(exc), title="New session", severity="warning", markup=False)
+            return
 
         def added(task: NewTask | None) -> None:
             if task is not None:
@@ -330,17 +368,21 @@ class MalaApp(App[int]):
                 f"task-{number}",
                 folders[0] if folders else Path.cwd(),
                 lambda task: controller.add_task(task.name, task.task, task.cwd, task.profile),
-                controller.profile_names(),
+                profiles,
             ),
             added,
         )
 
     def action_resume_run(self) -> None:
         """Leave this read-only view; the command that opened it then resumes the run."""
-        if self.resume_command is None or self.controller.live:
+        if self.resume_command is None or self.controller.supervisor is not None:
             return
         self.resume_requested = True
         self.exit(0)
+
+    def action_review(self, kind: str) -> None:
+        """Open the oldest question of this kind (`QuestionKind`'s value) that waits."""
+        self.answers.review(QuestionKind(kind))
 
     def action_review_approvals(self) -> None:
         """Open the oldest restart waiting for approval; answering it opens the next."""
@@ -383,7 +425,7 @@ class MalaApp(App[int]):
     def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
         yield SystemCommand("Help", "Every key of this screen", self.action_help)
-        if self.resume_command is not None and not self.controller.live:
+        if self.resume_command is not None and self.controller.supervisor is None:
             yield SystemCommand(
                 "Resume this run",
                 f"Carry on the sessions that had not ended ({self.resume_command})",

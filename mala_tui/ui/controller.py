@@ -9,15 +9,19 @@ and an answer leaves it when the run records its decision, not before.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from mala_tui.core.breakdown import WindowContents
+from mala_tui.core.budget import BudgetCheck, BudgetLimits
 from mala_tui.core.observations import Command, Decision
 from mala_tui.core.permissions import PermissionAnswer
 from mala_tui.core.phases import ManageMode
 from mala_tui.core.questions import ApprovalQuestion, PermissionQuestion, Question
 from mala_tui.core.view import RunState, SessionSnapshot, SessionState
 from mala_tui.runtime.landings import WorktreeLandings
+from mala_tui.runtime.sockets import ChannelError
 from mala_tui.ui.source import (
     BreakdownSource,
     BudgetSource,
@@ -30,7 +34,8 @@ from mala_tui.ui.source import (
 
 
 class ReadOnlyError(RuntimeError):
-    """An action on a finished run read from its journal."""
+    """An action on a run that cannot be changed: a finished run read from its journal, a
+    run that has ended since, or one whose host cannot be reached (the message says which)."""
 
 
 class Controller:
@@ -43,11 +48,18 @@ class Controller:
         self.state: RunState = source if isinstance(source, RunState) else source.state
         found: object = self.supervisor
         self._landings = found.landings if isinstance(found, LandingSource) else landings
+        self.over = ""
+        """Why a live run can no longer be acted on, once it cannot ("" while it can): it
+        ended, or its host went away. Set by whoever follows the run (the app)."""
 
     @property
     def live(self) -> bool:
         """True when the run is in progress and can be acted on."""
-        return self.supervisor is not None
+        return self.supervisor is not None and not self.over
+
+    def run_over(self, why: str) -> None:
+        """The run followed has ended (or its host is gone): from now on nothing is sent to it."""
+        self.over = why or "the run has ended"
 
     # -- reading -----------------------------------------------------------------------------------
 
@@ -64,55 +76,107 @@ class Controller:
 
     # -- acting ------------------------------------------------------------------------------------
 
-    def _live(self) -> LiveSource:
+    @contextmanager
+    def _live(self) -> Iterator[LiveSource]:
+        """The run to act on; what cannot reach it (its host gone) is a ReadOnlyError saying
+        so, never a crash: a console learns that its run is over a moment after its host."""
         if self.supervisor is None:
             raise ReadOnlyError("this run has ended: it can be read, not changed")
-        return self.supervisor
+        if self.over:
+            raise ReadOnlyError(f"{self.over}: it can be read, not changed")
+        try:
+            yield self.supervisor
+        except ChannelError as exc:
+            raise ReadOnlyError(str(exc)) from None
 
     def command(self, name: str, command: Command) -> None:
-        self._live().command(name, command)
+        with self._live() as run:
+            run.command(name, command)
 
     def set_require_approval(self, name: str | None, required: bool) -> None:
         """Switch approval before restarts on or off, for one session or (None) for all."""
-        self._live().set_require_approval(name, required)
+        with self._live() as run:
+            run.set_require_approval(name, required)
 
     def set_manage_mode(self, name: str, mode: ManageMode) -> None:
         """How much of one session's window mala-tui manages: full, mask or off."""
-        self._live().set_manage_mode(name, mode)
+        with self._live() as run:
+            run.set_manage_mode(name, mode)
 
     def say(self, name: str, text: str) -> None:
         """A message for the session's agent, at its next clean point."""
-        self._live().say(name, text)
+        with self._live() as run:
+            run.say(name, text)
 
     def add_task(self, name: str, task: str, cwd: Path, profile: str = "") -> None:
         """A new session in the running run, with one of its named profiles ("": none)."""
-        self._live().add_task(name, task, cwd, profile)
+        with self._live() as run:
+            run.add_task(name, task, cwd, profile)
 
     def fork(self, parent: str, name: str, instruction: str) -> None:
         """A new session from `parent`'s conversation, told `instruction` (raises ValueError
         saying why when it cannot)."""
-        self._live().fork(parent, name, instruction)
+        with self._live() as run:
+            run.fork(parent, name, instruction)
 
     def profile_names(self) -> list[str]:
-        """The run's named profiles a new session may be given, in the tasks file's order."""
-        source: object = self.supervisor
-        return source.profile_names() if isinstance(source, ProfileSource) else []
+        """The run's named profiles a new session may be given, in the tasks file's order.
+
+        Raises:
+            ReadOnlyError: the run cannot be acted on (ended, or its host gone).
+        """
+        with self._live() as run:
+            source: object = run
+            return source.profile_names() if isinstance(source, ProfileSource) else []
 
     def requires_approval_everywhere(self) -> bool:
         snapshots = self.snapshots()
         return bool(snapshots) and all(snap.require_approval for snap in snapshots.values())
 
     def transcript_path(self, name: str) -> Path | None:
-        return self._live().transcript_path(name)
+        with self._live() as run:
+            return run.transcript_path(name)
 
     def budget(self) -> BudgetSource | None:
         """The run's budgets, when it is live and has them."""
-        source: object = self.supervisor
+        source: object = self.supervisor if self.live else None
         return source if isinstance(source, BudgetSource) else None
+
+    def budget_check(self, name: str) -> BudgetCheck | None:
+        """Where the session stands against its budget, when the run is live and has budgets
+        (None too when its host cannot be reached to ask for the limits)."""
+        budget = self.budget()
+        if budget is None:
+            return None
+        try:
+            return budget.budget_check(name)
+        except ChannelError:
+            return None
+
+    def budget_limits(self, name: str) -> tuple[BudgetLimits, BudgetLimits]:
+        """The session's limits and the run's.
+
+        Raises:
+            ReadOnlyError: the run has no budgets to change (ended, or its host gone).
+        """
+        with self._live() as run:
+            source: object = run
+            if not isinstance(source, BudgetSource):
+                raise ReadOnlyError("this run's budgets cannot be changed from here")
+            return source.budget_limits(name)
+
+    def set_budget(self, name: str | None, limits: BudgetLimits) -> None:
+        """New limits for one session, or (None) for the whole run (raises ReadOnlyError as
+        budget_limits does)."""
+        with self._live() as run:
+            source: object = run
+            if not isinstance(source, BudgetSource):
+                raise ReadOnlyError("this run's budgets cannot be changed from here")
+            source.set_budget(name, limits)
 
     def hands(self) -> HandSource | None:
         """Opening sessions by hand, when this console can (a live run in its own process)."""
-        source: object = self.supervisor
+        source: object = self.supervisor if self.live else None
         return source if isinstance(source, HandSource) else None
 
     def landings(self) -> WorktreeLandings | None:
@@ -121,16 +185,19 @@ class Controller:
 
     def window_contents(self, name: str) -> WindowContents | None:
         """What fills the session's window, while the run is live (a journal does not hold it)."""
-        source: object = self.supervisor  # a LiveSource may or may not also be a BreakdownSource
-        if isinstance(source, BreakdownSource):
-            return source.window_contents(name)
+        source: object = self.supervisor if self.live else None
+        if isinstance(source, BreakdownSource):  # a LiveSource may or may not be one
+            try:
+                return source.window_contents(name)
+            except ChannelError:
+                return None  # its host gone: nothing to show, as for a finished run
         return None
 
     # -- questions: approvals and permission requests --------------------------------------------
 
     def questions(self) -> list[Question]:
         """Every question waiting for a person, oldest first (none in a finished run)."""
-        return self.state.questions() if self.supervisor is not None else []
+        return self.state.questions() if self.live else []
 
     def pending(self) -> list[ApprovalQuestion]:
         """Restarts waiting for approval, oldest first."""
@@ -147,13 +214,15 @@ class Controller:
 
         Raises:
             KeyError: it no longer waits (`runtime.desk.QuestionClosed` says who answered).
+            ReadOnlyError: the run cannot be acted on (ended, or its host gone).
         """
-        self._live().decide(
-            question.session,
-            decision,
-            edited_text,
-            checkpoint_number=question.checkpoint_number,
-        )
+        with self._live() as run:
+            run.decide(
+                question.session,
+                decision,
+                edited_text,
+                checkpoint_number=question.checkpoint_number,
+            )
 
     def answer_permission(
         self, question: PermissionQuestion, answer: PermissionAnswer, reason: str = ""
@@ -162,5 +231,7 @@ class Controller:
 
         Raises:
             KeyError: it no longer waits (`runtime.desk.QuestionClosed` says who answered).
+            ReadOnlyError: the run cannot be acted on (ended, or its host gone).
         """
-        self._live().answer_permission(question.session, question.request_id, answer, reason)
+        with self._live() as run:
+            run.answer_permission(question.session, question.request_id, answer, reason)

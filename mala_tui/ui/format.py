@@ -12,7 +12,7 @@ from typing import Final
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.phases import Phase
 from mala_tui.core.usage import UsageSource
-from mala_tui.core.view import SessionSnapshot
+from mala_tui.core.view import RunState, SessionSnapshot
 
 SOURCE_LABELS: Final = {
     UsageSource.PER_CALL: "exact",
@@ -64,3 +64,16 @@ def elapsed(seconds: float) -> str:
     hours, rest = divmod(whole, 3600)
     minutes, secs = divmod(rest, 60)
     return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
+def run_status(state: RunState, now: float, *, live: bool, gone: bool = False) -> str:
+    """The header's word for the run, and its age: "live · 3:12" (since the run's start in
+    its journal, whenever this console opened), "ended · 1:14" (how long it ran),
+    "host gone" (`gone`: a console whose run's host went away before the run ended) or
+    "read-only" (a run that never ended, read back)."""
+    start = state.started_at
+    if state.ended_at is not None:
+        return "ended" if start is None else f"ended \u00b7 {elapsed(state.ended_at - start)}"
+    if live:
+        return "live" if start is None else f"live \u00b7 {elapsed(now - start)}"
+    return "host gone" if gone else "read-only"

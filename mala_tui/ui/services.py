@@ -2,9 +2,10 @@
 
 A screen is given a `Services` when it is made and uses only that: the
 controller (reads and commands), the bridge (live updates to subscribe to), the
-session actions, and how long the run has been watched. The app's parts that are
-not screens (the answer queue) are given it too, with the `shell` that puts screens
-and notices in front of the person. Screens stay testable on their own and a change
+session actions, and the time now (the run's age is reckoned from the journal's
+start, not from when this console opened). The app's parts that are not screens
+(the answer queue) are given it too, with the `shell` that puts screens and notices
+in front of the person. Screens stay testable on their own and a change
 to the app's insides cannot silently break one.
 """
 
@@ -24,7 +25,7 @@ class Services:
     controller: Controller
     bridge: UpdateBridge
     actions: SessionActions
-    watched_for: Callable[[], float]
-    """Seconds since the app started watching the run."""
+    now: Callable[[], float]
+    """Wall-clock seconds, as the events' times (`at`)."""
     shell: Shell
     """The app, as far as its parts may use it (ui.shell)."""

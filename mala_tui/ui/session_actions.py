@@ -168,10 +168,12 @@ SESSION_ACTIONS: Final = (
     ),
     SessionAction(
         ActionId.DISCARD,
-        "D",
+        # Not D: that detaches, and one key means one thing (a refused discard once fell
+        # through to detach, and an offered one took the place of detach).
+        "delete",
         "Discard",
         "Discard its worktree",
-        "remove its worktree and branch (asks first when work would be lost)",
+        "remove its worktree and branch (asks first, saying what would be lost)",
         live_only=False,
         when_ended=True,
     ),
@@ -223,7 +225,9 @@ class SessionActions:
             return False
         snapshot = self.controller.snapshot(name) if name is not None else None
         if snapshot is None:
-            return None
+            # No session in focus: a landing key is not offered (it would read as if the
+            # run had worktrees); the others are shown, not possible until one is.
+            return False if action_id in LANDING_ACTIONS else None
         if action_id in LANDING_ACTIONS:
             return self._landing_available(action_id, snapshot)
         if action_id == ActionId.CHECKPOINTS:
@@ -249,7 +253,13 @@ class SessionActions:
     def run(self, action_id: str, name: str) -> None:
         snapshot = self.controller.snapshot(name)
         if snapshot is None or not self.available(action_id, name):
-            self.shell.bell()
+            # Chosen in the palette just before the run or the session changed: say why.
+            action = ACTIONS_BY_ID.get(action_id)
+            label = action.label if action is not None else action_id
+            why = self.controller.over or (
+                "the run has ended" if not self.controller.live else "not possible now"
+            )
+            self.shell.notify(f"{label}: {name}: {why}", severity="warning", markup=False)
             return
         try:
             getattr(self, f"_{action_id}")(snapshot)
@@ -489,7 +499,8 @@ class SessionActions:
         self.shell.run_worker(self._discard_asking(snapshot.name), group="discard")
 
     async def _discard_asking(self, name: str) -> None:
-        """Discarded at once when nothing would be lost; else only once the person says so."""
+        """Discarded only once the person says so, told what would be lost (if anything):
+        a worktree and its branch cannot be had back."""
         from mala_tui.ui.screens.confirm import ConfirmScreen
 
         landings = self.controller.landings()
@@ -501,27 +512,28 @@ class SessionActions:
         except LandingError as exc:
             self.shell.notify(str(exc), severity="warning", markup=False)
             return
-        if found is None or not found.to_land:
-            await self._discard_now(name, force=False)
-            return
+        work = found is not None and found.to_land
 
         def answered(yes: bool | None) -> None:
             if yes:
-                self.shell.run_worker(self._discard_now(name, force=True), group="discard")
+                self.shell.run_worker(self._discard_now(name, force=work), group="discard")
 
-        into = target.base_branch or "the commit the run started from"
-        lost = [f"{plural(found.ahead, 'commit')} not in {into}"] if found.ahead else []
-        if found.uncommitted:
-            lost.append("uncommitted edits")
-        self.shell.push_screen(
-            ConfirmScreen(
-                f"Discard {name}?",
+        if found is not None and found.to_land:
+            into = target.base_branch or "the commit the run started from"
+            lost = [f"{plural(found.ahead, 'commit')} not in {into}"] if found.ahead else []
+            if found.uncommitted:
+                lost.append("uncommitted edits")
+            body = (
                 f"Its branch {target.branch} has {' and '.join(lost)}. Discarding removes its "
-                "worktree and its branch: that work is lost. Land it (L) to keep it.",
-                confirm="Discard",
-            ),
-            answered,
-        )
+                "worktree and its branch: that work is lost. Land it (L) to keep it."
+            )
+        else:
+            left = found.label if found is not None else "nothing to land"
+            body = (
+                f"Its branch {target.branch}: {left}, so no work is lost. Discarding removes "
+                "its worktree and its branch."
+            )
+        self.shell.push_screen(ConfirmScreen(f"Discard {name}?", body, confirm="Discard"), answered)
 
     async def _discard_now(self, name: str, *, force: bool) -> None:
         from mala_tui.core.describe import summary
@@ -538,5 +550,9 @@ class SessionActions:
         self.bridge.flush()
 
     def _send(self, name: str, command: Command) -> None:
-        self.controller.command(name, command)
+        try:
+            self.controller.command(name, command)
+        except ReadOnlyError as exc:  # the run ended, or its host went, since the key
+            self.shell.notify(str(exc), severity="warning", markup=False)
+            return
         self.shell.notify(f"{name}: {command.value.replace('_', ' ')} sent", markup=False)

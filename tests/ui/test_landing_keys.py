@@ -219,7 +219,7 @@ async def test_d_asks_before_dropping_unmerged_commits_then_removes_worktree_and
     async with app.run_test(size=(150, 44)) as pilot:
         await pilot.pause()
         await focus(app.screen, "writer")
-        await pilot.press("D")
+        await pilot.press("delete")
         await settled(pilot)
         await pilot.pause()
         assert isinstance(app.screen, ConfirmScreen)
@@ -227,7 +227,7 @@ async def test_d_asks_before_dropping_unmerged_commits_then_removes_worktree_and
         await pilot.press("n")  # no: nothing goes
         await pilot.pause()
         assert writer.path.is_dir() and git(repo, "branch", "--list", writer.branch)
-        await pilot.press("D")
+        await pilot.press("delete")
         await settled(pilot)
         await pilot.pause()
         await pilot.press("y")
@@ -242,18 +242,51 @@ async def test_d_asks_before_dropping_unmerged_commits_then_removes_worktree_and
         assert "discarded" in state_text(source.state.sessions["writer"].snapshot())
 
 
-async def test_a_merged_session_is_discarded_without_asking(tmp_path: Path) -> None:
+async def test_a_merged_session_is_discarded_only_once_asked_too(tmp_path: Path) -> None:
     repo, source, _, writer = two_sessions(tmp_path)
     git(repo, "merge", "-q", "--ff-only", writer.branch)
     app = make_app(source)
     async with app.run_test(size=(150, 44)) as pilot:
         await pilot.pause()
         await focus(app.screen, "writer")
-        await pilot.press("D")
+        await pilot.press("delete")
         await settled(pilot)
         await pilot.pause()
-        assert isinstance(app.screen, DashboardScreen)  # nothing to lose: no question
+        dialog = app.screen
+        assert isinstance(dialog, ConfirmScreen)  # nothing to lose, asked all the same
+        said = str(dialog.query_one("#body", Static).content)
+        assert said.startswith(f"Its branch {writer.branch}: merged, so no work is lost.")
+        await pilot.press("n")
+        await settled(pilot)
+        assert writer.path.is_dir()
+        await pilot.press("delete")
+        await settled(pilot)
+        await pilot.pause()
+        await pilot.press("y")
+        await settled(pilot)
         assert not writer.path.exists()
+
+
+async def test_capital_d_detaches_on_an_ended_worktree_session_and_discards_nothing(
+    tmp_path: Path,
+) -> None:
+    """D once discarded the focused session's worktree, without asking, when it had one;
+    it detached elsewhere. Now it only detaches, and discarding is its own key."""
+    repo, source, _, writer = two_sessions(tmp_path)
+    git(repo, "merge", "-q", "--ff-only", writer.branch)  # nothing to lose: was not asked
+    app = make_app(source)
+    app.attached = True
+    async with app.run_test(size=(150, 44)) as pilot:
+        await pilot.pause()
+        await focus(app.screen, "writer")
+        await pilot.pause()
+        footer = screen_text(app).splitlines()[-1]
+        assert "D Detach" in footer and "del Discard" in footer
+        await pilot.press("D")
+        await settled(pilot)
+    assert app.detached and app.return_code == 0
+    assert writer.path.is_dir() and git(repo, "branch", "--list", writer.branch)
+    assert not any(isinstance(e, ev.WorktreeDiscarded) for e in source.state.sessions["writer"].log)
 
 
 async def test_land_and_discard_are_refused_while_the_session_runs(tmp_path: Path) -> None:
@@ -270,7 +303,7 @@ async def test_land_and_discard_are_refused_while_the_session_runs(tmp_path: Pat
     async with app.run_test(size=(150, 44)) as pilot:
         await pilot.pause()
         await focus(app.screen, "busy")
-        for key in ("L", "D"):
+        for key in ("L", "delete"):
             await pilot.press(key)
             await pilot.pause()
             assert isinstance(app.screen, DashboardScreen)

@@ -21,7 +21,8 @@ from mala_tui.core.pricing import total_spend
 from mala_tui.core.text import clean, plural
 from mala_tui.core.usage import Zone
 from mala_tui.core.view import SessionSnapshot
-from mala_tui.ui.format import elapsed, phase_label
+from mala_tui.ui.format import phase_label, run_status
+from mala_tui.ui.keys import app_keys
 from mala_tui.ui.services import Services
 from mala_tui.ui.session_actions import ActionId, session_bindings
 from mala_tui.ui.text import literal
@@ -102,8 +103,11 @@ class DashboardScreen(Screen[None]):
     # filter until "/" is pressed: cards of a live run arrive after the screen mounts.
     AUTO_FOCUS = ""
     BINDINGS: ClassVar[list[BindingType]] = [
+        # The footer keeps this order and cuts at its right edge: what matters first.
+        *session_bindings(ActionId.OPEN),
+        *app_keys(),
+        *session_bindings(ActionId.LAND, ActionId.DISCARD),
         *session_bindings(
-            ActionId.OPEN,
             ActionId.SAY,
             ActionId.PAUSE,
             ActionId.STOP,
@@ -115,7 +119,6 @@ class DashboardScreen(Screen[None]):
         *session_bindings(
             ActionId.CHECKPOINTS, ActionId.MANAGE, ActionId.TRANSCRIPT, ActionId.CANCEL, show=False
         ),
-        *session_bindings(ActionId.LAND, ActionId.DISCARD),
         *session_bindings(ActionId.FORK, ActionId.BY_HAND, show=False),
         Binding("slash", "filter", "Filter"),
         Binding("s", "cycle_sort", "Sort"),
@@ -287,10 +290,10 @@ class DashboardScreen(Screen[None]):
     def _update_summary(self) -> None:
         controller = self.services.controller
         state = controller.state
-        mode = "live" if controller.live else "read-only"
         run = f" \u00b7 run {state.run_id}" if state.run_id else ""
-        clock = f" \u00b7 {elapsed(self.services.watched_for())}" if controller.live else ""
-        title = f"mala-tui{run} \u00b7 {mode}{clock}"
+        gone = controller.supervisor is not None and not controller.live
+        status = run_status(state, self.services.now(), live=controller.live, gone=gone)
+        title = f"mala-tui{run} \u00b7 {status}"
         summary = Text(title, style="bold")
         summary.append("   ")
         summary.append(self._counts, style="dim")

@@ -17,8 +17,10 @@ from mala_tui.core import events as ev
 from mala_tui.core.describe import changes_summary
 from mala_tui.core.text import tokens
 from mala_tui.core.view import SessionSnapshot, SessionState
+from mala_tui.ui.controller import ReadOnlyError
 from mala_tui.ui.drawing import GaugeReading
 from mala_tui.ui.format import elapsed, phase_label
+from mala_tui.ui.keys import app_keys
 from mala_tui.ui.services import Services
 from mala_tui.ui.session_actions import ActionId, session_bindings
 from mala_tui.ui.text import literal
@@ -53,7 +55,10 @@ class DetailScreen(Screen[None]):
     # Absolute, so subclasses defined elsewhere find it too.
     CSS_PATH = str(Path(__file__).with_name("detail.tcss"))
     BINDINGS: ClassVar[list[BindingType]] = [
+        # The footer keeps this order and cuts at its right edge: what matters first.
         Binding("escape", "app.pop_screen", "Back"),
+        *app_keys(),
+        *session_bindings(ActionId.LAND, ActionId.DISCARD),
         *session_bindings(
             ActionId.CHECKPOINTS,
             ActionId.SAY,
@@ -65,9 +70,8 @@ class DetailScreen(Screen[None]):
         *session_bindings(
             ActionId.APPROVAL, ActionId.MANAGE, ActionId.TRANSCRIPT, ActionId.CANCEL, show=False
         ),
-        *session_bindings(ActionId.LAND, ActionId.DISCARD),
         *session_bindings(ActionId.FORK, ActionId.BY_HAND, show=False),
-        Binding("l", "show_tab('events')", "Event log", show=False),
+        Binding("l", "show_tab('events')", "Event log"),
         Binding("d", "diff", "Worktree diff"),
         Binding("w", "window", "What fills the window"),
         Binding("b", "budget", "Budget"),
@@ -140,8 +144,7 @@ class DetailScreen(Screen[None]):
         self._show_worktree()
 
     def _show_cost(self) -> None:
-        budget = self.services.controller.budget()
-        standing = None if budget is None else budget.budget_check(self.session_name)
+        standing = self.services.controller.budget_check(self.session_name)
         self.query_one(CostPanel).data = CostData.of(self.state, standing)
 
     def _show_worktree(self) -> None:
@@ -233,19 +236,25 @@ class DetailScreen(Screen[None]):
         self.services.actions.run(action_id, self.session_name)
 
     def action_budget(self) -> None:
-        budget = self.services.controller.budget()
-        if budget is None:
+        controller = self.services.controller
+        try:
+            session, run = controller.budget_limits(self.session_name)
+        except ReadOnlyError as exc:
+            self.notify(str(exc), severity="warning", markup=False)
             return
-        session, run = budget.budget_limits(self.session_name)
         from mala_tui.ui.screens.budget import BudgetChange, BudgetScreen
 
         def apply(change: BudgetChange | None) -> None:
             if change is None:
                 return
-            if change.session != session:
-                budget.set_budget(self.session_name, change.session)
-            if change.run != run:
-                budget.set_budget(None, change.run)
+            try:
+                if change.session != session:
+                    controller.set_budget(self.session_name, change.session)
+                if change.run != run:
+                    controller.set_budget(None, change.run)
+            except ReadOnlyError as exc:
+                self.notify(str(exc), severity="warning", markup=False)
+                return
             self.notify(f"Budget of {self.session_name} and of the run saved.")
             self._show_cost()
 
