@@ -89,6 +89,23 @@ def summary(event: ev.Event) -> str:
             return f"pid {event.pid} {event.how} after {event.seconds:.1f} s"
         case ev.SessionEnded():
             return f"{event.status}: {event.reason}"
+        case ev.SubagentStarted():
+            how = "background" if event.background else "foreground"
+            nested = f", nested in {event.parent}" if event.parent else ""
+            kind = event.agent_type or "subagent"
+            return f"{event.agent_id} ({kind}, {how}{nested}): {event.description}"
+        case ev.SubagentCall():
+            window = tokens(event.call.context_tokens)
+            return (
+                f"{event.agent_id}: {window} in its window, {plural(event.tool_uses, 'tool use')}"
+            )
+        case ev.SubagentCompacted():
+            before = tokens(event.pre_tokens) if event.pre_tokens is not None else "?"
+            after = tokens(event.post_tokens) if event.post_tokens is not None else "?"
+            return f"{event.agent_id}: compacted by Claude Code, {before} -> {after}"
+        case ev.SubagentEnded():
+            reason = f": {event.reason}" if event.reason else ""
+            return f"{event.agent_id} {event.how}{reason}"
         case ev.BackgroundListed():
             return f"in the background: {describe_tasks(event.tasks)}"
         case ev.BackgroundWaiting():

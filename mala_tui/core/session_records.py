@@ -10,6 +10,7 @@ from mala_tui.core.checkpoint import CheckpointOrigin
 from mala_tui.core.permissions import AnsweredBy
 from mala_tui.core.phases import Cause, ManageMode, Phase
 from mala_tui.core.pricing import Spend
+from mala_tui.core.subagents import SubagentGauge
 from mala_tui.core.text import plural
 from mala_tui.core.usage import UsageSource, Zone, zone_of
 from mala_tui.core.window import WindowSource
@@ -183,6 +184,8 @@ class SessionSnapshot:
     cache_warm_until: float | None = None
     """When the session's prompt cache goes cold unless a request comes first (wall-clock
     seconds; None: not known)."""
+    subagents: tuple[SubagentGauge, ...] = ()
+    """Its subagents, live and finished, in the order they started."""
     waiting_for: str = ""
     """Its turn is over and it waits for its background work ("2 subagents"): the CLI
     hands the agent their reports in turns of its own ("" when not waiting)."""

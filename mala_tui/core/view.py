@@ -37,6 +37,7 @@ from mala_tui.core.session_records import (
     UsagePoint,
     WorktreeRecord,
 )
+from mala_tui.core.subagents import SubagentGauge, SubagentState
 from mala_tui.core.usage import UsageSource
 from mala_tui.core.window import WindowSource
 
@@ -110,6 +111,8 @@ class SessionState:
     """Hosts of this session lost with their node."""
     host_lost: str = ""
     """How the latest was lost."""
+    subagents: dict[str, SubagentState] = field(default_factory=dict)
+    """Its subagents by agent id, in the order they started (core.subagents)."""
     waiting_for: str = ""
     """The background work its turn ended on ("2 subagents"): the session waits for the
     CLI's next turn, with their reports; "" when it is not waiting."""
@@ -226,6 +229,16 @@ class SessionState:
                 self.waiting_for = describe_tasks(event.tasks, event.reports)
             case ev.BackgroundStopped():
                 self.waiting_for = ""
+                for task in event.tasks:
+                    if task.id in self.subagents:
+                        self.subagents[task.id].killed(event.at, event.reason)
+            case (
+                ev.SubagentStarted()
+                | ev.SubagentCall()
+                | ev.SubagentCompacted()
+                | ev.SubagentEnded()
+            ):
+                self._subagent_event(event)
             case ev.SessionEnded():
                 self.status, self.end_reason = event.status, event.reason
                 self.waiting_for = ""
@@ -295,12 +308,38 @@ class SessionState:
         if call is None:
             return
         self.meter.observe(call)
-        spend = self.meter.spend
-        self.costs.append(CostPoint(event.at, spend.cost_usd, spend.cache_hit_rate))
+        self._cost_point(event.at)
+
+    def _cost_point(self, at: float) -> None:
+        spend = self.spend
+        self.costs.append(CostPoint(at, spend.cost_usd, spend.cache_hit_rate))
+
+    def _subagent_event(
+        self,
+        event: ev.SubagentStarted | ev.SubagentCall | ev.SubagentCompacted | ev.SubagentEnded,
+    ) -> None:
+        state = self.subagents.get(event.agent_id)
+        if state is None:
+            state = self.subagents[event.agent_id] = SubagentState(event.agent_id, event.at)
+        state.apply(event, self.prices)
+        if isinstance(event, ev.SubagentCall):
+            self._cost_point(event.at)
+
+    @property
+    def main_spend(self) -> Spend:
+        """The main thread's calls only."""
+        return self.meter.spend
 
     @property
     def spend(self) -> Spend:
-        return self.meter.spend
+        """Every call the session made: the main thread's and each subagent's."""
+        total = self.meter.spend
+        for subagent in self.subagents.values():
+            total = total + subagent.spend
+        return total
+
+    def subagent_gauges(self) -> tuple[SubagentGauge, ...]:
+        return tuple(subagent.gauge() for subagent in self.subagents.values())
 
     def snapshot(self) -> SessionSnapshot:
         return SessionSnapshot(
@@ -330,7 +369,8 @@ class SessionState:
             density=self.density,
             density_measured=self.density_measured,
             manage=self.manage,
-            spend=self.meter.spend,
+            spend=self.spend,
+            subagents=self.subagent_gauges(),
             model=self.model,
             messages_waiting=len(self.messages_waiting),
             pending_permissions=sum(

@@ -13,9 +13,10 @@ read back unchanged, and in memory a misspelt value is a type error.
 The events are grouped by meaning, each group a module of this package: a run's life
 (`run`), a session's life (`session`), managing its context window (`context`), a
 person's answer awaited (`questions`), what the operator does to a session
-(`operator`), a worktree session's work (`worktrees`) and sessions on a cluster
-(`cluster`), all on `base.EventBase`. The one union, `Event`, is here: import every
-event from here (`from mala_tui.core import events as ev`).
+(`operator`), a worktree session's work (`worktrees`), its subagents' windows
+(`subagents`) and sessions on a cluster (`cluster`), all on `base.EventBase`. The
+one union, `Event`, is here: import every event from here
+(`from mala_tui.core import events as ev`).
 """
 
 from __future__ import annotations
@@ -81,6 +82,13 @@ from mala_tui.core.events.session import (
     WarningRecorded,
     WindowLearned,
 )
+from mala_tui.core.events.subagents import (
+    SubagentCall,
+    SubagentCompacted,
+    SubagentEnd,
+    SubagentEnded,
+    SubagentStarted,
+)
 from mala_tui.core.events.worktrees import (
     ChangedFile,
     WorktreeChanged,
@@ -138,7 +146,11 @@ Event = Annotated[
     | WorktreeSnapshot
     | BackgroundListed
     | BackgroundWaiting
-    | BackgroundStopped,
+    | BackgroundStopped
+    | SubagentStarted
+    | SubagentCall
+    | SubagentCompacted
+    | SubagentEnded,
     Field(discriminator="type"),
 ]
 
@@ -230,6 +242,11 @@ __all__ = [
     "SessionAdded",
     "SessionEnded",
     "SessionStarted",
+    "SubagentCall",
+    "SubagentCompacted",
+    "SubagentEnd",
+    "SubagentEnded",
+    "SubagentStarted",
     "TakenOver",
     "UnknownEventError",
     "UsageRecorded",
