@@ -21,6 +21,7 @@ from mala_tui.core import events as ev
 from mala_tui.runtime.backends.base import (
     AgentClient,
     Backend,
+    KeepsRecords,
     PermissionGate,
     SessionSpec,
     ToolGate,
@@ -146,6 +147,10 @@ class AgentProcess:
         elif closing.exception() is not None:
             how = f"disconnect failed ({closing.exception()!r}); killed"
             _kill(pid)
+        if isinstance(client, KeepsRecords):
+            with contextlib.suppress(Exception):  # a record is a help, never a failure
+                for event in client.last_records():
+                    self._sink(event)
         if self._hurried and how == "disconnected":
             how = "killed: the stop was asked for again"
         started = self._started_at.pop(pid, None) if pid is not None else None

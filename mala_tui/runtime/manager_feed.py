@@ -33,7 +33,7 @@ from mala_tui.core.observations import (
 )
 from mala_tui.core.phases import IllegalTransition
 from mala_tui.runtime.agent_process import EventSink
-from mala_tui.runtime.backends.base import ActivityItem, ModelItem, ProblemItem
+from mala_tui.runtime.backends.base import ActivityItem, ModelItem, ProblemItem, RecordItem
 from mala_tui.runtime.inbox import FromAgent, PermissionWait
 
 Clock = Callable[[], float]
@@ -103,6 +103,9 @@ class ManagerFeed:
             self.error(said.where, said.message)
             return Outcome()
         if isinstance(said, ActivityItem):  # heard from (above): the agent is at work
+            return Outcome()
+        if isinstance(said, RecordItem):  # journaled as it is: for the person watching
+            self.emit(said.event)
             return Outcome()
         if isinstance(said, UsageObserved):
             self._call_open = said.starts_call

@@ -8,6 +8,7 @@ until the last report is in and answered, never kill the subagents at the first 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,8 @@ import pytest
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.background import BackgroundKind
+from mala_tui.core.events.subagents import SubagentEnd
+from mala_tui.core.view import RunState
 from mala_tui.runtime.journal import list_runs, read_events
 from tests.integration.harness import alive
 from tests.integration.test_run_command import run_scenario_headless
@@ -48,6 +51,32 @@ async def test_a_session_with_background_subagents_runs_until_every_report_is_us
         if isinstance(e, ev.MessageRecorded) and e.role == "assistant" and e.kind == "text"
     ]
     assert said and "REPORT A:" in said[-1].excerpt and "REPORT B:" in said[-1].excerpt
+    # Every subagent call is journaled once, with the usage the model billed for it.
+    billed: dict[str, int] = {}
+    calls: dict[str, int] = {}
+    for line in log.read_text().splitlines():
+        record = json.loads(line)
+        if record.get("agent_id") and record.get("status") == 200:
+            agent = record["agent_id"]
+            billed[agent] = billed.get(agent, 0) + record["prompt_tokens"] + record["output_tokens"]
+            calls[agent] = calls.get(agent, 0) + 1
+    journaled: dict[str, int] = {}
+    journaled_calls: dict[str, int] = {}
+    for call in (e for e in events if isinstance(e, ev.SubagentCall)):
+        usage = call.call
+        journaled[call.agent_id] = journaled.get(call.agent_id, 0) + usage.context_tokens
+        journaled_calls[call.agent_id] = journaled_calls.get(call.agent_id, 0) + 1
+    assert len(billed) == 2 and journaled == billed and journaled_calls == calls
+    started = [e for e in events if isinstance(e, ev.SubagentStarted)]
+    assert sorted(e.description for e in started) == ["Triage logs 1-4", "Triage logs 5-8"]
+    assert all(e.background and e.depth == 1 and not e.nested for e in started)
+    ends = [e for e in events if isinstance(e, ev.SubagentEnded)]
+    assert sorted(e.how for e in ends) == [SubagentEnd.COMPLETED, SubagentEnd.COMPLETED]
+    # The run's figures count every call: the main thread's and each subagent's.
+    state = RunState().apply_all(events)
+    session = state.sessions["task-1"]
+    assert session.spend.calls == session.main_spend.calls + sum(calls.values())
+    assert f"for {session.spend.calls} API calls" in out
     pids = [e.pid for e in events if isinstance(e, ev.ProcessStarted) and e.pid]
     assert len(pids) == 1, "one agent process, never closed and resumed meanwhile"
     assert not any(alive(pid) for pid in pids)

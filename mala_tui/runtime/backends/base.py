@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
+from mala_tui.core import events as ev
 from mala_tui.core.observations import (
     ApiRetrying,
     BackgroundChanged,
@@ -77,6 +78,14 @@ class ActivityItem:
     what: str
 
 
+@dataclass(frozen=True)
+class RecordItem:
+    """An event the backend read beside the stream (a subagent's call from its transcript):
+    journaled as it is, for the person watching; the manager does not decide on it."""
+
+    event: ev.Event
+
+
 AgentObservation = (
     UsageObserved
     | MessageObserved
@@ -89,7 +98,7 @@ AgentObservation = (
 """What an agent's stream tells its session's manager: the core's own observations, each
 timed by the clock the client was made with (`Backend.create`)."""
 
-StreamItem = AgentObservation | ModelItem | ProblemItem | ActivityItem
+StreamItem = AgentObservation | ModelItem | ProblemItem | ActivityItem | RecordItem
 """An item of an agent's stream: an observation, or what the runtime keeps to itself (the
 model an answer names, which is journaled; a part of the stream that could not be used)."""
 
@@ -125,6 +134,14 @@ class PermissionVerdict:
 PermissionGate = Callable[[PermissionAsk], Awaitable[PermissionVerdict]]
 """Asked when the agent wants a tool outside its allowed tools; the tool waits for the answer.
 Cancelled when the agent gives up asking (its process ends, its turn is interrupted)."""
+
+
+@runtime_checkable
+class KeepsRecords(Protocol):
+    """A client with records beside its stream (subagents' transcripts) still to be read
+    after its process has closed."""
+
+    def last_records(self) -> list[ev.Event]: ...
 
 
 class AgentClient(Protocol):

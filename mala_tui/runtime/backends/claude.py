@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 import warnings
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import replace
@@ -48,16 +49,26 @@ from claude_agent_sdk import (
     PermissionResultAllow,
     PermissionResultDeny,
     ResultMessage,
+    TaskNotificationMessage,
+    TaskStartedMessage,
     ToolPermissionContext,
 )
 
-from mala_tui.core.observations import CompactionObserved
+from mala_tui.core import events as ev
+from mala_tui.core.observations import (
+    BackgroundChanged,
+    CompactionObserved,
+    SessionIdentified,
+    TurnEnded,
+)
 from mala_tui.runtime.backends import cli_launcher
 from mala_tui.runtime.backends.base import (
+    ActivityItem,
     MaskError,
     PermissionAsk,
     PermissionGate,
     ProblemItem,
+    RecordItem,
     SessionSpec,
     StreamItem,
     ToolGate,
@@ -66,11 +77,16 @@ from mala_tui.runtime.backends.claude_stream import StreamConverter, result_size
 from mala_tui.runtime.backends.claude_transcripts import (
     copy_for_fork,
     find_transcript,
+    project_folder,
     rewrite_transcript,
 )
 from mala_tui.runtime.backends.cli_env import absolute, config_dir, private_home, session_env
 from mala_tui.runtime.backends.cli_stderr import SDK_LOG, STDERR_DIR, StderrLog, keep_sdk_log
+from mala_tui.runtime.backends.subagent_transcripts import SubagentTranscripts
 from mala_tui.runtime.journal import safe_file_name
+
+SUBAGENT_READ_EVERY = 0.5
+"""Seconds between two reads of the subagents' transcripts while they work."""
 
 STDERR_WHERE = "claude stderr"
 """Where the error recorded for what the CLI printed on stderr comes from."""
@@ -171,6 +187,9 @@ class ClaudeClient:
             build_options(spec, resume=resume, hooks=hooks, stderr=self._on_stderr)
         )
         self._converter = StreamConverter(clock)
+        self._subagents = SubagentTranscripts(spec.name, clock)
+        self._subagents_of: str | None = None
+        self._subagents_read_at = 0.0
 
     def _process(self) -> Any:
         # The SDK does not expose the process; its transport holds it. Looked up
@@ -214,6 +233,11 @@ class ClaudeClient:
             if aclose is not None:
                 with contextlib.suppress(Exception):
                     await aclose()
+
+    def last_records(self) -> list[ev.Event]:
+        """What the subagents' transcripts hold that was not read yet, read once the process
+        has closed (a subagent's last answer is written after its end is reported)."""
+        return self._subagents.final()
 
     async def context_usage(self) -> Mapping[str, Any]:
         """The CLI's own /context figures: ground truth for tests, too costly per message."""
@@ -303,11 +327,36 @@ class ClaudeClient:
             yield self._side.get_nowait()
 
     def _convert(self, message: object) -> list[StreamItem]:
-        """The stream items of one SDK message (claude_stream does the reading)."""
+        """The stream items of one SDK message (claude_stream does the reading), and what
+        the subagents' transcripts added meanwhile."""
         if isinstance(message, ResultMessage):
             self._stop_requested = False  # a stop asked for belongs to the turn that ended
             self._stderr_said = False
-        return self._converter.convert(message)
+        items = self._converter.convert(message)
+        # Records first: after a turn's end that ends the session, nothing more is read.
+        return [RecordItem(event) for event in self._subagent_news(message, items)] + items
+
+    def _subagent_news(self, message: object, items: list[StreamItem]) -> list[ev.Event]:
+        """Read the subagents' transcripts when the stream says they moved: a subagent's
+        message, a task's start or end, a turn's end (at most twice a second otherwise)."""
+        for item in items:
+            if isinstance(item, SessionIdentified) and self._subagents_of != item.session_id:
+                self._subagents_of = item.session_id
+                project = project_folder(config_dir(self.spec), absolute(self.spec.cwd).resolve())
+                self._subagents.follow(project / item.session_id / "subagents")
+        if isinstance(message, TaskStartedMessage) and message.task_type == "local_agent":
+            self._subagents.in_stream(message.task_id)
+        if isinstance(message, TaskNotificationMessage):
+            return self._subagents.ended(message.task_id, message.status, message.summary)
+        now = time.monotonic()
+        due = any(isinstance(item, TurnEnded) for item in items) or (
+            now - self._subagents_read_at >= SUBAGENT_READ_EVERY
+            and any(isinstance(item, ActivityItem | BackgroundChanged) for item in items)
+        )
+        if not due:
+            return []
+        self._subagents_read_at = now
+        return self._subagents.read()
 
     def _on_stderr(self, raw: str) -> None:
         """A line the CLI printed on stderr: kept safe; the first of a turn said in short."""

@@ -30,6 +30,7 @@ from mala_tui.runtime.backends.base import (
     PermissionGate,
     PermissionVerdict,
     ProblemItem,
+    RecordItem,
     SessionSpec,
     StreamItem,
     ToolGate,
@@ -175,7 +176,7 @@ class ScriptedClient:
             item = await self._queue.get()
             if item is None:
                 return
-            if isinstance(item, ModelItem | ProblemItem | ActivityItem):
+            if isinstance(item, ModelItem | ProblemItem | ActivityItem | RecordItem):
                 yield item
             else:
                 yield replace(item, at=self.clock())
