@@ -70,7 +70,8 @@ class BudgetWatch:
 
     def observe(self, event: ev.Event, run: RunState) -> list[BudgetNotice]:
         """After `event` has been applied to `run`: the sessions to tell, if any."""
-        if not isinstance(event, ev.UsageRecorded) or not self.active:
+        # A subagent's call is the session's money too: its budget counts it.
+        if not isinstance(event, ev.UsageRecorded | ev.SubagentCall) or not self.active:
             return []
         told: dict[str, BudgetNotice] = {}
         state = run.sessions.get(event.session)

@@ -97,3 +97,17 @@ def test_no_limits_means_nothing_is_watched() -> None:
     assert not watch.active
     assert call(watch, run, "a", 1.0, 1) == []
     assert watch.observe(ev.SessionEnded(at=1.0, session="a", status="done"), run) == []
+
+
+def test_a_subagents_calls_count_against_its_sessions_budget() -> None:
+    watch = BudgetWatch(session_limits=BudgetLimits(max_turns=3))
+    run = run_of("a")
+    call(watch, run, "a", 1.0, 1)
+    said = []
+    for n in range(2, 4):
+        event = ev.SubagentCall(
+            at=float(n), session="a", agent_id="sub", input_tokens=n, output_tokens=10
+        )
+        run.apply(event)
+        said += watch.observe(event, run)
+    assert said[-1] == BudgetNotice("a", True, "budget: turns 3 of 3 (100%)")
