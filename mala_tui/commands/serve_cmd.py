@@ -21,6 +21,9 @@ if TYPE_CHECKING:
 EXIT_USAGE = 2
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
+IDLE_SECONDS = 15.0
+"""`--idle-timeout`'s default (web.server.IDLE_SECONDS, not imported: serve's
+dependencies load only when it runs)."""
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -38,6 +41,14 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "--port", type=_port, default=DEFAULT_PORT, help="port (default: 8000; 0: any free one)"
     )
     serve.add_argument("--data-dir", type=Path, help="where runs are journaled")
+    serve.add_argument(
+        "--idle-timeout",
+        type=_seconds,
+        default=IDLE_SECONDS,
+        metavar="SECONDS",
+        help=f"close a connection that sends no request for this long (default: "
+        f"{IDLE_SECONDS:g}); an open tab is never idle",
+    )
 
 
 def _port(text: str) -> int:
@@ -48,6 +59,16 @@ def _port(text: str) -> int:
     if not 0 <= port <= 65535:
         raise argparse.ArgumentTypeError(f"{text!r}: a port is 0 to 65535")
     return port
+
+
+def _seconds(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0 < seconds <= 3600:
+        raise argparse.ArgumentTypeError(f"{text!r}: more than 0 and at most 3600 seconds")
+    return seconds
 
 
 def tab_command(choice: RunChoice, mala: Sequence[str], data_dir: Path) -> list[str]:
@@ -86,6 +107,7 @@ def serve(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.st
         token=token,
         host=args.host,
         port=args.port,
+        idle_timeout=args.idle_timeout,
     )
 
     def announce(port: int) -> None:

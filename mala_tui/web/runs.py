@@ -4,12 +4,18 @@ A tab's title says what its run waits for, and the picker says which runs are li
 Both come from the run's journal: a `RunWatch` reads only the bytes the journal
 gained since it last looked (a long run's journal is megabytes; a tab asks every
 few seconds) and applies them to the run's view, as `mala-tui show` does whole.
+
+Reading is blocking file work, in time linear in the bytes gained (a line of 100 MB
+is gathered piece by piece and joined once): the server calls it off its event loop
+(`asyncio.to_thread`), so one big journal stalls no other tab. Each watch reads under
+a lock of its own, so two requests for one run never read it at once.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,6 +27,8 @@ from mala_tui.runtime.sockets import live_host
 
 _RUN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 """What a run id from a URL may look like: one folder name, never a path."""
+RUN_NAME_CHARS = 200
+"""The longest run id asked for: ids are about 20 characters, and a file name has at most 255."""
 
 READ_CHUNK = 1 << 20
 """Bytes read at a time: a journal read for the first time comes in pieces this big."""
@@ -33,7 +41,8 @@ class RunWatch:
         self.directory = directory
         self.state = RunState(run_id=directory.name)
         self._offset = 0
-        self._partial = b""  # a line still being written
+        self._partial: list[bytes] = []  # the pieces of a line still being written
+        self._lock = threading.Lock()
 
     @property
     def run_id(self) -> str:
@@ -43,7 +52,7 @@ class RunWatch:
         """Apply what the journal gained; a line not yet finished waits for its end."""
         path = self.directory / EVENTS_FILE
         try:
-            with path.open("rb") as file:
+            with self._lock, path.open("rb") as file:
                 file.seek(self._offset)
                 while chunk := file.read(READ_CHUNK):
                     self._offset += len(chunk)
@@ -52,7 +61,14 @@ class RunWatch:
             return  # gone or unreadable: the view stays as last read
 
     def _take(self, chunk: bytes) -> None:
-        *lines, self._partial = (self._partial + chunk).split(b"\n")
+        if b"\n" not in chunk:
+            # Kept as a piece, not added to what came before: adding would copy the whole
+            # line so far for every chunk, quadratic in a long line.
+            self._partial.append(chunk)
+            return
+        first, *lines, rest = chunk.split(b"\n")
+        lines.insert(0, b"".join([*self._partial, first]))
+        self._partial = [rest] if rest else []
         for line in lines:
             event = _parse(line)
             if event is None:
@@ -64,7 +80,8 @@ class RunWatch:
         return live_host(self.directory) is not None
 
     def title(self) -> str:
-        """The page title: what waits in this run, or that it has ended (core.notices)."""
+        """The page title: what waits in this run, or that it has ended (core.notices);
+        blocking (it reads the journal)."""
         self.update()
         live = self.live()
         return page_title(self.run_id, self.state.questions() if live else [], ended=not live)
@@ -101,15 +118,17 @@ class RunBook:
     def __init__(self, data_dir: Path) -> None:
         self.data_dir = data_dir
         self._watches: dict[Path, RunWatch] = {}
+        self._lock = threading.Lock()  # requests read in threads of their own
 
     def watch(self, directory: Path) -> RunWatch:
-        found = self._watches.get(directory)
-        if found is None:
-            found = self._watches[directory] = RunWatch(directory)
-        return found
+        with self._lock:
+            found = self._watches.get(directory)
+            if found is None:
+                found = self._watches[directory] = RunWatch(directory)
+            return found
 
     def choices(self) -> list[RunChoice]:
-        """Every run, newest first.
+        """Every run, newest first; blocking (it reads every journal's news).
 
         Raises:
             JournalError: the runs folder cannot be listed.
@@ -118,6 +137,7 @@ class RunBook:
 
     def find(self, run: str) -> RunChoice | None:
         """The run named by an id, a unique prefix of one, or "latest"; None when none is.
+        Blocking (it reads the run's journal).
 
         Raises:
             JournalError: the runs folder cannot be listed.
@@ -125,10 +145,14 @@ class RunBook:
         if run == "latest":
             folders = self._folders()
             return self.choice(folders[0]) if folders else None
-        if not _RUN_NAME.fullmatch(run):
+        if len(run) > RUN_NAME_CHARS or not _RUN_NAME.fullmatch(run):
             return None
         exact = runs_dir(self.data_dir) / run
-        if (exact / EVENTS_FILE).is_file():
+        try:
+            found = (exact / EVENTS_FILE).is_file()
+        except OSError:  # a name the file system refuses (too long): no such run
+            return None
+        if found:
             return self.choice(exact)
         matches = [folder for folder in self._folders() if folder.name.startswith(run)]
         return self.choice(matches[0]) if len(matches) == 1 else None

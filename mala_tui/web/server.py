@@ -11,7 +11,12 @@ listen on, and leaves the page's title alone. Here:
   connects back to wherever it was loaded from (`ssh -L`, a server on 0.0.0.0);
 - the command a tab runs is one function of the run chosen (`TabCommand`);
 - the page's title says what the run waits for, and follows it (`/title/...`);
-- a page with no run chosen lists the runs to choose from, unless exactly one is live.
+- a page with no run chosen lists the runs to choose from, unless exactly one is live;
+- journals are read off the event loop (`asyncio.to_thread`): a big one stalls no tab;
+- a connection must send its request within `idle_timeout` seconds of opening, and is
+  closed once idle that long between requests: connections opened and left silent (by
+  anyone, the token is not needed to connect) cannot use up the server's file
+  descriptors and lock out whoever holds the token.
 
 The textual-serve surface used: `Server` (its app setup, static files and
 download routes), `AppService` (the pipe protocol to a Textual app under its web
@@ -39,6 +44,7 @@ from urllib.parse import quote, urlsplit
 
 import aiohttp_jinja2
 from aiohttp import WSMsgType, web
+from aiohttp.web_protocol import RequestHandler
 from textual_serve.app_service import AppService
 from textual_serve.server import Server
 
@@ -53,6 +59,15 @@ FINISHED_LISTED = 50
 """Finished runs the picker lists (newest first); `mala-tui runs` lists them all."""
 STOP_GRACE_SECONDS = 10.0
 """How long a tab's app has to quit when its tab closes before it is killed."""
+IDLE_SECONDS = 15.0
+"""How long a connection may take to send its request, or stay idle between two
+(`serve --idle-timeout`); an open tab's WebSocket is busy, never idle."""
+FAVICON = (
+    '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16">'
+    '<rect width="16" height="16" rx="3" fill="#0178d4"/>'
+    '<path d="M3 12V4h2l3 4 3-4h2v8h-2V7l-3 4-3-4v5z" fill="#fff"/></svg>'
+)
+"""The tab's icon: an "M" on the console's blue."""
 
 TabCommand = Callable[[RunChoice], Sequence[str]]
 """The command line a tab's app process runs for the run it opens."""
@@ -120,8 +135,10 @@ class ConsoleServer(Server):
         token: str,
         host: str = "127.0.0.1",
         port: int = 8000,
+        idle_timeout: float = IDLE_SECONDS,
     ) -> None:
         super().__init__("mala-tui", host=host, port=port, templates_path=TEMPLATES)
+        self.idle_timeout = idle_timeout
         self.book = RunBook(data_dir)
         self.tab_command = tab_command
         self.guard = TokenGuard(token, cookie_name(port))
@@ -130,6 +147,8 @@ class ConsoleServer(Server):
         self.opened = 0
         """App processes started since the server started."""
         self._stopping: asyncio.Event | None = None
+        self._heard: set[RequestHandler] = set()
+        """Connections opened within the last `idle_timeout` that have sent a request."""
 
     # -- the aiohttp application -------------------------------------------------------------------
 
@@ -137,9 +156,34 @@ class ConsoleServer(Server):
         app = await super()._make_app()
         app.middlewares.insert(0, self.guard.middleware)  # before every route, the static files too
         app.middlewares.insert(0, _guarded_headers)  # on every response, refusals included
+        app.middlewares.insert(0, self._heard_from)  # any request, a refused one too
         app.router.add_get("/ws/{run}", self.handle_websocket, name="tab")
         app.router.add_get("/title/{run}", self.handle_title, name="title")
+        app.router.add_get("/favicon.ico", _favicon, name="favicon")
+        app.router.add_get("/favicon.svg", _favicon)
         return app
+
+    @web.middleware
+    async def _heard_from(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        self._heard.add(request.protocol)
+        return await handler(request)
+
+    def _connection(self, server: web.Server) -> RequestHandler:
+        """A new connection's handler, closed unless it sends a request within `idle_timeout`.
+
+        aiohttp's keep-alive timeout bounds the wait between two requests (a request
+        begun and not finished included), but not, in every aiohttp this runs with, the
+        wait for the first: this does.
+        """
+        connection = server()
+        asyncio.get_running_loop().call_later(self.idle_timeout, self._unless_heard, connection)
+        return connection
+
+    def _unless_heard(self, connection: RequestHandler) -> None:
+        if connection in self._heard:
+            self._heard.discard(connection)  # from now on, keep-alive's timeout bounds it
+        else:
+            connection.force_close()
 
     async def on_startup(self, app: web.Application) -> None:
         """Nothing printed here: `run` announces the URL once the port is bound."""
@@ -155,20 +199,33 @@ class ConsoleServer(Server):
             ListenError: the address cannot be listened on (in use, not this machine's).
         """
         self._stopping = asyncio.Event()
-        runner = web.AppRunner(await self._make_app(), handle_signals=False, access_log=None)
+        asyncio.get_running_loop().set_exception_handler(_accept_trouble_in_one_line)
+        runner = web.AppRunner(
+            await self._make_app(),
+            handle_signals=False,
+            access_log=None,
+            keepalive_timeout=self.idle_timeout,
+        )
         await runner.setup()
+        server = runner.server
+        assert server is not None  # set up
+        listening: asyncio.Server | None = None
         try:
-            site = web.TCPSite(runner, self.host, self.port)
             try:
-                await site.start()
+                # Not aiohttp's TCPSite: each connection is watched from its opening.
+                listening = await asyncio.get_running_loop().create_server(
+                    lambda: self._connection(server), self.host, self.port
+                )
             except OSError as exc:
                 reason = exc.strerror or str(exc)
                 raise ListenError(f"cannot listen on {self.host}:{self.port}: {reason}") from None
-            port = int(runner.addresses[0][1])
+            port = int(listening.sockets[0].getsockname()[1])
             self.guard.cookie = cookie_name(port)
             announce(port)
             await self._stopping.wait()
         finally:
+            if listening is not None:
+                listening.close()  # no new connections; the runner closes the open ones
             await runner.cleanup()
 
     def stop(self) -> None:
@@ -181,12 +238,12 @@ class ConsoleServer(Server):
         """A run's app page (`?run=`), or the list of runs to choose from."""
         wanted = request.query.get("run")
         if wanted is None:
-            choices = self._choices()
+            choices = await asyncio.to_thread(self._choices)
             live = [choice for choice in choices if choice.live]
             if len(live) == 1:  # nothing to choose: the one live run, under its own address
                 raise web.HTTPFound(location=_page_path(live[0].run_id))
             return self._picker(request, choices)
-        choice = self._find(wanted)
+        choice = await self._find(wanted)
         font_size = _to_int(request.query.get("fontsize"), 16, 6, 64)
         scheme = "wss" if request.secure else "ws"
         context = {
@@ -218,7 +275,7 @@ class ConsoleServer(Server):
         return response
 
     async def handle_title(self, request: web.Request) -> web.StreamResponse:
-        choice = self._find(request.match_info["run"])
+        choice = await self._find(request.match_info["run"])
         return web.json_response(
             {"title": choice.title, "live": choice.live}, headers={"Cache-Control": "no-store"}
         )
@@ -230,7 +287,7 @@ class ConsoleServer(Server):
         if not _same_origin(request):
             # A page of another site cannot drive an app here, even with the cookie.
             raise web.HTTPForbidden(text="mala-tui serve: a WebSocket from another origin\n")
-        choice = self._find(request.match_info.get("run", ""))
+        choice = await self._find(request.match_info.get("run", ""))
         width = _to_int(request.query.get("width"), 80, 10, 1000)
         height = _to_int(request.query.get("height"), 24, 5, 1000)
         websocket = web.WebSocketResponse(heartbeat=15)
@@ -258,14 +315,16 @@ class ConsoleServer(Server):
     # -- runs --------------------------------------------------------------------------------------
 
     def _choices(self) -> list[RunChoice]:
+        """Every run (blocking: called off the event loop)."""
         try:
             return self.book.choices()
         except JournalError as exc:
             raise web.HTTPInternalServerError(text=f"mala-tui serve: {exc}\n") from None
 
-    def _find(self, run: str) -> RunChoice:
+    async def _find(self, run: str) -> RunChoice:
+        """The run a request names, its journal read off the event loop; 404 if none."""
         try:
-            choice = self.book.find(run)
+            choice = await asyncio.to_thread(self.book.find, run)
         except JournalError as exc:
             raise web.HTTPInternalServerError(text=f"mala-tui serve: {exc}\n") from None
         if choice is None:
@@ -294,6 +353,23 @@ async def _guarded_headers(request: web.Request, handler: Handler) -> web.Stream
     if not response.prepared:  # a WebSocket's headers are sent before its handler returns
         response.headers.update(GUARDED_HEADERS)
     return response
+
+
+def _accept_trouble_in_one_line(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    """A connection the server could not take (out of file descriptors: asyncio tries again
+    a second later) is said in one line; anything else as asyncio says it."""
+    exception = context.get("exception")
+    if isinstance(exception, OSError) and context.get("message", "").startswith("socket.accept"):
+        reason = exception.strerror or str(exception)
+        print(f"mala-tui serve: cannot take a connection now: {reason}", file=sys.stderr)
+        return
+    loop.default_exception_handler(context)
+
+
+async def _favicon(request: web.Request) -> web.StreamResponse:
+    return web.Response(
+        text=FAVICON, content_type="image/svg+xml", headers={"Cache-Control": "max-age=86400"}
+    )
 
 
 async def _pump(websocket: web.WebSocketResponse, tab: Tab) -> None:
