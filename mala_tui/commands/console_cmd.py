@@ -291,7 +291,7 @@ def _ending(remote: RemoteRun, loaded: LoadedSettings, out: TextIO, *, detached:
                 stopped += 1
         if stopped and remote.mode is not RunMode.DEMO:  # a demo's model server went with it
             out.write(f"{stopped} stopped with the run; carry on: {command('resume', run_id)}\n")
-        out.write(cost_line(remote.state.spend))
+        out.write(cost_line(remote.state.spend, remote.state.cli_cost_usd))
         out.flush()
     return EXIT_OK if ended is not None and ended.ok else EXIT_NOT_ALL_DONE
 

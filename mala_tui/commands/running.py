@@ -39,8 +39,9 @@ def resume_command(run_id: str, settings: Settings) -> str:
     return settings.command("resume", run_id)
 
 
-def cost_line(spend: Spend) -> str:
-    """The run's cost as the last lines of `run` and `demo` say it."""
+def cost_line(spend: Spend, cli_cost: float | None = None) -> str:
+    """The run's cost as the last lines of `run` and `demo` say it, checked against what
+    Claude Code itself said it cost when it did."""
     if not spend.calls:
         return ""
     rate = spend.cache_hit_rate
@@ -48,7 +49,18 @@ def cost_line(spend: Spend) -> str:
     cost = format_cost(spend.cost_usd)
     if spend.priced:
         cost += " (estimate at list prices)"
-    return f"cost: {cost} for {spend.calls} API calls{cached}\n"
+    return f"cost: {cost} for {spend.calls} API calls{cached}{cli_check(spend, cli_cost)}\n"
+
+
+def cli_check(spend: Spend, cli_cost: float | None) -> str:
+    """`; Claude Code says $0.21 (1.4% apart)`: the estimate beside the CLI's own figure."""
+    if cli_cost is None:
+        return ""
+    said = f"; Claude Code says {format_cost(cli_cost)}"
+    if spend.cost_usd is None or cli_cost <= 0:
+        return said
+    apart = abs(spend.cost_usd - cli_cost) / cli_cost
+    return said + (" (the same)" if apart < 0.0005 else f" ({apart:.1%} apart)")
 
 
 def resume_hint(supervisor: Supervisor) -> str:
@@ -95,7 +107,7 @@ def finish(outcome: RunResult | Shutdown | int, supervisor: Supervisor | None, o
             exit_status(result, out)
         if supervisor is not None:
             out.write(resume_hint(supervisor))
-            out.write(cost_line(supervisor.state.spend))
+            out.write(cost_line(supervisor.state.spend, supervisor.state.cli_cost_usd))
         out.flush()
     except OSError:
         _silence(out)

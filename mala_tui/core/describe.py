@@ -89,6 +89,9 @@ def summary(event: ev.Event) -> str:
             return f"pid {event.pid} {event.how} after {event.seconds:.1f} s"
         case ev.SessionEnded():
             return f"{event.status}: {event.reason}"
+        case ev.CliCostReported():
+            cost = f"${event.cost_usd:.4f}"
+            return f"Claude Code's own figure: {cost} for agent session {event.session_id}"
         case ev.SubagentStarted():
             how = "background" if event.background else "foreground"
             nested = f", nested in {event.parent}" if event.parent else ""

@@ -111,6 +111,8 @@ class SessionState:
     """Hosts of this session lost with their node."""
     host_lost: str = ""
     """How the latest was lost."""
+    cli_costs: dict[str, float] = field(default_factory=dict)
+    """Claude Code's own cumulative figure, by agent session (a restart starts another)."""
     subagents: dict[str, SubagentState] = field(default_factory=dict)
     """Its subagents by agent id, in the order they started (core.subagents)."""
     waiting_for: str = ""
@@ -239,6 +241,8 @@ class SessionState:
                 | ev.SubagentEnded()
             ):
                 self._subagent_event(event)
+            case ev.CliCostReported():
+                self.cli_costs[event.session_id] = event.cost_usd
             case ev.SessionEnded():
                 self.status, self.end_reason = event.status, event.reason
                 self.waiting_for = ""
@@ -337,6 +341,11 @@ class SessionState:
         for subagent in self.subagents.values():
             total = total + subagent.spend
         return total
+
+    @property
+    def cli_cost_usd(self) -> float | None:
+        """What Claude Code says the session cost (None: it has not said)."""
+        return sum(self.cli_costs.values()) if self.cli_costs else None
 
     def subagent_gauges(self) -> tuple[SubagentGauge, ...]:
         return tuple(subagent.gauge() for subagent in self.subagents.values())
@@ -462,6 +471,12 @@ class RunState:
     def spend(self) -> Spend:
         """Every session's spend added up (unpriced if any session's model has no price)."""
         return total_spend(session.spend for session in self.sessions.values())
+
+    @property
+    def cli_cost_usd(self) -> float | None:
+        """What Claude Code says the run cost, over the sessions it said it for."""
+        said = [s.cli_cost_usd for s in self.sessions.values() if s.cli_cost_usd is not None]
+        return sum(said) if said else None
 
     def apply_all(self, events: Iterable[ev.Event]) -> RunState:
         for event in events:

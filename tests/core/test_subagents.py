@@ -54,3 +54,12 @@ def test_a_subagent_ended_or_taken_with_the_process_is_no_longer_live() -> None:
     ends = {g.agent_id: g.how for g in state.sessions["s1"].snapshot().subagents}
     assert ends == {"a": SubagentEnd.COMPLETED, "b": SubagentEnd.KILLED}
     assert summary(done) == "a completed"
+
+
+def test_claude_codes_own_figure_is_the_latest_of_each_agent_session_added_up() -> None:
+    state = RunState()
+    state.apply(started("s1", "claude-sonnet-4-5"))
+    for at, session_id, cost in ((1.0, "x", 0.10), (2.0, "x", 0.25), (3.0, "y", 0.05)):
+        state.apply(ev.CliCostReported(at=at, session="s1", session_id=session_id, cost_usd=cost))
+    assert state.sessions["s1"].cli_cost_usd == 0.30
+    assert state.cli_cost_usd == 0.30

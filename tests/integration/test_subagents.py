@@ -77,6 +77,10 @@ async def test_a_session_with_background_subagents_runs_until_every_report_is_us
     session = state.sessions["task-1"]
     assert session.spend.calls == session.main_spend.calls + sum(calls.values())
     assert f"for {session.spend.calls} API calls" in out
+    # ...and the estimate agrees with Claude Code's own figure, subagents included.
+    cli, ours = session.cli_cost_usd, session.spend.cost_usd
+    assert cli is not None and ours is not None and abs(ours - cli) <= 0.01 * cli
+    assert "Claude Code says" in out
     pids = [e.pid for e in events if isinstance(e, ev.ProcessStarted) and e.pid]
     assert len(pids) == 1, "one agent process, never closed and resumed meanwhile"
     assert not any(alive(pid) for pid in pids)

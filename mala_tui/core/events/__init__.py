@@ -70,6 +70,7 @@ from mala_tui.core.events.session import (
     BackgroundListed,
     BackgroundStopped,
     BackgroundWaiting,
+    CliCostReported,
     ErrorRecorded,
     IdleTimeoutSeen,
     ManageModeSet,
@@ -150,7 +151,8 @@ Event = Annotated[
     | SubagentStarted
     | SubagentCall
     | SubagentCompacted
-    | SubagentEnded,
+    | SubagentEnded
+    | CliCostReported,
     Field(discriminator="type"),
 ]
 
@@ -213,6 +215,7 @@ __all__ = [
     "ChangedFile",
     "CheckpointRequested",
     "CheckpointSaved",
+    "CliCostReported",
     "CompactionSeen",
     "ErrorRecorded",
     "Event",

@@ -161,3 +161,13 @@ class BackgroundStopped(EventBase):
     type: Literal["background_stopped"] = "background_stopped"
     tasks: tuple[BackgroundTask, ...]
     reason: str = ""
+
+
+class CliCostReported(EventBase):
+    """Claude Code's own figure of what an agent session has cost so far (its result's
+    `total_cost_usd`: every call, subagents' included, at its own prices; cumulative over
+    that agent session, resumes included): what mala-tui's estimate is checked against."""
+
+    type: Literal["cli_cost"] = "cli_cost"
+    session_id: str
+    cost_usd: float

@@ -333,8 +333,18 @@ class ClaudeClient:
             self._stop_requested = False  # a stop asked for belongs to the turn that ended
             self._stderr_said = False
         items = self._converter.convert(message)
+        records = self._subagent_news(message, items)
+        if isinstance(message, ResultMessage) and isinstance(message.total_cost_usd, int | float):
+            records.append(
+                ev.CliCostReported(
+                    at=self._clock(),
+                    session=self.spec.name,
+                    session_id=message.session_id,
+                    cost_usd=float(message.total_cost_usd),
+                )
+            )
         # Records first: after a turn's end that ends the session, nothing more is read.
-        return [RecordItem(event) for event in self._subagent_news(message, items)] + items
+        return [RecordItem(event) for event in records] + items
 
     def _subagent_news(self, message: object, items: list[StreamItem]) -> list[ev.Event]:
         """Read the subagents' transcripts when the stream says they moved: a subagent's
