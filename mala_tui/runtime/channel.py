@@ -280,6 +280,8 @@ class ControlChannel:
                 body = await request.json()
             except (ValueError, UnicodeDecodeError):
                 return _refused(400, "value", "the request is not JSON")
+            except RecursionError:  # nested deeper than the parser goes: no request of ours
+                return _refused(400, "value", "the request's JSON is nested too deeply")
             if not isinstance(body, dict):
                 return _refused(400, "value", "the request is not a JSON object")
             try:

@@ -11,6 +11,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
 
 from mala_tui.core import events as ev
@@ -452,3 +453,24 @@ async def test_a_console_lands_at_the_host_while_the_run_lives_and_itself_once_i
     ]
     snapshot = remote.state.sessions["b"].snapshot().worktree_status
     assert snapshot is not None and snapshot.discarded
+
+
+async def test_json_nested_too_deeply_is_refused_in_one_line(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    sup = hosted(tmp_path, PerSession({"a": hard_session("sa")}), ["a"])
+    assert sup.journal is not None
+    channel = ControlChannel(sup, sup.journal.directory)
+    path = await channel.start()
+    nested = '{"session": ' + "[" * 10_000 + "]" * 10_000 + "}"
+    try:
+        async with (
+            aiohttp.ClientSession(connector=aiohttp.UnixConnector(path=str(path))) as session,
+            session.post("http://host/command", data=nested) as response,
+        ):
+            assert response.status == 400
+            assert (await response.json())["error"] == "the request's JSON is nested too deeply"
+    finally:
+        await channel.close()
+    # Nothing went to the host's log as an error with a traceback.
+    assert not [record for record in caplog.records if record.exc_info]
