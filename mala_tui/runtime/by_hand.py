@@ -127,7 +127,7 @@ def interactive(
         argv.append("--setting-sources=")  # as supervised: the user's settings do not apply
     cwd = absolute(spec.cwd)
     inherited = os.environ if environ is None else environ
-    own = session_env(spec, inherited)
+    own = session_env(spec, inherited, hooked=False)  # a person's CLI runs no hook of ours
     env = {k: v for k, v in inherited.items() if k not in NOT_PASSED} | own
     if private_home(spec) is not None:
         _ready_for_a_person(config_dir(spec, inherited), cwd, env.get("ANTHROPIC_API_KEY"))

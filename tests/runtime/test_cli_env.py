@@ -5,9 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from claude_agent_sdk import HookContext
 
+from mala_tui.core.observations import CompactionObserved
 from mala_tui.runtime.backends.base import SessionSpec
-from mala_tui.runtime.backends.claude import build_options
+from mala_tui.runtime.backends.claude import ClaudeClient, build_options
 from mala_tui.runtime.backends.cli_env import config_dir, session_env
 
 
@@ -60,3 +62,34 @@ def test_a_run_fits_the_clis_retries_to_its_setting() -> None:
     assert agent_spec(plan, settings).cli_retries == 10
     unbounded = Settings.model_validate({"idle": {"api_failure_seconds": None}})
     assert agent_spec(plan, unbounded).cli_retries is None
+
+
+def test_a_managed_session_leaves_the_clis_compaction_on_for_its_subagents() -> None:
+    # DISABLE_AUTO_COMPACT holds for the whole CLI process: set, a subagent whose window
+    # filled could not compact and died "Prompt is too long". The main thread is kept by
+    # the PreCompact hook instead; only a CLI without that hook (by hand) gets the variable.
+    managed = SessionSpec(name="s", task="t", cwd=Path("/ws"))
+    assert "DISABLE_AUTO_COMPACT" not in session_env(managed, {})
+    assert "DISABLE_AUTO_COMPACT" not in build_options(managed, resume=None, hooks={}).env
+    assert session_env(managed, {}, hooked=False)["DISABLE_AUTO_COMPACT"] == "1"
+    own = SessionSpec(name="s", task="t", cwd=Path("/ws"), own_compaction=True)
+    assert "DISABLE_AUTO_COMPACT" not in session_env(own, {}, hooked=False)
+    # The user's own choice is read by the CLI as it would be without mala-tui.
+    chosen = SessionSpec(name="s", task="t", cwd=Path("/ws"), env={"DISABLE_AUTO_COMPACT": "1"})
+    assert session_env(chosen, {})["DISABLE_AUTO_COMPACT"] == "1"
+
+
+async def test_the_precompact_hook_blocks_the_main_threads_compaction_only() -> None:
+    client = ClaudeClient(
+        SessionSpec(name="s", task="t", cwd=Path("/ws")), resume=None, clock=lambda: 2.0
+    )
+    (matcher,) = client._client.options.hooks["PreCompact"]  # type: ignore[index]
+    (hook,) = matcher.hooks
+    main = {"session_id": "x", "hook_event_name": "PreCompact", "trigger": "auto"}
+    sub = {**main, "agent_id": "a3ce42ea38fed4acc", "agent_type": "general-purpose"}
+    context: HookContext = {"signal": None}
+    assert await hook(sub, None, context) == {}  # type: ignore[arg-type]
+    assert client._side.empty(), "a subagent's compaction is not the session's"
+    answer = await hook(main, None, context)  # type: ignore[arg-type]
+    assert answer.get("decision") == "block"
+    assert client._side.get_nowait() == CompactionObserved(2.0, "auto", blocked=True)

@@ -12,8 +12,10 @@ CLI is written up in docs/ARCHITECTURE.md):
   (`claude_background`): the session is done when the CLI is, not when a turn ends.
 - A wakeup the agent schedules (`ScheduleWakeup`, `CronCreate`) is refused to it with
   the reason: the session ends when its work does, so nothing would wake it.
-- The CLI's own compaction is off (`DISABLE_AUTO_COMPACT=1`) and a PreCompact hook
-  blocks any that slips through and reports it: mala-tui is in charge of the window.
+- A PreCompact hook blocks the main thread's compaction and reports it: mala-tui is
+  in charge of that window. A subagent's (the hook's input has `agent_id`) goes
+  through: mala-tui does not manage a subagent's window, and `DISABLE_AUTO_COMPACT`
+  is left unset because it would stop the subagents' compaction too (`cli_env`).
 - Masking rewrites old tool results in the session's JSONL transcript, then the
   session is resumed by id in a new process, which reads the rewritten file.
 - The PostToolUse hook is the clean point inside a turn: the CLI waits for its
@@ -306,6 +308,10 @@ class ClaudeClient:
     async def _block_compaction(
         self, hook_input: HookInput, tool_use_id: str | None, context: HookContext
     ) -> HookJSONOutput:
+        if hook_input.get("agent_id"):
+            # A subagent's own window, which mala-tui does not manage: blocked, the
+            # subagent could only die "Prompt is too long", its report lost.
+            return {}
         trigger = str(hook_input.get("trigger", "auto"))
         self._side.put_nowait(CompactionObserved(self._clock(), trigger, blocked=True))
         return {"decision": "block", "reason": "mala-tui manages this session's context window"}

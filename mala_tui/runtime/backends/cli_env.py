@@ -7,6 +7,13 @@ mala-tui, looking from its own folder, never finds them, and every mask would fa
 So every path variable the CLI reads, whether mala-tui sets it or it is inherited, is
 resolved against mala-tui's working folder before launch, and mala-tui looks for the
 transcripts in the same place it told the CLI to keep them.
+
+A managed session's compaction is the CLI's own, except on the main thread: the
+backend's PreCompact hook blocks the main thread's and lets a subagent's through (the
+hook's input names the subagent, `agent_id`). `DISABLE_AUTO_COMPACT` is not set then:
+the CLI reads it once for the whole process, subagents included, and a subagent whose
+window filled could then only die "Prompt is too long". Only a CLI that runs without
+that hook (the interactive one a person opens by hand) gets the variable.
 """
 
 from __future__ import annotations
@@ -18,8 +25,9 @@ from typing import Final
 
 from mala_tui.runtime.backends.base import SessionSpec
 
-MANAGED_ENV: Final = {"DISABLE_AUTO_COMPACT": "1"}
-"""Environment every managed session gets: the manager, not the CLI, manages the window."""
+HOOKLESS_ENV: Final = {"DISABLE_AUTO_COMPACT": "1"}
+"""What a managed session's CLI gets when no PreCompact hook guards its main thread: the
+CLI's compaction off (its subagents' too, which is the price of having no hook)."""
 
 RETRIES_VARIABLE: Final = "CLAUDE_CODE_MAX_RETRIES"
 """How many times the CLI retries a failed API call before its turn ends with the error."""
@@ -48,14 +56,19 @@ def private_home(spec: SessionSpec) -> Path | None:
     return absolute(spec.private_home) if spec.private_home is not None else None
 
 
-def session_env(spec: SessionSpec, inherited: Mapping[str, str] | None = None) -> dict[str, str]:
+def session_env(
+    spec: SessionSpec, inherited: Mapping[str, str] | None = None, *, hooked: bool = True
+) -> dict[str, str]:
     """What the session's CLI gets on top of the environment it inherits (`inherited`,
-    mala-tui's own by default): the spec's variables, the managed ones, the private
-    home's folders, and every path variable whose value is relative, made absolute."""
+    mala-tui's own by default): the spec's variables, `HOOKLESS_ENV` for a managed
+    session whose CLI runs without mala-tui's PreCompact hook (`hooked=False`), the
+    private home's folders, and every path variable whose value is relative, made
+    absolute. A `DISABLE_AUTO_COMPACT` the user set (inherited, or in the spec's env)
+    stands, as the CLI alone would read it."""
     inherited = os.environ if inherited is None else inherited
     env = dict(spec.env)
-    if not spec.own_compaction:
-        env.update(MANAGED_ENV)
+    if not spec.own_compaction and not hooked:
+        env.update(HOOKLESS_ENV)
     # The user's own choice (inherited, or in the spec's env) stands.
     if spec.cli_retries is not None and RETRIES_VARIABLE not in {**inherited, **env}:
         env[RETRIES_VARIABLE] = str(spec.cli_retries)
