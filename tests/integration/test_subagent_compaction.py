@@ -17,6 +17,7 @@ import pytest
 
 from mala_tui.core import events as ev
 from mala_tui.core.events.subagents import SubagentEnd
+from mala_tui.core.view import RunState
 from mala_tui.loopback import LoopbackServer, Scenario, materialize_workspace, offline_cli_env
 from mala_tui.runtime.journal import list_runs, read_events
 from tests.integration.test_run_command import run_cli
@@ -89,5 +90,11 @@ async def test_a_foreground_subagent_past_its_window_compacts_and_reports(
     assert said and "REPORT S: all twelve big files read." in said[-1].excerpt
     ends = [e for e in events if isinstance(e, ev.SubagentEnded)]
     assert [e.how for e in ends] == [SubagentEnd.COMPLETED]
-    # The subagent's compaction is not the session's: no compaction journaled.
+    # The subagent's compaction is not the session's: no compaction journaled for it...
     assert not [e for e in events if isinstance(e, ev.CompactionSeen)]
+    # ...but the subagent's own, read from its transcript, on its gauge.
+    compacted = [e for e in events if isinstance(e, ev.SubagentCompacted)]
+    assert len(compacted) == 1 and (compacted[0].pre_tokens or 0) > 200_000
+    state = RunState().apply_all(events)
+    (gauge,) = state.sessions["task-1"].snapshot().subagents
+    assert gauge.compactions == 1 and gauge.peak > 150_000
