@@ -18,8 +18,9 @@ the current session, and a model would read it again too.
 Before a step that needs facts (``needs``), it checks that each fact's line is visible
 somewhere in the request; when one is not (masked, cleared by the API, summarised away),
 it runs the fact's source step again first: a re-read, marked as such in the reply.
-An Agent step starts a subagent (in the background by default). Before its final answer
-the agent waits for every subagent it started: while a report (``REPORT <name>:``) is not
+An Agent step starts a subagent (in the background by default). Before a step with
+``after`` and before its final answer the agent waits for the subagents named (every one it
+started, for the final answer): while a report (``REPORT <name>:``) is not
 visible, it answers with text only, "Waiting for N subagent(s) to report.", and the turn
 ends, as a model's does; Claude Code starts the next turn when a background subagent
 finishes, with its report in a ``<task-notification>``. The final answer ends with each
@@ -191,6 +192,11 @@ class ScriptedAgent:
             status = progress.status(step)
             if status.done or len(status.failed_at) >= MAX_ATTEMPTS or progress.is_skipped(step):
                 continue
+            awaited = [name for name in step.after if view.line_from(report_marker(name)) is None]
+            if awaited:
+                # One subagent after another: the turn ends until the reports come.
+                text = waiting_text(len(awaited))
+                return ScriptedReply("waiting", (_text(text),), "end_turn", done_count=done_count)
             noted = self._just_seen(step, view)
             missing = self._missing_fact(step, progress, view)
             if missing is not None:

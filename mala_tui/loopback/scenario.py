@@ -19,9 +19,11 @@ agent first runs the fact's source step again: a re-read, which the server logs.
 
 A scenario can delegate: an ``Agent`` step (``subagent = "A"``, ``background = true`` by
 default) starts the ``[[subagents]]`` entry of that name through Claude Code's Agent tool.
-A subagent has its own task, steps (no Agent step: no nesting) and final answer, its
-report, which always starts with ``REPORT <name>:`` so the main agent can tell it arrived.
-The main agent gives its final answer only once every subagent it started has reported.
+A subagent has its own task, steps and final answer, its report, which always starts with
+``REPORT <name>:`` so the main agent can tell it arrived. The main agent gives its final
+answer only once every subagent it started has reported; a step with ``after = ["A"]`` is
+played only once A's report is visible (one subagent after another). A subagent may start
+one of the ``[[subagents]]`` in the foreground (one level of nesting: that one starts none).
 """
 
 from __future__ import annotations
@@ -124,13 +126,15 @@ class _StepSpec(_Strict):
     start: int = 1
     needs: list[str] = Field(default_factory=list)
     """Ids of facts (``[[facts]]``) this step cannot be played without."""
+    after: list[str] = Field(default_factory=list)
+    """Subagents (started by earlier Agent steps) whose reports this step waits for."""
 
     @field_validator("id", "label")
     @classmethod
     def check_optional_template(cls, value: str | None) -> str | None:
         return None if value is None else _check_template(value)
 
-    @field_validator("needs")
+    @field_validator("needs", "after")
     @classmethod
     def check_needs(cls, value: list[str]) -> list[str]:
         return [_check_template(item) for item in value]
@@ -283,15 +287,14 @@ class SubagentSpec(_Strict):
     fail: StrictBool = False
     """The subagent reports that it failed: ``REPORT <name>: FAILED: <final_answer>``."""
 
-    @field_validator("steps")
-    @classmethod
-    def check_no_nesting(cls, value: list[StepSpec]) -> list[StepSpec]:
-        for index, step in enumerate(value):
-            if isinstance(step, AgentStep):
-                raise ValueError(
-                    f"step {index} is an Agent step: a subagent cannot start subagents of its own"
-                )
-        return value
+    def started(self) -> list[tuple[int, AgentStep, str]]:
+        """The subagents this one starts: (step index, Agent step, name), ``{i}`` filled in."""
+        return [
+            (index, step, _expand(step.subagent, i))
+            for index, step in enumerate(self.steps)
+            if isinstance(step, AgentStep)
+            for i in range(step.start, step.start + step.count)
+        ]
 
     @property
     def report(self) -> str:
@@ -452,6 +455,8 @@ class PlannedStep:
     params: tuple[tuple[str, Any], ...] = ()
     needs: tuple[str, ...] = ()
     """Ids of the facts that must be visible before this step is played."""
+    after: tuple[str, ...] = ()
+    """Subagents whose reports must be visible before this step is played."""
 
     @property
     def key(self) -> tuple[str, str]:
@@ -556,6 +561,7 @@ def _expand_step(spec: StepSpec, number: int, i: int) -> PlannedStep:
         primary=primary,
         params=tuple((key, value) for key, value in params.items() if value is not None),
         needs=tuple(_expand(need, i) for need in spec.needs),
+        after=tuple(_expand(name, i) for name in spec.after),
     )
 
 
@@ -637,15 +643,21 @@ class Scenario(_Strict):
 
     def _with_subagent_tasks(self, plan: list[PlannedStep]) -> list[PlannedStep]:
         """Check the Agent steps against ``[[subagents]]`` (each subagent started by exactly
-        one step), give each step its subagent's task, and build each subagent's scenario."""
+        one step, the main agent's or a subagent's, nested one level at most), give each step
+        its subagent's task, and build each subagent's scenario."""
         specs: dict[str, SubagentSpec] = {}
         for index, spec in enumerate(self.subagents):
             if spec.name in specs:
                 raise ValueError(f"subagents.{index}.name: subagent {spec.name!r} is defined twice")
             specs[spec.name] = spec
-        started: set[str] = set()
+        starter: dict[str, str] = {}
         result: list[PlannedStep] = []
         for step in plan:
+            for name in step.after:
+                if starter.get(name) != "the main agent":
+                    raise ValueError(
+                        f"step {step.id}: after {name!r}, which no earlier Agent step starts"
+                    )
             if step.tool == "Agent":
                 started_spec = specs.get(step.primary)
                 if started_spec is None:
@@ -653,16 +665,45 @@ class Scenario(_Strict):
                         f"step {step.id}: starts subagent {step.primary!r}, which no "
                         "[[subagents]] entry names"
                     )
-                started.add(step.primary)
+                starter[step.primary] = "the main agent"
                 task = ("task", started_spec.task)
                 result.append(replace(step, params=(*step.params, task)))
             else:
                 result.append(step)
-        unused = [name for name in specs if name not in started]
+        for index, spec in enumerate(self.subagents):
+            for step_index, agent_step, name in spec.started():
+                where = f"subagents.{index}.steps.{step_index}"
+                if name not in specs or name == spec.name:
+                    raise ValueError(
+                        f"{where}: subagent {spec.name!r} starts {name!r}, which no other "
+                        "[[subagents]] entry names"
+                    )
+                if name in starter:
+                    raise ValueError(
+                        f"{where}: subagent {name!r} is started twice "
+                        f"(by {starter[name]} and by subagent {spec.name!r})"
+                    )
+                if agent_step.background:
+                    # A subagent's one turn is its whole life: it cannot end that turn
+                    # waiting for a background report, as the main agent does.
+                    raise ValueError(
+                        f"{where}: a subagent starts its own subagents in the foreground: "
+                        "set background = false"
+                    )
+                starter[name] = f"subagent {spec.name!r}"
+        for index, spec in enumerate(self.subagents):
+            if spec.name in starter and starter[spec.name] != "the main agent" and spec.started():
+                raise ValueError(
+                    f"subagents.{index}: subagent {spec.name!r}, started by "
+                    f"{starter[spec.name]}, cannot start subagents of its own "
+                    "(one level of nesting)"
+                )
+        unused = [name for name in specs if name not in starter]
         if unused:
             raise ValueError(f"subagents: no Agent step starts {', '.join(map(repr, unused))}")
         self._subagents = {}
         for index, spec in enumerate(self.subagents):
+            nested = [specs[name] for _, _, name in spec.started()]
             try:
                 self._subagents[spec.name] = Scenario.model_validate(
                     {
@@ -673,6 +714,7 @@ class Scenario(_Strict):
                         "token_ratio": self.token_ratio,
                         "time_scale": self.time_scale,
                         "steps": spec.steps,
+                        "subagents": nested,
                     }
                 )
             except ValidationError as exc:

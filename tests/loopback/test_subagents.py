@@ -145,6 +145,31 @@ def test_the_shipped_delegation_scenarios_load() -> None:
     assert load_scenario("delegation-foreground").subagent_names == ("C",)
 
 
+def test_the_shipped_sequential_failing_nested_and_filling_scenarios_load() -> None:
+    sequential = load_scenario("delegation-sequential")
+    assert [(s.primary, s.after, s.param("background")) for s in sequential.plan()[1:]] == [
+        ("A", (), True),
+        ("B", ("A",), True),
+        ("C", ("B",), False),
+    ]
+    fails = load_scenario("delegation-fails").subagent("B")
+    assert fails is not None and fails.final_answer.startswith("REPORT B: FAILED: ")
+    nested = load_scenario("delegation-nested")
+    assert nested.subagent_names == ("A", "N")
+    assert [step.tool for step in nested.plan()] == ["Read", "Agent"]
+    a = nested.subagent("A")
+    assert a is not None and a.subagent_names == ("N",)
+    (delegates,) = [step for step in a.plan() if step.tool == "Agent"]
+    assert delegates.tool_input(WORKSPACE)["prompt"].startswith("[subagent N] ")
+    assert delegates.param("background") is False
+    fills = load_scenario("delegation-fills")
+    helper = fills.subagent("F")
+    assert helper is not None and len(helper.plan()) == 12
+    sizes = {path: len(text) for path, text in fills.workspace_files()}
+    assert sum(sizes[step.primary] for step in helper.plan()) > 800_000  # > 200K tokens
+    assert len(fills.plan()) == 2
+
+
 HEAD = """
 name = "bad"
 task = "t"
@@ -181,7 +206,43 @@ path = "a.log"
             '[[steps]]\ntool = "Agent"\nsubagent = "A"\n'
             + SUB_A
             + '[[subagents.steps]]\ntool = "Agent"\nsubagent = "A"\n',
-            r"subagents.0.steps: step 1 is an Agent step: a subagent cannot start subagents",
+            r"subagents.0.steps.1: subagent 'A' starts 'A', which no other \[\[subagents\]\]",
+        ),
+        (
+            '[[steps]]\ntool = "Agent"\nsubagent = "A"\n'
+            + SUB_A
+            + '[[subagents.steps]]\ntool = "Agent"\nsubagent = "N"\n'
+            + SUB_A.replace('"A"', '"N"'),
+            r"subagents.0.steps.1: a subagent starts its own subagents in the foreground: "
+            r"set background = false",
+        ),
+        (
+            '[[steps]]\ntool = "Agent"\nsubagent = "A"\n'
+            '[[steps]]\ntool = "Agent"\nsubagent = "N"\n'
+            + SUB_A
+            + '[[subagents.steps]]\ntool = "Agent"\nsubagent = "N"\nbackground = false\n'
+            + SUB_A.replace('"A"', '"N"'),
+            r"subagents.0.steps.1: subagent 'N' is started twice "
+            r"\(by the main agent and by subagent 'A'\)",
+        ),
+        (
+            '[[steps]]\ntool = "Agent"\nsubagent = "A"\n'
+            + SUB_A
+            + '[[subagents.steps]]\ntool = "Agent"\nsubagent = "N"\nbackground = false\n'
+            + SUB_A.replace('"A"', '"N"')
+            + '[[subagents.steps]]\ntool = "Agent"\nsubagent = "M"\nbackground = false\n'
+            + SUB_A.replace('"A"', '"M"'),
+            r"subagents.1: subagent 'N', started by subagent 'A', cannot start subagents of its "
+            r"own \(one level of nesting\)",
+        ),
+        (
+            '[[steps]]\ntool = "Agent"\nsubagent = "A"\nafter = ["A"]\n' + SUB_A,
+            r"step s001: after 'A', which no earlier Agent step starts",
+        ),
+        (
+            '[[steps]]\ntool = "Read"\npath = "x"\nafter = ["A"]\n'
+            '[[steps]]\ntool = "Agent"\nsubagent = "A"\n' + SUB_A,
+            r"step s001: after 'A', which no earlier Agent step starts",
         ),
         (
             '[[steps]]\ntool = "Agent"\nsubagent = "A"\n' + SUB_A + SUB_A,
@@ -267,6 +328,41 @@ def test_a_foreground_call_result_is_the_report_and_the_answer_follows() -> None
     reply = decide(conversation, scenario)
     assert reply.kind == "final"
     assert reply.content[0]["text"].endswith("\n\nREPORT C: logs 1-2 read; nothing fatal.")
+
+
+def test_a_step_after_a_subagent_waits_for_its_report_then_is_played() -> None:
+    scenario = load_scenario("delegation-sequential")
+    conversation = Conversation(scenario.task)
+    conversation.call("Read", read_input("NOTES.md"), result="notes")
+    call = tool_call(decide(conversation, scenario))
+    assert call["input"]["prompt"].startswith("[subagent A] ")
+    conversation.call("Agent", call["input"], result=LAUNCHED)
+    reply = decide(conversation, scenario)
+    # B waits for A: the turn ends, as for the final answer.
+    assert (reply.kind, reply.stop_reason) == ("waiting", "end_turn")
+    assert reply.content == ({"type": "text", "text": "Waiting for 1 subagent(s) to report."},)
+    conversation.assistant_text("Waiting for 1 subagent(s) to report.")
+    conversation.user_text(notification("REPORT A: logs 1-2 read; nothing fatal."))
+    call = tool_call(decide(conversation, scenario))
+    assert call["input"]["prompt"].startswith("[subagent B] ")
+    assert call["input"]["run_in_background"] is True
+
+
+def test_a_subagent_delegates_in_the_foreground_and_reports_after_its_helper() -> None:
+    a = load_scenario("delegation-nested").subagent("A")
+    assert a is not None
+    conversation = Conversation("[subagent A] " + a.task)
+    for i in (1, 2):
+        conversation.call("Read", read_input(f"logs/app-{i}.log"), result="log")
+    call = tool_call(decide(conversation, a))
+    assert call["name"] == "Agent" and call["input"]["run_in_background"] is False
+    conversation.call("Agent", call["input"], result="REPORT N: logs 3-4 read; nothing fatal.")
+    reply = decide(conversation, a)
+    assert reply.kind == "final"
+    assert reply.content[0]["text"] == (
+        "REPORT A: logs 1-2 read (app-1.log and app-2.log); nothing fatal; N read logs 3-4."
+        "\n\nREPORT N: logs 3-4 read; nothing fatal."
+    )
 
 
 def test_the_agents_own_words_are_no_report() -> None:
