@@ -84,3 +84,27 @@ async def test_a_session_with_background_subagents_runs_until_every_report_is_us
     pids = [e.pid for e in events if isinstance(e, ev.ProcessStarted) and e.pid]
     assert len(pids) == 1, "one agent process, never closed and resumed meanwhile"
     assert not any(alive(pid) for pid in pids)
+
+
+async def test_a_mask_waits_while_background_subagents_run_and_none_is_killed(
+    tmp_path: Path,
+) -> None:
+    """A mask closes the agent process, and the CLI's background work with it: with a soft
+    threshold the main thread passes at once, the mask waits for the subagents."""
+    low = ("--set", "context.soft_threshold=0.05", "--set", "context.mask_target_threshold=0.04")
+    low += ("--set", "context.mask_min_batch_tokens=10")
+    code, out, err, _ = await run_scenario_headless(tmp_path, "delegation", *low)
+    assert code == 0, out + err
+    (run,) = list_runs(tmp_path / "data")
+    events = read_events(run.directory / "events.jsonl").events
+    waited = [
+        e
+        for e in events
+        if isinstance(e, ev.MaskSkipped) and "running in the background would end" in e.reason
+    ]
+    assert waited, "the soft zone was reached while the subagents ran"
+    assert not [e for e in events if isinstance(e, ev.BackgroundStopped)]
+    ends = [e.how for e in events if isinstance(e, ev.SubagentEnded)]
+    assert ends == [SubagentEnd.COMPLETED, SubagentEnd.COMPLETED]
+    (ended,) = [e for e in events if isinstance(e, ev.SessionEnded)]
+    assert ended.status is EndStatus.DONE
