@@ -91,8 +91,11 @@ async def test_a_mask_waits_while_background_subagents_run_and_none_is_killed(
 ) -> None:
     """A mask closes the agent process, and the CLI's background work with it: with a soft
     threshold the main thread passes at once, the mask waits for the subagents."""
-    low = ("--set", "context.soft_threshold=0.05", "--set", "context.mask_target_threshold=0.04")
-    low += ("--set", "context.mask_min_batch_tokens=10")
+    low = (
+        *("--set", "context.soft_threshold=0.05"),
+        *("--set", "context.mask_target_threshold=0.04"),
+        *("--set", "context.mask_min_batch_tokens=10"),
+    )
     code, out, err, _ = await run_scenario_headless(tmp_path, "delegation", *low)
     assert code == 0, out + err
     (run,) = list_runs(tmp_path / "data")
