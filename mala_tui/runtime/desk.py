@@ -66,6 +66,14 @@ class Reply:
     """Which console the person answered at, when the run has several
     ("the console on /dev/pts/3 (pid 4242)"); empty for the run's own."""
 
+    @classmethod
+    def of(cls, event: ev.ApprovalDecided | ev.PermissionDecided) -> Reply:
+        """How a question was settled, as its decision's event says it (no console: the
+        journal does not name one)."""
+        if isinstance(event, ev.ApprovalDecided):
+            return cls(event.decision, event.decided_by)
+        return cls(event.answer, event.decided_by, event.reason)
+
     def describe(self) -> str:
         """E.g. "denied by its timeout (no answer within 60 s)", "approved by the operator
         at the console on /dev/pts/3 (pid 4242)"."""

@@ -22,10 +22,10 @@ from mala_tui.core import events as ev
 from mala_tui.core.describe import summary
 from mala_tui.core.observations import Decision
 from mala_tui.core.permissions import CUT_INPUT_NOTE, AnsweredBy, PermissionAnswer
-from mala_tui.core.questions import ApprovalQuestion, PermissionQuestion, Question
+from mala_tui.core.questions import ApprovalQuestion, PermissionQuestion, Question, permission_id
 from mala_tui.core.text import clean, shorten
 from mala_tui.core.view import RunState
-from mala_tui.runtime.desk import QuestionClosed
+from mala_tui.runtime.desk import QuestionClosed, Reply
 from mala_tui.runtime.launch import run_status
 from mala_tui.runtime.recorder import Listeners
 from mala_tui.runtime.redaction import redact
@@ -150,16 +150,95 @@ async def answer_from_terminal(supervisor: Answerable, out: TextIO, read_line: L
     read_line = _until_input_ends(read_line, out)
     changed = asyncio.Event()
     supervisor.listeners.questions.append(lambda _waiting: changed.set())
+    closings = _Closings()
+    supervisor.listeners.events.append(closings)
     try:
-        await _ask_each(supervisor, out, read_line, changed)
+        await _ask_each(supervisor, out, read_line, changed, closings)
     except (EOFError, OSError):
         # The terminal is gone (closed, hung up): the questions wait for a console that
         # attaches (`mala-tui attach`), or for their timeouts.
         return
 
 
+class _Closings:
+    """An event listener: what closed each question (its decision, its session's end), so
+    a question answered elsewhere can be withdrawn saying who answered it and how."""
+
+    def __init__(self) -> None:
+        self._said: dict[str, str] = {}
+
+    def __call__(self, event: ev.Event) -> None:
+        match event:
+            case ev.PermissionDecided():
+                key = permission_id(event.session, event.request_id)
+                self._said[key] = Reply.of(event).describe()
+            case ev.ApprovalDecided():
+                # The decision names no checkpoint: a session waits on one at a time.
+                self._said[f"{event.session}/approval"] = Reply.of(event).describe()
+            case ev.SessionEnded():
+                self._said[f"{event.session}/ended"] = f"the session ended ({event.status})"
+
+    def how(self, question: Question) -> str:
+        """E.g. "allowed once by the operator", "denied by its timeout (...)"."""
+        mine = (
+            f"{question.session}/approval"
+            if isinstance(question, ApprovalQuestion)
+            else question.id
+        )
+        for key in (mine, f"{question.session}/ended"):
+            if key in self._said:
+                return self._said[key]
+        return "it no longer waits"
+
+
+def _label(question: Question) -> str:
+    """The question as the desk names it ("request #2 of a (Bash)", "checkpoint #1 of a")."""
+    session = one_line(question.session, 60)
+    if isinstance(question, ApprovalQuestion):
+        return f"checkpoint #{question.checkpoint_number} of {session}"
+    return f"request #{question.request_id} of {session} ({one_line(question.tool, 60)})"
+
+
+async def _ask_while_open(
+    supervisor: Answerable,
+    question: Question,
+    asking: Awaitable[bool],
+    out: TextIO,
+    *,
+    changed: asyncio.Event,
+    closings: _Closings,
+) -> bool:
+    """Ask, until answered here or closed elsewhere (another console, a timeout, the
+    session's end): then the question is withdrawn from this terminal, saying who
+    answered it and how, and what is typed next goes to the next question."""
+    task = asyncio.ensure_future(asking)
+    try:
+        while not task.done():
+            if not _still_listed(supervisor, question):
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+                out.write(
+                    f"\n--- {_label(question)} was answered elsewhere: "
+                    f"{one_line(closings.how(question), 200)}; no answer is needed here\n"
+                )
+                out.flush()
+                return True
+            changed.clear()
+            woken = asyncio.ensure_future(changed.wait())
+            await asyncio.wait({task, woken}, return_when=asyncio.FIRST_COMPLETED)
+            woken.cancel()
+        return task.result()
+    finally:
+        task.cancel()
+
+
 async def _ask_each(
-    supervisor: Answerable, out: TextIO, read_line: LineReader, changed: asyncio.Event
+    supervisor: Answerable,
+    out: TextIO,
+    read_line: LineReader,
+    changed: asyncio.Event,
+    closings: _Closings,
 ) -> None:
     while True:
         waiting = supervisor.state.questions()
@@ -168,10 +247,16 @@ async def _ask_each(
         question: Question
         if approvals:
             question = approvals[0]
-            settled = await _ask_approval(supervisor, question, out, read_line)
+            asking = _ask_approval(supervisor, question, out, read_line)
+            settled = await _ask_while_open(
+                supervisor, question, asking, out, changed=changed, closings=closings
+            )
         elif permissions:
             question = permissions[0]
-            settled = await ask_permission(supervisor, question, out, read_line)
+            asking = ask_permission(supervisor, question, out, read_line)
+            settled = await _ask_while_open(
+                supervisor, question, asking, out, changed=changed, closings=closings
+            )
         else:
             changed.clear()
             await changed.wait()

@@ -14,10 +14,13 @@ from mala_tui.config import ContextSettings, IdleSettings, Settings
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.observations import SessionIdentified, UsageObserved
+from mala_tui.core.permissions import PermissionAnswer
+from mala_tui.core.questions import PermissionQuestion
 from mala_tui.core.usage import CallUsage
 from mala_tui.runtime.backends.scripted import HANG, ScriptedBackend, ScriptedClient, finished
 from mala_tui.ui.headless import WRAP_MARK, run_headless, terminal_lines
 from tests.support.backends import PerSession, bash
+from tests.support.polling import eventually
 from tests.support.supervisors import build_supervisor, journaled
 
 LONG = "echo " + "x" * 600 + " && echo HIDDEN-TAIL"
@@ -198,3 +201,32 @@ def test_the_terminals_end_of_input_is_an_eof_error_not_an_empty_answer(
         monkeypatch.setattr("sys.stdin", ended)
         with pytest.raises(EOFError):
             asyncio.run(asyncio.wait_for(read_stdin_line(), 5))
+
+
+async def test_a_question_answered_elsewhere_is_withdrawn_and_the_next_line_is_the_next(
+    tmp_path: Path,
+) -> None:
+    client = ScriptedClient(
+        [[SessionIdentified(0, "s"), *bash("make one", "t1"), *bash("make two", "t2"), finished()]]
+    )
+    sup = build_supervisor(
+        ScriptedBackend([client]), ["a"], cwd=tmp_path, journal=tmp_path, settings=one_window()
+    )
+    out = io.StringIO()
+    typed: asyncio.Queue[str] = asyncio.Queue()
+    run = asyncio.create_task(run_headless(sup, out, read_line=typed.get))
+    await eventually(lambda: out.getvalue().count(ALLOW_PROMPT) == 1, what="the first question")
+    (first,) = sup.state.questions()
+    assert isinstance(first, PermissionQuestion)
+    # Another console answers it while this terminal waits for a line.
+    sup.answer_permission("a", first.request_id, PermissionAnswer.ALLOW_ONCE, console="console 2")
+    await eventually(lambda: out.getvalue().count(ALLOW_PROMPT) == 2, what="the second question")
+    assert (
+        f"--- request #{first.request_id} of a (Bash) was answered elsewhere: allowed once "
+        "by the operator; no answer is needed here\n"
+    ) in out.getvalue()
+    typed.put_nowait("d not now\n")  # goes to the question on the screen, the second
+    result = await asyncio.wait_for(run, 10)
+    assert result.statuses == {"a": EndStatus.DONE}
+    decided = journaled(sup, ev.PermissionDecided)
+    assert [(d.answer, d.reason) for d in decided] == [("allow_once", ""), ("deny", "not now")]
