@@ -239,9 +239,9 @@ def test_a_damaged_profile_in_run_json_is_refused() -> None:
         Profile.from_json({"colour": "red"})
 
 
-def test_the_readmes_profiles_example_is_a_tasks_file_that_works(tmp_path: Path) -> None:
-    readme = (Path(__file__).parents[2] / "README.md").read_text()
-    after = readme[readme.index("**Profiles.**") :]
+def test_the_docs_profiles_example_is_a_tasks_file_that_works(tmp_path: Path) -> None:
+    page = (Path(__file__).parents[2] / "docs" / "running.md").read_text()
+    after = page[page.index("## Profiles") :]
     start = after.index("```toml\n") + len("```toml\n")
     example = after[start : after.index("\n```", start)]
     review, cli = plan_tasks([], write(tmp_path, example), tmp_path, Settings())
