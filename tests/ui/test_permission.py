@@ -9,7 +9,7 @@ from mala_tui.core import events as ev
 from mala_tui.core.permissions import AnsweredBy, PermissionAnswer
 from mala_tui.dev.fake_source import T0, FakeLiveSource
 from mala_tui.ui.screens.dashboard import DashboardScreen
-from mala_tui.ui.screens.permission import PermissionScreen
+from mala_tui.ui.screens.permission import ASK_REASON, PermissionScreen
 from tests.support.polling import eventually
 
 from .helpers import (
@@ -67,6 +67,23 @@ async def test_deny_sends_the_reason_typed_and_letters_typed_do_not_answer() -> 
         assert "parser-fix: Bash denied" in " ".join(notifications(app))
 
 
+async def test_d_asks_for_the_reason_before_it_denies() -> None:
+    source = FakeLiveSource(permission_events("Bash"))
+    app = make_app(source)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("P")
+        await pilot.press("d")
+        await pilot.pause()
+        assert answers(source) == []  # not yet: the reason is asked for
+        asking = app.screen
+        assert isinstance(asking, PermissionScreen)
+        reason = asking.query_one("#reason", Input)
+        assert asking.focused is reason and reason.placeholder == ASK_REASON
+        await pilot.press(*"too risky", "enter")
+        await pilot.pause()
+        assert answers(source) == [("parser-fix", "1", PermissionAnswer.DENY, "too risky")]
+
+
 async def test_the_input_is_shown_literally_with_the_queue() -> None:
     source = FakeLiveSource(permission_events("Bash", "WebFetch"))
     app = make_app(source)
@@ -76,7 +93,7 @@ async def test_the_input_is_shown_literally_with_the_queue() -> None:
         assert "parser-fix asks to use Bash" in text
         assert "request #1 \u00b7 asked at +11:41 \u00b7 1 more waiting" in text
         assert "make [bold]release[/bold]\u241b[2J" in text  # markup and escape kept as text
-        await pilot.press("d")
+        await pilot.press("d", "enter")  # deny, and no reason
         await pilot.pause()
         await pilot.pause()
         # Answering one opens the next.
@@ -161,6 +178,6 @@ async def test_an_input_too_long_to_show_whole_offers_no_allow() -> None:
         await pilot.press("o", "s")
         await pilot.pause()
         assert answers(source) == []
-        await pilot.press("d")
+        await pilot.press("d", "enter")
         await pilot.pause()
         assert answers(source) == [("parser-fix", "1", PermissionAnswer.DENY, "")]

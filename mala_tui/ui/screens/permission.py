@@ -19,6 +19,8 @@ from mala_tui.ui.format import elapsed
 from mala_tui.ui.services import Services
 from mala_tui.ui.text import literal
 
+ASK_REASON = "Why deny? The agent reads it. Enter denies (empty: no reason); Esc goes back"
+
 
 @dataclass(frozen=True, slots=True)
 class PermissionReply:
@@ -126,6 +128,16 @@ class PermissionScreen(ModalScreen[PermissionReply | None]):
         self._finish(PermissionReply(self.request, PermissionAnswer.ALLOW_SESSION))
 
     def action_deny(self) -> None:
+        """Deny with the reason typed; with none typed yet, ask for it first (as the
+        headless prompt does): the agent reads it, and a bare deny tells it nothing."""
+        field = self.query_one("#reason", Input)
+        if not field.value.strip():
+            field.placeholder = ASK_REASON
+            field.focus()
+            return
+        self._deny()
+
+    def _deny(self) -> None:
         reason = self.query_one("#reason", Input).value.strip()
         self._finish(PermissionReply(self.request, PermissionAnswer.DENY, reason))
 
@@ -137,7 +149,7 @@ class PermissionScreen(ModalScreen[PermissionReply | None]):
 
     @on(Input.Submitted, "#reason")
     def _reason_given(self) -> None:
-        self.action_deny()
+        self._deny()  # Enter in the reason's field: the reason typed, or none
 
     @on(Button.Pressed)
     def _pressed(self, event: Button.Pressed) -> None:
