@@ -2,7 +2,8 @@
 
 One session reads large files (soft zone: masking), one runs a long task (hard
 zone: wind-down, checkpoint, restart), one meets a stalled model once (idle
-timeout and recovery), one stays in the normal zone. Each runs in its own
+timeout and recovery), one stays in the normal zone and hands work to two
+background subagents (their windows, their reports). Each runs in its own
 workspace with its own CLI config dir under the run's folder, so nothing
 touches the user's ~/.claude and everything can be inspected afterwards.
 """
@@ -33,7 +34,7 @@ from mala_tui.runtime.journal import RunJournal, StorageError, describe_os_error
 from mala_tui.runtime.launch import TaskPlan, agent_spec, build_supervisor, open_journal
 from mala_tui.runtime.supervisor import Supervisor
 
-DEMO_SCENARIOS = ("soft-zone-reader", "hard-zone-long-task", "stall-once", "normal-zone")
+DEMO_SCENARIOS = ("soft-zone-reader", "hard-zone-long-task", "stall-once", "normal-zone-helpers")
 
 #: Settings the demo needs to show its behaviour in minutes; a user's own value wins.
 DEMO_DEFAULTS: dict[str, dict[str, Any]] = {

@@ -15,6 +15,7 @@ import pytest
 from mala_tui.config import ContextSettings
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
+from mala_tui.core.events.subagents import SubagentEnd
 from mala_tui.core.phases import Cause
 from mala_tui.core.retry import RetryDecision
 from mala_tui.core.view import RunState
@@ -52,7 +53,7 @@ def test_the_demo_shows_every_behaviour_and_leaves_nothing_behind(tmp_path: Path
         "soft-zone-reader": EndStatus.DONE,
         "hard-zone-long-task": EndStatus.DONE,
         "stall-once": EndStatus.DONE,
-        "normal-zone": EndStatus.DONE,
+        "normal-zone-helpers": EndStatus.DONE,
     }
     # Every session ran on the thresholds the figures below are compared with.
     assert {(s.soft_threshold, s.hard_threshold) for s in state.sessions.values()} == {(SOFT, HARD)}
@@ -109,13 +110,34 @@ def test_the_demo_shows_every_behaviour_and_leaves_nothing_behind(tmp_path: Path
     stuck_end = next(e for e in stall if isinstance(e, ev.ProcessEnded) and e.pid == started[0])
     assert stuck_end.at - timeout.at <= 10.0
 
-    # The normal one: never masked or restarted.
-    normal = state.sessions["normal-zone"]
+    # The normal one: never masked or restarted, though it delegated to two background
+    # subagents, each journaled from start to end, and it waited for both reports.
+    normal = state.sessions["normal-zone-helpers"]
     assert (
         normal.masks == []
         and normal.restarts == []
-        and max(p.tokens for p in normal.usage) < SOFT * window["normal-zone"]
+        and max(p.tokens for p in normal.usage) < SOFT * window["normal-zone-helpers"]
     )
+    helpers = [e for e in events if e.session == "normal-zone-helpers"]
+    delegated = [e for e in helpers if isinstance(e, ev.SubagentStarted)]
+    assert sorted(e.description for e in delegated) == [
+        "Review modules 1-3",
+        "Review modules 4-5 and the log",
+    ]
+    assert all(e.background for e in delegated)
+    ends = [e for e in helpers if isinstance(e, ev.SubagentEnded)]
+    assert sorted(e.how for e in ends) == [SubagentEnd.COMPLETED, SubagentEnd.COMPLETED]
+    calls = [r for r in requests if r["route"] == "normal-zone-helpers" and r.get("agent_id")]
+    assert len([e for e in helpers if isinstance(e, ev.SubagentCall)]) == len(calls) > 0
+    assert normal.spend.calls > normal.main_spend.calls
+    said = [
+        e.excerpt
+        for e in helpers
+        if isinstance(e, ev.MessageRecorded) and e.role == "assistant" and e.kind == "text"
+    ]
+    assert "REPORT A:" in said[-1] and "REPORT B:" in said[-1]
+    changes = run.directory / "demo" / "normal-zone-helpers" / "workspace" / "CHANGES.md"
+    assert "reviewed by two helpers" in changes.read_text()
 
     # Every agent process started was seen ending, and none is alive.
     pids = [e.pid for e in events if isinstance(e, ev.ProcessStarted) and e.pid is not None]
