@@ -58,6 +58,29 @@ def default_max_concurrent() -> int:
     return max_concurrent_for(os.cpu_count() or 1)
 
 
+class SubagentSettings(BaseModel):
+    """How a session's subagents are kept inside their own windows (`[context.subagents]`).
+
+    Claude Code compacts a subagent itself only once the API refuses its prompt; mala-tui acts
+    before that, through the hook that fires inside the subagent after each of its tools."""
+
+    model_config = _STRICT
+
+    soft_threshold: float = Field(default=0.85, gt=0, le=1)
+    """Fraction of the subagent's window from which it is told, once, to return its findings
+    now (estimated: its latest call's prompt plus the new result at chars/4)."""
+
+    hard_threshold: float = Field(default=0.95, gt=0, le=1)
+    """A tool result that would take the subagent's window past this fraction is withheld
+    from it (replaced by a note telling it to return its findings)."""
+
+    @model_validator(mode="after")
+    def _soft_below_hard(self) -> SubagentSettings:
+        if self.soft_threshold >= self.hard_threshold:
+            raise ValueError("soft_threshold must be below hard_threshold")
+        return self
+
+
 class ContextSettings(BaseModel):
     """How each session's context window is managed."""
 
@@ -128,6 +151,9 @@ class ContextSettings(BaseModel):
 
     approval_timeout_decision: Literal[Decision.APPROVE, Decision.DENY] = Decision.DENY
     """What an approval that timed out counts as."""
+
+    subagents: SubagentSettings = Field(default_factory=SubagentSettings)
+    """Thresholds for the session's subagents' own windows (`[context.subagents]`)."""
 
     @model_validator(mode="after")
     def _soft_below_hard(self) -> ContextSettings:
@@ -447,6 +473,13 @@ class _Layered:
     sources: dict[str, str] = field(default_factory=dict)
 
     def put(self, section: str, key: str, value: Any, source: str) -> None:
+        table, _, inner = key.partition(".")
+        if inner:  # a key of a table in the section (`context.subagents.hard_threshold`)
+            nested = self.values.setdefault(section, {}).setdefault(table, {})
+            if isinstance(nested, dict):
+                nested[inner] = value
+                self.sources[f"{section}.{key}"] = source
+                return
         self.values.setdefault(section, {})[key] = value
         self.sources[f"{section}.{key}"] = source
 
@@ -533,7 +566,8 @@ def _apply_env(layered: _Layered, env: Mapping[str, str]) -> None:
                 f"e.g. {ENV_PREFIX}CONTEXT__SOFT_THRESHOLD=0.6"
             )
         section, key = rest.split("__", 1)
-        section, key = section.lower(), key.lower()
+        # A table's key: MALA_TUI_CONTEXT__SUBAGENTS__HARD_THRESHOLD.
+        section, key = section.lower(), key.lower().replace("__", ".")
         if section not in SECTIONS:
             raise ConfigError(_unknown_section(section, env[name], source))
         layered.put(section, key, _parse_value(section, key, env[name], name), source)
@@ -598,6 +632,8 @@ def _describe(exc: ValidationError, layered: _Layered) -> str:
     model = SECTIONS.get(section)
     if section == "pricing":
         return _describe_price(error, loc, layered)
+    if loc[:2] == ["context", "subagents"]:
+        return _describe_subagents(error, loc, layered)
     if error["type"] == "extra_forbidden" and len(loc) >= 2 and model is not None:
         key = f"{section}.{loc[1]}"
         allowed = ", ".join(model.model_fields)
@@ -620,6 +656,39 @@ def _describe(exc: ValidationError, layered: _Layered) -> str:
     # A choice of some of an enum's members is named by their values, as a file spells them.
     message = re.sub(r"<\w+\.\w+: ('[^']*')>", r"\1", message)
     return f"{key} = {value!r} ({layered.sources.get(key, DEFAULT_SOURCE)}): {message}" + (
+        f"; allowed: {allowed}" if allowed else ""
+    )
+
+
+def _describe_subagents(error: Any, loc: list[str], layered: _Layered) -> str:
+    """A bad `[context.subagents]` value: the key, the value, where it came from."""
+    message = str(error["msg"]).removeprefix("Value error, ")
+    fields = list(SubagentSettings.model_fields)
+    table_source = layered.sources.get("context.subagents", DEFAULT_SOURCE)
+    if len(loc) == 2 and error["type"] == "value_error":  # soft not below hard: name both
+        given = layered.values.get("context", {}).get("subagents", {})
+        shown = []
+        for name in fields:
+            value = given.get(name, SubagentSettings.model_fields[name].default)
+            source = layered.sources.get(f"context.subagents.{name}", table_source)
+            shown.append(f"context.subagents.{name} = {value!r} ({source})")
+        return f"{message}: {', '.join(shown)}"
+    if len(loc) == 2:
+        return (
+            f"context.subagents = {error['input']!r} ({table_source}): must be a table, "
+            "e.g. [context.subagents] hard_threshold = 0.95"
+        )
+    key = f"context.subagents.{loc[2]}"
+    source = layered.sources.get(key, table_source)
+    if error["type"] == "extra_forbidden":
+        hint = suggest(loc[2], fields)
+        allowed_keys = ", ".join(fields)
+        return (
+            f"{key} = {error['input']!r} ({source}): unknown key{hint}; "
+            f"allowed keys in [context.subagents]: {allowed_keys}"
+        )
+    allowed = allowed_range(SubagentSettings, loc[2])
+    return f"{key} = {error['input']!r} ({source}): {message}" + (
         f"; allowed: {allowed}" if allowed else ""
     )
 

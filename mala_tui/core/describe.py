@@ -106,6 +106,18 @@ def summary(event: ev.Event) -> str:
             before = tokens(event.pre_tokens) if event.pre_tokens is not None else "?"
             after = tokens(event.post_tokens) if event.post_tokens is not None else "?"
             return f"{event.agent_id}: compacted by Claude Code, {before} -> {after}"
+        case ev.SubagentWoundDown():
+            tool = f" with its {event.tool} result" if event.tool else ""
+            return (
+                f"{event.agent_id}: told to return its findings now{tool}, "
+                f"~{tokens(event.estimate)} of {tokens(event.window)} in its window"
+            )
+        case ev.SubagentResultWithheld():
+            return (
+                f"{event.agent_id}: {event.tool or 'a'} result of ~{tokens(event.result_tokens)} "
+                f"withheld, it would have overflowed its window "
+                f"({tokens(event.tokens)} of {tokens(event.window)} already)"
+            )
         case ev.SubagentEnded():
             reason = f": {event.reason}" if event.reason else ""
             return f"{event.agent_id} {event.how}{reason}"

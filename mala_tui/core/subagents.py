@@ -36,6 +36,10 @@ class SubagentGauge:
     how: SubagentEnd | None
     reason: str
     spend: Spend
+    wound_down: int = 0
+    """Times mala-tui told it to return its findings (its window near full)."""
+    withheld: int = 0
+    """Tool results mala-tui kept from it (they would have overflowed its window)."""
 
     @property
     def live(self) -> bool:
@@ -62,6 +66,8 @@ class SubagentState:
     calls: int = 0
     tool_uses: int = 0
     compactions: int = 0
+    wound_down: int = 0
+    withheld: int = 0
     ended_at: float | None = None
     how: SubagentEnd | None = None
     reason: str = ""
@@ -88,6 +94,10 @@ class SubagentState:
                 self.compactions += 1
                 if event.post_tokens is not None:
                     self.tokens = event.post_tokens
+            case ev.SubagentWoundDown():
+                self.wound_down += 1
+            case ev.SubagentResultWithheld():
+                self.withheld += 1
             case ev.SubagentEnded() if self.how is None:
                 self.how, self.reason, self.ended_at = event.how, event.reason, event.at
             case _:
@@ -121,4 +131,6 @@ class SubagentState:
             how=self.how,
             reason=self.reason,
             spend=self.spend,
+            wound_down=self.wound_down,
+            withheld=self.withheld,
         )

@@ -239,6 +239,8 @@ class SessionState:
                 | ev.SubagentCall()
                 | ev.SubagentCompacted()
                 | ev.SubagentEnded()
+                | ev.SubagentWoundDown()
+                | ev.SubagentResultWithheld()
             ):
                 self._subagent_event(event)
             case ev.CliCostReported():
@@ -320,7 +322,12 @@ class SessionState:
 
     def _subagent_event(
         self,
-        event: ev.SubagentStarted | ev.SubagentCall | ev.SubagentCompacted | ev.SubagentEnded,
+        event: ev.SubagentStarted
+        | ev.SubagentCall
+        | ev.SubagentCompacted
+        | ev.SubagentEnded
+        | ev.SubagentWoundDown
+        | ev.SubagentResultWithheld,
     ) -> None:
         state = self.subagents.get(event.agent_id)
         if state is None:

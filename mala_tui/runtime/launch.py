@@ -37,7 +37,7 @@ from mala_tui.runtime.profiles import (
 from mala_tui.runtime.remote_runner import HostEngine
 from mala_tui.runtime.run_types import RunResult
 from mala_tui.runtime.session_host import BackendFactory
-from mala_tui.runtime.session_limits import limits_from
+from mala_tui.runtime.session_limits import limits_from, subagent_limits_for
 from mala_tui.runtime.supervisor import Supervisor
 from mala_tui.text_files import read_text
 
@@ -245,7 +245,7 @@ def agent_spec(plan: TaskPlan, settings: Settings, **extra: Any) -> SessionSpec:
     task_settings = profile.apply(settings)
     agent = task_settings.agent
     given = extra.pop("model", None)
-    return SessionSpec(
+    spec = SessionSpec(
         name=plan.name,
         task=plan.task,
         cwd=plan.cwd,
@@ -259,6 +259,10 @@ def agent_spec(plan: TaskPlan, settings: Settings, **extra: Any) -> SessionSpec:
         cli_retries=_cli_retries(task_settings),
         **extra,
     )
+    if spec.subagent_limits is None:  # unless the caller gave its own
+        limits = subagent_limits_for(task_settings, spec.model, spec.betas)
+        spec = replace(spec, subagent_limits=limits)
+    return spec
 
 
 def _cli_retries(settings: Settings) -> int | None:

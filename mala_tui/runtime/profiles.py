@@ -22,9 +22,10 @@ from typing import Any, Final
 
 from pydantic import BaseModel, ValidationError
 
-from mala_tui.config import Settings, allowed_range, suggest
+from mala_tui.config import Settings, SubagentSettings, allowed_range, suggest
 from mala_tui.core.phases import ManageMode
 from mala_tui.runtime.backends.base import SessionSpec
+from mala_tui.runtime.session_limits import subagent_limits_for
 
 #: Profile keys that are settings, and the section of the settings each one is in.
 SETTING_KEYS: Final[Mapping[str, str]] = {
@@ -35,6 +36,7 @@ SETTING_KEYS: Final[Mapping[str, str]] = {
     "soft_threshold": "context",
     "hard_threshold": "context",
     "mask_target_threshold": "context",
+    "subagents": "context",
     "max_cost_usd": "budget",
     "max_turns": "budget",
     "max_minutes": "budget",
@@ -89,6 +91,11 @@ class Profile:
         for section, values in sections.items():
             current: BaseModel = getattr(settings, section)
             merged = {**current.model_dump(), **values}
+            for key, value in values.items():
+                # A table (`subagents = { hard_threshold = 0.9 }`) goes over the run's, key by key.
+                run_value = current.model_dump().get(key)
+                if isinstance(value, Mapping) and isinstance(run_value, dict):
+                    merged[key] = {**run_value, **value}
             try:
                 update[section] = type(current).model_validate(merged)
             except ValidationError as exc:
@@ -145,6 +152,9 @@ def with_profile(spec: SessionSpec, profile: Profile, settings: Settings) -> Ses
         # The run's own variables (a model mala-tui provides, say) win, as for a task.
         env={**profile.env, **spec.env},
         own_compaction=task_settings.context.manage is ManageMode.OFF,
+        subagent_limits=subagent_limits_for(
+            task_settings, profile.settings.get("model") or spec.model, spec.betas
+        ),
     )
 
 
@@ -241,5 +251,11 @@ def _describe(exc: ValidationError, model: type[BaseModel], merged: Mapping[str,
         named = [f"{key} = {merged[key]!r}" for key in model.model_fields if key in message]
         return f"{message} ({', '.join(named)})" if named else message
     key = loc[0]
+    if len(loc) >= 2 and key == "subagents":  # a key of the profile's subagents table
+        inner = SubagentSettings
+        allowed = allowed_range(inner, loc[1])
+        return f"subagents.{loc[1]} = {error['input']!r}: {message}" + (
+            f"; allowed: {allowed}" if allowed else ""
+        )
     allowed = allowed_range(model, key)
     return f"{key} = {merged.get(key)!r}: {message}" + (f"; allowed: {allowed}" if allowed else "")

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from mala_tui.config import Settings
 from mala_tui.core.limits import Limits
+from mala_tui.core.phases import ManageMode
+from mala_tui.core.subagent_window import SubagentLimits
 from mala_tui.core.window import (
     CLI_DEFAULT_MODEL,
     DEFAULT_MODEL_WINDOWS,
@@ -15,6 +17,21 @@ from mala_tui.core.window import (
     resolve_window,
 )
 from mala_tui.runtime.session import RunnerLimits
+
+
+def subagent_limits_for(
+    settings: Settings, model: str | None, betas: tuple[str, ...] = ()
+) -> SubagentLimits | None:
+    """The thresholds the session's subagents are kept under (`[context.subagents]`), over
+    the session's window; None when mala-tui only watches (`manage = "off"`)."""
+    if settings.context.manage is ManageMode.OFF:
+        return None
+    subagents = settings.context.subagents
+    return SubagentLimits(
+        window=window_for(settings, model, betas).tokens,
+        soft_threshold=subagents.soft_threshold,
+        hard_threshold=subagents.hard_threshold,
+    )
 
 
 def window_for(settings: Settings, model: str | None, betas: tuple[str, ...] = ()) -> Window:

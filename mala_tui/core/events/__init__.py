@@ -88,7 +88,9 @@ from mala_tui.core.events.subagents import (
     SubagentCompacted,
     SubagentEnd,
     SubagentEnded,
+    SubagentResultWithheld,
     SubagentStarted,
+    SubagentWoundDown,
 )
 from mala_tui.core.events.worktrees import (
     ChangedFile,
@@ -152,6 +154,8 @@ Event = Annotated[
     | SubagentCall
     | SubagentCompacted
     | SubagentEnded
+    | SubagentWoundDown
+    | SubagentResultWithheld
     | CliCostReported,
     Field(discriminator="type"),
 ]
@@ -249,7 +253,9 @@ __all__ = [
     "SubagentCompacted",
     "SubagentEnd",
     "SubagentEnded",
+    "SubagentResultWithheld",
     "SubagentStarted",
+    "SubagentWoundDown",
     "TakenOver",
     "UnknownEventError",
     "UsageRecorded",

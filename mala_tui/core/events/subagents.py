@@ -78,3 +78,30 @@ class SubagentEnded(EventBase):
     agent_id: str
     how: SubagentEnd
     reason: str = ""
+
+
+class SubagentWoundDown(EventBase):
+    """mala-tui told a subagent near its window's soft threshold to return its findings
+    now (with one of its tool results, through the hook that fires inside it)."""
+
+    type: Literal["subagent_wound_down"] = "subagent_wound_down"
+    agent_id: str
+    tool: str = ""
+    tokens: int = 0
+    """Its window before the result (its latest call's prompt, exact; 0: not known)."""
+    estimate: int = 0
+    """Its window with the result, estimated (the result at chars/4)."""
+    window: int = 0
+
+
+class SubagentResultWithheld(EventBase):
+    """A tool result that would have taken a subagent past its window's hard threshold,
+    replaced before its model read it (it was told to return its findings instead)."""
+
+    type: Literal["subagent_result_withheld"] = "subagent_result_withheld"
+    agent_id: str
+    tool: str = ""
+    tokens: int = 0
+    result_tokens: int = 0
+    """The result withheld, estimated (chars/4)."""
+    window: int = 0

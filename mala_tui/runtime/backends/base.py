@@ -23,6 +23,7 @@ from mala_tui.core.observations import (
     TurnEnded,
     UsageObserved,
 )
+from mala_tui.core.subagent_window import SubagentLimits
 from mala_tui.core.transcript import ToolResult
 
 
@@ -53,6 +54,9 @@ class SessionSpec:
     fork_of: str | None = None
     """The agent session this one forks: resumed by that id, the agent copies it into a new
     session of its own (the SDK's `fork_session`) instead of going on in it."""
+    subagent_limits: SubagentLimits | None = None
+    """Where the session's subagents are wound down and their results withheld (None: not
+    at all, mala-tui only watches them)."""
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,9 @@ CLI is written up in docs/ARCHITECTURE.md):
 - Masking rewrites old tool results in the session's JSONL transcript, then the
   session is resumed by id in a new process, which reads the rewritten file.
 - The PostToolUse hook is the clean point inside a turn: the CLI waits for its
-  answer before the next model request, so a stop there throws nothing away.
+  answer before the next model request, so a stop there throws nothing away. Inside a
+  subagent (`agent_id`) it winds the subagent down or withholds a result that would
+  overflow its window (`subagent_windows`).
 - With a permission gate, a tool use outside the allowed tools goes to `can_use_tool`
   (the SDK then asks over the control protocol, which needs streaming input): the
   CLI waits for the answer before running the tool, so the stream is silent meanwhile.
@@ -37,7 +39,7 @@ import warnings
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from claude_agent_sdk import (
     CanUseToolShadowedWarning,
@@ -85,6 +87,7 @@ from mala_tui.runtime.backends.claude_transcripts import (
 from mala_tui.runtime.backends.cli_env import absolute, config_dir, private_home, session_env
 from mala_tui.runtime.backends.cli_stderr import SDK_LOG, STDERR_DIR, StderrLog, keep_sdk_log
 from mala_tui.runtime.backends.subagent_transcripts import SubagentTranscripts
+from mala_tui.runtime.backends.subagent_windows import SubagentWindows
 from mala_tui.runtime.journal import safe_file_name
 
 SUBAGENT_READ_EVERY = 0.5
@@ -192,6 +195,8 @@ class ClaudeClient:
         self._subagents = SubagentTranscripts(spec.name, clock)
         self._subagents_of: str | None = None
         self._subagents_read_at = 0.0
+        limits = spec.subagent_limits
+        self._windows = SubagentWindows(spec.name, limits, clock) if limits is not None else None
 
     def _process(self) -> Any:
         # The SDK does not expose the process; its transport holds it. Looked up
@@ -282,12 +287,26 @@ class ClaudeClient:
         # point inside a turn. A stop here ends the turn with terminal_reason
         # "hook_stopped" and nothing thrown away. Subagents' tools are not that point.
         if hook_input.get("agent_id"):
-            return {}
+            return self._subagent_tool(hook_input)
         gate_says_stop = self._ask_gate(hook_input, tool_use_id)
         if not (self._stop_requested or gate_says_stop):
             return {}
         self._stop_requested = False
         return {"continue_": False, "stopReason": "mala-tui is managing the context window"}
+
+    def _subagent_tool(self, hook_input: HookInput) -> HookJSONOutput:
+        """A subagent's result: its window near full, it is told to wind down, or the result
+        is withheld (subagent_windows); what was done is journaled beside the stream."""
+        if self._windows is None:
+            return {}
+        try:
+            output, records = self._windows.after_tool(hook_input)
+        except Exception as exc:  # the hook answers the CLI whatever happens here
+            self._side.put_nowait(ProblemItem("hook", f"a subagent's result: {exc!r}"))
+            return {}
+        for event in records:
+            self._side.put_nowait(RecordItem(event))
+        return cast("HookJSONOutput", output)
 
     def _ask_gate(self, hook_input: HookInput, tool_use_id: str | None) -> bool:
         """The gate's answer for this result; False if it has none or fails."""
@@ -338,6 +357,8 @@ class ClaudeClient:
         if isinstance(message, ResultMessage):
             self._stop_requested = False  # a stop asked for belongs to the turn that ended
             self._stderr_said = False
+        if self._windows is not None:
+            self._windows.seen(message)
         items = self._converter.convert(message)
         records = self._subagent_news(message, items)
         if isinstance(message, ResultMessage) and isinstance(message.total_cost_usd, int | float):
