@@ -10,6 +10,7 @@ from mala_tui.core.permissions import AnsweredBy, PermissionAnswer
 from mala_tui.dev.fake_source import T0, FakeLiveSource
 from mala_tui.ui.screens.dashboard import DashboardScreen
 from mala_tui.ui.screens.permission import ASK_REASON, PermissionScreen
+from mala_tui.ui.widgets.approval_badge import ApprovalBadge
 from tests.support.polling import eventually
 
 from .helpers import (
@@ -181,3 +182,19 @@ async def test_an_input_too_long_to_show_whole_offers_no_allow() -> None:
         await pilot.press("d", "enter")
         await pilot.pause()
         assert answers(source) == [("parser-fix", "1", PermissionAnswer.DENY, "")]
+
+
+async def test_a_permission_request_shows_the_badge_approvals_have() -> None:
+    source = FakeLiveSource(permission_events("Bash", "WebFetch"))
+    app = make_app(source)
+    async with app.run_test(size=SIZE) as pilot:
+        badge = app.screen.query_one(ApprovalBadge)
+        await eventually(lambda: badge.permissions == 2, what="the requests on the badge")
+        assert badge.display
+        # Beside the sample's restart approval, as the answer queue asks them.
+        shown = str(badge.render())
+        assert "\u2691 1 approval waiting \u00b7 a  \u2691 2 permissions waiting \u00b7 P" in shown
+        await pilot.press("a")  # the approval answered: the requests alone keep it shown
+        await pilot.press("a")
+        await eventually(lambda: badge.count == 0, what="the approval answered")
+        assert badge.display and str(badge.render()) == "\u2691 2 permissions waiting \u00b7 P"
