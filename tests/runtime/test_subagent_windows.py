@@ -12,16 +12,14 @@ from mala_tui.core.subagent_window import SubagentLimits
 from mala_tui.runtime.backends.subagent_windows import SubagentWindows, replaced_output
 
 LIMITS = SubagentLimits(window=200_000, soft_threshold=0.85, hard_threshold=0.95)
-READ = {
-    "type": "text",
-    "file": {
-        "filePath": "/w/a.py",
-        "content": "x" * 80_000,
-        "numLines": 9,
-        "startLine": 1,
-        "totalLines": 9,
-    },
+FILE: dict[str, Any] = {
+    "filePath": "/w/a.py",
+    "content": "x" * 80_000,
+    "numLines": 9,
+    "startLine": 1,
+    "totalLines": 9,
 }
+READ: dict[str, Any] = {"type": "text", "file": FILE}
 BASH = {
     "stdout": "y" * 80_000,
     "stderr": "e",
@@ -55,8 +53,8 @@ def after(tool: str, response: object, tool_use: str, agent: str = "ag1") -> dic
 
 def test_read_and_bash_results_are_replaced_in_their_own_shape_and_others_not() -> None:
     read = replaced_output("Read", READ, "gone")
-    assert read == {**READ, "file": {**READ["file"], "content": "gone"}}
-    assert READ["file"]["content"] == "x" * 80_000, "the hook's input is left as it was"
+    assert read == {**READ, "file": {**FILE, "content": "gone"}}
+    assert FILE["content"] == "x" * 80_000, "the hook's input is left as it was"
     assert replaced_output("Bash", BASH, "gone") == {**BASH, "stdout": "gone", "stderr": ""}
     # Shapes not checked against the CLI would be ignored by it: not tried.
     assert replaced_output("Grep", {"content": "z" * 10}, "gone") is None
