@@ -22,7 +22,11 @@ def log_line(event: ev.Event, start: float) -> Text:
 
 
 def matches(event: ev.Event, kind: str | None, text: str) -> bool:
-    """The event log's filter: an event type (None for any) and words in the line."""
+    """The event log's filter: an event type (None for any) and words in the line. A call's
+    usage is said once, with its output: the figure as the call opened (the journal keeps
+    it, for the gauge) would be the same line again but for the output."""
+    if isinstance(event, ev.UsageRecorded) and event.call_started:
+        return False
     if kind is not None and event.type != kind:
         return False
     if not text:

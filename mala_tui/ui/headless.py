@@ -63,7 +63,7 @@ class Answerable(Protocol):
     ) -> None: ...
 
 
-QUIET: Final = (ev.UsageRecorded, ev.MessageRecorded)
+QUIET: Final = (ev.UsageRecorded, ev.MessageRecorded, ev.SubagentCall)
 """Events too frequent for a line each; the journal has them all."""
 LINE_CHARS: Final = 240
 TYPE_WIDTH: Final = 20
