@@ -16,6 +16,7 @@ BENCHMARKS = {
     "latency": "mala_tui.bench.latency_bench",
     "ui": "mala_tui.bench.ui_bench",
     "permissions": "mala_tui.bench.permission_bench",
+    "subagents": "mala_tui.bench.subagents_bench",
     "window": "mala_tui.bench.window_bench",
 }
 

@@ -19,9 +19,13 @@ def supervised_session(
     server: LoopbackServer,
     root: Path,
     allowed_tools: tuple[str, ...],
+    *,
+    auto_compact: bool = False,
 ) -> Supervisor:
     """A supervisor (shipped settings, no journal) with the scenario's task as its one
-    session, in a workspace made under `root`, the CLI pointed at `server`."""
+    session, in a workspace made under `root`, the CLI pointed at `server`.
+    `auto_compact`: leave the CLI's compaction on (a subagent's window is its to manage;
+    mala-tui's PreCompact hook still holds the main thread's)."""
     workspace, home = root / "workspace", root / "home"
     workspace.mkdir(parents=True)
     materialize_workspace(scenario, workspace)
@@ -32,7 +36,7 @@ def supervised_session(
         model=MODEL,
         allowed_tools=allowed_tools,
         permission_mode="acceptEdits",
-        env=offline_cli_env(server.base_url, home),
+        env=offline_cli_env(server.base_url, home, auto_compact=auto_compact),
         private_home=home,
     )
     supervisor = Supervisor(
