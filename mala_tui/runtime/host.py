@@ -29,9 +29,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from mala_tui.runtime.sockets import ChannelError, socket_folder
+
 READY_FD_OPTION: Final = "--host-ready-fd"
 """The hidden option naming the pipe a host says it is ready on."""
 HOST_LOG: Final = "host.log"
+EXIT_NO_SOCKET: Final = 74
+"""No private folder for the run's control socket: nothing started (sysexits' EX_IOERR,
+as for any place mala-tui cannot write)."""
 """The host's own output (its headless event lines, its errors), in the run's folder."""
 
 
@@ -88,6 +93,13 @@ def spawn(argv: Sequence[str], command: str) -> Started | int:
     status when it ended first. Ctrl-C meanwhile is passed on: the host stops its
     start-up, resumably, and its status (130) is returned.
     """
+    try:
+        # Checked before the host starts, not by it: a host that cannot serve would leave
+        # a journal with nothing in it, listed as running for good.
+        socket_folder()
+    except ChannelError as exc:
+        print(f"mala-tui {command}: cannot start the run's host: {exc}", file=sys.stderr)
+        return EXIT_NO_SOCKET
     read, write = os.pipe()
     os.set_inheritable(write, True)  # the host's only descriptor from here, but 0-2
     sys.stdout.flush()
