@@ -20,15 +20,18 @@ def offline_cli_env(
     base_url: str,
     home: Path,
     *,
-    auto_compact: bool = False,
+    auto_compact: bool = True,
     auto_compact_window: int | None = None,
 ) -> dict[str, str]:
     """Env for the CLI (``ClaudeAgentOptions(env=...)``) to run against ``base_url``.
 
     ``home`` holds the CLI's config dir (sessions, transcripts) and its TMPDIR (task dirs
     and sockets), created here, so nothing touches the user's ``~/.claude``. Telemetry and
-    other network traffic are off. The CLI's own auto-compaction is off unless
-    ``auto_compact``; ``auto_compact_window`` sets ``CLAUDE_CODE_AUTO_COMPACT_WINDOW``
+    other network traffic are off. The CLI's own compaction is left on, as mala-tui leaves
+    it for the sessions it manages (its PreCompact hook blocks the main thread's; a
+    subagent's goes through, its only protection): ``DISABLE_AUTO_COMPACT=1`` turns it
+    off for the whole process, subagents included, so it is set only with
+    ``auto_compact=False``. ``auto_compact_window`` sets ``CLAUDE_CODE_AUTO_COMPACT_WINDOW``
     (the CLI then compacts at that window minus ~33,000 tokens).
     """
     config_dir = home / "claude-config"

@@ -60,6 +60,10 @@ async def test_a_foreground_subagent_past_its_window_compacts_and_reports(
         code, out, err = await run_cli(
             "--set",
             "agent.model=claude-sonnet-4-5",
+            # mala-tui winds a subagent down before the API refuses it (context.subagents):
+            # a window it believes larger than the loopback's lets the refusal come first.
+            "--set",
+            'context.model_windows={"claude-sonnet-4-5" = 300000}',
             "run",
             READER.task,
             "--cwd",

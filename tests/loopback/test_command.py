@@ -48,7 +48,8 @@ async def test_serve_prints_url_and_env_serves_and_writes_its_log_on_ctrl_c(
             assert base_url is not None
             assert f"export ANTHROPIC_BASE_URL={base_url.group(1)}\n" in banner
             assert f"export CLAUDE_CONFIG_DIR={tmp_path / 'home'}/claude-config\n" in banner
-            assert "export DISABLE_AUTO_COMPACT=1\n" in banner
+            # The CLI's own compaction stays on, as for the sessions mala-tui manages.
+            assert "DISABLE_AUTO_COMPACT" not in banner
             assert "--model claude-sonnet-4-5 --tools Read,Bash,Grep,Glob,Edit,Write" in banner
             assert (tmp_path / "ws/src/app.py").stat().st_size == 6000
 
