@@ -137,6 +137,42 @@ class _Session:
             fraction = step / max(1, steps - 1)
             self.usage(start + (end - start) * fraction, low + (high - low) * fraction, source)
 
+    def subagent(
+        self, at: float, agent_id: str, kind: str, description: str, *, background: bool = True
+    ) -> None:
+        self.add(
+            ev.SubagentStarted(
+                at=T0 + at,
+                session=self.name,
+                agent_id=agent_id,
+                agent_type=kind,
+                description=description,
+                background=background,
+                model="claude-sonnet-4-5",
+            )
+        )
+
+    def subagent_calls(
+        self, start: float, end: float, agent_id: str, low: float, high: float, *, steps: int
+    ) -> None:
+        """A subagent's calls, its window growing from `low` to `high` of the session's."""
+        for step in range(steps):
+            fraction = step / max(1, steps - 1)
+            tokens = round((low + (high - low) * fraction) * WINDOW)
+            self.add(
+                ev.SubagentCall(
+                    at=T0 + start + (end - start) * fraction,
+                    session=self.name,
+                    agent_id=agent_id,
+                    input_tokens=3,
+                    cache_creation_input_tokens=tokens - 3 - int(tokens * 0.85) - 400,
+                    cache_read_input_tokens=int(tokens * 0.85),
+                    output_tokens=400,
+                    model="claude-sonnet-4-5",
+                    tool_uses=1 + step % 2,
+                )
+            )
+
     def phase_to(self, at: float, after: Phase, trigger: Trigger) -> None:
         self.add(
             ev.PhaseChanged(
@@ -210,6 +246,29 @@ def _soft() -> _Session:
     s.mask(310, 9, 0.43, 9, 54_000)
     s.phase_to(316, Phase.RUNNING, Trigger.MASK_APPLIED)
     s.climb(320, 640, 0.16, 0.46, steps=14, source=UsageSource.CUMULATIVE)
+    # It delegates: one subagent mapped the routes and is done, two document them still,
+    # the second compacted once by Claude Code.
+    s.subagent(20, "a3f9e01c", "Explore", "Map the routes under api/routes", background=False)
+    s.subagent_calls(24, 110, "a3f9e01c", 0.02, 0.17, steps=6)
+    s.add(
+        ev.SubagentEnded(
+            at=T0 + 115, session=s.name, agent_id="a3f9e01c", how=ev.SubagentEnd.COMPLETED
+        )
+    )
+    s.subagent(330, "b71c2d4e", "general-purpose", "Document the orders endpoints")
+    s.subagent_calls(334, 630, "b71c2d4e", 0.03, 0.31, steps=10)
+    s.subagent(332, "c0d5e6f7", "general-purpose", "Document the users and auth endpoints")
+    s.subagent_calls(336, 470, "c0d5e6f7", 0.04, 0.88, steps=8)
+    s.add(
+        ev.SubagentCompacted(
+            at=T0 + 480,
+            session=s.name,
+            agent_id="c0d5e6f7",
+            pre_tokens=176_000,
+            post_tokens=31_000,
+        )
+    )
+    s.subagent_calls(490, 636, "c0d5e6f7", 0.17, 0.44, steps=6)
     return s
 
 

@@ -48,6 +48,14 @@ async def _checkpoints(pilot: Pilot[int]) -> None:
     await pilot.pause()
 
 
+async def _subagents(pilot: Pilot[int]) -> None:
+    # The session that delegates (its card shows its live subagents), opened on its list.
+    await pilot.press("slash", *"api-docs", "enter", "enter")
+    await pilot.pause()
+    await pilot.press("u")
+    await pilot.pause()
+
+
 async def _message(pilot: Pilot[int]) -> None:
     # The message box on the session in the soft zone, a message typed.
     await pilot.press("slash", *"parser", "enter", "t")
@@ -77,6 +85,7 @@ SHOTS: dict[str, tuple[bool, Steps]] = {
     "checkpoints": (False, _checkpoints),
     "message": (True, _message),
     "permission": (True, _permission),
+    "subagents": (False, _subagents),
 }
 """Screenshot name -> (live sample run or read-only, the keys that reach the screen)."""
 

@@ -19,3 +19,12 @@ async def test_the_permission_screenshot_shows_the_request(tmp_path: Path) -> No
     svg = (await render("permission", "mala-dark", tmp_path)).read_text(encoding="utf-8")
     assert "parser-fix&#160;asks&#160;to&#160;use&#160;Bash" in svg
     assert "Allow&#160;for&#160;this&#160;session" in svg
+
+
+async def test_the_subagents_screenshot_lists_a_sessions_subagents(tmp_path: Path) -> None:
+    path = await render("subagents", "mala-dark", tmp_path)
+    assert path == tmp_path / "subagents-mala-dark.svg"
+    svg = path.read_text(encoding="utf-8")
+    assert "api-docs&#160;·&#160;running" in svg
+    assert "Document&#160;the&#160;orders&#160;endpoints" in svg
+    assert "cost&#160;(est.)" in svg

@@ -25,6 +25,7 @@ from mala_tui.ui.format import phase_label, run_status
 from mala_tui.ui.keys import app_keys
 from mala_tui.ui.services import Services
 from mala_tui.ui.session_actions import ActionId, session_bindings
+from mala_tui.ui.subagents import counts as subagent_counts
 from mala_tui.ui.text import literal
 from mala_tui.ui.widgets.approval_badge import ApprovalBadge
 from mala_tui.ui.widgets.cost_panel import spend_summary
@@ -91,6 +92,8 @@ def _state_changed(before: SessionSnapshot | None, after: SessionSnapshot) -> bo
         or before.messages_waiting != after.messages_waiting
         or before.pending_permissions != after.pending_permissions
         or before.worktree_status != after.worktree_status
+        # A subagent started or ended: its card changes height, and says so at once.
+        or subagent_counts(before) != subagent_counts(after)
     )
 
 

@@ -23,6 +23,8 @@ from mala_tui.ui.format import elapsed, phase_label
 from mala_tui.ui.keys import app_keys
 from mala_tui.ui.services import Services
 from mala_tui.ui.session_actions import ActionId, session_bindings
+from mala_tui.ui.subagents import COLUMNS as SUBAGENT_COLUMNS
+from mala_tui.ui.subagents import row as subagent_row
 from mala_tui.ui.text import literal
 from mala_tui.ui.timeline import session_start
 from mala_tui.ui.widgets.approval_badge import ApprovalBadge
@@ -39,6 +41,15 @@ HISTORY_EVENTS = (
     ev.CheckpointSaved,
 )
 """Events that change the tables or the chart: others only reach the log."""
+SUBAGENT_EVENTS = (
+    ev.SubagentStarted,
+    ev.SubagentCall,
+    ev.SubagentCompacted,
+    ev.SubagentEnded,
+    ev.BackgroundStopped,
+    ev.SessionEnded,
+)
+"""Events that change the list of subagents (a stopped agent ends its subagents)."""
 WORKTREE_EVENTS = (
     ev.WorktreeCreated,
     ev.WorktreeChanged,
@@ -72,6 +83,7 @@ class DetailScreen(Screen[None]):
         ),
         *session_bindings(ActionId.FORK, ActionId.BY_HAND, show=False),
         Binding("l", "show_tab('events')", "Event log"),
+        Binding("u", "show_tab('subagents')", "Subagents"),
         Binding("d", "diff", "Worktree diff"),
         Binding("w", "window", "What fills the window"),
         Binding("b", "budget", "Budget"),
@@ -81,6 +93,8 @@ class DetailScreen(Screen[None]):
         super().__init__()
         self.services = services
         self.session_name = name
+        self._subagent_tab = False
+        """Whether it has (or is being given) its tab of subagents."""
 
     @property
     def state(self) -> SessionState:
@@ -92,6 +106,7 @@ class DetailScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         state = self.state
         start = session_start(state)
+        self._subagent_tab = bool(state.subagents)
         with Horizontal(id="topbar"):
             yield Static(id="title")
             yield ApprovalBadge(self.services)
@@ -107,6 +122,8 @@ class DetailScreen(Screen[None]):
                 yield DataTable(id="restart-table", cursor_type="row", zebra_stripes=True)
             with TabPane("Masked results", id="masks"):
                 yield DataTable(id="mask-table", cursor_type="row", zebra_stripes=True)
+            if self._subagent_tab:  # a session that started none has no such tab
+                yield subagent_pane()
             with TabPane("Event log", id="events"):
                 yield EventLog(state.log, start=start)
         yield Footer()
@@ -119,6 +136,7 @@ class DetailScreen(Screen[None]):
         masks = self.query_one("#mask-table", DataTable)
         masks.add_columns("time", "placeholder", "batch", "est. tokens", "reclaimed")
         self._fill_tables()
+        self._fill_subagents()
         self._show_cost()
         snapshot = self.services.controller.snapshot(self.session_name)
         if snapshot is not None:
@@ -184,6 +202,12 @@ class DetailScreen(Screen[None]):
             self._show_cost()
             if any(not isinstance(event, ev.UsageRecorded) for event in mine):
                 self._fill_tables()
+        if any(isinstance(event, SUBAGENT_EVENTS) for event in mine):
+            if self.state.subagents and not self._subagent_tab:
+                self._subagent_tab = True
+                self.run_worker(self._add_subagent_pane(), group="subagents")
+            else:
+                self._fill_subagents()
         if any(isinstance(event, WORKTREE_EVENTS) for event in mine):
             self._show_worktree()
             self.refresh_bindings()  # land and discard depend on what is left to land
@@ -218,6 +242,33 @@ class DetailScreen(Screen[None]):
                     Text(reclaimed if first else ""),
                 )
 
+    async def _add_subagent_pane(self) -> None:
+        """The session's first subagent started while it was open: its list appears."""
+        await self.query_one(TabbedContent).add_pane(subagent_pane(), before="events")
+        self._fill_subagents()
+        self.refresh_bindings()  # its key too
+
+    def _fill_subagents(self) -> None:
+        """Every subagent of the session, live and finished, with its figures."""
+        found = self.query("#subagent-table")
+        if not found:
+            return
+        table = found.first(DataTable)
+        state = self.state
+        # A finished run read back is over at its last event, not at the clock's now.
+        live = self.services.controller.live and state.status is None
+        now = self.services.now() if live else state.updated_at
+        gauges = state.subagent_gauges()
+        labels = {gauge.agent_id: gauge.label for gauge in gauges}
+        cursor = table.cursor_row
+        table.clear()
+        for gauge in gauges:
+            cells = subagent_row(gauge, now, labels, session_over=state.status is not None)
+            # Labels, types and reasons come from the agent: literal, one line each.
+            table.add_row(*(literal(cell, one_line=True) for cell in cells), key=gauge.agent_id)
+        if gauges:
+            table.move_cursor(row=min(cursor, len(gauges) - 1))
+
     @on(DataTable.RowSelected, "#restart-table")
     def _open_checkpoint(self, event: DataTable.RowSelected) -> None:
         number = int(event.row_key.value or 0)
@@ -230,6 +281,8 @@ class DetailScreen(Screen[None]):
             return self.services.controller.budget() is not None
         if action == "diff":  # only sessions run with --worktree have one
             return self.state.worktree is not None
+        if action == "show_tab" and parameters == ("subagents",):
+            return bool(self.query("#subagent-table"))  # only once it has started one
         return True
 
     def action_session(self, action_id: str) -> None:
@@ -276,6 +329,13 @@ class DetailScreen(Screen[None]):
 
     def action_show_tab(self, tab: str) -> None:
         self.query_one(TabbedContent).active = tab
+
+
+def subagent_pane() -> TabPane:
+    """The tab listing a session's subagents (the cost column is an estimate)."""
+    table: DataTable[Text] = DataTable(id="subagent-table", cursor_type="row", zebra_stripes=True)
+    table.add_columns(*SUBAGENT_COLUMNS)
+    return TabPane("Subagents", table, id="subagents")
 
 
 def calibration_line(snapshot: SessionSnapshot) -> str:

@@ -10,23 +10,30 @@ from rich.cells import cell_len, set_cell_size
 from rich.segment import Segment
 from rich.style import Style
 from textual import events
-from textual.geometry import Region
+from textual.geometry import Region, Size
 from textual.message import Message
 from textual.reactive import reactive
 from textual.strip import Strip
 from textual.widget import Widget
 
 from mala_tui.core.actions import EndStatus
-from mala_tui.core.text import ELLIPSIS, clean, plural
-from mala_tui.core.usage import Zone
+from mala_tui.core.subagents import SubagentGauge
+from mala_tui.core.text import ELLIPSIS, clean, plural, tokens
+from mala_tui.core.usage import UsageSource, Zone, zone_of
 from mala_tui.core.view import SessionSnapshot
 from mala_tui.ui.drawing import GaugeReading, gauge_bar, gauge_figures, trend_blocks
 from mala_tui.ui.format import cache_text, state_label
+from mala_tui.ui.subagents import card_gauges, card_summary
 from mala_tui.ui.text import literal
 from mala_tui.ui.widgets.cost_panel import spend_summary
 
 LINES: Final = ("task", "state", "bar", "figures", "counters", "trend")
-"""What each content line of a card shows, top to bottom."""
+"""What each content line of a card shows, top to bottom, for a session without subagents;
+a gauge per live subagent, and a line counting the rest, come after "figures"."""
+SUMMARY: Final = "subagents"
+"""The line counting the subagents a card draws no gauge for (more running, finished)."""
+SUBAGENT_TOKENS: Final = 5
+"""Cells for a subagent's tokens at the right of its gauge ("123k", "1.2M")."""
 SAYS_WHY: Final = frozenset({EndStatus.FAILED, EndStatus.STOPPED, EndStatus.DENIED})
 """Endings whose card shows the reason beside the state."""
 
@@ -77,7 +84,7 @@ def counters_text(snapshot: SessionSnapshot, now: float | None = None) -> str:
 class SessionCard(Widget, can_focus=True):
     """One session at a glance; focus it and press enter (or double-click) to open it.
 
-    The card is a single widget drawing its six lines itself (the gauge and the
+    The card is a single widget drawing its lines itself (the gauges and the
     trend with `ui.drawing`, as `ContextGauge` does): with 50 busy sessions a
     card of child widgets cost several times more per update, most of it in
     compositing the children. An update repaints only the lines that changed.
@@ -106,6 +113,7 @@ class SessionCard(Widget, can_focus=True):
         "card--trend-normal",
         "card--trend-soft",
         "card--trend-hard",
+        "card--subagent",
     }
     """
     | Class | Description |
@@ -118,11 +126,13 @@ class SessionCard(Widget, can_focus=True):
     | `card--figures`, `card--source` | Percent and tokens; "exact" or "est.". |
     | `card--figures-soft`, `card--figures-hard` | The figures in the soft and hard zones. |
     | `card--trend-normal`, `-soft`, `-hard` | Trend samples by zone. |
+    | `card--subagent` | A live subagent's label, and the count of the others. |
     """
 
     DEFAULT_CSS = """
     SessionCard {
-        height: 8;
+        /* Six lines, and one per live subagent's gauge (get_content_height). */
+        height: auto;
         padding: 0 1;
         border: round $foreground 25%;
         border-title-color: $foreground;
@@ -151,6 +161,7 @@ class SessionCard(Widget, can_focus=True):
         & > .card--trend-normal { color: $gauge-normal 70%; }
         & > .card--trend-soft { color: $gauge-soft; }
         & > .card--trend-hard { color: $gauge-hard; }
+        & > .card--subagent { color: $foreground-muted; }
         &.-state-masking > .card--state,
         &.-state-winding_down > .card--state,
         &.-state-checkpointing > .card--state,
@@ -192,6 +203,10 @@ class SessionCard(Widget, can_focus=True):
         self._zone = ""
         self._palette: tuple[tuple[str, str, str], dict[str, Style]] | None = None
         self._counters_line = ""
+        self._lines: tuple[str, ...] = LINES
+        self._subagents: dict[str, SubagentGauge] = {}
+        """The live subagents drawn, by line."""
+        self._summary = ""
         self.set_reactive(SessionCard.snapshot, snapshot)
         self._show(snapshot)
 
@@ -229,22 +244,42 @@ class SessionCard(Widget, can_focus=True):
             self.border_subtitle = literal(subtitle, one_line=True)
         reading = GaugeReading.of(snap)
         self._counters_line = counters_text(snap, self.clock())
+        self._subagents = {
+            f"subagent-{index}": gauge for index, gauge in enumerate(card_gauges(snap))
+        }
+        self._summary = card_summary(snap)
         keys: dict[str, object] = {
             "task": snap.task,
             "state": (state, state_text(snap)),
             "bar": reading,
             "figures": reading,
+            **{
+                line: (gauge.label, gauge.tokens, reading.window, reading.soft, reading.hard)
+                for line, gauge in self._subagents.items()
+            },
+            **({SUMMARY: self._summary} if self._summary else {}),
             "counters": self._counters_line,
             "trend": (snap.trend, snap.soft_threshold, snap.hard_threshold),
         }
-        changed = [y for y, line in enumerate(LINES) if self._keys.get(line) != keys[line]]
-        self._keys = keys
-        if changed and self.is_mounted:
+        lines = tuple(keys)
+        resized = lines != self._lines
+        changed = [y for y, line in enumerate(lines) if self._keys.get(line) != keys[line]]
+        self._keys, self._lines = keys, lines
+        if resized and self.is_mounted:
+            # A subagent started or ended: the card grows or shrinks by a line, the grid's
+            # row with it (a layout, as rare as subagents come and go).
+            self.refresh(layout=True)
+        elif changed and self.is_mounted:
             width = self.size.width
-            if len(changed) == len(LINES):
+            if len(changed) == len(lines):
                 self.refresh()
             else:
                 self.refresh(*(Region(0, y, width, 1) for y in changed))
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        """Its lines: six, and one per subagent gauge and their count (the grid's rows are
+        as tall as their tallest card)."""
+        return len(self._lines)
 
     # -- drawing -----------------------------------------------------------------------------------
 
@@ -274,6 +309,20 @@ class SessionCard(Widget, can_focus=True):
                 "figures": get(f"card--figures{suffix}"),
                 "source": get("card--source"),
                 **{zone: get(f"card--trend-{zone}") for zone in Zone},
+                # A subagent's gauge has a zone of its own, whatever the session's.
+                "subagent": get("card--subagent"),
+                **{
+                    f"fill-{zone}": get(
+                        "card--fill" if zone == Zone.NORMAL else f"card--fill-{zone}"
+                    )
+                    for zone in Zone
+                },
+                **{
+                    f"figures-{zone}": get(
+                        "card--figures" if zone == Zone.NORMAL else f"card--figures-{zone}"
+                    )
+                    for zone in Zone
+                },
             }
             self._palette = (key, styles)
         return self._palette[1]
@@ -282,9 +331,13 @@ class SessionCard(Widget, can_focus=True):
         width = self.size.width
         styles = self._styles()
         snap = self.snapshot
-        if snap is None or not 0 <= y < len(LINES) or width <= 0:
+        if snap is None or not 0 <= y < len(self._lines) or width <= 0:
             return Strip.blank(width, styles["base"])
-        line = LINES[y]
+        line = self._lines[y]
+        if line in self._subagents:
+            return _subagent_line(self._subagents[line], GaugeReading.of(snap), width, styles)
+        if line == SUMMARY:
+            return _text_line(self._summary, width, styles["subagent"], styles["base"])
         if line == "bar":
             return gauge_bar(GaugeReading.of(snap), width, styles)
         if line == "figures":
@@ -300,6 +353,43 @@ class SessionCard(Widget, can_focus=True):
     def on_click(self, event: events.Click) -> None:
         if event.chain >= 2:
             self.post_message(self.Open(self.session_name))
+
+
+def _subagent_line(
+    gauge: SubagentGauge, session: GaugeReading, width: int, styles: dict[str, Style]
+) -> Strip:
+    """A live subagent: its label shortened, a bar of its window against the session's
+    (the same marks as the session's gauge), its tokens; the label alone if narrow."""
+    label_width = max(8, width // 2)
+    bar_width = width - label_width - 1 - SUBAGENT_TOKENS
+    label = clean(gauge.label, one_line=True)
+    if bar_width < 6:
+        return _text_line(label, width, styles["subagent"], styles["base"])
+    if cell_len(label) > label_width - 1:
+        label = set_cell_size(label, label_width - 2) + ELLIPSIS
+    reading = GaugeReading(
+        gauge.tokens,
+        session.window,
+        session.soft,
+        session.hard,
+        UsageSource.PER_CALL,  # read from its transcript: every call's usage, exact
+        zone_of(
+            gauge.tokens / session.window if session.window > 0 else 0.0, session.soft, session.hard
+        ),
+    )
+    bar = gauge_bar(
+        reading,
+        bar_width,
+        {**styles, "fill": styles[f"fill-{reading.zone}"]},
+    )
+    figures = tokens(gauge.tokens).rjust(SUBAGENT_TOKENS)
+    segments = [
+        Segment(set_cell_size(label, label_width), styles["subagent"]),
+        *bar,
+        Segment(" ", styles["base"]),
+        Segment(figures, styles[f"figures-{reading.zone}"]),
+    ]
+    return Strip(segments).crop_extend(0, width, styles["base"])
 
 
 def _text_line(text: str, width: int, style: Style, base: Style) -> Strip:
