@@ -12,6 +12,7 @@ from typing import Any, TextIO
 
 from mala_tui.config import LoadedSettings, Settings
 from mala_tui.core.pricing import PriceTable, Spend, format_cost
+from mala_tui.core.subagents import SubagentGauge
 from mala_tui.core.view import RunState, WorktreeRecord
 from mala_tui.runtime.journal import EVENTS_FILE, JournalError, find_run, list_runs, read_events
 from mala_tui.runtime.launch import EXIT_USAGE
@@ -25,7 +26,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     show = commands.add_parser("show", help="open a finished run (or dump it with --json)")
     show.add_argument("run", help="run id, a unique prefix of it, or 'latest'")
     show.add_argument(
-        "--json", action="store_true", help="print sessions, restarts, checkpoints, masks"
+        "--json",
+        action="store_true",
+        help="print sessions, restarts, checkpoints, masks, subagents",
     )
     show.add_argument("--data-dir", type=Path, help="where runs are journaled")
 
@@ -124,6 +127,32 @@ def spend_as_json(spend: Spend) -> dict[str, Any]:
         "cache_read_tokens": spend.cache_read_tokens,
         "output_tokens": spend.output_tokens,
         "cache_hit_rate": spend.cache_hit_rate,
+    }
+
+
+def subagent_as_json(gauge: SubagentGauge) -> dict[str, Any]:
+    """One subagent of a session: its window (exact, from its transcript), its peak, its
+    calls and their cost estimate, how long it ran and how it ended (null: not seen ending,
+    still running when the journal was read or lost with its session)."""
+    return {
+        "agent_id": gauge.agent_id,
+        "label": gauge.label,
+        "type": gauge.agent_type,
+        "depth": gauge.depth,
+        "parent": gauge.parent or None,
+        "background": gauge.background,
+        "nested": gauge.nested,
+        "tokens": gauge.tokens,
+        "peak_tokens": gauge.peak,
+        "api_calls": gauge.calls,
+        "tool_uses": gauge.tool_uses,
+        "compactions": gauge.compactions,
+        "started_at": gauge.started_at,
+        "ended_at": gauge.ended_at,
+        "duration_seconds": None if gauge.ended_at is None else gauge.seconds(gauge.ended_at),
+        "ended": None if gauge.how is None else gauge.how.value,
+        "reason": gauge.reason,
+        "cost": spend_as_json(gauge.spend),
     }
 
 
@@ -260,6 +289,7 @@ def run_as_json(folder: Path, state: RunState, skipped: list[str]) -> dict[str, 
             "model": session.model,
             "cost": spend_as_json(session.spend),
             "worktree": _worktree_json(session.worktree),
+            "subagents": [subagent_as_json(gauge) for gauge in snapshot.subagents],
         }
     return {
         "run_id": state.run_id,
