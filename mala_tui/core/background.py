@@ -76,6 +76,9 @@ class BackgroundWork:
     waiting: bool = False
     """The main thread's turn ended with work pending: the session waits for the CLI's
     next turn, not for a prompt of mala-tui's."""
+    subagents_seen: bool = False
+    """The agent has had background work in this session: the CLI may start turns of its
+    own for it (and, as reports reach it together, a turn that makes no call first)."""
 
     @property
     def pending(self) -> bool:

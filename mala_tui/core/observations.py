@@ -63,6 +63,9 @@ class TurnEnded:
     api_error_kind: str | None = None
     """What Claude Code made of a failed call (`authentication_failed`, `invalid_request`,
     `server_error`...), from the message it wrote in the agent's place."""
+    api_calls: int | None = None
+    """The API calls the turn made (its `num_turns`); None when not said. A turn of the
+    CLI's own that made none opens while reports reach it at once: one more follows."""
 
     @property
     def prompt_too_long(self) -> bool:

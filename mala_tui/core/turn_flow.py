@@ -139,6 +139,7 @@ class TurnFlow:
         work = self._state.background
         before = {task.id for task in work.tasks}
         work.tasks, work.reports = obs.tasks, obs.reports
+        work.subagents_seen = work.subagents_seen or bool(obs.tasks)
         if before == {task.id for task in obs.tasks}:
             return Outcome()  # a report counted, or a description changed: no news
         listed = ev.BackgroundListed(at=obs.at, session=self._state.name, tasks=obs.tasks)
@@ -163,8 +164,10 @@ class TurnFlow:
         """The CLI started a turn of its own while the session waited on its background
         work (a report handed to the agent): the session streams again, with no prompt
         of mala-tui's."""
-        if self._state.background.waiting and not self._state.turn.streaming:
-            self._state.background.waiting = False
+        work = self._state.background
+        if work.waiting and not self._state.turn.streaming:
+            # The turn takes in the reports the CLI held (it says so too, as it begins).
+            work.waiting, work.reports = False, 0
             self._state.turn = TurnState(streaming=True)
 
     def _done_or_waiting(self, at: float) -> Outcome:
@@ -385,6 +388,10 @@ class TurnFlow:
         if self._state.phase is Phase.RUNNING and self._state.messages:
             return self._deliver_now(obs.at)
         if self._state.phase is Phase.RUNNING:
+            if obs.api_calls == 0 and self._state.background.subagents_seen:
+                # Seen with the real CLI when reports reach it together: a result with no
+                # call, then the turn that takes them in. Waited for as a report is.
+                self._state.background.reports = max(self._state.background.reports, 1)
             return self._done_or_waiting(obs.at)
         if self._state.phase is Phase.WINDING_DOWN:
             return self._restart_flow.request_checkpoint(obs.at, Trigger.WIND_DOWN_DONE)

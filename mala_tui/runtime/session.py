@@ -85,6 +85,11 @@ from mala_tui.runtime.manager_feed import Clock, ManagerFeed
 __all__ = ["EventSink", "RunnerLimits", "SessionRunner"]
 
 
+REPORT_GRACE_S = 15.0
+"""How long a session whose background work has all reported waits for the CLI's turn
+that takes the last reports in (seen to start within milliseconds)."""
+
+
 @dataclass(frozen=True)
 class RunnerLimits:
     """The runner's bounds. The configurable ones have no defaults here: the settings
@@ -320,6 +325,11 @@ class SessionRunner:
                 self.manager.streaming or self._waiting_on_agents()
             ) and not self._permission_waits
             timeout = self.limits.idle_timeout if silent else None
+            work = self.manager.background
+            if timeout is not None and work.waiting and not work.tasks:
+                # Only the CLI's next turn for reports it holds is awaited: it comes at
+                # once, or not at all (its last result already took them in).
+                timeout = min(timeout, REPORT_GRACE_S)
             try:
                 async with asyncio.timeout(timeout):
                     item = await self._inbox.get()

@@ -233,3 +233,29 @@ def test_a_change_in_the_background_list_is_journaled_once() -> None:
     first = m.observe(background(1.0, SUB_A))
     assert [type(e) for e in first.events] == [ev.BackgroundListed]
     assert m.observe(background(1.5, SUB_A, reports=1)).events == ()
+
+
+def test_a_result_with_no_call_after_background_work_waits_for_the_turn_that_follows() -> None:
+    m = manager()
+    m.observe(background(1.0, SUB_A, SUB_B))
+    m.observe(finished(2.0))
+    m.observe(background(3.0))  # both reported at once
+    m.observe(SessionIdentified(3.1, "sess-1"))
+    no_call = TurnEnded(
+        3.2, subtype="success", is_error=False, terminal_reason="completed", api_calls=0
+    )
+    m.observe(no_call)
+    assert m.end_status is None and m.background.waiting
+    m.observe(SessionIdentified(3.3, "sess-1"))
+    m.observe(usage(3.4))
+    m.observe(finished(4.0))
+    assert m.end_status is EndStatus.DONE
+
+
+def test_a_result_with_no_call_in_a_session_that_never_delegated_ends_it() -> None:
+    m = manager()
+    no_call = TurnEnded(
+        2.0, subtype="success", is_error=False, terminal_reason="completed", api_calls=0
+    )
+    m.observe(no_call)
+    assert m.end_status is EndStatus.DONE
