@@ -78,6 +78,17 @@ class ModelPrice:
         )
 
 
+def totals_cost(price: ModelPrice, usage: CallUsage) -> float:
+    """US dollars for tokens known only as totals over calls (so no call's long-context
+    premium can be judged: none is applied)."""
+    return (
+        usage.input_tokens * price.input
+        + usage.cache_creation_input_tokens * price.cache_write
+        + usage.cache_read_input_tokens * price.cache_read
+        + usage.output_tokens * price.output
+    ) / PER_MILLION
+
+
 def _standard(input_price: float, output_price: float, *, long_context: bool = False) -> ModelPrice:
     """The usual shape: cache writes at 1.25x input, cache hits at 0.1x input.
 

@@ -18,7 +18,7 @@ from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.background import describe_tasks
 from mala_tui.core.phases import ManageMode, Phase
-from mala_tui.core.pricing import PriceTable, Spend, SpendMeter, total_spend
+from mala_tui.core.pricing import PriceTable, Spend, SpendMeter, total_spend, totals_cost
 from mala_tui.core.questions import (
     ApprovalQuestion,
     PermissionQuestion,
@@ -38,7 +38,7 @@ from mala_tui.core.session_records import (
     WorktreeRecord,
 )
 from mala_tui.core.subagents import SubagentGauge, SubagentState
-from mala_tui.core.usage import UsageSource
+from mala_tui.core.usage import CallUsage, UsageSource
 from mala_tui.core.window import WindowSource
 
 #: Context samples kept for a card's trend line.
@@ -113,6 +113,8 @@ class SessionState:
     """How the latest was lost."""
     cli_costs: dict[str, float] = field(default_factory=dict)
     """Claude Code's own cumulative figure, by agent session (a restart starts another)."""
+    cli_tokens: dict[str, CallUsage] = field(default_factory=dict)
+    """Claude Code's own cumulative token counts, by agent session."""
     subagents: dict[str, SubagentState] = field(default_factory=dict)
     """Its subagents by agent id, in the order they started (core.subagents)."""
     waiting_for: str = ""
@@ -245,6 +247,8 @@ class SessionState:
                 self._subagent_event(event)
             case ev.CliCostReported():
                 self.cli_costs[event.session_id] = event.cost_usd
+                if event.usage is not None:
+                    self.cli_tokens[event.session_id] = event.usage
             case ev.SessionEnded():
                 self.status, self.end_reason = event.status, event.reason
                 self.waiting_for = ""
@@ -342,12 +346,50 @@ class SessionState:
         return self.meter.spend
 
     @property
-    def spend(self) -> Spend:
-        """Every call the session made: the main thread's and each subagent's."""
+    def seen_spend(self) -> Spend:
+        """The calls mala-tui saw: the main thread's and each subagent's."""
         total = self.meter.spend
         for subagent in self.subagents.values():
             total = total + subagent.spend
         return total
+
+    @property
+    def unseen_spend(self) -> Spend:
+        """Tokens Claude Code counted that no call mala-tui saw holds (a subagent's
+        compaction, say: its summary request is in no transcript), priced at the
+        session's model: Claude Code's totals less what was seen, never below 0."""
+        if not self.cli_tokens:
+            return Spend()
+        said = CallUsage(
+            sum(usage.input_tokens for usage in self.cli_tokens.values()),
+            sum(usage.cache_creation_input_tokens for usage in self.cli_tokens.values()),
+            sum(usage.cache_read_input_tokens for usage in self.cli_tokens.values()),
+            sum(usage.output_tokens for usage in self.cli_tokens.values()),
+        )
+        seen = self.seen_spend
+        extra = CallUsage(
+            max(0, said.input_tokens - seen.input_tokens),
+            max(0, said.cache_creation_input_tokens - seen.cache_write_tokens),
+            max(0, said.cache_read_input_tokens - seen.cache_read_tokens),
+            max(0, said.output_tokens - seen.output_tokens),
+        )
+        if extra.prompt_tokens == 0 and extra.output_tokens == 0:
+            return Spend()
+        price = self.prices.lookup(self.model)
+        return Spend(
+            0,
+            extra.input_tokens,
+            extra.cache_creation_input_tokens,
+            extra.cache_read_input_tokens,
+            extra.output_tokens,
+            totals_cost(price, extra) if price is not None else None,
+        )
+
+    @property
+    def spend(self) -> Spend:
+        """Every token the session spent: each call seen (the main thread's and each
+        subagent's), and what Claude Code's own totals hold beyond them."""
+        return self.seen_spend + self.unseen_spend
 
     @property
     def cli_cost_usd(self) -> float | None:

@@ -63,3 +63,24 @@ def test_claude_codes_own_figure_is_the_latest_of_each_agent_session_added_up() 
         state.apply(ev.CliCostReported(at=at, session="s1", session_id=session_id, cost_usd=cost))
     assert state.sessions["s1"].cli_cost_usd == 0.30
     assert state.cli_cost_usd == 0.30
+
+
+def test_tokens_only_claude_codes_totals_hold_are_billed_and_said_apart() -> None:
+    state = RunState()
+    state.apply(started("s1", "claude-sonnet-4-5"))
+    state.apply(usage("s1", 1.0, CallUsage(input_tokens=10, output_tokens=5)))
+    state.apply(call(2.0, "a", 1_000))
+    session = state.sessions["s1"]
+    assert session.unseen_spend.cost_usd == 0.0  # Claude Code has said nothing yet
+    totals = {
+        "input_tokens": 10,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 1_000 + 186_000,  # and a compaction no call shows
+        "output_tokens": 5 + 50 + 3_000,
+    }
+    state.apply(ev.CliCostReported(at=3.0, session="s1", session_id="x", cost_usd=0.1, **totals))
+    unseen = session.unseen_spend
+    assert (unseen.calls, unseen.cache_read_tokens, unseen.output_tokens) == (0, 186_000, 3_000)
+    assert unseen.cost_usd is not None and unseen.cost_usd > 0
+    assert session.spend.cache_read_tokens == 187_000
+    assert session.spend.calls == 2, "a total is no call"

@@ -216,3 +216,22 @@ def test_each_observation_is_timed_by_the_clock_the_client_was_made_with() -> No
     init = SystemMessage(subtype="init", data={"session_id": "abc"})
     assert timed._convert(init) == [SessionIdentified(41.0, "abc")]
     assert timed._convert(init) == [SessionIdentified(42.0, "abc")]
+
+
+def test_model_usage_is_summed_over_models_or_not_said_at_all() -> None:
+    from mala_tui.runtime.backends.claude_stream import model_usage_totals
+
+    one = {"inputTokens": 1, "outputTokens": 2, "cacheReadInputTokens": 3}
+    both = {
+        "m1": {**one, "cacheCreationInputTokens": 4},
+        "m2": {**one, "cacheCreationInputTokens": 0},
+    }
+    assert model_usage_totals(both) == {
+        "input_tokens": 2,
+        "cache_creation_input_tokens": 4,
+        "cache_read_input_tokens": 6,
+        "output_tokens": 4,
+    }
+    assert model_usage_totals({"m1": one}) == {}  # a count missing: no wrong sum
+    assert model_usage_totals({"m1": {**one, "cacheCreationInputTokens": "4"}}) == {}
+    assert model_usage_totals(None) == {}

@@ -11,6 +11,7 @@ from mala_tui.core.background import BackgroundTask
 from mala_tui.core.events.base import EventBase
 from mala_tui.core.phases import ManageMode, Phase, Trigger
 from mala_tui.core.retry import RetryDecision
+from mala_tui.core.usage import CallUsage
 from mala_tui.core.window import WindowSource
 
 
@@ -171,3 +172,21 @@ class CliCostReported(EventBase):
     type: Literal["cli_cost"] = "cli_cost"
     session_id: str
     cost_usd: float
+    input_tokens: int | None = None
+    """Its `modelUsage` summed over models: every call's tokens by kind, subagents' and
+    their compactions' included (None in journals written before it was recorded)."""
+    cache_creation_input_tokens: int | None = None
+    cache_read_input_tokens: int | None = None
+    output_tokens: int | None = None
+
+    @property
+    def usage(self) -> CallUsage | None:
+        counts = (
+            self.input_tokens,
+            self.cache_creation_input_tokens,
+            self.cache_read_input_tokens,
+            self.output_tokens,
+        )
+        if any(count is None for count in counts):
+            return None
+        return CallUsage(*(count or 0 for count in counts))

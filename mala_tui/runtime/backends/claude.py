@@ -77,7 +77,11 @@ from mala_tui.runtime.backends.base import (
     StreamItem,
     ToolGate,
 )
-from mala_tui.runtime.backends.claude_stream import StreamConverter, result_size
+from mala_tui.runtime.backends.claude_stream import (
+    StreamConverter,
+    model_usage_totals,
+    result_size,
+)
 from mala_tui.runtime.backends.claude_transcripts import (
     copy_for_fork,
     find_transcript,
@@ -368,6 +372,7 @@ class ClaudeClient:
                     session=self.spec.name,
                     session_id=message.session_id,
                     cost_usd=float(message.total_cost_usd),
+                    **model_usage_totals(message.model_usage),
                 )
             )
         # Records first: after a turn's end that ends the session, nothing more is read.

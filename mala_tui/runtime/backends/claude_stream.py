@@ -236,7 +236,35 @@ class StreamConverter:
             session_id=message.session_id,
             api_error_status=message.api_error_status,
             api_error_kind=kind,
+            api_calls=message.num_turns if isinstance(message.num_turns, int) else None,
         )
+
+
+MODEL_USAGE_KINDS = {
+    "input_tokens": "inputTokens",
+    "cache_creation_input_tokens": "cacheCreationInputTokens",
+    "cache_read_input_tokens": "cacheReadInputTokens",
+    "output_tokens": "outputTokens",
+}
+"""The result's `modelUsage` counts (per model, cumulative over the agent session), by the
+names mala-tui's usage has."""
+
+
+def model_usage_totals(model_usage: object) -> dict[str, int]:
+    """A result's `modelUsage` summed over its models, by kind; {} when any count is
+    missing or malformed (then nothing is said rather than a wrong sum)."""
+    if not isinstance(model_usage, Mapping) or not model_usage:
+        return {}
+    totals = dict.fromkeys(MODEL_USAGE_KINDS, 0)
+    for counts in model_usage.values():
+        if not isinstance(counts, Mapping):
+            return {}
+        for ours, theirs in MODEL_USAGE_KINDS.items():
+            value = _int_or_none(counts.get(theirs))
+            if value is None or value < 0:
+                return {}
+            totals[ours] += value
+    return totals
 
 
 def result_size(response: object) -> int:
