@@ -437,10 +437,13 @@ class LoadedSettings:
                 )
             for name, info in model.model_fields.items():
                 key = f"{section}.{name}"
+                value = getattr(section_value, name)
+                if isinstance(value, BaseModel):  # a table of the section (context.subagents)
+                    value = value.model_dump()
                 rows.append(
                     (
                         key,
-                        getattr(section_value, name),
+                        value,
                         self.sources.get(key, DEFAULT_SOURCE),
                         info.description or "",
                     )

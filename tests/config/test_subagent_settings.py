@@ -77,3 +77,9 @@ def test_a_profile_sets_its_tasks_subagents_thresholds_over_the_runs() -> None:
     )
     with pytest.raises(ProfileError, match=r"^subagents.hard_threshold = 1.9: "):
         parse_profile({"subagents": {"hard_threshold": 1.9}}, Path("/")).apply(settings)
+
+
+def test_config_show_gives_the_subagents_table_as_a_table() -> None:
+    loaded = load_settings(env={"MALA_TUI_CONFIG_FILE": "/dev/null"})
+    rows = {key: value for key, value, _, _ in loaded.rows()}
+    assert rows["context.subagents"] == {"soft_threshold": 0.85, "hard_threshold": 0.95}
