@@ -85,8 +85,10 @@ def test_a_second_terminal_attaches_and_allows_the_tool(tmp_path: Path) -> None:
         wait_for("first", lambda: "done" in screen("first"), "the first to see the end")
         assert "waiting for permission" not in screen("first")
         wait_for("second", lambda: "done" in screen("second"), "the second to see the end")
-        tmux("send-keys", "-t", "second", "D")  # detach: the console leaves, alone
-        wait_for("second", second_status.exists, "the second console to detach")
+        # The run has ended: nothing is left to detach from (`D` is hidden), `q` leaves.
+        wait_for("second", lambda: "ended" in screen("second"), "the second to see the run end")
+        tmux("send-keys", "-t", "second", "q")
+        wait_for("second", second_status.exists, "the second console to leave")
         assert second_status.read_text().strip() == "0"
         wait_for("first", lambda: "Every session has ended" in screen("first"), "the run's end")
         tmux("send-keys", "-t", "first", "q")
