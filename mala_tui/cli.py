@@ -32,7 +32,7 @@ from mala_tui.config import (
     load_settings,
     parse_override,
 )
-from mala_tui.runtime.journal import forget_opened_runs
+from mala_tui.runtime.journal.writer import forget_opened_runs
 
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
@@ -118,7 +118,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         # git (worktrees are made from the repository) must not move it.
         args.data_dir = absolute_path(args.data_dir)
     _merge_late_sets(args)
-    # As typed: `--detach` starts the same command again as the run's host (runtime.host).
+    # As typed: `--detach` starts the same command again as the run's host
+    # (runtime.consoles.run_host).
     args.argv = list(sys.argv[1:] if argv is None else argv)
     if args.command is None:
         parser.print_help()

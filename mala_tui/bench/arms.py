@@ -51,9 +51,9 @@ from mala_tui.prompt_files import load_prompts
 from mala_tui.runtime.backends.base import SessionSpec
 from mala_tui.runtime.backends.claude import ClaudeBackend
 from mala_tui.runtime.backends.cli_stderr import StderrLog
-from mala_tui.runtime.journal import RunJournal, new_run_id
-from mala_tui.runtime.launch import TaskPlan, agent_spec
-from mala_tui.runtime.supervisor import Supervisor
+from mala_tui.runtime.journal.writer import RunJournal, new_run_id
+from mala_tui.runtime.run.launch import TaskPlan, agent_spec
+from mala_tui.runtime.run.supervisor import Supervisor
 
 REQUEST_LOG = "loopback-requests.jsonl"
 """The model server's request log, in each arm's folder."""

@@ -3,7 +3,7 @@
 Not a test: a measurement. A run's host (a process of its own, as `run --detach`
 starts one) runs 50 scripted sessions at 4 items a second each (a paced scripted agent
 reading files: a usage report, a tool call, its result; each item journals an event or
-two), serving its control channel (runtime.channel). Then 0, 1, 3 and 10 headless
+two), serving its control channel (runtime.consoles.channel). Then 0, 1, 3 and 10 headless
 protocol clients attach, each a WebSocket on `/events` as `mala-tui attach` opens one,
 all in this process, and follow the run for the measured window. Each trial is a fresh
 host, measured over the same stretch of its run.
@@ -69,9 +69,9 @@ async def _serve(folder: Path, sessions: int, hz: float, steps: int) -> None:
     from mala_tui.prompt_files import load_prompts
     from mala_tui.runtime.backends.base import SessionSpec
     from mala_tui.runtime.backends.scripted import ScriptedBackend, ScriptedClient
-    from mala_tui.runtime.channel import ControlChannel
-    from mala_tui.runtime.journal import RunJournal, new_run_id
-    from mala_tui.runtime.supervisor import Supervisor
+    from mala_tui.runtime.consoles.channel import ControlChannel
+    from mala_tui.runtime.journal.writer import RunJournal, new_run_id
+    from mala_tui.runtime.run.supervisor import Supervisor
 
     journal = RunJournal.create(folder, new_run_id(), {"mode": "bench"})
     clients = [ScriptedClient([paced_steps(steps)], pace=1.0 / hz) for _ in range(sessions * 4)]
@@ -123,7 +123,7 @@ def _start_host(folder: Path, load: Load) -> subprocess.Popen[bytes]:
 
 
 def _run_folder(folder: Path, host: subprocess.Popen[bytes]) -> Path:
-    from mala_tui.runtime.sockets import live_host
+    from mala_tui.runtime.consoles.sockets import live_host
 
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and host.poll() is None:
@@ -184,7 +184,7 @@ class _MeasuredConsole:
 
 
 def _info(socket: Path) -> dict[str, object]:
-    from mala_tui.runtime.remote import _UnixConnection
+    from mala_tui.runtime.consoles.live_run import _UnixConnection
 
     connection = _UnixConnection(socket, 10.0)
     try:
@@ -214,7 +214,7 @@ async def trial(consoles: int, seconds: float, load: Load, root: Path) -> Trial:
     tasks: list[asyncio.Task[None]] = []
     try:
         run = await asyncio.to_thread(_run_folder, folder, host)
-        from mala_tui.runtime.sockets import live_host
+        from mala_tui.runtime.consoles.sockets import live_host
 
         record = live_host(run)
         assert record is not None

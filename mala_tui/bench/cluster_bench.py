@@ -47,9 +47,9 @@ from mala_tui.config import Settings
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.runtime.backends.base import Backend, SessionSpec
-from mala_tui.runtime.journal import RunJournal, read_events
-from mala_tui.runtime.processes import pid_alive
-from mala_tui.runtime.supervisor import Supervisor
+from mala_tui.runtime.journal.writer import RunJournal, read_events
+from mala_tui.runtime.run.supervisor import Supervisor
+from mala_tui.runtime.session.processes import pid_alive
 
 #: Events a session journals per scripted step: usage, the call, the result (and more).
 HZ = 4.0
@@ -228,7 +228,7 @@ async def drive(
     kill: bool = False,
 ) -> tuple[ClusterFigures, list[ev.Event]]:
     """One scripted run; with `kill`, the busiest node is removed once every session runs."""
-    from mala_tui.runtime.launch import prompts_for
+    from mala_tui.runtime.run.launch import prompts_for
 
     settings = Settings()
     journal = RunJournal.create(data, f"bench-{time.time_ns()}", {"mode": "bench"})
@@ -301,7 +301,7 @@ async def drive(
 
 
 async def scripted(sessions: int, nodes: int, steps: int, data: Path) -> ClusterFigures:
-    from mala_tui.runtime.ray_engine import RayEngine
+    from mala_tui.runtime.cluster.ray_engine import RayEngine
 
     slots = math.ceil(sessions / nodes) + math.ceil(sessions / nodes / max(1, nodes - 1))
     with simulated_cluster(nodes, slots) as cluster:
@@ -319,7 +319,7 @@ async def scripted(sessions: int, nodes: int, steps: int, data: Path) -> Cluster
 
 async def compare(sessions: int, steps: int, data: Path) -> list[ClusterFigures]:
     """The same run on the local engine, then on Ray (one node holding every session)."""
-    from mala_tui.runtime.ray_engine import RayEngine
+    from mala_tui.runtime.cluster.ray_engine import RayEngine
 
     local, _ = await drive(data, sessions, steps)
     local.scenario = "compare: local engine"

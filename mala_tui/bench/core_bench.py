@@ -20,7 +20,7 @@ from mala_tui.core.observations import MessageObserved, UsageObserved
 from mala_tui.core.transcript import Message, Role, TextBlock, ToolCall, ToolResult, Transcript
 from mala_tui.core.usage import CallUsage
 from mala_tui.prompt_files import load_prompts
-from mala_tui.runtime.session_limits import limits_from
+from mala_tui.runtime.run.session_limits import limits_from
 
 WINDOW = 200_000
 

@@ -27,8 +27,8 @@ from mala_tui.loopback import (
     Scenario,
     materialize_workspace,
 )
-from mala_tui.runtime.journal import EVENTS_FILE, RunJournal, new_run_id, read_events
-from mala_tui.runtime.supervisor import Supervisor
+from mala_tui.runtime.journal.writer import EVENTS_FILE, RunJournal, new_run_id, read_events
+from mala_tui.runtime.run.supervisor import Supervisor
 
 #: The settings every trial runs with: short timeouts so that stalls are seen in seconds.
 #: Not too short: a CLI starved of CPU by a dozen others can take seconds to answer, and

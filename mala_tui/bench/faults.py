@@ -59,7 +59,7 @@ from mala_tui.loopback import (
     Scenario,
     load_scenario,
 )
-from mala_tui.runtime.journal import EVENTS_FILE, read_events
+from mala_tui.runtime.journal.writer import EVENTS_FILE, read_events
 
 # -- the trials --------------------------------------------------------------------------------
 

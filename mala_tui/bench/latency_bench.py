@@ -24,7 +24,7 @@ from typing import Any
 from mala_tui.config import load_settings
 from mala_tui.core import events as ev
 from mala_tui.core.phases import Phase
-from mala_tui.runtime.journal import EVENTS_FILE, list_runs, read_events
+from mala_tui.runtime.journal.writer import EVENTS_FILE, list_runs, read_events
 
 
 def _requests(run_dir: Path) -> list[dict[str, Any]]:

@@ -10,7 +10,7 @@ from mala_tui.loopback.env import offline_cli_env
 from mala_tui.prompt_files import load_prompts
 from mala_tui.runtime.backends.base import SessionSpec
 from mala_tui.runtime.backends.claude import ClaudeBackend
-from mala_tui.runtime.supervisor import Supervisor
+from mala_tui.runtime.run.supervisor import Supervisor
 
 
 def supervised_session(

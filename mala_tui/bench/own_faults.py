@@ -61,9 +61,9 @@ from mala_tui.loopback import (
     offline_cli_env,
 )
 from mala_tui.loopback.env import DUMMY_API_KEY
-from mala_tui.runtime.journal import EVENTS_FILE, RESERVE_FILE, RunJournal, read_events
-from mala_tui.runtime.redaction import redact
-from mala_tui.runtime.supervisor import Supervisor
+from mala_tui.runtime.journal.writer import EVENTS_FILE, RESERVE_FILE, RunJournal, read_events
+from mala_tui.runtime.private.redaction import redact
+from mala_tui.runtime.run.supervisor import Supervisor
 
 # -- disk full ----------------------------------------------------------------------------------
 

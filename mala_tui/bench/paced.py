@@ -16,7 +16,7 @@ from mala_tui.core.transcript import Message, Role, TextBlock, ToolCall, ToolRes
 from mala_tui.core.usage import CallUsage
 from mala_tui.runtime.backends.base import Backend, StreamItem
 from mala_tui.runtime.backends.scripted import ScriptedBackend, ScriptedClient, finished
-from mala_tui.runtime.session_host import BackendFactory
+from mala_tui.runtime.cluster.session_host import BackendFactory
 
 
 def steps(count: int, *, base_tokens: int = 8_000, step_tokens: int = 300) -> list[StreamItem]:

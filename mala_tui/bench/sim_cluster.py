@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from mala_tui.bench.netns import inside
-from mala_tui.runtime.ray_engine import SLOT
+from mala_tui.runtime.cluster.ray_engine import SLOT
 
 
 class NotPrivate(RuntimeError):

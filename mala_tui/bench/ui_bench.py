@@ -39,8 +39,8 @@ from mala_tui.core.usage import UsageSource
 from mala_tui.core.view import SessionSnapshot
 from mala_tui.prompt_files import load_prompts
 from mala_tui.runtime.backends.scripted import ScriptedBackend
-from mala_tui.runtime.run_types import RunResult
-from mala_tui.runtime.supervisor import Supervisor
+from mala_tui.runtime.run.run_types import RunResult
+from mala_tui.runtime.run.supervisor import Supervisor
 from mala_tui.ui.app import MalaApp
 from mala_tui.ui.format import phase_label
 from mala_tui.ui.screens.dashboard import DashboardScreen

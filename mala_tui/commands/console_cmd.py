@@ -1,7 +1,7 @@
 """Consoles of live runs: `mala-tui attach`, `mala-tui stop`, and what `--detach` starts.
 
-A run is served to consoles by whoever runs its supervisor (runtime.channel): a
-detached run's host (runtime.host), or a foreground run's own process (both in
+A run is served to consoles by whoever runs its supervisor (runtime.consoles.channel): a
+detached run's host (runtime.consoles.run_host), or a foreground run's own process (both in
 commands.running). `attach` opens a console on it from any terminal (the app, or
 `--headless` event lines) and leaves it alone on the way out; `stop` stops it,
 resumably, as Ctrl-C in a foreground run does.
@@ -24,8 +24,8 @@ from mala_tui.config import LoadedSettings
 from mala_tui.core.events import RunMode
 
 if TYPE_CHECKING:
-    from mala_tui.runtime.host import Started
-    from mala_tui.runtime.remote import RemoteRun
+    from mala_tui.runtime.consoles.live_run import RemoteRun
+    from mala_tui.runtime.consoles.run_host import Started
 
 EXIT_OK: Final = 0
 EXIT_NOT_ALL_DONE: Final = 1
@@ -58,8 +58,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 def start_hosted(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO) -> int | None:
     """How `run`, `resume` and `demo` start: the exit status when this process only
-    starts the run's host (runtime.host) and is done, or is the app console of the run it
-    hosts; None when the run is to be built in this process.
+    starts the run's host (runtime.consoles.run_host) and is done, or is the app console
+    of the run it hosts; None when the run is to be built in this process.
 
     - this process is the host (`--host-ready-fd`; then `args.host_fd`): None;
     - `--detach`: the host is started, this says how to reach it, and exits 0;
@@ -70,7 +70,7 @@ def start_hosted(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO) 
     - headless (or the app with no command line to start again, as `show`'s resume):
       None, the run here. A headless run outlives a closed terminal in place.
     """
-    from mala_tui.runtime.host import spawn
+    from mala_tui.runtime.consoles.run_host import spawn
 
     args.host_fd = getattr(args, "host_ready_fd", None)
     if args.host_fd is not None:
@@ -98,9 +98,9 @@ def start_hosted(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO) 
 
 def _console_of(started: Started, loaded: LoadedSettings, out: TextIO) -> int:
     """The app on a run this process just started the host of (its child)."""
-    from mala_tui.runtime.host import wait
-    from mala_tui.runtime.remote import RemoteRun
-    from mala_tui.runtime.sockets import ChannelError
+    from mala_tui.runtime.consoles.live_run import RemoteRun
+    from mala_tui.runtime.consoles.run_host import wait
+    from mala_tui.runtime.consoles.sockets import ChannelError
 
     try:
         remote = RemoteRun.attach(started.folder, prices=loaded.settings.pricing.table())
@@ -118,8 +118,8 @@ def _console_of(started: Started, loaded: LoadedSettings, out: TextIO) -> int:
 
 def _find_live(args: argparse.Namespace, loaded: LoadedSettings, command: str) -> Path | int:
     """The run's folder; an exit status (said why) when there is no such run."""
-    from mala_tui.runtime.journal import JournalError, find_run, list_runs
-    from mala_tui.runtime.sockets import live_host
+    from mala_tui.runtime.consoles.sockets import live_host
+    from mala_tui.runtime.journal.writer import JournalError, find_run, list_runs
 
     data_dir = getattr(args, "data_dir", None) or loaded.settings.resolved_data_dir()
     try:
@@ -136,9 +136,9 @@ def _find_live(args: argparse.Namespace, loaded: LoadedSettings, command: str) -
 
 
 def attach(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.stdout) -> int:
-    from mala_tui.runtime.journal import JournalError
-    from mala_tui.runtime.remote import RemoteRun
-    from mala_tui.runtime.sockets import ChannelError
+    from mala_tui.runtime.consoles.live_run import RemoteRun
+    from mala_tui.runtime.consoles.sockets import ChannelError
+    from mala_tui.runtime.journal.writer import JournalError
 
     folder = _find_live(args, loaded, "attach")
     if isinstance(folder, int):
@@ -232,7 +232,7 @@ async def _attached(
 
 async def _host_ended(remote: RemoteRun, loaded: LoadedSettings, out: TextIO, host: int) -> int:
     """The foreground run's end: its sessions as the run left them, and the host's status."""
-    from mala_tui.runtime.host import wait
+    from mala_tui.runtime.consoles.run_host import wait
 
     status = await asyncio.to_thread(wait, host)
     _ending(remote, loaded, out, detached=False)
@@ -263,7 +263,7 @@ async def _headless(remote: RemoteRun, out: TextIO) -> None:
 def _ending(remote: RemoteRun, loaded: LoadedSettings, out: TextIO, *, detached: bool) -> int:
     """What the console says as it leaves, and its exit status."""
     from mala_tui.core.actions import EndStatus
-    from mala_tui.runtime.redaction import redact
+    from mala_tui.runtime.private.redaction import redact
     from mala_tui.ui.headless import one_line
 
     run_id = remote.folder.name
@@ -302,10 +302,10 @@ def _ending(remote: RemoteRun, loaded: LoadedSettings, out: TextIO, *, detached:
 def stop(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.stdout) -> int:
     import time
 
-    from mala_tui.runtime.channel import WHEN_STOPPED
-    from mala_tui.runtime.processes import pid_alive
-    from mala_tui.runtime.remote import RemoteRun
-    from mala_tui.runtime.sockets import ChannelError, live_host
+    from mala_tui.runtime.consoles.channel import WHEN_STOPPED
+    from mala_tui.runtime.consoles.live_run import RemoteRun
+    from mala_tui.runtime.consoles.sockets import ChannelError, live_host
+    from mala_tui.runtime.session.processes import pid_alive
 
     folder = _find_live(args, loaded, "stop")
     if isinstance(folder, int):

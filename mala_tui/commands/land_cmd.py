@@ -2,7 +2,7 @@
 
 Both find the session's worktree in the run's journal, refuse while the run is still
 being written (its sessions may still be running), do the git work
-(runtime.landing), and append what was done to the run's journal, so `show` and the
+(runtime.git.landing), and append what was done to the run's journal, so `show` and the
 app tell it afterwards. A refusal is one line on stderr and exit status 2, with nothing
 changed; a journal that cannot be written is 74.
 """
@@ -20,8 +20,8 @@ from mala_tui.core import events as ev
 
 if TYPE_CHECKING:
     from mala_tui.core.view import RunState, SessionState
-    from mala_tui.runtime.journal import RunJournal
-    from mala_tui.runtime.landing import Target
+    from mala_tui.runtime.git.landing import Target
+    from mala_tui.runtime.journal.writer import RunJournal
 
 EXIT_USAGE = 2
 EXIT_STORAGE = 74
@@ -90,15 +90,15 @@ def _open(args: argparse.Namespace, loaded: LoadedSettings) -> _Opened:
         Unwritable: the journal cannot be written.
     """
     from mala_tui.core.view import RunState
-    from mala_tui.runtime.journal import (
+    from mala_tui.runtime.git.landing import Target
+    from mala_tui.runtime.journal.writer import (
         JournalError,
         JournalInUse,
         RunJournal,
         StorageError,
         find_run,
     )
-    from mala_tui.runtime.landing import Target
-    from mala_tui.runtime.run_source import ResumeError, read_source, still_live
+    from mala_tui.runtime.run.run_source import ResumeError, read_source, still_live
     from mala_tui.ui.headless import one_line
 
     data_dir = args.data_dir or loaded.settings.resolved_data_dir()
@@ -147,9 +147,9 @@ def land(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.std
         pull_request_body,
         session_notes,
     )
-    from mala_tui.runtime.journal import safe_file_name
-    from mala_tui.runtime.landing import LandingError, push
-    from mala_tui.runtime.landing import land as land_branch
+    from mala_tui.runtime.git.landing import LandingError, push
+    from mala_tui.runtime.git.landing import land as land_branch
+    from mala_tui.runtime.journal.writer import safe_file_name
 
     if args.message is not None and not args.message.strip():
         return _refuse("land", "--message must not be empty (leave it out for the draft)")
@@ -184,8 +184,8 @@ def land(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.std
 
 
 def discard(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.stdout) -> int:
-    from mala_tui.runtime.landing import LandingError
-    from mala_tui.runtime.landing import discard as discard_branch
+    from mala_tui.runtime.git.landing import LandingError
+    from mala_tui.runtime.git.landing import discard as discard_branch
 
     try:
         opened = _open(args, loaded)

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, TextIO
 from mala_tui.config import LoadedSettings
 
 if TYPE_CHECKING:
-    from mala_tui.runtime.by_hand import Interactive
+    from mala_tui.runtime.session.by_hand import Interactive
 
 #: Claude Code itself failed (it exited with a status other than 0).
 EXIT_FAILED = 1
@@ -53,8 +53,8 @@ class OpenRefused(Exception):
 def open_session(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.stdout) -> int:
     from mala_tui.core import events as ev
     from mala_tui.core.text import plural
-    from mala_tui.runtime.by_hand import ByHandError, console_problem, read_back, size_of
-    from mala_tui.runtime.journal import JournalInUse, RunJournal, StorageError
+    from mala_tui.runtime.journal.writer import JournalInUse, RunJournal, StorageError
+    from mala_tui.runtime.session.by_hand import ByHandError, console_problem, read_back, size_of
     from mala_tui.ui.headless import one_line
 
     try:
@@ -132,12 +132,12 @@ def _prepare(args: argparse.Namespace, loaded: LoadedSettings) -> _Opening:
     from mala_tui.core import events as ev
     from mala_tui.core.view import RunState
     from mala_tui.runtime.backends.claude import ClaudeBackend
-    from mala_tui.runtime.by_hand import interactive
-    from mala_tui.runtime.journal import JournalError, find_run
-    from mala_tui.runtime.launch import TaskPlan, agent_spec
-    from mala_tui.runtime.profiles import Profile, ProfileError
-    from mala_tui.runtime.resume import profiles_of
-    from mala_tui.runtime.run_source import ResumeError, read_source, still_live
+    from mala_tui.runtime.journal.writer import JournalError, find_run
+    from mala_tui.runtime.run.launch import TaskPlan, agent_spec
+    from mala_tui.runtime.run.profiles import Profile, ProfileError
+    from mala_tui.runtime.run.resume import profiles_of
+    from mala_tui.runtime.run.run_source import ResumeError, read_source, still_live
+    from mala_tui.runtime.session.by_hand import interactive
     from mala_tui.ui.headless import one_line
 
     data_dir = args.data_dir or loaded.settings.resolved_data_dir()

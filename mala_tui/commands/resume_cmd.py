@@ -24,10 +24,10 @@ from mala_tui.config import LoadedSettings
 from mala_tui.core.describe import gap
 
 if TYPE_CHECKING:
-    from mala_tui.runtime.ray_engine import RayEngine
-    from mala_tui.runtime.run_source import ResumeSource
-    from mala_tui.runtime.run_types import RunResult
-    from mala_tui.runtime.signals import Shutdown
+    from mala_tui.runtime.cluster.ray_engine import RayEngine
+    from mala_tui.runtime.run.run_source import ResumeSource
+    from mala_tui.runtime.run.run_types import RunResult
+    from mala_tui.runtime.run.signals import Shutdown
 
 EXIT_USAGE = 2
 EXIT_STORAGE = 74
@@ -48,7 +48,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 
 def resume(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.stdout) -> int:
-    from mala_tui.runtime.signals import stop_requests
+    from mala_tui.runtime.run.signals import stop_requests
 
     detached = start_hosted(args, loaded, out)
     if detached is not None:
@@ -61,8 +61,8 @@ def resume(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.s
 def _resume(
     args: argparse.Namespace, loaded: LoadedSettings, out: TextIO, shutdown: Shutdown
 ) -> int:
-    from mala_tui.runtime.journal import JournalError, find_run
-    from mala_tui.runtime.resume import ResumeError, read_source
+    from mala_tui.runtime.journal.writer import JournalError, find_run
+    from mala_tui.runtime.run.resume import ResumeError, read_source
 
     loaded = with_permissions_flag(args, with_budget_flags(args, loaded))
     problem = refusal(args, loaded)
@@ -80,7 +80,7 @@ def _resume(
     engine = None
     if source.meta.get("engine") == "ray":
         # The run's sessions ran on a cluster: the same one again (or a local Ray, as then).
-        from mala_tui.runtime.ray_engine import EngineRefused, RayEngine
+        from mala_tui.runtime.cluster.ray_engine import EngineRefused, RayEngine
 
         address = source.meta.get("ray_address")
         try:
@@ -110,9 +110,9 @@ def _resume_on(
     engine: RayEngine | None,
 ) -> int:
     from mala_tui.runtime.backends.claude import ClaudeBackend
-    from mala_tui.runtime.journal import StorageError
-    from mala_tui.runtime.resume import ResumeError, prepare
-    from mala_tui.runtime.worktree import WorktreeTracker
+    from mala_tui.runtime.git.worktree import WorktreeTracker
+    from mala_tui.runtime.journal.writer import StorageError
+    from mala_tui.runtime.run.resume import ResumeError, prepare
     from mala_tui.ui.headless import one_line
 
     backend = ClaudeBackend.for_run(source.folder)
@@ -140,7 +140,7 @@ def _resume_on(
         # A session added to the resumed run gets a worktree of its own, as in `run`.
         on_hosts = engine is not None
         worktrees = trackers[0].worktrees
-        if on_hosts:  # added ones too: their hosts make their worktrees (runtime.mirror)
+        if on_hosts:  # added ones too: their hosts make their worktrees (runtime.cluster.mirror)
             supervisor.on_added.append(host_worktree_setter(worktrees, journal.run_id))
         supervisor.spec_for_new = in_worktree(
             resumed.template, worktrees, journal, on_hosts=on_hosts

@@ -34,14 +34,14 @@ from mala_tui.core.events import RunMode
 from mala_tui.core.text import clean
 
 if TYPE_CHECKING:
-    from mala_tui.runtime.journal import RunJournal
-    from mala_tui.runtime.launch import TaskPlan
-    from mala_tui.runtime.profiles import Profile
-    from mala_tui.runtime.ray_engine import RayEngine
-    from mala_tui.runtime.run_types import RunResult
-    from mala_tui.runtime.signals import Shutdown
-    from mala_tui.runtime.supervisor import Supervisor
-    from mala_tui.runtime.worktree import Worktree
+    from mala_tui.runtime.cluster.ray_engine import RayEngine
+    from mala_tui.runtime.git.worktree import Worktree
+    from mala_tui.runtime.journal.writer import RunJournal
+    from mala_tui.runtime.run.launch import TaskPlan
+    from mala_tui.runtime.run.profiles import Profile
+    from mala_tui.runtime.run.run_types import RunResult
+    from mala_tui.runtime.run.signals import Shutdown
+    from mala_tui.runtime.run.supervisor import Supervisor
 
 # The runtime (and with it the SDK) is imported inside the commands: `--help` stays fast.
 EXIT_USAGE = 2
@@ -111,7 +111,7 @@ def _model_name(text: str) -> str:
 
 
 def run(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.stdout) -> int:
-    from mala_tui.runtime.signals import stop_requests
+    from mala_tui.runtime.run.signals import stop_requests
 
     detached = start_hosted(args, loaded, out)
     if detached is not None:
@@ -123,8 +123,8 @@ def run(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.stdo
 
 def _run(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO, shutdown: Shutdown) -> int:
     loaded = with_permissions_flag(args, with_budget_flags(args, loaded))
-    from mala_tui.runtime.launch import TaskFileError, oversized, plan_run
-    from mala_tui.runtime.worktree import WorktreeError, repository_root
+    from mala_tui.runtime.git.worktree import WorktreeError, repository_root
+    from mala_tui.runtime.run.launch import TaskFileError, oversized, plan_run
 
     try:
         plans, profiles = plan_run(args.tasks, args.tasks_file, args.cwd, loaded.settings)
@@ -148,7 +148,7 @@ def _run(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO, shutdown
             return EXIT_USAGE
     engine = None
     if args.engine == "ray":
-        from mala_tui.runtime.ray_engine import EngineRefused, RayEngine
+        from mala_tui.runtime.cluster.ray_engine import EngineRefused, RayEngine
 
         try:
             engine = RayEngine.connect(
@@ -189,10 +189,10 @@ def _run_on(
     """The run, its sessions here or (with `engine`) each on a host of the cluster;
     `profiles`: the tasks file's named profiles, which a session added later may take."""
     from mala_tui.runtime.backends.claude import ClaudeBackend
-    from mala_tui.runtime.journal import StorageError
-    from mala_tui.runtime.launch import agent_spec, build_supervisor, open_journal, plain_spec
-    from mala_tui.runtime.mirror import plan_all
-    from mala_tui.runtime.worktree import WorktreeError, WorktreeTracker, create_all
+    from mala_tui.runtime.cluster.mirror import plan_all
+    from mala_tui.runtime.git.worktree import WorktreeError, WorktreeTracker, create_all
+    from mala_tui.runtime.journal.writer import StorageError
+    from mala_tui.runtime.run.launch import agent_spec, build_supervisor, open_journal, plain_spec
 
     settings = loaded.settings
     where: dict[str, object] = {}
@@ -211,7 +211,7 @@ def _run_on(
     worktrees: dict[str, Worktree] = {}
     if use_worktrees:
         try:
-            if engine is not None:  # each host makes its own (runtime.mirror)
+            if engine is not None:  # each host makes its own (runtime.cluster.mirror)
                 worktrees = plan_all(
                     [(plan.name, plan.cwd) for plan in plans],
                     journal.run_id,
@@ -293,7 +293,7 @@ def _discard_unstarted(journal: RunJournal) -> None:
 
 
 def demo(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.stdout) -> int:
-    from mala_tui.runtime.signals import stop_requests
+    from mala_tui.runtime.run.signals import stop_requests
 
     detached = start_hosted(args, loaded, out)
     if detached is not None:
@@ -304,8 +304,8 @@ def demo(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.std
 
 def _demo(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO, shutdown: Shutdown) -> int:
     loaded = with_budget_flags(args, loaded)
-    from mala_tui.runtime.demo import demo_run
-    from mala_tui.runtime.journal import StorageError
+    from mala_tui.runtime.journal.writer import StorageError
+    from mala_tui.runtime.run.demo import demo_run
 
     problem = refusal(args, loaded)
     if problem is not None:

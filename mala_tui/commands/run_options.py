@@ -91,7 +91,8 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
         help="run in the background: print the run's id and how to attach, and return at "
         "once (the run goes on after this terminal closes; `mala-tui attach`, `mala-tui stop`)",
     )
-    # Given by `--detach` to the run's host it starts (runtime.host): where to say "ready".
+    # Given by `--detach` to the run's host it starts (runtime.consoles.run_host): where to
+    # say "ready".
     parser.add_argument("--host-ready-fd", type=int, help=argparse.SUPPRESS)
     parser.add_argument(
         "--notify",
@@ -129,7 +130,7 @@ def refusal(args: argparse.Namespace, loaded: LoadedSettings) -> str | None:
     """Why this run cannot start as asked, before anything is created; None if it can."""
     from mala_tui.core.prompts import PromptTemplateError
     from mala_tui.runtime.backends.cli_launcher import cli_problem
-    from mala_tui.runtime.launch import HeadlessApprovalError, check_approval_mode, prompts_for
+    from mala_tui.runtime.run.launch import HeadlessApprovalError, check_approval_mode, prompts_for
 
     # The run's host needs no terminal of its own: consoles attach to it.
     host = getattr(args, "host_fd", None) is not None

@@ -1,8 +1,8 @@
 """A worktree run's sessions, added or forked while it runs, and on a cluster's hosts.
 
 Each session of a worktree run (`run --worktree`, and its resume) works in a git
-worktree and branch of its own (runtime.worktree); on a cluster each session's host
-makes it from its own mirror of the repository (runtime.mirror).
+worktree and branch of its own (runtime.git.worktree); on a cluster each session's host
+makes it from its own mirror of the repository (runtime.cluster.mirror).
 """
 
 from __future__ import annotations
@@ -14,14 +14,14 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from mala_tui.runtime.backends.base import SessionSpec
-    from mala_tui.runtime.journal import RunJournal
-    from mala_tui.runtime.supervisor import Supervisor
-    from mala_tui.runtime.worktree import Worktree
+    from mala_tui.runtime.git.worktree import Worktree
+    from mala_tui.runtime.journal.writer import RunJournal
+    from mala_tui.runtime.run.supervisor import Supervisor
 
 
 def host_worktrees(supervisor: Supervisor, worktrees: dict[str, Worktree], run_id: str) -> None:
     """On a cluster, each session's host makes its worktree from its own mirror of the
-    repository (runtime.mirror): the sessions there now, and those added later.
+    repository (runtime.cluster.mirror): the sessions there now, and those added later.
 
     Raises:
         WorktreeError: a repository cannot be written (its base ref).
@@ -37,8 +37,8 @@ def host_worktree_setter(
 ) -> Callable[[str, object], None]:
     """Hands a session's runner on a cluster the worktree its host is to make (raises
     WorktreeError when the repository cannot be written)."""
-    from mala_tui.runtime.mirror import workspace
-    from mala_tui.runtime.remote_runner import RemoteRunner
+    from mala_tui.runtime.cluster.driver_runner import RemoteRunner
+    from mala_tui.runtime.cluster.mirror import workspace
 
     def set_up(name: str, runner: object) -> None:
         if isinstance(runner, RemoteRunner) and name in worktrees:
@@ -49,8 +49,8 @@ def host_worktree_setter(
 
 def ended_on_host(run_id: str) -> Callable[[Worktree], object]:
     """The driver's worktree of a session its host ran, made as the session ends."""
-    from mala_tui.runtime.mirror import materialize
-    from mala_tui.runtime.wip import wip_ref
+    from mala_tui.runtime.cluster.mirror import materialize
+    from mala_tui.runtime.git.wip import wip_ref
 
     return lambda worktree: materialize(worktree, wip_ref(run_id, worktree.session))
 
@@ -60,8 +60,8 @@ def in_worktree(
 ) -> Callable[[str, str, Path], SessionSpec]:
     """A session added to a worktree run gets a worktree of its own, like the others (on a
     cluster, one its host makes)."""
-    from mala_tui.runtime.mirror import plan
-    from mala_tui.runtime.worktree import WorktreeError, create
+    from mala_tui.runtime.cluster.mirror import plan
+    from mala_tui.runtime.git.worktree import WorktreeError, create
 
     def spec(name: str, task: str, cwd: Path) -> SessionSpec:
         try:
@@ -79,7 +79,7 @@ def fork_in_worktree(
     worktrees: dict[str, Worktree], journal: RunJournal, *, on_hosts: bool
 ) -> Callable[[SessionSpec, str, str], SessionSpec]:
     """A fork in a worktree run gets a worktree of its own, made from its parent's."""
-    from mala_tui.runtime.worktree import WorktreeError, fork
+    from mala_tui.runtime.git.worktree import WorktreeError, fork
 
     def spec(parent: SessionSpec, name: str, instruction: str) -> SessionSpec:
         made = worktrees.get(parent.name)

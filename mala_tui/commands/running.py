@@ -1,5 +1,5 @@
 """A run once built, in this process: in the app, headless, or as the run's host (a
-detached run's, runtime.host), served to consoles however it runs; and what the
+detached run's, runtime.consoles.run_host), served to consoles however it runs; and what the
 command says as the run ends (each session's end, the cost, how to carry it on).
 
 `run`, `demo` and `resume` each build their run, then hand it here.
@@ -21,11 +21,11 @@ from mala_tui.core.pricing import Spend, format_cost
 if TYPE_CHECKING:
     from mala_tui.config import Settings
     from mala_tui.core import events as ev
-    from mala_tui.runtime.channel import ControlChannel
-    from mala_tui.runtime.notify import NotifyCommand
-    from mala_tui.runtime.run_types import RunResult
-    from mala_tui.runtime.signals import Shutdown
-    from mala_tui.runtime.supervisor import Supervisor
+    from mala_tui.runtime.consoles.channel import ControlChannel
+    from mala_tui.runtime.consoles.notify import NotifyCommand
+    from mala_tui.runtime.run.run_types import RunResult
+    from mala_tui.runtime.run.signals import Shutdown
+    from mala_tui.runtime.run.supervisor import Supervisor
     from mala_tui.ui.app import MalaApp
 
 EXIT_USAGE = 2
@@ -91,8 +91,8 @@ def until_done(main: Callable[[], object]) -> RunResult | Shutdown | int:
 
 
 def finish(outcome: RunResult | Shutdown | int, supervisor: Supervisor | None, out: TextIO) -> int:
-    from mala_tui.runtime.launch import run_status
-    from mala_tui.runtime.signals import Shutdown
+    from mala_tui.runtime.run.launch import run_status
+    from mala_tui.runtime.run.signals import Shutdown
     from mala_tui.ui.headless import exit_status
 
     result = None if isinstance(outcome, int | Shutdown) else outcome
@@ -136,13 +136,13 @@ async def supervise(
     host_fd: int | None = None,
 ) -> RunResult | Shutdown | int:
     """Run in the app, headless, or as the run's host (`host_fd`: a detached run's, see
-    runtime.host) until the run ends or a stop is asked for (Ctrl-C, SIGTERM, SIGHUP:
+    runtime.consoles.run_host) until the run ends or a stop is asked for (Ctrl-C, SIGTERM, SIGHUP:
     `shutdown`, whose handlers the command installed before start-up). However it runs,
-    consoles can attach to it (runtime.channel).
+    consoles can attach to it (runtime.consoles.channel).
 
     A stop asked for before the run started (during start-up) ends every session
     before any starts; asked for again while stopping, the agents are killed at once."""
-    from mala_tui.runtime.signals import StopRoute
+    from mala_tui.runtime.run.signals import StopRoute
 
     if shutdown.requested:
         supervisor.set_stop_cause(shutdown.cause)
@@ -196,7 +196,7 @@ async def _app(supervisor: Supervisor, on_app: Callable[[MalaApp], object]) -> R
 
 
 async def _headless(supervisor: Supervisor, out: TextIO) -> RunResult | int:
-    from mala_tui.runtime.launch import HeadlessApprovalError, check_headless_approvals
+    from mala_tui.runtime.run.launch import HeadlessApprovalError, check_headless_approvals
     from mala_tui.ui.headless import read_stdin_line, run_headless
 
     interactive = sys.stdin.isatty()
@@ -213,8 +213,8 @@ async def _headless(supervisor: Supervisor, out: TextIO) -> RunResult | int:
 
 async def hosted(supervisor: Supervisor, out: TextIO, ready: int) -> RunResult | int:
     """The run as its host runs it: served to consoles, its event lines in `host.log`."""
-    from mala_tui.runtime.channel import ChannelError, ControlChannel
-    from mala_tui.runtime.host import say_ready
+    from mala_tui.runtime.consoles.channel import ChannelError, ControlChannel
+    from mala_tui.runtime.consoles.run_host import say_ready
     from mala_tui.ui.headless import printer
 
     journal = supervisor.journal
@@ -238,7 +238,7 @@ async def hosted(supervisor: Supervisor, out: TextIO, ready: int) -> RunResult |
 
 def _notifier(supervisor: Supervisor, channel: ControlChannel) -> NotifyCommand | None:
     """`ui.notify_command`, run when the run needs a person and no console is attached."""
-    from mala_tui.runtime.notify import NotifyCommand
+    from mala_tui.runtime.consoles.notify import NotifyCommand
 
     command = supervisor.settings.ui.notify_command
     journal = supervisor.journal
@@ -264,7 +264,7 @@ def _notifier(supervisor: Supervisor, channel: ControlChannel) -> NotifyCommand 
 @contextlib.asynccontextmanager
 async def serving(supervisor: Supervisor) -> AsyncIterator[None]:
     """A foreground run served to consoles too, while it runs (a warning if it cannot be)."""
-    from mala_tui.runtime.channel import ChannelError, ControlChannel
+    from mala_tui.runtime.consoles.channel import ChannelError, ControlChannel
 
     journal = supervisor.journal
     if journal is None:

@@ -14,9 +14,15 @@ from mala_tui.config import LoadedSettings, Settings
 from mala_tui.core.pricing import PriceTable, Spend, format_cost
 from mala_tui.core.subagents import SubagentGauge
 from mala_tui.core.view import RunState, WorktreeRecord
-from mala_tui.runtime.journal import EVENTS_FILE, JournalError, find_run, list_runs, read_events
-from mala_tui.runtime.launch import EXIT_USAGE
-from mala_tui.runtime.sockets import live_host
+from mala_tui.runtime.consoles.sockets import live_host
+from mala_tui.runtime.journal.writer import (
+    EVENTS_FILE,
+    JournalError,
+    find_run,
+    list_runs,
+    read_events,
+)
+from mala_tui.runtime.run.launch import EXIT_USAGE
 from mala_tui.ui.headless import one_line
 
 
@@ -158,7 +164,7 @@ def subagent_as_json(gauge: SubagentGauge) -> dict[str, Any]:
 
 def load_run(args: argparse.Namespace, loaded: LoadedSettings) -> tuple[Path, RunState, list[str]]:
     """The run's view from its journal, with each worktree's branch status read from git."""
-    from mala_tui.runtime.landing import refresh_statuses
+    from mala_tui.runtime.git.landing import refresh_statuses
 
     folder = find_run(data_dir(args, loaded), args.run)
     contents = read_events(folder / EVENTS_FILE)
@@ -191,7 +197,7 @@ def show(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.std
             file=sys.stderr,
         )
         return EXIT_USAGE
-    from mala_tui.runtime.landings import FinishedRun
+    from mala_tui.runtime.run.landings import FinishedRun
     from mala_tui.ui.app import run_app
 
     resumed: list[int] = []
@@ -237,7 +243,7 @@ def resume_as_json(folder: Path, settings: Settings) -> dict[str, Any] | None:
     unfinished session that has an agent session counts as resuming by its id.
     """
     from mala_tui.commands.running import resume_command
-    from mala_tui.runtime.resume import ResumeError, plan_for, read_source, still_live
+    from mala_tui.runtime.run.resume import ResumeError, plan_for, read_source, still_live
 
     try:
         source = read_source(folder)

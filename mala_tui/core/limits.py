@@ -14,7 +14,7 @@ class Limits:
     """Thresholds are fractions of the window; token figures are in the API's tokens.
 
     The configurable ones have no defaults here: the config's are the only ones
-    (`runtime.supervisor.limits_from` builds these from the settings).
+    (`runtime.run.supervisor.limits_from` builds these from the settings).
     """
 
     soft_threshold: float

@@ -26,9 +26,9 @@ from mala_tui.core.phases import ManageMode, Phase, Trigger
 from mala_tui.core.questions import ApprovalQuestion, PermissionQuestion
 from mala_tui.core.usage import UsageSource
 from mala_tui.core.view import RunState, SessionSnapshot
-from mala_tui.runtime.landings import Landings
-from mala_tui.runtime.profiles import Profile
-from mala_tui.runtime.recorder import RunRecorder
+from mala_tui.runtime.run.landings import Landings
+from mala_tui.runtime.run.profiles import Profile
+from mala_tui.runtime.run.recorder import RunRecorder
 
 T0 = 1_750_000_000.0
 """The sample run's start, seconds since the epoch."""
@@ -448,7 +448,7 @@ def sample_state() -> RunState:
 class FakeLiveSource:
     """The sample run as a live source: commands and answers are recorded, no agent runs.
 
-    It has the shape of `runtime.supervisor.Supervisor` the app needs
+    It has the shape of `runtime.run.supervisor.Supervisor` the app needs
     (`ui.source.LiveSource`). `record` plays an event as the real supervisor does,
     through a `RunRecorder` with no journal: into the view, then to the listeners.
     """

@@ -19,7 +19,7 @@ from typing import Final
 from mala_tui.core.observations import Decision
 from mala_tui.core.permissions import PermissionAnswer
 from mala_tui.core.questions import ApprovalQuestion, PermissionQuestion, Question, QuestionKind
-from mala_tui.runtime.desk import QuestionClosed
+from mala_tui.runtime.questions.desk import QuestionClosed
 from mala_tui.ui.controller import ReadOnlyError
 from mala_tui.ui.screens.approval import ApprovalAnswer, ApprovalScreen
 from mala_tui.ui.screens.permission import PermissionReply, PermissionScreen

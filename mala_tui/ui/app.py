@@ -1,6 +1,6 @@
 """The mala-tui Textual app: wires the source, the screens, the themes and the live updates.
 
-`MalaApp(source, settings=...)` shows a live run (a `runtime.supervisor.Supervisor`,
+`MalaApp(source, settings=...)` shows a live run (a `runtime.run.supervisor.Supervisor`,
 run in a worker from mount until quit) or a finished one (a `RunState` read
 from its journal: nothing can be changed). `run_app` runs it in the terminal.
 """
@@ -26,10 +26,10 @@ from textual.worker import Worker, WorkerState
 from mala_tui.config import Settings
 from mala_tui.core.events import RunMode
 from mala_tui.core.questions import Question, QuestionKind
-from mala_tui.runtime.by_hand import ByHandError, Interactive, run_here
-from mala_tui.runtime.landings import FinishedRun
-from mala_tui.runtime.signals import StopReason
-from mala_tui.runtime.sockets import ChannelError
+from mala_tui.runtime.consoles.sockets import ChannelError
+from mala_tui.runtime.run.landings import FinishedRun
+from mala_tui.runtime.run.signals import StopReason
+from mala_tui.runtime.session.by_hand import ByHandError, Interactive, run_here
 from mala_tui.ui.answer_queue import AnswerQueue
 from mala_tui.ui.attention import Attention, Desktop, desktop_protocol
 from mala_tui.ui.bridge import UpdateBridge

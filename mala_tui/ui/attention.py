@@ -24,7 +24,7 @@ from typing import Final
 
 from mala_tui.core import events as ev
 from mala_tui.core.notices import APP, event_notice
-from mala_tui.runtime.redaction import redact
+from mala_tui.runtime.private.redaction import redact
 
 BEL: Final = "\a"
 _CONTROL: Final = re.compile(r"[\x00-\x1f\x7f-\x9f]")

@@ -20,8 +20,8 @@ from mala_tui.core.permissions import PermissionAnswer
 from mala_tui.core.phases import ManageMode
 from mala_tui.core.questions import ApprovalQuestion, PermissionQuestion, Question
 from mala_tui.core.view import RunState, SessionSnapshot, SessionState
-from mala_tui.runtime.landings import WorktreeLandings
-from mala_tui.runtime.sockets import ChannelError
+from mala_tui.runtime.consoles.sockets import ChannelError
+from mala_tui.runtime.run.landings import WorktreeLandings
 from mala_tui.ui.source import (
     BreakdownSource,
     BudgetSource,
@@ -213,7 +213,8 @@ class Controller:
         """Answer one approval; it leaves the list once the run records the decision.
 
         Raises:
-            KeyError: it no longer waits (`runtime.desk.QuestionClosed` says who answered).
+            KeyError: it no longer waits (`runtime.questions.desk.QuestionClosed` says who
+                answered).
             ReadOnlyError: the run cannot be acted on (ended, or its host gone).
         """
         with self._live() as run:
@@ -230,7 +231,8 @@ class Controller:
         """Answer one tool use; it leaves the list once the run records the answer.
 
         Raises:
-            KeyError: it no longer waits (`runtime.desk.QuestionClosed` says who answered).
+            KeyError: it no longer waits (`runtime.questions.desk.QuestionClosed` says who
+                answered).
             ReadOnlyError: the run cannot be acted on (ended, or its host gone).
         """
         with self._live() as run:

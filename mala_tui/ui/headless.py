@@ -25,15 +25,15 @@ from mala_tui.core.permissions import CUT_INPUT_NOTE, AnsweredBy, PermissionAnsw
 from mala_tui.core.questions import ApprovalQuestion, PermissionQuestion, Question, permission_id
 from mala_tui.core.text import clean, shorten
 from mala_tui.core.view import RunState
-from mala_tui.runtime.desk import QuestionClosed, Reply
-from mala_tui.runtime.launch import run_status
-from mala_tui.runtime.recorder import Listeners
-from mala_tui.runtime.redaction import redact
+from mala_tui.runtime.private.redaction import redact
+from mala_tui.runtime.questions.desk import QuestionClosed, Reply
+from mala_tui.runtime.run.launch import run_status
+from mala_tui.runtime.run.recorder import Listeners
 from mala_tui.ui.attention import Attention, Desktop, desktop_protocol
 
 if TYPE_CHECKING:
-    from mala_tui.runtime.run_types import RunResult
-    from mala_tui.runtime.supervisor import Supervisor
+    from mala_tui.runtime.run.run_types import RunResult
+    from mala_tui.runtime.run.supervisor import Supervisor
 
 LineReader = Callable[[], Awaitable[str]]
 """Reads one line typed at the terminal; raises EOFError once its input has ended."""
@@ -41,7 +41,7 @@ LineReader = Callable[[], Awaitable[str]]
 
 class Answerable(Protocol):
     """A run whose questions can be answered from a terminal: its supervisor, or a
-    console's view of it (runtime.remote.RemoteRun)."""
+    console's view of it (runtime.consoles.live_run.RemoteRun)."""
 
     @property
     def state(self) -> RunState: ...

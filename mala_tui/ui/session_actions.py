@@ -22,9 +22,9 @@ from mala_tui.core.observations import Command
 from mala_tui.core.phases import ManageMode, Phase
 from mala_tui.core.text import plural
 from mala_tui.core.view import SessionSnapshot
-from mala_tui.runtime.by_hand import ByHandError, console_problem, in_tmux, run_in_tmux
-from mala_tui.runtime.landing import LandingError
-from mala_tui.runtime.sockets import ChannelError
+from mala_tui.runtime.consoles.sockets import ChannelError
+from mala_tui.runtime.git.landing import LandingError
+from mala_tui.runtime.session.by_hand import ByHandError, console_problem, in_tmux, run_in_tmux
 from mala_tui.ui.bridge import UpdateBridge
 from mala_tui.ui.controller import Controller, ReadOnlyError
 from mala_tui.ui.format import phase_label

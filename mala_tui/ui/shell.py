@@ -14,7 +14,7 @@ from typing import Any, Protocol, TypeVar
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
 
-from mala_tui.runtime.by_hand import Interactive
+from mala_tui.runtime.session.by_hand import Interactive
 
 ResultT = TypeVar("ResultT")
 

@@ -1,6 +1,6 @@
 """What the app shows: a live run it can act on, or a finished run it can only read.
 
-The app is built against `LiveSource`, the part of `runtime.supervisor.Supervisor`
+The app is built against `LiveSource`, the part of `runtime.run.supervisor.Supervisor`
 it uses, so the command line passes a real Supervisor while tests, screenshots
 and the benchmark may pass a recording stand-in with the same shape. A
 `RunState` read back from a journal is the read-only source (`mala-tui show`).
@@ -17,9 +17,9 @@ from mala_tui.core.observations import Command, Decision
 from mala_tui.core.permissions import AnsweredBy, PermissionAnswer
 from mala_tui.core.phases import ManageMode
 from mala_tui.core.view import RunState, SessionSnapshot
-from mala_tui.runtime.by_hand import Interactive
-from mala_tui.runtime.landings import WorktreeLandings
-from mala_tui.runtime.recorder import EventListener, QuestionListener, SnapshotListener
+from mala_tui.runtime.run.landings import WorktreeLandings
+from mala_tui.runtime.run.recorder import EventListener, QuestionListener, SnapshotListener
+from mala_tui.runtime.session.by_hand import Interactive
 
 
 class Listeners(Protocol):
@@ -44,7 +44,7 @@ class Observed(Protocol):
 
 
 class LiveSource(Protocol):
-    """A run in progress, as the app sees it (`runtime.supervisor.Supervisor` is one)."""
+    """A run in progress, as the app sees it (`runtime.run.supervisor.Supervisor` is one)."""
 
     @property
     def state(self) -> RunState:
@@ -72,7 +72,8 @@ class LiveSource(Protocol):
         """Answer the approval of this checkpoint of the session.
 
         Raises:
-            KeyError: it does not wait (`runtime.desk.QuestionClosed` says who answered it).
+            KeyError: it does not wait (`runtime.questions.desk.QuestionClosed` says who
+                answered it).
         """
 
     def set_require_approval(self, session: str | None, required: bool) -> None: ...
@@ -110,7 +111,7 @@ class LiveSource(Protocol):
 
         Raises:
             KeyError: no such request waits (answered meanwhile, timed out, session ended;
-                `runtime.desk.QuestionClosed` says who answered it).
+                `runtime.questions.desk.QuestionClosed` says who answered it).
         """
 
 

@@ -22,8 +22,8 @@ from pathlib import Path
 from mala_tui.core import events as ev
 from mala_tui.core.notices import page_title, waiting_notice
 from mala_tui.core.view import RunState
-from mala_tui.runtime.journal import EVENTS_FILE, JournalError, runs_dir
-from mala_tui.runtime.sockets import live_host
+from mala_tui.runtime.consoles.sockets import live_host
+from mala_tui.runtime.journal.writer import EVENTS_FILE, JournalError, runs_dir
 
 _RUN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 """What a run id from a URL may look like: one folder name, never a path."""

@@ -19,8 +19,8 @@ import pytest
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.text import clean
-from mala_tui.runtime.journal import RunJournal
-from mala_tui.runtime.worktree import Worktree, create
+from mala_tui.runtime.git.worktree import Worktree, create
+from mala_tui.runtime.journal.writer import RunJournal
 from tests.cli.test_cli import run
 from tests.cli.test_land_cli import RUN_ID, Run, git, started
 

@@ -218,7 +218,7 @@ def test_a_missing_or_unusable_cli_is_one_line_before_the_run(
 SPY = """
 import sys
 from mala_tui import cli
-from mala_tui.runtime import journal_reader
+from mala_tui.runtime.journal import reader as journal_reader
 
 real = journal_reader.read_events
 

@@ -33,9 +33,15 @@ from mala_tui.core.actions import EndStatus
 from mala_tui.core.observations import SessionIdentified
 from mala_tui.core.view import RunState
 from mala_tui.runtime.backends.scripted import HANG, ScriptedClient
-from mala_tui.runtime.journal import RunJournal, StorageError, UnsafeFolder, find_run, list_runs
-from mala_tui.runtime.remote import RemoteRun
-from mala_tui.runtime.worktree import create
+from mala_tui.runtime.consoles.live_run import RemoteRun
+from mala_tui.runtime.git.worktree import create
+from mala_tui.runtime.journal.writer import (
+    RunJournal,
+    StorageError,
+    UnsafeFolder,
+    find_run,
+    list_runs,
+)
 from tests.cli.test_cli import run
 from tests.cli.test_land_cli import RUN_ID as LANDED_RUN
 from tests.cli.test_land_cli import Run, git
@@ -163,7 +169,7 @@ def test_shows_land_hint_names_the_data_dir(tmp_path: Path) -> None:
             )
         ]
     )
-    from mala_tui.runtime.landing import refresh_statuses
+    from mala_tui.runtime.git.landing import refresh_statuses
 
     refresh_statuses(state)
     data = tmp_path / "data"

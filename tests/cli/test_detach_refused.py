@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from mala_tui.runtime import host
-from mala_tui.runtime.sockets import ChannelError
+from mala_tui.runtime.consoles import run_host as host
+from mala_tui.runtime.consoles.sockets import ChannelError
 
 
 def test_no_private_socket_folder_refuses_in_one_line_and_starts_nothing(

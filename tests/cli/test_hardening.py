@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from mala_tui.core import events as ev
-from mala_tui.runtime.journal import RunJournal
+from mala_tui.runtime.journal.writer import RunJournal
 
 
 def mala(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -242,7 +242,7 @@ def test_sessions_have_a_default_timeout() -> None:
 
 async def test_the_demos_files_are_private(tmp_path: Path) -> None:
     from mala_tui.config import load_settings
-    from mala_tui.runtime.demo import demo_run
+    from mala_tui.runtime.run.demo import demo_run
 
     loaded = load_settings(overrides=[("storage.data_dir", tmp_path / "data", "test")])
     async with demo_run(loaded, scenarios=("quickstart",)) as started:
@@ -260,7 +260,7 @@ def test_the_final_summary_prints_names_and_reasons_literally() -> None:
     import io
 
     from mala_tui.core.actions import EndStatus
-    from mala_tui.runtime.run_types import RunResult
+    from mala_tui.runtime.run.run_types import RunResult
     from mala_tui.ui.headless import exit_status
 
     out = io.StringIO()

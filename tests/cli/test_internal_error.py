@@ -14,8 +14,8 @@ from mala_tui import cli
 from mala_tui.commands import runs_cmd
 from mala_tui.commands.internal_error import report_internal_error
 from mala_tui.core import events as ev
-from mala_tui.runtime import supervisor as supervisor_module
-from mala_tui.runtime.journal import EVENTS_FILE, forget_opened_runs, list_runs, read_events
+from mala_tui.runtime.journal.writer import EVENTS_FILE, forget_opened_runs, list_runs, read_events
+from mala_tui.runtime.run import supervisor as supervisor_module
 
 
 def open_files() -> set[str]:

@@ -10,8 +10,8 @@ import pytest
 
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
-from mala_tui.runtime.journal import RunJournal, read_events
-from mala_tui.runtime.worktree import Worktree, create
+from mala_tui.runtime.git.worktree import Worktree, create
+from mala_tui.runtime.journal.writer import RunJournal, read_events
 from tests.cli.test_cli import run
 
 RUN_ID = "20260101-000000-cafe"
@@ -232,7 +232,7 @@ def test_show_tells_each_worktree_sessions_branch_and_how_to_land_it(finished: R
     from mala_tui.commands.runs_cmd import worktree_lines
     from mala_tui.config import Settings
     from mala_tui.core.view import RunState
-    from mala_tui.runtime.landing import refresh_statuses
+    from mala_tui.runtime.git.landing import refresh_statuses
 
     git(finished.trees["a"].path, "commit", "-q", "--allow-empty", "-m", "work")
     (finished.trees["a"].path / "x.md").write_text("x\n")

@@ -21,8 +21,8 @@ from mala_tui.commands import open_cmd
 from mala_tui.config import load_settings
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
-from mala_tui.runtime import by_hand
-from mala_tui.runtime.journal import RunJournal, read_events
+from mala_tui.runtime.journal.writer import RunJournal, read_events
+from mala_tui.runtime.session import by_hand
 from tests.cli.test_cli import run
 
 RUN_ID = "20260101-000000-beef"

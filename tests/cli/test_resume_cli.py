@@ -7,7 +7,7 @@ from pathlib import Path
 
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
-from mala_tui.runtime.journal import RunJournal
+from mala_tui.runtime.journal.writer import RunJournal
 from tests.cli.test_cli import run
 
 RUN_ID = "20260101-000000-beef"

@@ -31,8 +31,8 @@ from mala_tui.bench.netns import inside
 from mala_tui.bench.sim_cluster import simulated_cluster
 from mala_tui.core import events as ev
 from mala_tui.loopback import LoopbackServer, load_scenario, materialize_workspace, offline_cli_env
-from mala_tui.runtime.journal import list_runs, read_events
-from mala_tui.runtime.processes import pid_alive
+from mala_tui.runtime.journal.writer import list_runs, read_events
+from mala_tui.runtime.session.processes import pid_alive
 
 
 def mala(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:

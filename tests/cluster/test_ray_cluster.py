@@ -27,7 +27,7 @@ import pytest
 from mala_tui.bench.netns import run as in_private_network
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
-from mala_tui.runtime.journal import read_events
+from mala_tui.runtime.journal.writer import read_events
 
 # Alone (after the parallel run): each fixture starts a cluster of many processes once for
 # the module, which a second worker would start again, and the node is removed at a moment

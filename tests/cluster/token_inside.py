@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from mala_tui.bench.netns import inside
-from mala_tui.runtime.ray_engine import TOKEN_VARIABLES, RayEngine
+from mala_tui.runtime.cluster.ray_engine import TOKEN_VARIABLES, RayEngine
 
 
 def mode(path: Path) -> str:

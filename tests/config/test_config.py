@@ -194,7 +194,7 @@ def test_a_text_setting_takes_the_text_as_written_from_set_and_env() -> None:
 
 def test_model_windows_add_to_the_built_in_table_and_show_as_toml() -> None:
     from mala_tui.commands.config_cmd import show
-    from mala_tui.runtime.session_limits import window_for
+    from mala_tui.runtime.run.session_limits import window_for
 
     write_config('[context.model_windows]\n"my-proxy" = 1000000\n')
     loaded = load_settings()
@@ -208,7 +208,7 @@ def test_model_windows_add_to_the_built_in_table_and_show_as_toml() -> None:
 
 
 def test_no_model_named_is_claude_codes_default_unless_a_limit_is_set() -> None:
-    from mala_tui.runtime.session_limits import window_for
+    from mala_tui.runtime.run.session_limits import window_for
 
     # Claude Code given no model answers as its default (claude-opus-5-5, 1M window).
     window = window_for(load_settings().settings, None)

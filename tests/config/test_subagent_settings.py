@@ -9,8 +9,8 @@ import pytest
 
 from mala_tui.config import ConfigError, Settings, load_settings
 from mala_tui.core.subagent_window import SubagentLimits
-from mala_tui.runtime.launch import TaskPlan, agent_spec
-from mala_tui.runtime.profiles import ProfileError, parse_profile
+from mala_tui.runtime.run.launch import TaskPlan, agent_spec
+from mala_tui.runtime.run.profiles import ProfileError, parse_profile
 
 
 def loaded(tmp_path: Path, text: str = "", **env: str) -> Settings:

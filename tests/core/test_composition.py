@@ -38,7 +38,7 @@ def is_a_kind(base: type) -> bool:
 
 def test_the_packages_have_classes_to_check() -> None:
     modules = {cls.__module__ for cls in project_classes()}
-    assert "mala_tui.core.manager" in modules and "mala_tui.runtime.supervisor" in modules
+    assert "mala_tui.core.manager" in modules and "mala_tui.runtime.run.supervisor" in modules
 
 
 @pytest.mark.parametrize("package", PACKAGES)

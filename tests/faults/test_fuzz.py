@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from mala_tui.config import SECTIONS, ConfigError, load_settings
 from mala_tui.core import events as ev
 from mala_tui.loopback import ScenarioError, load_scenario
-from mala_tui.runtime.journal import read_events
+from mala_tui.runtime.journal.writer import read_events
 
 KNOWN_KEYS = {section: list(model.model_fields) for section, model in SECTIONS.items()}
 
@@ -212,7 +212,7 @@ def test_journal_lines_of_any_json_shape_are_read_listed_and_shown(lines: list[i
     from mala_tui.commands.runs_cmd import run_as_json, runs
     from mala_tui.config import LoadedSettings, Settings
     from mala_tui.core.view import RunState
-    from mala_tui.runtime.journal import list_runs
+    from mala_tui.runtime.journal.writer import list_runs
 
     with tempfile.TemporaryDirectory() as folder:
         run = Path(folder) / "runs" / "20261123-000000-fuzz"
@@ -241,7 +241,7 @@ def test_journal_lines_of_any_json_shape_are_read_listed_and_shown(lines: list[i
 
 @given(st.binary(max_size=300), st.sampled_from(["tasks.toml", "tasks.json", "tasks"]))
 def test_any_bytes_as_a_tasks_file_are_tasks_or_one_clear_error(data: bytes, name: str) -> None:
-    from mala_tui.runtime.launch import TaskFileError, plan_tasks
+    from mala_tui.runtime.run.launch import TaskFileError, plan_tasks
 
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / name
@@ -275,7 +275,7 @@ with_profiles = st.fixed_dictionaries(
 
 @given(st.lists(tasks_entry, max_size=4) | with_profiles | json_values)
 def test_any_json_as_a_tasks_file_is_tasks_or_one_clear_error(value: Any) -> None:
-    from mala_tui.runtime.launch import TaskFileError, plan_tasks
+    from mala_tui.runtime.run.launch import TaskFileError, plan_tasks
 
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "tasks.json"

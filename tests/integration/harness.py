@@ -20,7 +20,7 @@ from mala_tui.loopback import (
 from mala_tui.prompt_files import load_prompts
 from mala_tui.runtime.backends.base import SessionSpec
 from mala_tui.runtime.backends.claude import ClaudeBackend
-from mala_tui.runtime.session import SessionRunner
+from mala_tui.runtime.session.runner import SessionRunner
 from tests.support.factories import default_runner_limits
 
 E = TypeVar("E", bound=ev.EventBase)

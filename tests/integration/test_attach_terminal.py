@@ -19,8 +19,8 @@ import pytest
 from mala_tui.core import events as ev
 from mala_tui.core.permissions import AnsweredBy, PermissionAnswer
 from mala_tui.loopback import MODEL, load_scenario
-from mala_tui.runtime.journal import list_runs, read_events
-from mala_tui.runtime.sockets import read_host_file
+from mala_tui.runtime.consoles.sockets import read_host_file
+from mala_tui.runtime.journal.writer import list_runs, read_events
 from tests.integration.harness import alive
 from tests.integration.test_permission_terminal import WITHOUT_BASH, serve
 from tests.support.polling import wait_until

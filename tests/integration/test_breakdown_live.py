@@ -10,7 +10,7 @@ import pytest
 from mala_tui.core import events as ev
 from mala_tui.core.breakdown import WindowBreakdown, WindowContents, breakdown_of
 from mala_tui.loopback import LoopbackServer, load_scenario
-from mala_tui.runtime.session import SessionRunner
+from mala_tui.runtime.session.runner import SessionRunner
 from tests.integration.harness import Recorded, runner, session_spec
 from tests.support.factories import default_limits
 

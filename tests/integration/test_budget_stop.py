@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from mala_tui.core import events as ev
-from mala_tui.runtime.journal import list_runs, read_events
+from mala_tui.runtime.journal.writer import list_runs, read_events
 from tests.integration.harness import alive
 from tests.integration.test_run_command import run_scenario_headless
 

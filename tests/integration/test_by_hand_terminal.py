@@ -26,7 +26,7 @@ from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.loopback import MODEL, load_scenario
 from mala_tui.loopback.env import DUMMY_API_KEY
-from mala_tui.runtime.journal import list_runs, read_events
+from mala_tui.runtime.journal.writer import list_runs, read_events
 from tests.integration.harness import alive
 from tests.integration.test_permission_terminal import serve
 from tests.support.polling import wait_until

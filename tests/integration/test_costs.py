@@ -59,7 +59,7 @@ async def test_a_run_without_a_model_learns_it_from_the_first_answer_and_prices_
         materialize_workspace,
         offline_cli_env,
     )
-    from mala_tui.runtime.journal import list_runs, read_events
+    from mala_tui.runtime.journal.writer import list_runs, read_events
 
     scenario = load_scenario("quickstart")
     workspace = tmp_path / "project"

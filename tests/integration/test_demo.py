@@ -19,7 +19,7 @@ from mala_tui.core.events.subagents import SubagentEnd
 from mala_tui.core.phases import Cause
 from mala_tui.core.retry import RetryDecision
 from mala_tui.core.view import RunState
-from mala_tui.runtime.journal import list_runs, read_events
+from mala_tui.runtime.journal.writer import list_runs, read_events
 from tests.integration.harness import alive
 
 pytestmark = pytest.mark.integration

@@ -18,7 +18,7 @@ from mala_tui.loopback import (
     offline_cli_env,
 )
 from mala_tui.loopback.faults import FaultKind
-from mala_tui.runtime.journal import list_runs, read_events
+from mala_tui.runtime.journal.writer import list_runs, read_events
 from tests.integration.test_run_command import run_cli
 
 pytestmark = pytest.mark.integration

@@ -23,8 +23,8 @@ from mala_tui.loopback import LoopbackServer, load_scenario
 from mala_tui.runtime.backends.claude import ClaudeBackend
 from mala_tui.runtime.backends.claude_transcripts import find_transcript, project_folder
 from mala_tui.runtime.backends.cli_env import config_dir
-from mala_tui.runtime.journal import RunJournal, read_events
-from mala_tui.runtime.worktree import WorktreeTracker, create
+from mala_tui.runtime.git.worktree import WorktreeTracker, create
+from mala_tui.runtime.journal.writer import RunJournal, read_events
 from tests.integration.harness import session_spec
 from tests.support.factories import default_limits
 from tests.support.supervisors import build_supervisor

@@ -9,7 +9,7 @@ import pytest
 
 from mala_tui.loopback import FaultSpec, read_jsonl
 from mala_tui.loopback.faults import BROKEN_STREAM_KEY
-from mala_tui.runtime.journal import list_runs
+from mala_tui.runtime.journal.writer import list_runs
 from tests.integration.test_run_command import run_scenario_headless
 
 pytestmark = pytest.mark.integration

@@ -23,8 +23,8 @@ from mala_tui.core.operator_messages import Delivery
 from mala_tui.loopback import LoopbackServer, load_scenario, materialize_workspace
 from mala_tui.runtime.backends.base import SessionSpec
 from mala_tui.runtime.backends.claude import ClaudeBackend
-from mala_tui.runtime.journal import RunJournal, read_events
-from mala_tui.runtime.launch import like
+from mala_tui.runtime.journal.writer import RunJournal, read_events
+from mala_tui.runtime.run.launch import like
 from tests.integration.harness import Recorded, runner, session_spec
 from tests.support.factories import default_limits
 from tests.support.supervisors import build_supervisor
@@ -130,7 +130,7 @@ async def test_a_session_added_with_a_named_profile_reaches_the_model_with_it(
     from dataclasses import replace
 
     from mala_tui.loopback import offline_cli_env
-    from mala_tui.runtime.profiles import Profile
+    from mala_tui.runtime.run.profiles import Profile
 
     quick = load_scenario("quickstart")
     (tmp_path / "review.toml").write_text(f"response_delay_s = 0\n{REVIEW}")

@@ -19,7 +19,7 @@ from mala_tui.core import events as ev
 from mala_tui.core.operator_messages import Delivery
 from mala_tui.core.permissions import AnsweredBy, PermissionAnswer
 from mala_tui.loopback import MODEL, load_scenario
-from mala_tui.runtime.journal import list_runs, read_events
+from mala_tui.runtime.journal.writer import list_runs, read_events
 from tests.integration.harness import alive
 from tests.support.polling import wait_until
 from tests.support.terminal import screen, tmux

@@ -21,7 +21,7 @@ from mala_tui.core.questions import PermissionQuestion, Question
 from mala_tui.core.transcript import ToolCall, ToolResult
 from mala_tui.loopback import LoopbackServer, load_scenario
 from mala_tui.runtime.backends.claude import ClaudeBackend
-from mala_tui.runtime.supervisor import Supervisor
+from mala_tui.runtime.run.supervisor import Supervisor
 from tests.integration.harness import session_spec
 from tests.support.supervisors import build_supervisor
 

@@ -19,7 +19,7 @@ from mala_tui.loopback import (
     materialize_workspace,
     offline_cli_env,
 )
-from mala_tui.runtime.journal import list_runs, read_events
+from mala_tui.runtime.journal.writer import list_runs, read_events
 from tests.integration.harness import alive
 
 pytestmark = pytest.mark.integration

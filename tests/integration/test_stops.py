@@ -25,7 +25,7 @@ from mala_tui.loopback import (
     materialize_workspace,
     offline_cli_env,
 )
-from mala_tui.runtime.journal import list_runs, read_events
+from mala_tui.runtime.journal.writer import list_runs, read_events
 from tests.integration.harness import alive
 from tests.integration.test_demo import FOREGROUND
 from tests.integration.test_resume import MODEL, both_under_way, journal_events

@@ -19,7 +19,7 @@ from mala_tui.core import events as ev
 from mala_tui.core.events.subagents import SubagentEnd
 from mala_tui.core.view import RunState
 from mala_tui.loopback import LoopbackServer, Scenario, materialize_workspace, offline_cli_env
-from mala_tui.runtime.journal import list_runs, read_events
+from mala_tui.runtime.journal.writer import list_runs, read_events
 from tests.integration.test_run_command import run_cli
 
 pytestmark = pytest.mark.integration

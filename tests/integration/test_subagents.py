@@ -18,7 +18,7 @@ from mala_tui.core.actions import EndStatus
 from mala_tui.core.background import BackgroundKind
 from mala_tui.core.events.subagents import SubagentEnd
 from mala_tui.core.view import RunState
-from mala_tui.runtime.journal import list_runs, read_events
+from mala_tui.runtime.journal.writer import list_runs, read_events
 from tests.integration.harness import alive
 from tests.integration.test_run_command import run_scenario_headless
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from mala_tui.core import events as ev
-from mala_tui.runtime.journal import list_runs, read_events
+from mala_tui.runtime.journal.writer import list_runs, read_events
 from tests.integration.harness import alive
 from tests.support.polling import wait_until
 from tests.support.terminal import screen, tmux

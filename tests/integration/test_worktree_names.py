@@ -14,7 +14,7 @@ import pytest
 from mala_tui.core import events as ev
 from mala_tui.core.text import clean
 from mala_tui.loopback import LoopbackServer, load_scenario, materialize_workspace, offline_cli_env
-from mala_tui.runtime.journal import list_runs, read_events
+from mala_tui.runtime.journal.writer import list_runs, read_events
 from tests.cli.test_agent_text import CLIPBOARD, TITLE, controls
 from tests.integration.test_run_command import run_cli
 

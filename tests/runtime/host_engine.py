@@ -1,5 +1,5 @@
 """An engine that places session hosts in this process: the driver's side of a cluster
-(runtime.remote_runner) and the host's (runtime.session_host), without a cluster.
+(runtime.cluster.driver_runner) and the host's (runtime.cluster.session_host), without a cluster.
 
 `lose()` makes a host vanish as a dead node's does: its stream breaks, nothing more of
 it reaches the driver, and it stops. The Ray engine itself is tested on a real cluster
@@ -12,9 +12,9 @@ import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
-from mala_tui.runtime.host_wire import Batch
-from mala_tui.runtime.remote_runner import HostLostError
-from mala_tui.runtime.session_host import HostSetup, SessionHost
+from mala_tui.runtime.cluster.driver_runner import HostLostError
+from mala_tui.runtime.cluster.session_host import HostSetup, SessionHost
+from mala_tui.runtime.cluster.wire import Batch
 
 
 @dataclass

@@ -6,7 +6,7 @@ from mala_tui.core import events as ev
 from mala_tui.core.budget import BudgetLimits
 from mala_tui.core.usage import CallUsage
 from mala_tui.core.view import RunState
-from mala_tui.runtime.budget_watch import BudgetNotice, BudgetWatch
+from mala_tui.runtime.run.budget_watch import BudgetNotice, BudgetWatch
 from tests.support.usage_events import started, usage
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from mala_tui.core.usage import CallUsage
 from mala_tui.runtime.backends.base import SessionSpec
-from mala_tui.runtime.by_hand import (
+from mala_tui.runtime.session.by_hand import (
     Interactive,
     console_problem,
     interactive,

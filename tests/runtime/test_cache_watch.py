@@ -21,8 +21,8 @@ from mala_tui.runtime.backends.scripted import (
     ScriptedClient,
     finished,
 )
-from mala_tui.runtime.cache_watch import CacheWatch
-from mala_tui.runtime.journal import RunJournal, read_events
+from mala_tui.runtime.journal.writer import RunJournal, read_events
+from mala_tui.runtime.session.cache_watch import CacheWatch
 from mala_tui.ui.attention import Attention, Desktop
 from tests.support.supervisors import build_supervisor
 

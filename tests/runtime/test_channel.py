@@ -26,11 +26,9 @@ from mala_tui.runtime.backends.scripted import (
     ScriptedClient,
 )
 from mala_tui.runtime.backends.scripted import finished as turn_done
-from mala_tui.runtime.channel import ControlChannel
-from mala_tui.runtime.desk import QuestionClosed
-from mala_tui.runtime.journal import read_events
-from mala_tui.runtime.remote import RemoteRun
-from mala_tui.runtime.sockets import (
+from mala_tui.runtime.consoles.channel import ControlChannel
+from mala_tui.runtime.consoles.live_run import RemoteRun
+from mala_tui.runtime.consoles.sockets import (
     HOST_FILE,
     ChannelError,
     bind_socket,
@@ -38,7 +36,9 @@ from mala_tui.runtime.sockets import (
     read_host_file,
     socket_folder,
 )
-from mala_tui.runtime.supervisor import Supervisor
+from mala_tui.runtime.journal.writer import read_events
+from mala_tui.runtime.questions.desk import QuestionClosed
+from mala_tui.runtime.run.supervisor import Supervisor
 from tests.runtime.test_supervisor import hard_session, settings
 from tests.support.backends import PerSession
 from tests.support.polling import eventually
@@ -289,7 +289,7 @@ async def test_every_operator_action_works_from_a_console(tmp_path: Path) -> Non
     from mala_tui.core.usage import CallUsage
     from mala_tui.runtime.backends.base import SessionSpec
     from mala_tui.runtime.backends.scripted import HANG
-    from mala_tui.runtime.launch import like
+    from mala_tui.runtime.run.launch import like
 
     said = Message(Role.ASSISTANT, (TextBlock("Reading the modules."),))
     backend = PerSession(
@@ -373,9 +373,9 @@ async def test_a_console_lands_at_the_host_while_the_run_lives_and_itself_once_i
 ) -> None:
     import subprocess
 
-    from mala_tui.runtime.landing import LandingError
-    from mala_tui.runtime.profiles import Profile
-    from mala_tui.runtime.worktree import create
+    from mala_tui.runtime.git.landing import LandingError
+    from mala_tui.runtime.git.worktree import create
+    from mala_tui.runtime.run.profiles import Profile
 
     def git(cwd: Path, *args: str) -> str:
         return subprocess.run(

@@ -13,7 +13,7 @@ import pytest
 from mala_tui.runtime.backends.base import ProblemItem, SessionSpec
 from mala_tui.runtime.backends.claude import AgentStreamError, ClaudeBackend, build_options
 from mala_tui.runtime.backends.cli_stderr import StderrLog, keep_sdk_log
-from mala_tui.runtime.private_files import append_private
+from mala_tui.runtime.private.files import append_private
 
 HOSTILE = "boom \x1b]0;PWNED\x07\x1b[2J key sk-ant-api03-abcdefghijklmnop x-api-key: hunter2"
 

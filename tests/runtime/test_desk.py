@@ -11,7 +11,7 @@ from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.observations import Decision
 from mala_tui.core.permissions import AnsweredBy, PermissionAnswer
-from mala_tui.runtime.desk import Desk, QuestionClosed, Reply
+from mala_tui.runtime.questions.desk import Desk, QuestionClosed, Reply
 
 PERSON = Reply(Decision.APPROVE, AnsweredBy.OPERATOR)
 

@@ -8,11 +8,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mala_tui.core import events as ev
-from mala_tui.runtime.agent_process import AgentProcess
 from mala_tui.runtime.backends.base import SessionSpec
 from mala_tui.runtime.backends.scripted import ScriptedBackend, ScriptedClient
-from mala_tui.runtime.inbox import Inbox
-from mala_tui.runtime.processes import pid_alive
+from mala_tui.runtime.session.agent_process import AgentProcess
+from mala_tui.runtime.session.inbox import Inbox
+from mala_tui.runtime.session.processes import pid_alive
 
 FOREVER = 3600.0
 """A disconnect bound never reached: only the hurry can end the close in time."""

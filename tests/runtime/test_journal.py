@@ -10,7 +10,7 @@ import pytest
 
 from mala_tui.core import events as ev
 from mala_tui.core.view import RunState
-from mala_tui.runtime.journal import (
+from mala_tui.runtime.journal.writer import (
     JournalError,
     RunJournal,
     find_run,
@@ -18,7 +18,7 @@ from mala_tui.runtime.journal import (
     read_events,
     redact_file,
 )
-from mala_tui.runtime.redaction import redact, redact_json_line
+from mala_tui.runtime.private.redaction import redact, redact_json_line
 
 
 def journal(data_dir: Path, run_id: str = "20261123-101010-abcd") -> RunJournal:
@@ -260,7 +260,7 @@ def test_a_line_nested_too_deeply_is_skipped(tmp_path: Path) -> None:
 
 
 def test_events_are_numbered_in_order_and_a_reopened_journal_numbers_on(tmp_path: Path) -> None:
-    from mala_tui.runtime.recorder import RunRecorder
+    from mala_tui.runtime.run.recorder import RunRecorder
 
     written = journal(tmp_path)
     recorder = RunRecorder(journal=written, state=RunState(), on_storage_failure=print)

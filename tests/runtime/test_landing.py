@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from mala_tui.runtime.landing import LandingError, Target, discard, land, push, status
-from mala_tui.runtime.worktree import Worktree, create
+from mala_tui.runtime.git.landing import LandingError, Target, discard, land, push, status
+from mala_tui.runtime.git.worktree import Worktree, create
 
 
 def git(cwd: Path, *args: str) -> str:

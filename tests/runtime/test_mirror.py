@@ -16,7 +16,7 @@ from mala_tui.core.manager import ContextManager
 from mala_tui.prompt_files import load_prompts
 from mala_tui.runtime.backends.base import SessionSpec
 from mala_tui.runtime.backends.scripted import ScriptedBackend, ScriptedClient, finished
-from mala_tui.runtime.mirror import (
+from mala_tui.runtime.cluster.mirror import (
     Workspace,
     check_out,
     materialize,
@@ -24,10 +24,10 @@ from mala_tui.runtime.mirror import (
     plan,
     workspace,
 )
-from mala_tui.runtime.session_host import HostSetup, SessionHost
-from mala_tui.runtime.session_limits import limits_from, runner_limits_from
-from mala_tui.runtime.wip import wip_ref
-from mala_tui.runtime.worktree import WorktreeError
+from mala_tui.runtime.cluster.session_host import HostSetup, SessionHost
+from mala_tui.runtime.git.wip import wip_ref
+from mala_tui.runtime.git.worktree import WorktreeError
+from mala_tui.runtime.run.session_limits import limits_from, runner_limits_from
 from tests.runtime.test_worktree import git, make_repo
 
 
@@ -111,7 +111,7 @@ def test_forking_a_session_whose_worktree_is_on_its_host_is_refused_in_one_line(
     tmp_path: Path,
 ) -> None:
     from mala_tui.commands.run_worktrees import fork_in_worktree
-    from mala_tui.runtime.journal import RunJournal
+    from mala_tui.runtime.journal.writer import RunJournal
 
     repo = tmp_path / "repo"
     make_repo(repo)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
-from mala_tui.runtime.notify import NotifyCommand
+from mala_tui.runtime.consoles.notify import NotifyCommand
 from tests.integration.harness import alive
 from tests.support.polling import eventually
 

@@ -27,8 +27,8 @@ from mala_tui.runtime.backends.scripted import (
     ScriptedClient,
     finished,
 )
-from mala_tui.runtime.journal import read_events
-from mala_tui.runtime.supervisor import Supervisor
+from mala_tui.runtime.journal.writer import read_events
+from mala_tui.runtime.run.supervisor import Supervisor
 from mala_tui.ui.attention import BEL, Attention, Desktop
 from mala_tui.ui.headless import run_headless
 from tests.support.backends import bash

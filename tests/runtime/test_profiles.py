@@ -14,7 +14,7 @@ from mala_tui.core.phases import ManageMode
 from mala_tui.runtime.backends.base import SessionSpec
 from mala_tui.runtime.backends.claude import build_options
 from mala_tui.runtime.backends.scripted import ScriptedBackend
-from mala_tui.runtime.launch import (
+from mala_tui.runtime.run.launch import (
     TaskFileError,
     agent_spec,
     build_supervisor,
@@ -23,7 +23,7 @@ from mala_tui.runtime.launch import (
     plan_run,
     plan_tasks,
 )
-from mala_tui.runtime.profiles import Profile, ProfileError
+from mala_tui.runtime.run.profiles import Profile, ProfileError
 
 TASKS = """
 [profile.review]
@@ -257,7 +257,7 @@ def test_the_docs_profiles_example_is_a_tasks_file_that_works(tmp_path: Path) ->
 def test_a_named_profile_over_a_session_made_like_the_runs(tmp_path: Path) -> None:
     """What a session added with a profile gets: the profile's model, tools, permission
     mode, MCP servers and environment over the run's template (whose own variables win)."""
-    from mala_tui.runtime.profiles import with_profile
+    from mala_tui.runtime.run.profiles import with_profile
 
     path = write(tmp_path, TASKS)
     _, profiles = plan_run([], path, tmp_path, Settings())
@@ -281,8 +281,8 @@ def test_run_json_keeps_the_named_profiles_and_a_resume_gives_added_sessions_the
     tmp_path: Path,
 ) -> None:
     from mala_tui.core import events as ev
-    from mala_tui.runtime.resume import named_profiles, profiles_of
-    from mala_tui.runtime.run_source import ResumeError, read_source
+    from mala_tui.runtime.run.resume import named_profiles, profiles_of
+    from mala_tui.runtime.run.run_source import ResumeError, read_source
 
     path = write(tmp_path, TASKS)
     run_settings = Settings.model_validate({"storage": {"data_dir": str(tmp_path / "data")}})

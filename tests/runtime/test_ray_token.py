@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from mala_tui.runtime import ray_engine
-from mala_tui.runtime.ray_engine import TOKEN_VARIABLES, EngineRefused, private_token
+from mala_tui.runtime.cluster import ray_engine
+from mala_tui.runtime.cluster.ray_engine import TOKEN_VARIABLES, EngineRefused, private_token
 
 
 def mode(path: Path) -> int:

@@ -1,4 +1,4 @@
-"""Sessions on hosts placed elsewhere (runtime.remote_runner, runtime.session_host).
+"""Sessions on hosts placed elsewhere (runtime.cluster.driver_runner, runtime.cluster.session_host).
 
 The hosts here run in this process (tests/runtime/host_engine.py), on the scripted
 backend: everything between the driver and the host is the real code (batches, the
@@ -42,8 +42,8 @@ from mala_tui.runtime.backends.scripted import (
     ScriptedClient,
     finished,
 )
-from mala_tui.runtime.journal import RunJournal, read_events
-from mala_tui.runtime.supervisor import Supervisor
+from mala_tui.runtime.journal.writer import RunJournal, read_events
+from mala_tui.runtime.run.supervisor import Supervisor
 from tests.runtime.host_engine import InProcessEngine
 from tests.support.backends import NoLocalBackend, PerSession
 from tests.support.supervisors import build_supervisor
@@ -340,7 +340,7 @@ async def test_past_max_restarts_a_lost_host_ends_the_session_failed(tmp_path: P
 async def test_a_new_driver_takes_a_live_host_up_again_missing_nothing_twice(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from mala_tui.runtime import remote_runner
+    from mala_tui.runtime.cluster import driver_runner as remote_runner
 
     monkeypatch.setattr(remote_runner, "STOP_WAIT_SECONDS", 0.2)
     client = ScriptedClient(
@@ -414,7 +414,7 @@ async def test_a_session_wound_down_while_no_driver_was_there_goes_on_when_one_i
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from mala_tui.config import ClusterSettings
-    from mala_tui.runtime import remote_runner
+    from mala_tui.runtime.cluster import driver_runner as remote_runner
 
     monkeypatch.setattr(remote_runner, "STOP_WAIT_SECONDS", 0.2)
     old = ScriptedClient(
@@ -493,11 +493,11 @@ async def test_a_host_works_in_its_own_mirror_and_its_successor_restores_the_pus
     the host and its disk are gone the next host starts from the snapshot, and the driver's
     worktree, made when the session ends, holds the agent's commit and its edits."""
     from mala_tui.core.observations import TurnEnded
-    from mala_tui.runtime.mirror import materialize, mirror_path, plan, workspace
-    from mala_tui.runtime.remote_runner import RemoteRunner
-    from mala_tui.runtime.session_host import data_folder, host_folder
-    from mala_tui.runtime.wip import wip_ref
-    from mala_tui.runtime.worktree import WorktreeTracker
+    from mala_tui.runtime.cluster.driver_runner import RemoteRunner
+    from mala_tui.runtime.cluster.mirror import materialize, mirror_path, plan, workspace
+    from mala_tui.runtime.cluster.session_host import data_folder, host_folder
+    from mala_tui.runtime.git.wip import wip_ref
+    from mala_tui.runtime.git.worktree import WorktreeTracker
     from tests.runtime.test_worktree import git, make_repo
 
     repo = tmp_path / "repo"
@@ -611,7 +611,7 @@ async def test_a_host_works_in_its_own_mirror_and_its_successor_restores_the_pus
 async def test_a_question_waiting_on_a_live_host_is_answered_from_the_new_driver(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from mala_tui.runtime import remote_runner
+    from mala_tui.runtime.cluster import driver_runner as remote_runner
 
     monkeypatch.setattr(remote_runner, "STOP_WAIT_SECONDS", 0.2)
     old = ScriptedClient(

@@ -24,10 +24,10 @@ from mala_tui.prompt_files import load_prompts
 from mala_tui.runtime.backends.claude import ClaudeBackend
 from mala_tui.runtime.backends.claude_history import read_conversation
 from mala_tui.runtime.backends.scripted import ScriptedBackend, ScriptedClient, finished
-from mala_tui.runtime.journal import JournalInUse, RunJournal, list_runs, read_events
-from mala_tui.runtime.profiles import Profile
-from mala_tui.runtime.resume import ResumeError, prepare, read_source, still_live
-from mala_tui.runtime.worktree import WorktreeTracker
+from mala_tui.runtime.git.worktree import WorktreeTracker
+from mala_tui.runtime.journal.writer import JournalInUse, RunJournal, list_runs, read_events
+from mala_tui.runtime.run.profiles import Profile
+from mala_tui.runtime.run.resume import ResumeError, prepare, read_source, still_live
 from tests.support.factories import default_limits
 from tests.support.supervisors import build_supervisor
 

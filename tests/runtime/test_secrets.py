@@ -14,8 +14,8 @@ from mala_tui.core import events as ev
 from mala_tui.runtime.backends.base import MaskError
 from mala_tui.runtime.backends.claude_transcripts import rewrite_transcript
 from mala_tui.runtime.backends.scripted import ScriptedBackend
-from mala_tui.runtime.journal import RunJournal
-from mala_tui.runtime.redaction import redact, redact_json_line
+from mala_tui.runtime.journal.writer import RunJournal
+from mala_tui.runtime.private.redaction import redact, redact_json_line
 from mala_tui.ui.headless import printer
 from tests.support.supervisors import build_supervisor
 

@@ -17,9 +17,9 @@ from mala_tui.core.usage import CallUsage
 from mala_tui.prompt_files import load_prompts
 from mala_tui.runtime.backends.base import SessionSpec
 from mala_tui.runtime.backends.scripted import HANG, ScriptedBackend, ScriptedClient, finished
-from mala_tui.runtime.host_wire import Batch, message_from_json, message_json
-from mala_tui.runtime.session_host import HostSetup, SessionHost
-from mala_tui.runtime.session_limits import limits_from, runner_limits_from
+from mala_tui.runtime.cluster.session_host import HostSetup, SessionHost
+from mala_tui.runtime.cluster.wire import Batch, message_from_json, message_json
+from mala_tui.runtime.run.session_limits import limits_from, runner_limits_from
 
 CHECKPOINT = "<checkpoint>\n## Goal\nG\n## Completed Work\n- Read /ws/a.py\n</checkpoint>"
 

@@ -36,7 +36,7 @@ from mala_tui.core.usage import CallUsage
 from mala_tui.prompt_files import load_prompts
 from mala_tui.runtime.backends.base import SessionSpec
 from mala_tui.runtime.backends.scripted import HANG, ScriptedBackend, ScriptedClient, finished
-from mala_tui.runtime.session import SessionRunner
+from mala_tui.runtime.session.runner import SessionRunner
 from tests.support.factories import default_limits, default_runner_limits
 
 E = TypeVar("E", bound=ev.EventBase)

@@ -18,9 +18,9 @@ from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.observations import Command, SessionIdentified
 from mala_tui.runtime.backends.scripted import HANG, ScriptedClient
-from mala_tui.runtime.journal import RunJournal, read_events
-from mala_tui.runtime.resume import plan_for, read_source
-from mala_tui.runtime.signals import ROUTES, Shutdown, StopReason, stop_requests
+from mala_tui.runtime.journal.writer import RunJournal, read_events
+from mala_tui.runtime.run.resume import plan_for, read_source
+from mala_tui.runtime.run.signals import ROUTES, Shutdown, StopReason, stop_requests
 from tests.support.backends import PerSession
 from tests.support.polling import eventually
 from tests.support.supervisors import build_supervisor

@@ -20,7 +20,7 @@ from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.observations import SessionIdentified
 from mala_tui.runtime.backends.scripted import HANG, ScriptedClient
-from mala_tui.runtime.journal import (
+from mala_tui.runtime.journal.writer import (
     RESERVE_FILE,
     RunJournal,
     StorageError,

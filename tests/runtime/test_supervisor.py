@@ -18,10 +18,10 @@ from mala_tui.core.usage import CallUsage, UsageSource
 from mala_tui.core.view import SessionSnapshot
 from mala_tui.runtime.backends.base import Backend, SessionSpec
 from mala_tui.runtime.backends.scripted import HANG, ScriptedClient, finished
-from mala_tui.runtime.desk import QuestionClosed
-from mala_tui.runtime.journal import read_events
-from mala_tui.runtime.session import SessionRunner
-from mala_tui.runtime.supervisor import Supervisor
+from mala_tui.runtime.journal.writer import read_events
+from mala_tui.runtime.questions.desk import QuestionClosed
+from mala_tui.runtime.run.supervisor import Supervisor
+from mala_tui.runtime.session.runner import SessionRunner
 from mala_tui.ui.headless import describe
 from tests.support.backends import PerSession
 from tests.support.supervisors import build_supervisor, journal_events, journaled
@@ -286,7 +286,7 @@ async def test_headless_runs_ask_on_the_terminal_and_print_the_checkpoint_litera
 
 
 def test_a_headless_ask_without_a_terminal_is_refused_up_front(tmp_path: Path) -> None:
-    from mala_tui.runtime.launch import HeadlessApprovalError, check_headless_approvals
+    from mala_tui.runtime.run.launch import HeadlessApprovalError, check_headless_approvals
 
     sup = supervisor(tmp_path, PerSession({}), ["a"], approval_mode="ask")
     with pytest.raises(HeadlessApprovalError, match="no terminal to ask on: use --approve auto"):

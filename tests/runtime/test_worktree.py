@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from mala_tui.core import events as ev
-from mala_tui.runtime.worktree import (
+from mala_tui.runtime.git.worktree import (
     FileChange,
     WorktreeError,
     WorktreeTracker,
@@ -246,7 +246,7 @@ def test_the_tracker_keeps_the_files_when_the_base_branch_is_gone(tmp_path: Path
 
 
 def test_a_fork_starts_from_the_parents_commits_and_uncommitted_edits(tmp_path: Path) -> None:
-    from mala_tui.runtime.worktree import fork
+    from mala_tui.runtime.git.worktree import fork
 
     repo = tmp_path / "repo"
     start = make_repo(repo)

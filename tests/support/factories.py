@@ -11,8 +11,8 @@ from mala_tui.core.masking import placeholder
 from mala_tui.core.transcript import Message, Role, TextBlock, ToolCall, ToolResult, Transcript
 from mala_tui.loopback import MODEL
 from mala_tui.loopback.request_log import RequestRecord
-from mala_tui.runtime.session import RunnerLimits
-from mala_tui.runtime.session_limits import limits_from, runner_limits_from
+from mala_tui.runtime.run.session_limits import limits_from, runner_limits_from
+from mala_tui.runtime.session.runner import RunnerLimits
 
 
 def default_limits(**changes: Any) -> Limits:

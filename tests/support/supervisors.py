@@ -16,8 +16,8 @@ from mala_tui.config import Settings
 from mala_tui.core import events as ev
 from mala_tui.prompt_files import load_prompts
 from mala_tui.runtime.backends.base import Backend, SessionSpec
-from mala_tui.runtime.journal import RunJournal, read_events
-from mala_tui.runtime.supervisor import Supervisor
+from mala_tui.runtime.journal.writer import RunJournal, read_events
+from mala_tui.runtime.run.supervisor import Supervisor
 
 _OPEN: list[RunJournal] = []
 E = TypeVar("E", bound=ev.EventBase)

@@ -10,7 +10,7 @@ from mala_tui.core.observations import Decision
 from mala_tui.core.permissions import AnsweredBy
 from mala_tui.core.questions import approval_id
 from mala_tui.dev.fake_source import T0, FakeLiveSource
-from mala_tui.runtime.desk import QuestionClosed, Reply
+from mala_tui.runtime.questions.desk import QuestionClosed, Reply
 from mala_tui.ui.screens.approval import ApprovalScreen
 from mala_tui.ui.screens.dashboard import DashboardScreen
 from mala_tui.ui.screens.detail import DetailScreen

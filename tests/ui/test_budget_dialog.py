@@ -9,7 +9,7 @@ from mala_tui.core import events as ev
 from mala_tui.core.budget import BudgetCheck, BudgetLimits
 from mala_tui.core.usage import CallUsage
 from mala_tui.dev.fake_source import FakeLiveSource
-from mala_tui.runtime.budget_watch import BudgetWatch
+from mala_tui.runtime.run.budget_watch import BudgetWatch
 from mala_tui.ui.screens.budget import BudgetLimitError, BudgetScreen, parse_limits
 from mala_tui.ui.screens.detail import DetailScreen
 from mala_tui.ui.widgets.cost_panel import CostPanel

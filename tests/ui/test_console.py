@@ -8,7 +8,7 @@ import pytest
 from textual.widgets import Input, Static, TextArea
 
 from mala_tui.dev.fake_source import FakeLiveSource
-from mala_tui.runtime.by_hand import Interactive
+from mala_tui.runtime.session.by_hand import Interactive
 from mala_tui.ui.screens.confirm import ConfirmScreen
 from mala_tui.ui.screens.dashboard import DashboardScreen
 from mala_tui.ui.screens.detail import DetailScreen
@@ -168,7 +168,7 @@ async def test_text_typed_just_before_ctrl_s_is_all_sent() -> None:
 async def test_the_new_session_dialog_offers_the_runs_profiles(tmp_path: Path) -> None:
     from textual.widgets import Select
 
-    from mala_tui.runtime.profiles import Profile
+    from mala_tui.runtime.run.profiles import Profile
 
     supervisor = FakeLiveSource()
     supervisor.profiles = {

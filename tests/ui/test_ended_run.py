@@ -20,10 +20,10 @@ from textual.widgets import Input, Static
 from mala_tui.config import Settings, UiSettings
 from mala_tui.core import events as ev
 from mala_tui.dev.fake_source import T0, FakeLiveSource
-from mala_tui.runtime.journal import RunJournal, read_events
-from mala_tui.runtime.remote import RemoteRun
-from mala_tui.runtime.sockets import HostRecord
-from mala_tui.runtime.worktree import Worktree, create
+from mala_tui.runtime.consoles.live_run import RemoteRun
+from mala_tui.runtime.consoles.sockets import HostRecord
+from mala_tui.runtime.git.worktree import Worktree, create
+from mala_tui.runtime.journal.writer import RunJournal, read_events
 from mala_tui.ui.app import MalaApp
 from mala_tui.ui.format import run_status
 from mala_tui.ui.screens.confirm import ConfirmScreen

@@ -17,7 +17,7 @@ from mala_tui.config import Settings, UiSettings
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.dev.fake_source import FakeLiveSource
-from mala_tui.runtime.worktree import Worktree, changes, commits_ahead, create, has_uncommitted
+from mala_tui.runtime.git.worktree import Worktree, changes, commits_ahead, create, has_uncommitted
 from mala_tui.ui.app import MalaApp
 from mala_tui.ui.screens.confirm import ConfirmScreen
 from mala_tui.ui.screens.dashboard import DashboardScreen
@@ -336,8 +336,8 @@ async def test_a_finished_run_shown_from_its_journal_lands_and_journals_it(
 ) -> None:
     """`mala-tui show`'s app: the run is over, the journal is reopened for the event."""
     from mala_tui.core.view import RunState
-    from mala_tui.runtime.journal import RunJournal, read_events
-    from mala_tui.runtime.landings import FinishedRun
+    from mala_tui.runtime.journal.writer import RunJournal, read_events
+    from mala_tui.runtime.run.landings import FinishedRun
 
     repo = repository(tmp_path)
     tree = create(repo, "run1", "fixer", tmp_path / "worktrees")

@@ -17,8 +17,8 @@ from mala_tui.core.usage import CallUsage
 from mala_tui.prompt_files import load_prompts
 from mala_tui.runtime.backends.base import SessionSpec
 from mala_tui.runtime.backends.scripted import HANG, ScriptedBackend, ScriptedClient, finished
-from mala_tui.runtime.run_types import RunResult
-from mala_tui.runtime.supervisor import Supervisor
+from mala_tui.runtime.run.run_types import RunResult
+from mala_tui.runtime.run.supervisor import Supervisor
 from mala_tui.ui.app import QUIT_CAUSE, MalaApp
 from mala_tui.ui.screens.approval import ApprovalScreen
 from mala_tui.ui.screens.dashboard import DashboardScreen

@@ -10,7 +10,7 @@ from mala_tui.core.observations import SessionIdentified
 from mala_tui.prompt_files import load_prompts
 from mala_tui.runtime.backends.base import SessionSpec
 from mala_tui.runtime.backends.scripted import HANG, ScriptedBackend, ScriptedClient
-from mala_tui.runtime.supervisor import Supervisor
+from mala_tui.runtime.run.supervisor import Supervisor
 from tests.support.polling import eventually
 from tests.ui.test_live import app_on, usage_at
 

@@ -20,7 +20,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from mala_tui.runtime.sockets import HostRecord, bind_socket, write_host_file
+from mala_tui.runtime.consoles.sockets import HostRecord, bind_socket, write_host_file
 from mala_tui.web.access import new_token
 from tests.integration.harness import alive
 from tests.support.polling import wait_until

@@ -18,8 +18,8 @@ from mala_tui.core.notices import RESTART_APPROVAL
 from mala_tui.core.observations import Decision
 from mala_tui.core.permissions import AnsweredBy, PermissionAnswer
 from mala_tui.loopback import MODEL, load_scenario
-from mala_tui.runtime.journal import list_runs, read_events
-from mala_tui.runtime.sockets import live_host
+from mala_tui.runtime.consoles.sockets import live_host
+from mala_tui.runtime.journal.writer import list_runs, read_events
 from tests.integration.harness import alive
 from tests.integration.test_consoles import environment, mala, run_args
 from tests.integration.test_permission_terminal import serve as loopback_serve

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from mala_tui.core import events as ev
 from mala_tui.core.questions import PermissionQuestion
-from mala_tui.runtime.sockets import HostRecord, bind_socket, write_host_file
+from mala_tui.runtime.consoles.sockets import HostRecord, bind_socket, write_host_file
 from mala_tui.web.runs import RunBook, RunWatch
 from tests.web.journals import RUN, lines, permission, run_events, write_finished
 

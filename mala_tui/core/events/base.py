@@ -14,6 +14,6 @@ class EventBase(BaseModel):
     session: str = ""
     """The session's name; empty for run-level events."""
     seq: int = 0
-    """The event's place in its run, from 1, given when it is recorded (runtime.recorder):
+    """The event's place in its run, from 1, given when it is recorded (runtime.run.recorder):
     what a console resumes its stream from. 0 before that, and in journals written
     before events were numbered."""

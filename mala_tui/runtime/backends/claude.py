@@ -92,7 +92,7 @@ from mala_tui.runtime.backends.cli_env import absolute, config_dir, private_home
 from mala_tui.runtime.backends.cli_stderr import SDK_LOG, STDERR_DIR, StderrLog, keep_sdk_log
 from mala_tui.runtime.backends.subagent_transcripts import SubagentTranscripts
 from mala_tui.runtime.backends.subagent_windows import SubagentWindows
-from mala_tui.runtime.journal import safe_file_name
+from mala_tui.runtime.journal.writer import safe_file_name
 
 SUBAGENT_READ_EVERY = 0.5
 """Seconds between two reads of the subagents' transcripts while they work."""

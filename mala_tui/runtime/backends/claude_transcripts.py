@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from mala_tui.runtime.backends.base import MaskError
-from mala_tui.runtime.redaction import redact_jsonl
+from mala_tui.runtime.private.redaction import redact_jsonl
 
 
 def find_transcript(root: Path, session_id: str) -> Path:

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Final
 
 from mala_tui.core.text import clean, shorten
-from mala_tui.runtime.private_files import append_private, private_folder
-from mala_tui.runtime.redaction import redact
+from mala_tui.runtime.private.files import append_private, private_folder
+from mala_tui.runtime.private.redaction import redact
 
 STDERR_DIR: Final = "stderr"
 """The run's folder for what the CLIs and the SDK printed."""

@@ -65,7 +65,7 @@ class DiffScreen(Screen[None]):
 
     @work(group="diff", exclusive=True, exit_on_error=False)
     async def _load(self) -> None:
-        from mala_tui.runtime.worktree import WorktreeError, diff_text
+        from mala_tui.runtime.git.worktree import WorktreeError, diff_text
 
         log = self.query_one(RichLog)
         tree = self.worktree

@@ -21,7 +21,7 @@ from textual.widgets import Button, Static, TextArea
 
 from mala_tui.core import events as ev
 from mala_tui.core.session_records import BranchStatus
-from mala_tui.runtime.landing import LandingError
+from mala_tui.runtime.git.landing import LandingError
 from mala_tui.ui.text import literal
 
 Land = Callable[[str], Awaitable[ev.WorktreeLanded]]

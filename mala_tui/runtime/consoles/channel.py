@@ -1,0 +1,559 @@
+"""The run's control channel: how consoles attach to a live run, from any terminal.
+
+Whoever runs the supervisor (the run's host, or a foreground run's own process)
+serves this channel: HTTP on a Unix domain socket (aiohttp), readable only by its
+owner, in a short per-user folder (runtime.consoles.sockets), its path recorded in the run's
+folder (`host.json`). A console sends the operator's commands and answers as JSON
+requests, each mapped onto the supervisor's own methods, and follows the run on a
+WebSocket, `/events?after=N`: every event whose sequence number is above N, as its
+journal line, then each new one as it is recorded. A console reads the journal
+itself first (it is a file of its own user's), then asks for what came after its last
+line: it misses no event and gets none twice, however often it reconnects.
+
+The host keeps the most recent lines in memory for those reconnects; older ones are
+read back from the journal. A console that falls far behind (stopped, or on a link
+slower than the run) is let go rather than held in memory: it attaches again from
+its last line. Consoles only listen on the stream; a console that goes away, even
+killed, costs the run nothing but its connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import json
+import os
+from collections import deque
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+from aiohttp import web
+
+from mala_tui.core import events as ev
+from mala_tui.core.budget import BudgetLimits
+from mala_tui.core.observations import Command, Decision
+from mala_tui.core.operator_messages import MessageError
+from mala_tui.core.permissions import PermissionAnswer
+from mala_tui.core.phases import ManageMode
+from mala_tui.core.text import clean, shorten
+from mala_tui.core.transcript import Message, TextBlock, ToolCall, ToolResult
+from mala_tui.runtime.consoles.sockets import (
+    PROTOCOL,
+    ChannelError,
+    HostRecord,
+    bind_socket,
+    remove_host_file,
+    socket_path,
+    write_host_file,
+)
+from mala_tui.runtime.git.landing import LandingError
+from mala_tui.runtime.private.redaction import redact
+from mala_tui.runtime.questions.desk import QuestionClosed
+from mala_tui.runtime.run.supervisor import Supervisor
+from mala_tui.runtime.session.by_hand import ByHandError
+
+BACKLOG_LINES: Final = 10_000
+"""Recent journal lines kept for consoles that attach or reconnect (older: from the file)."""
+CONSOLE_BEHIND: Final = 50_000
+"""Lines a console may fall behind before it is let go (it attaches again from its last)."""
+CHUNK_LINES: Final = 500
+"""Lines per WebSocket message when catching a console up."""
+CLOSE_SECONDS: Final = 2.0
+"""How long the end of a run waits for its consoles to take the last lines."""
+FELL_BEHIND: Final = 4000
+"""WebSocket close code: the console fell too far behind; attach again from the last line."""
+RUN_OVER: Final = 4001
+"""WebSocket close code: the run is over; its host is going away."""
+NAME_CHARS: Final = 80
+WHEN_STOPPED: Final = "stopped by mala-tui stop"
+"""Why the run stopped when a console stopped it: the run's cause, which a resume carries on."""
+
+
+@dataclass(eq=False)
+class _Console:
+    """One attached console's stream: the lines it has not been sent yet."""
+
+    name: str
+    limit: int = CONSOLE_BEHIND
+    pending: deque[str] = field(default_factory=deque)
+    wake: asyncio.Event = field(default_factory=asyncio.Event)
+    behind: bool = False
+    closing: bool = False
+
+    def put(self, line: str) -> None:
+        if len(self.pending) >= self.limit:
+            self.behind = True
+        else:
+            self.pending.append(line)
+        self.wake.set()
+
+
+class ControlChannel:
+    """Serves one supervisor's run to the consoles that attach to it."""
+
+    def __init__(
+        self,
+        supervisor: Supervisor,
+        folder: Path,
+        *,
+        stop: Callable[[str], None] | None = None,
+        backlog: int = BACKLOG_LINES,
+        console_behind: int = CONSOLE_BEHIND,
+    ) -> None:
+        self.supervisor = supervisor
+        self.folder = folder
+        """The run's folder: its journal, and where `host.json` says how to reach it."""
+        self._stop = stop or supervisor.stop_for
+        self._backlog: deque[tuple[int, str]] = deque(maxlen=backlog)
+        self._console_behind = console_behind
+        self._consoles: set[_Console] = set()
+        self._writers: set[asyncio.Task[None]] = set()
+        self._runner: web.AppRunner | None = None
+        self.path: Path | None = None
+        """The socket, once serving."""
+        self.on_consoles: list[Callable[[int], None]] = []
+        """Told how many consoles are attached whenever that changes."""
+
+    @property
+    def consoles(self) -> int:
+        """How many consoles follow the run now."""
+        return len(self._consoles)
+
+    # -- serving -------------------------------------------------------------------------------
+
+    async def start(self) -> Path:
+        """Bind the socket (replacing a stale one a crash left), record it, and serve.
+
+        Raises:
+            ChannelError: no private folder for the socket, or another process serves the run.
+        """
+        run_id = self.folder.name
+        path = socket_path(run_id)
+        sock = bind_socket(path)
+        app = web.Application(client_max_size=4 * 1024 * 1024)
+        app.add_routes(
+            [
+                web.get("/info", self._info),
+                web.get("/events", self._events),
+                web.get("/budget", self._budget),
+                web.get("/transcript", self._transcript),
+                web.get("/window", self._window),
+                web.get("/profiles", self._profiles),
+                web.post("/command", self._post(self._command)),
+                web.post("/decide", self._post(self._decide)),
+                web.post("/permission", self._post(self._permission)),
+                web.post("/say", self._post(self._say)),
+                web.post("/add_task", self._post(self._add_task)),
+                web.post("/fork", self._post(self._fork)),
+                web.post("/take_over", self._post(self._take_over)),
+                web.post("/land", self._post(self._land)),
+                web.post("/discard", self._post(self._discard)),
+                web.post("/hand_back", self._post(self._hand_back)),
+                web.post("/require_approval", self._post(self._require_approval)),
+                web.post("/manage", self._post(self._manage)),
+                web.post("/budget", self._post(self._set_budget)),
+                web.post("/stop", self._post(self._stop_run)),
+                web.post("/hurry", self._post(self._hurry)),
+            ]
+        )
+        runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        await runner.setup()
+        try:
+            await web.SockSite(runner, sock).start()
+            write_host_file(self.folder, HostRecord(socket=path, pid=os.getpid(), run_id=run_id))
+        except BaseException:
+            await runner.cleanup()
+            sock.close()
+            with contextlib.suppress(OSError):
+                path.unlink()
+            raise
+        self._runner, self.path = runner, path
+        self.supervisor.listeners.lines.append(self._on_line)
+        return path
+
+    async def close(self) -> None:
+        """Send each console what it has not had, end their streams, stop serving, and
+        remove the socket and `host.json` (a crash leaves them; the next host replaces them)."""
+        if self._on_line in self.supervisor.listeners.lines:
+            self.supervisor.listeners.lines.remove(self._on_line)
+        for console in self._consoles:
+            console.closing = True
+            console.wake.set()
+        if self._writers:
+            await asyncio.wait(set(self._writers), timeout=CLOSE_SECONDS)
+        runner, self._runner = self._runner, None
+        if runner is not None:
+            await runner.cleanup()
+        remove_host_file(self.folder)
+        if self.path is not None:
+            with contextlib.suppress(OSError):
+                self.path.unlink()
+
+    def _on_line(self, event: ev.Event, line: str) -> None:
+        self._backlog.append((event.seq, line))
+        for console in self._consoles:
+            console.put(line)
+
+    def _changed(self) -> None:
+        for tell in list(self.on_consoles):
+            tell(len(self._consoles))
+
+    # -- the stream ----------------------------------------------------------------------------
+
+    async def _events(self, request: web.Request) -> web.StreamResponse:
+        try:
+            after = int(request.query.get("after", "0"))
+        except ValueError:
+            raise web.HTTPBadRequest(text="after: a sequence number") from None
+        name = _name(request.query.get("console", "")) or "a console"
+        ws = web.WebSocketResponse(heartbeat=30.0)
+        await ws.prepare(request)
+        # Subscribed and the high mark read with no await between: every line up to the
+        # mark is sent from the backlog (or the journal), every one after it is queued.
+        console = _Console(name, self._console_behind)
+        self._consoles.add(console)
+        upto = self.supervisor.recorder.seq
+        self._changed()
+        writer = asyncio.create_task(self._feed(ws, console, after, upto))
+        self._writers.add(writer)
+        try:
+            async for _message in ws:
+                pass  # consoles only listen here; their commands come as requests
+        finally:
+            self._consoles.discard(console)
+            self._changed()
+            if not console.closing:
+                writer.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await writer
+            self._writers.discard(writer)
+        return ws
+
+    async def _feed(
+        self, ws: web.WebSocketResponse, console: _Console, after: int, upto: int
+    ) -> None:
+        try:
+            lines = self._since(after, upto)
+            if lines is None:
+                lines = await asyncio.to_thread(_journal_lines, self.supervisor, after, upto)
+            for start in range(0, len(lines), CHUNK_LINES):
+                await ws.send_str("\n".join(lines[start : start + CHUNK_LINES]))
+            while True:
+                if console.pending:
+                    lines = list(console.pending)
+                    console.pending.clear()
+                    await ws.send_str("\n".join(lines))
+                    continue
+                if console.behind:
+                    await ws.close(code=FELL_BEHIND, message=b"fell behind: attach again")
+                    return
+                if console.closing:
+                    await ws.close(code=RUN_OVER, message=b"the run is over")
+                    return
+                console.wake.clear()
+                await console.wake.wait()
+        except ConnectionError:
+            return  # the console went away; its reader ends the connection
+
+    def _since(self, after: int, upto: int) -> list[str] | None:
+        """The lines after `after` up to `upto` from memory; None when memory does not
+        reach back that far."""
+        if after >= upto:
+            return []
+        if not self._backlog or self._backlog[0][0] > after + 1:
+            return None
+        return [line for seq, line in self._backlog if after < seq <= upto]
+
+    # -- requests ------------------------------------------------------------------------------
+
+    def _post(
+        self,
+        handle: Callable[
+            [dict[str, Any]], dict[str, Any] | Awaitable[dict[str, Any] | None] | None
+        ],
+    ) -> Callable[[web.Request], Any]:
+        async def endpoint(request: web.Request) -> web.Response:
+            try:
+                body = await request.json()
+            except (ValueError, UnicodeDecodeError):
+                return _refused(400, "value", "the request is not JSON")
+            except RecursionError:  # nested deeper than the parser goes: no request of ours
+                return _refused(400, "value", "the request's JSON is nested too deeply")
+            if not isinstance(body, dict):
+                return _refused(400, "value", "the request is not a JSON object")
+            try:
+                answer = handle(body)
+                if inspect.isawaitable(answer):
+                    answer = await answer
+            except QuestionClosed as exc:
+                reply = exc.reply
+                return web.json_response(
+                    {
+                        "error": str(exc),
+                        "kind": "closed",
+                        "question": exc.question,
+                        "answer": str(reply.answer),
+                        "by": reply.by,
+                        "reason": reply.reason,
+                        "console": reply.console,
+                    },
+                    status=409,
+                )
+            except KeyError as exc:
+                return _refused(404, "key", exc.args[0] if exc.args else str(exc))
+            except MessageError as exc:
+                return _refused(400, "message", str(exc))
+            except (ValueError, TypeError) as exc:
+                return _refused(400, "value", str(exc))
+            return web.json_response(answer or {"ok": True})
+
+        return endpoint
+
+    async def _info(self, request: web.Request) -> web.Response:
+        supervisor = self.supervisor
+        return web.json_response(
+            {
+                "protocol": PROTOCOL,
+                "run_id": self.folder.name,
+                "pid": os.getpid(),
+                "seq": supervisor.recorder.seq,
+                "mode": supervisor.mode,
+                "consoles": sorted(console.name for console in self._consoles),
+            }
+        )
+
+    def _command(self, body: dict[str, Any]) -> None:
+        self.supervisor.command(_text(body, "session"), Command(_text(body, "command")))
+
+    def _decide(self, body: dict[str, Any]) -> None:
+        self.supervisor.decide(
+            _text(body, "session"),
+            Decision(_text(body, "decision")),
+            _optional_text(body, "edited_text"),
+            checkpoint_number=_optional_int(body, "checkpoint_number"),
+            console=_name(_optional_text(body, "console") or ""),
+        )
+
+    def _permission(self, body: dict[str, Any]) -> None:
+        self.supervisor.answer_permission(
+            _text(body, "session"),
+            _text(body, "request_id"),
+            PermissionAnswer(_text(body, "answer")),
+            _optional_text(body, "reason") or "",
+            console=_name(_optional_text(body, "console") or ""),
+        )
+
+    def _say(self, body: dict[str, Any]) -> None:
+        self.supervisor.say(_text(body, "session"), _text(body, "text"))
+
+    def _add_task(self, body: dict[str, Any]) -> None:
+        self.supervisor.add_task(
+            _text(body, "name"),
+            _text(body, "task"),
+            Path(_text(body, "cwd")),
+            _optional_text(body, "profile") or "",
+        )
+
+    async def _take_over(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The console that asks opens the session by hand: it is on this machine (the
+        socket is a local one), and a browser tab's console refuses before it asks."""
+        try:
+            how = await self.supervisor.take_over(_text(body, "session"))
+        except ByHandError as exc:
+            raise ValueError(str(exc)) from None
+        return how.to_json()
+
+    async def _hand_back(self, body: dict[str, Any]) -> None:
+        go_on = body.get("go_on")
+        if not isinstance(go_on, bool):
+            raise ValueError("go_on must be true or false")
+        await self.supervisor.hand_back(_text(body, "session"), go_on=go_on)
+
+    async def _land(self, body: dict[str, Any]) -> dict[str, Any]:
+        try:
+            event = await self.supervisor.landings.land(
+                _text(body, "session"), _text(body, "message")
+            )
+        except LandingError as exc:
+            raise ValueError(str(exc)) from None
+        return {"event": event.model_dump(mode="json")}
+
+    async def _discard(self, body: dict[str, Any]) -> dict[str, Any]:
+        force = body.get("force")
+        if not isinstance(force, bool):
+            raise ValueError("force must be true or false")
+        try:
+            event = await self.supervisor.landings.discard(_text(body, "session"), force=force)
+        except LandingError as exc:
+            raise ValueError(str(exc)) from None
+        return {"event": event.model_dump(mode="json")}
+
+    async def _profiles(self, request: web.Request) -> web.Response:
+        """The run's named profiles a session added from a console may be given."""
+        return web.json_response({"profiles": self.supervisor.profile_names()})
+
+    def _fork(self, body: dict[str, Any]) -> None:
+        self.supervisor.fork(_text(body, "parent"), _text(body, "name"), _text(body, "instruction"))
+
+    def _hurry(self, body: dict[str, Any]) -> None:
+        self.supervisor.hurry()
+
+    def _require_approval(self, body: dict[str, Any]) -> None:
+        required = body.get("required")
+        if not isinstance(required, bool):
+            raise ValueError("required: true or false")
+        self.supervisor.set_require_approval(_optional_text(body, "session"), required)
+
+    def _manage(self, body: dict[str, Any]) -> None:
+        self.supervisor.set_manage_mode(_text(body, "session"), ManageMode(_text(body, "mode")))
+
+    def _set_budget(self, body: dict[str, Any]) -> None:
+        limits = body.get("limits")
+        if not isinstance(limits, dict):
+            raise ValueError("limits: an object of budget limits")
+        session = _optional_text(body, "session")
+        if session is not None and session not in self.supervisor.runners:
+            raise KeyError(f"no session {session!r} in this run")
+        self.supervisor.set_budget(session, limits_from_json(limits))
+
+    def _stop_run(self, body: dict[str, Any]) -> None:
+        self._stop(_optional_text(body, "cause") or WHEN_STOPPED)
+
+    async def _budget(self, request: web.Request) -> web.Response:
+        watch = self.supervisor.budget
+        return web.json_response(
+            {
+                "run": limits_json(watch.run_limits),
+                "sessions": {
+                    name: limits_json(watch.limits_for(name)) for name in self.supervisor.runners
+                },
+            }
+        )
+
+    async def _transcript(self, request: web.Request) -> web.Response:
+        session = request.query.get("session", "")
+        if session not in self.supervisor.runners:
+            return _refused(404, "key", f"no session {session!r} in this run")
+        path = self.supervisor.transcript_path(session)
+        return web.json_response({"path": None if path is None else str(path)})
+
+    async def _window(self, request: web.Request) -> web.Response:
+        """What fills the session's window (its conversation, whole, and its calibration):
+        what the breakdown view draws, which a console cannot rebuild from the journal."""
+        session = request.query.get("session", "")
+        if session not in self.supervisor.runners:
+            return _refused(404, "key", f"no session {session!r} in this run")
+        contents = self.supervisor.window_contents(session)
+        if contents is None:
+            return web.json_response({"contents": None})
+        density = contents.density
+        return web.json_response(
+            {
+                "contents": {
+                    "messages": [_message_json(m) for m in contents.transcript],
+                    "density": [density.ratio, density.measured, density.overhead],
+                    "root": contents.root,
+                }
+            }
+        )
+
+
+def _message_json(message: Message) -> dict[str, Any]:
+    """A conversation's message whole (redacted as the journal is), in the shape
+    runtime.cluster.wire reads back."""
+    blocks: list[dict[str, Any]] = []
+    for block in message.blocks:
+        if isinstance(block, TextBlock):
+            blocks.append({"text": redact(block.text)})
+        elif isinstance(block, ToolCall):
+            blocks.append({"call": block.id, "name": block.name, "input": block.input})
+        elif isinstance(block, ToolResult):
+            blocks.append(
+                {
+                    "result": block.tool_use_id,
+                    "content": redact(block.content),
+                    "error": block.is_error,
+                }
+            )
+    return {"role": message.role.value, "harness": message.from_harness, "blocks": blocks}
+
+
+def limits_json(limits: BudgetLimits) -> dict[str, Any]:
+    return {
+        "max_cost_usd": limits.max_cost_usd,
+        "max_turns": limits.max_turns,
+        "max_minutes": limits.max_minutes,
+        "near_fraction": limits.near_fraction,
+    }
+
+
+def limits_from_json(data: dict[str, Any]) -> BudgetLimits:
+    """Budget limits from a request (raises ValueError for anything that is not one)."""
+    allowed = {"max_cost_usd", "max_turns", "max_minutes", "near_fraction"}
+    unknown = set(data) - allowed
+    if unknown:
+        raise ValueError(f"unknown budget limit {sorted(unknown)[0]!r}")
+    for key, value in data.items():
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
+            raise ValueError(f"{key}: a number or null")
+    turns = data.get("max_turns")
+    if turns is not None and not isinstance(turns, int):
+        raise ValueError("max_turns: a whole number or null")
+    return BudgetLimits(**data)
+
+
+def _journal_lines(supervisor: Supervisor, after: int, upto: int) -> list[str]:
+    """The journal's lines numbered after `after` up to `upto`, read from its file."""
+    journal = supervisor.journal
+    if journal is None:
+        return []
+    with journal.events_path.open("rb") as file:
+        raw = file.read()
+    return list(_numbered(raw.split(b"\n"), after, upto))
+
+
+def _numbered(lines: Iterable[bytes], after: int, upto: int) -> Iterable[str]:
+    for line in lines:
+        try:
+            data = json.loads(line)
+        except (ValueError, RecursionError):
+            continue
+        seq = data.get("seq") if isinstance(data, dict) else None
+        if isinstance(seq, int) and after < seq <= upto:
+            yield line.decode("utf-8")
+
+
+def _refused(status: int, kind: str, message: str) -> web.Response:
+    return web.json_response({"error": message, "kind": kind}, status=status)
+
+
+def _text(body: dict[str, Any], key: str) -> str:
+    value = body.get(key)
+    if not isinstance(value, str):
+        raise ValueError(f"{key}: a string is needed")
+    return value
+
+
+def _optional_text(body: dict[str, Any], key: str) -> str | None:
+    value = body.get(key)
+    if value is not None and not isinstance(value, str):
+        raise ValueError(f"{key}: a string or null")
+    return value
+
+
+def _optional_int(body: dict[str, Any], key: str) -> int | None:
+    value = body.get(key)
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+        raise ValueError(f"{key}: a whole number or null")
+    return value
+
+
+def _name(text: str) -> str:
+    """A console's name as others are told it: one line, no control characters, short."""
+    return shorten(clean(text, one_line=True), NAME_CHARS)
+
+
+__all__ = ["ChannelError", "ControlChannel"]

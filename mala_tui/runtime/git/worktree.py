@@ -1,0 +1,400 @@
+"""One git worktree per agent: each session edits its own checkout, on its own branch.
+
+Agents given the same folder edit the same files. With `--worktree` each session
+gets `git worktree add` of the repository's current commit, on a branch named
+after the run and the session, under the run's folder; the worktrees and
+branches are kept after the run, for the person to review, merge or delete.
+
+What changed is measured against the commit the worktree started from, with a
+throwaway index (`GIT_INDEX_FILE`) so files the agent created count too and the
+worktree's own index is never touched.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from mala_tui.core import events as ev
+
+BRANCH_PREFIX: Final = "mala"
+GIT_TIMEOUT_SECONDS: Final = 60
+_UNSAFE_REF = re.compile(r"[^A-Za-z0-9._-]+")
+_DOTS = re.compile(r"\.{2,}")
+NAME_CHARS: Final = 60
+"""A session's part of its branch and folder names is at most this long (a hash aside)."""
+
+
+class WorktreeError(Exception):
+    """A worktree that cannot be made or read; the message says which folder and why."""
+
+
+@dataclass(frozen=True)
+class Worktree:
+    session: str
+    repository: Path
+    """The top level of the repository it was made from."""
+    path: Path
+    """The worktree's top level."""
+    cwd: Path
+    """Where the agent works: the same place inside the worktree as `--cwd` in the repository."""
+    branch: str
+    base_commit: str
+    base_branch: str = ""
+    """The branch checked out where the run started (what landing merges into); "" when
+    that checkout was on a detached HEAD."""
+
+
+@dataclass(frozen=True)
+class FileChange:
+    path: str
+    added: int | None
+    """Lines added; None for a binary file."""
+    deleted: int | None
+
+
+def run_git(
+    args: Sequence[str], cwd: Path, env: dict[str, str] | None = None, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run git, whatever its exit status; only a git that cannot run at all raises.
+
+    Raises:
+        WorktreeError: git is not on PATH, cannot be started, or timed out.
+    """
+    if shutil.which("git") is None:
+        raise WorktreeError("--worktree needs git, and git is not on PATH")
+    try:
+        return subprocess.run(
+            ["git", *args],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=GIT_TIMEOUT_SECONDS,
+            env=env,
+            input=stdin,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise WorktreeError(f"git {' '.join(args)} in {cwd}: {exc}") from None
+
+
+def last_line(done: subprocess.CompletedProcess[str]) -> str:
+    """What a failed git said last (its reason), or "failed"."""
+    message = done.stderr.strip().splitlines()
+    return message[-1] if message else "failed"
+
+
+def said(done: subprocess.CompletedProcess[str]) -> str:
+    """Everything a failed git said, on one line (its reason may span several)."""
+    return " ".join(line.strip() for line in done.stderr.splitlines() if line.strip()) or "failed"
+
+
+def _git(
+    args: Sequence[str], cwd: Path, env: dict[str, str] | None = None, stdin: str | None = None
+) -> str:
+    """Run git and return its output; every failure becomes a WorktreeError naming the folder."""
+    done = run_git(args, cwd, env, stdin)
+    if done.returncode != 0:
+        raise WorktreeError(f"git {' '.join(args)} in {cwd}: {last_line(done)}")
+    return done.stdout
+
+
+def repository_root(cwd: Path) -> tuple[Path, str]:
+    """The repository `cwd` is in and its current commit.
+
+    Raises:
+        WorktreeError: no git, `cwd` is not a folder or not in a repository, or the
+            repository has no commit yet to start from.
+    """
+    if not cwd.is_dir():
+        raise WorktreeError(f"--worktree: {cwd} is not a folder")
+    try:
+        top = _git(["rev-parse", "--show-toplevel"], cwd).strip()
+    except WorktreeError:
+        if shutil.which("git") is None:
+            raise
+        raise WorktreeError(
+            f"--worktree: {cwd} is not in a git repository (each agent gets a worktree of "
+            "the repository; run without --worktree, or `git init` and commit first)"
+        ) from None
+    try:
+        commit = _git(["rev-parse", "--verify", "HEAD^{commit}"], cwd).strip()
+    except WorktreeError:
+        raise WorktreeError(
+            f"--worktree: the repository at {top} has no commit yet; commit once first"
+        ) from None
+    return Path(top), commit
+
+
+def current_branch(cwd: Path) -> str:
+    """The branch checked out at `cwd` (short name), or "" on a detached HEAD."""
+    try:
+        return _git(["symbolic-ref", "--quiet", "--short", "HEAD"], cwd).strip()
+    except WorktreeError:
+        return ""  # detached: symbolic-ref exits 1 with nothing to say
+
+
+def safe_name(session: str) -> str:
+    """The session's name as a branch's last part and a folder's name: safe, bounded, unique.
+
+    What a ref or a file name cannot hold (a slash, a space, `..`, a leading dot or dash,
+    a trailing `.lock`) becomes '-', and it is cut at NAME_CHARS. A name that had to
+    change gains a short hash of the original, so `a/b` and `a-b`, or `.` and `..`, never
+    share a branch or a folder, and none is `.`, `..` or past a file name's length.
+    """
+    cleaned = _DOTS.sub("-", _UNSAFE_REF.sub("-", session))[:NAME_CHARS].strip(".-")
+    if cleaned.lower().endswith(".lock"):
+        cleaned = cleaned[: -len(".lock")] + "-lock"
+    if cleaned and cleaned == session:
+        return cleaned
+    digest = hashlib.sha256(session.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return f"{cleaned or 'session'}-{digest}"
+
+
+def branch_name(run_id: str, session: str) -> str:
+    """`mala/<run id>/<session's safe name>` (see `safe_name`)."""
+    return f"{BRANCH_PREFIX}/{run_id}/{safe_name(session)}"
+
+
+def create(cwd: Path, run_id: str, session: str, parent: Path) -> Worktree:
+    """A new worktree of `cwd`'s repository at its current commit, in `parent/<session>`.
+
+    Raises:
+        WorktreeError: as `repository_root`, or the branch or folder already exists.
+    """
+    repository, commit = repository_root(cwd)
+    branch = branch_name(run_id, session)
+    path = parent / safe_name(session)
+    parent.mkdir(parents=True, exist_ok=True)
+    _git(["worktree", "add", "--quiet", "-b", branch, str(path), commit], repository)
+    inside = cwd.resolve().relative_to(repository.resolve())
+    return Worktree(session, repository, path, path / inside, branch, commit, current_branch(cwd))
+
+
+def fork(parent: Worktree, run_id: str, session: str, folder: Path) -> Worktree:
+    """A new worktree for a session forked from `parent`'s: on a branch of its own from
+    `parent`'s HEAD, with `parent`'s uncommitted edits (new files included, ignored ones
+    not) left uncommitted in it too, in `folder/<session>`. Its changes and what it has to
+    land are counted from where the run started, as `parent`'s are.
+
+    Raises:
+        WorktreeError: `parent` is gone, or the branch or folder already exists.
+    """
+    head = _git(["rev-parse", "--verify", "HEAD^{commit}"], parent.path).strip()
+    edits = working_tree(parent.path)
+    branch = branch_name(run_id, session)
+    path = folder / safe_name(session)
+    folder.mkdir(parents=True, exist_ok=True)
+    _git(["worktree", "add", "--quiet", "-b", branch, str(path), head], parent.repository)
+    if edits != _git(["rev-parse", f"{head}^{{tree}}"], path).strip():
+        # From HEAD's files to the edited ones (deletions too), then the index back to
+        # HEAD: the edits are in the files, not staged, as they were in `parent`.
+        _git(["read-tree", "-m", "-u", "HEAD", edits], path)
+        _git(["read-tree", "HEAD"], path)
+    inside = parent.cwd.relative_to(parent.path)
+    return Worktree(
+        session,
+        parent.repository,
+        path,
+        path / inside,
+        branch,
+        parent.base_commit,
+        parent.base_branch,
+    )
+
+
+def changes(path: Path, base_commit: str) -> tuple[FileChange, ...]:
+    """Files changed in the worktree at `path` since `base_commit`, with lines added and deleted.
+
+    Raises:
+        WorktreeError: the worktree is gone or git cannot read it.
+    """
+    output = _with_scratch_index(path, ["diff", "--cached", "--numstat", "-z", base_commit])
+    found = []
+    # -z: "added\tdeleted\tpath\0" per file; renames are off, so one path each.
+    for record in output.split("\0"):
+        if not record:
+            continue
+        added, deleted, name = record.split("\t", 2)
+        found.append(
+            FileChange(
+                name,
+                None if added == "-" else int(added),
+                None if deleted == "-" else int(deleted),
+            )
+        )
+    return tuple(found)
+
+
+def diff_text(path: Path, base_commit: str) -> str:
+    """The full diff of the worktree at `path` against `base_commit`, new files included.
+
+    Raises:
+        WorktreeError: the worktree is gone or git cannot read it.
+    """
+    return _with_scratch_index(
+        path, ["diff", "--cached", "--no-color", "--no-ext-diff", base_commit]
+    )
+
+
+def working_tree(path: Path) -> str:
+    """The tree of everything in the worktree at `path` now, untracked files included
+    (ignored ones not), written to the object store without touching its index.
+
+    Raises:
+        WorktreeError: the worktree is gone or git cannot read it.
+    """
+    return _with_scratch_index(path, ["write-tree"]).strip()
+
+
+def commits_ahead(path: Path, base: str) -> int:
+    """Commits of the worktree's HEAD that `base` (a branch or a commit) does not have.
+
+    Raises:
+        WorktreeError: the worktree is gone or git cannot read it.
+    """
+    return int(_git(["rev-list", "--count", f"{base}..HEAD"], path).strip() or 0)
+
+
+def has_uncommitted(path: Path, *, untracked: bool = True) -> bool:
+    """Whether the checkout at `path` holds edits not committed: new files included (ignored
+    ones not), unless `untracked` is False (then only changes to files git tracks count).
+
+    Raises:
+        WorktreeError: the folder is gone or git cannot read it.
+    """
+    if not path.is_dir():
+        raise WorktreeError(f"worktree {path} is gone")
+    which = "--untracked-files=all" if untracked else "--untracked-files=no"
+    return bool(_git(["status", "--porcelain", which], path).strip())
+
+
+def base_of(worktree: Worktree) -> str:
+    """What the worktree's commits are counted against: its base branch, else its start."""
+    return f"refs/heads/{worktree.base_branch}" if worktree.base_branch else worktree.base_commit
+
+
+def _with_scratch_index(path: Path, args: Sequence[str]) -> str:
+    """Stage everything into a throwaway index, run `args` against it, drop it."""
+    if not path.is_dir():
+        raise WorktreeError(f"worktree {path} is gone")
+    with tempfile.TemporaryDirectory(prefix="mala-index-") as scratch:
+        env = dict(os.environ, GIT_INDEX_FILE=str(Path(scratch) / "index"))
+        _git(["read-tree", "HEAD"], path, env)
+        _git(["add", "--all", "--", "."], path, env)
+        return _git(["-c", "diff.renames=false", *args], path, env)
+
+
+def create_all(
+    plans: Sequence[tuple[str, Path]],
+    run_id: str,
+    parent: Path,
+    *,
+    until: Callable[[], bool] = lambda: False,
+) -> dict[str, Worktree]:
+    """A worktree per (session, cwd); on a failure the ones already made are removed again.
+
+    Once `until()` is true (the run was stopped meanwhile) no more are made, and the ones
+    made are returned: the run journals them.
+
+    Raises:
+        WorktreeError: as `create`.
+    """
+    made: dict[str, Worktree] = {}
+    try:
+        for session, cwd in plans:
+            if until():
+                break
+            made[session] = create(cwd, run_id, session, parent)
+    except WorktreeError:
+        for worktree in made.values():
+            remove(worktree)
+        raise
+    return made
+
+
+def remove(worktree: Worktree) -> None:
+    """Remove a worktree and its branch (only for ones a failed start left behind)."""
+    try:
+        _git(["worktree", "remove", "--force", str(worktree.path)], worktree.repository)
+        _git(["branch", "-D", worktree.branch], worktree.repository)
+    except WorktreeError:
+        pass  # best effort: the start is failing anyway, and says why
+
+
+class WorktreeTracker:
+    """Journals each session's worktree when it starts, and what it changed when it ends.
+
+    A session that ends without having started (queued when the run stopped, or the run
+    stopped during its start-up) has its worktree journaled as it ends: no worktree or
+    branch the run made is left out of its journal.
+
+    An event listener of the run: `record` is the supervisor's sink. `prepare` is called
+    with a session's worktree as the session ends, before it is measured: on a cluster,
+    the driver's worktree is made there and then, from what the host pushed
+    (runtime.cluster.mirror); what it raises is said as the measure's error.
+    """
+
+    def __init__(
+        self,
+        worktrees: dict[str, Worktree],
+        record: Callable[[ev.Event], object],
+        prepare: Callable[[Worktree], object] | None = None,
+    ):
+        self.worktrees = worktrees
+        self._record = record
+        self._prepare = prepare
+        self._journaled: set[str] = set()
+
+    def __call__(self, event: ev.Event) -> None:
+        worktree = self.worktrees.get(event.session)
+        if worktree is None:
+            return
+        unstarted_end = isinstance(event, ev.SessionEnded) and event.session not in self._journaled
+        if isinstance(event, ev.SessionStarted) or unstarted_end:
+            self._journaled.add(event.session)
+            self._record(
+                ev.WorktreeCreated(
+                    at=event.at,
+                    session=event.session,
+                    path=str(worktree.path),
+                    branch=worktree.branch,
+                    base_commit=worktree.base_commit,
+                    repository=str(worktree.repository),
+                    base_branch=worktree.base_branch,
+                )
+            )
+        if isinstance(event, ev.SessionEnded):
+            ahead: int | None = None
+            uncommitted: bool | None = None
+            try:
+                if self._prepare is not None:
+                    self._prepare(worktree)
+                files = changes(worktree.path, worktree.base_commit)
+                error = ""
+            except WorktreeError as exc:
+                files, error = (), str(exc)
+            with contextlib.suppress(WorktreeError):  # unmeasured, the counts stay unknown
+                ahead = commits_ahead(worktree.path, base_of(worktree))
+                uncommitted = has_uncommitted(worktree.path)
+            self._record(
+                ev.WorktreeChanged(
+                    at=event.at,
+                    session=event.session,
+                    files=tuple(
+                        ev.ChangedFile(path=f.path, added=f.added, deleted=f.deleted) for f in files
+                    ),
+                    error=error,
+                    commits_ahead=ahead,
+                    uncommitted=uncommitted,
+                )
+            )

@@ -1,0 +1,415 @@
+"""Building a run: tasks into session specs, a journal, a supervisor.
+
+`mala-tui run`, `mala-tui demo` and the app all start runs through here, so a
+run is journaled, and its agent processes are accounted for, the same way
+whatever started it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tomllib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from mala_tui.config import LoadedSettings, Settings, suggest, user_config_dir
+from mala_tui.core import events as ev
+from mala_tui.core.limits import oversized_task
+from mala_tui.core.numbers import NumberOutOfRange, loads_json, loads_toml
+from mala_tui.core.phases import ManageMode
+from mala_tui.core.prompts import PromptSet
+from mala_tui.core.retry import cli_retries_within
+from mala_tui.prompt_files import load_prompts
+from mala_tui.runtime.backends.base import Backend, SessionSpec
+from mala_tui.runtime.cluster.driver_runner import HostEngine
+from mala_tui.runtime.cluster.session_host import BackendFactory
+from mala_tui.runtime.journal.writer import RunJournal, new_run_id
+from mala_tui.runtime.questions.approvals import ApprovalMode
+from mala_tui.runtime.run.profiles import (
+    PROFILE_KEYS,
+    Profile,
+    ProfileError,
+    parse_profile,
+    profiles_json,
+    shown,
+)
+from mala_tui.runtime.run.run_types import RunResult
+from mala_tui.runtime.run.session_limits import limits_from, subagent_limits_for
+from mala_tui.runtime.run.supervisor import Supervisor
+from mala_tui.text_files import read_text
+
+EXIT_OK = 0
+EXIT_NOT_ALL_DONE = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+#: run.json's mark of a run whose sessions each work in a git worktree of their own.
+WORKTREE_KEY = "worktree"
+#: run.json's named profiles (`[profile.NAME]` of the tasks file), for sessions added later.
+PROFILES_KEY = "profiles"
+
+
+class TaskFileError(ValueError):
+    """A tasks file that cannot be used; the message names the file and the entry."""
+
+
+@dataclass(frozen=True)
+class TaskPlan:
+    name: str
+    task: str
+    cwd: Path
+    profile: Profile = field(default_factory=Profile)
+    """What the task runs with over the run's settings (runtime.run.profiles); empty for most."""
+
+
+def plan_tasks(
+    tasks: Sequence[str],
+    tasks_file: Path | None,
+    cwd: Path | None,
+    settings: Settings | None = None,
+) -> list[TaskPlan]:
+    """The tasks of `plan_run`, without the file's named profiles."""
+    return plan_run(tasks, tasks_file, cwd, settings)[0]
+
+
+def plan_run(
+    tasks: Sequence[str],
+    tasks_file: Path | None,
+    cwd: Path | None,
+    settings: Settings | None = None,
+) -> tuple[list[TaskPlan], dict[str, Profile]]:
+    """Tasks from the command line, then from a TOML or JSON file of [[task]] entries.
+
+    A file entry is a table with `task` and optionally `name`, `cwd`, `profile` (one of
+    the file's `[profile.NAME]` tables) and any profile key of its own. Names must be
+    unique; missing ones are task-1, task-2... Each task's profile is checked against
+    `settings` (the defaults when None).
+
+    Where each task works: a file entry's own `cwd` (relative to the file), else `cwd`
+    (`--cwd`, relative to the current folder), else the file's folder; a task from the
+    command line works in `cwd`, else the current folder.
+    """
+    plans = []
+    profiles: dict[str, Profile] = {}
+    given = None if cwd is None else _task_folder(cwd, "--cwd")
+    if tasks:
+        folder = given or _task_folder(Path(), "--cwd")
+        for index, text in enumerate(tasks, start=1):
+            if not text.strip():
+                raise TaskFileError(f"task {index} on the command line is empty")
+            plans.append(TaskPlan("", text, folder))
+    if tasks_file is not None:
+        from_file, profiles = _read_tasks_file(tasks_file, settings or Settings(), given)
+        plans += from_file
+    named: list[TaskPlan] = []
+    seen: set[str] = set()
+    for index, plan in enumerate(plans, start=1):
+        name = plan.name or f"task-{index}"
+        if name in seen:
+            raise TaskFileError(f"two tasks are named {name!r}; names must be unique")
+        seen.add(name)
+        named.append(replace(plan, name=name))
+    if not named:
+        raise TaskFileError("no task given: pass TASK arguments or --tasks FILE")
+    return named, profiles
+
+
+def _task_folder(folder: Path, where: str) -> Path:
+    """The folder, resolved; a clear error when it is not one (or not a path at all)."""
+    try:
+        resolved = folder.resolve()
+        if resolved.is_dir():
+            return resolved
+    except (OSError, ValueError, RuntimeError):  # a NUL byte, a symlink loop, too long
+        pass
+    raise TaskFileError(f"{where}: {str(folder)!r} is not a folder")
+
+
+def _read_tasks_file(
+    path: Path, settings: Settings, cwd: Path | None
+) -> tuple[list[TaskPlan], dict[str, Profile]]:
+    try:
+        text = read_text(path)
+    except OSError as exc:
+        raise TaskFileError(f"tasks file {path}: cannot be read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise TaskFileError(
+            f"tasks file {path}: not UTF-8 text (byte {exc.start}: {exc.reason})"
+        ) from None
+    kind = "JSON" if path.suffix == ".json" else "TOML"
+    try:
+        data: Any = loads_json(text) if kind == "JSON" else loads_toml(text)
+    except NumberOutOfRange as exc:
+        raise TaskFileError(f"tasks file {path}: {exc}") from None
+    except (json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise TaskFileError(f"tasks file {path}: not valid {kind}: {exc}") from None
+    except RecursionError:
+        raise TaskFileError(f"tasks file {path}: {kind} nested too deeply") from None
+    profiles: dict[str, Profile] = {}
+    if isinstance(data, dict):
+        unknown = set(data) - {"task", "profile"}
+        if unknown:
+            key = sorted(unknown)[0]
+            raise TaskFileError(
+                f"tasks file {path}: unknown table {key!r}{suggest(key, ['task', 'profile'])}; "
+                "allowed: task, profile"
+            )
+        profiles = _read_profiles(path, data.get("profile", {}), settings)
+    entries = data.get("task") if isinstance(data, dict) else data
+    if not isinstance(entries, list):
+        raise TaskFileError(f"tasks file {path}: expected a list of [[task]] tables")
+    plans = []
+    allowed = ("task", "name", "cwd", "profile", *PROFILE_KEYS)
+    for index, entry in enumerate(entries, start=1):
+        where = f"tasks file {path}, task {index}"
+        if not isinstance(entry, dict):
+            raise TaskFileError(f"{where}: expected a table with a `task` string")
+        unknown = set(entry) - set(allowed)
+        if unknown:
+            key = sorted(unknown)[0]
+            hint = suggest(key, allowed)
+            raise TaskFileError(
+                f"{where}: unknown key {key!r}{hint}; allowed: {', '.join(allowed)}"
+            )
+        task, name, own = entry.get("task"), entry.get("name", ""), entry.get("cwd")
+        if not isinstance(task, str) or not task.strip():
+            raise TaskFileError(f"{where}: `task` must be a non-empty string")
+        if not isinstance(name, str) or not isinstance(own, str | None):
+            raise TaskFileError(f"{where}: `name` and `cwd` must be strings")
+        if own is not None:
+            folder = _task_folder(path.parent / own, f"{where}: cwd")
+        else:
+            folder = cwd or _task_folder(path.parent, f"{where}: the tasks file's folder")
+        profile = _task_profile(path, where, entry, profiles, settings)
+        plans.append(TaskPlan(name, task, folder, profile))
+    return plans, profiles
+
+
+def _read_profiles(path: Path, tables: object, settings: Settings) -> dict[str, Profile]:
+    """The file's `[profile.NAME]` tables, each checked."""
+    if not isinstance(tables, dict):
+        raise TaskFileError(
+            f"tasks file {path}: profile must be tables of settings, e.g. [profile.review]"
+        )
+    profiles = {}
+    for name, table in tables.items():
+        where = f"tasks file {path}, profile {shown(name)}"
+        if not isinstance(table, dict):
+            raise TaskFileError(f'{where}: must be a table, e.g. [profile.review] model = "..."')
+        try:
+            profiles[name] = parse_profile(table, path.parent, name=name)
+            profiles[name].apply(settings)
+        except ProfileError as exc:
+            raise TaskFileError(f"{where}: {exc}") from None
+    return profiles
+
+
+def _task_profile(
+    path: Path,
+    where: str,
+    entry: dict[str, Any],
+    profiles: dict[str, Profile],
+    settings: Settings,
+) -> Profile:
+    """The task's named profile, with the task's own profile keys over it; checked."""
+    chosen = entry.get("profile")
+    base = Profile()
+    if chosen is not None:
+        if not isinstance(chosen, str) or chosen not in profiles:
+            known = ", ".join(shown(name) for name in profiles) or f"none in {path.name}"
+            hint = suggest(chosen, list(profiles)) if isinstance(chosen, str) else ""
+            raise TaskFileError(
+                f"{where}: profile {chosen!r} is not defined{hint}; profiles: {known}"
+            )
+        base = profiles[chosen]
+    own = {key: value for key, value in entry.items() if key in PROFILE_KEYS}
+    try:
+        profile = base.under(parse_profile(own, path.parent)) if own else base
+        profile.apply(settings)
+    except ProfileError as exc:
+        raise TaskFileError(f"{where}: {exc}") from None
+    return profile
+
+
+def agent_spec(plan: TaskPlan, settings: Settings, **extra: Any) -> SessionSpec:
+    """How the task's agent starts: the settings, with the task's profile over them (a
+    model given here, as `--model` is, counts only for a task whose profile names none).
+
+    Raises:
+        ProfileError: the profile does not hold over these settings (a resume under
+            settings changed since the run started).
+    """
+    profile = plan.profile
+    task_settings = profile.apply(settings)
+    agent = task_settings.agent
+    given = extra.pop("model", None)
+    spec = SessionSpec(
+        name=plan.name,
+        task=plan.task,
+        cwd=plan.cwd,
+        model=profile.settings.get("model") or given or agent.model,
+        allowed_tools=agent.allowed_tools,
+        disallowed_tools=profile.disallowed_tools,
+        permission_mode=agent.permission_mode,
+        mcp_config=profile.mcp_config,
+        env={**profile.env, **extra.pop("env", {})},
+        own_compaction=task_settings.context.manage is ManageMode.OFF,
+        cli_retries=_cli_retries(task_settings),
+        **extra,
+    )
+    if spec.subagent_limits is None:  # unless the caller gave its own
+        limits = subagent_limits_for(task_settings, spec.model, spec.betas)
+        spec = replace(spec, subagent_limits=limits)
+    return spec
+
+
+def _cli_retries(settings: Settings) -> int | None:
+    """The CLI's own retries of a failed call, fitted to the bound on a failing endpoint."""
+    bound = settings.idle.api_failure_seconds
+    return None if bound is None else cli_retries_within(bound)
+
+
+def oversized(plans: Sequence[TaskPlan], settings: Settings, model: str | None) -> str | None:
+    """Why a task cannot run as given (its estimate past what its window holds, with its
+    own profile's model and thresholds), or None when every task fits."""
+    for plan in plans:
+        spec = agent_spec(plan, settings, model=model)
+        limits = limits_from(plan.profile.apply(settings), spec.model, spec.betas)
+        problem = oversized_task(plan.task, limits)
+        if problem is not None:
+            return f"task {plan.name!r} is {problem}"
+    return None
+
+
+def prompts_for(settings: Settings) -> PromptSet:
+    """The user's own templates (config dir's prompts/) over the shipped ones, checked now."""
+    return load_prompts(user_config_dir() / "prompts")
+
+
+def open_journal(
+    loaded: LoadedSettings,
+    mode: ev.RunMode,
+    tasks: Sequence[TaskPlan],
+    *,
+    worktree: bool = False,
+    where: Mapping[str, object] | None = None,
+    profiles: Mapping[str, Profile] | None = None,
+) -> RunJournal:
+    """The run's folder, run.json and journal; `worktree`: each session works in a worktree
+    of its own (a resume makes one for a session whose start-up was stopped before it had);
+    `where`: where the sessions run, when not here (the engine, the cluster's address);
+    `profiles`: the tasks file's named profiles, which a session added later may take."""
+    settings = loaded.settings
+    meta: dict[str, Any] = {
+        **(where or {}),
+        "mode": mode,
+        "pid": os.getpid(),  # `mala-tui resume` refuses a run this process still writes
+        "tasks": [_task_json(t) for t in tasks],
+        "settings": settings.model_dump(mode="json"),
+        "settings_sources": dict(loaded.sources),
+        "config_file": str(loaded.config_file),
+    }
+    if worktree:
+        meta[WORKTREE_KEY] = True
+    if profiles:
+        meta[PROFILES_KEY] = profiles_json(profiles)
+    return RunJournal.create(settings.resolved_data_dir(), new_run_id(), meta)
+
+
+def _task_json(plan: TaskPlan) -> dict[str, Any]:
+    """A task as run.json keeps it (its profile too, when it has one, for `resume`)."""
+    entry: dict[str, Any] = {"name": plan.name, "task": plan.task, "cwd": str(plan.cwd)}
+    if not plan.profile.empty:
+        entry["profile"] = plan.profile.to_json()
+    return entry
+
+
+def build_supervisor(
+    *,
+    loaded: LoadedSettings,
+    backend: Backend,
+    journal: RunJournal,
+    specs: Sequence[SessionSpec],
+    approval_mode: ApprovalMode | None,
+    mode: ev.RunMode,
+    profiles: Mapping[str, Profile] | None = None,
+    template: SessionSpec | None = None,
+    engine: HostEngine | None = None,
+    host_backend: BackendFactory | None = None,
+) -> Supervisor:
+    """The run's supervisor with a session per spec; a session with a profile gets the
+    thresholds, management mode and budgets of its profile. Sessions added while it runs
+    are made like `template` (default: the first spec)."""
+    supervisor = Supervisor(
+        settings=loaded.settings,
+        backend=backend,
+        prompts=prompts_for(loaded.settings),
+        journal=journal,
+        approval_mode=approval_mode,
+        mode=mode,
+        engine=engine,
+        host_backend=host_backend,
+    )
+    if engine is not None:  # a cluster runs as many as it has slots for, unless capped
+        capped = loaded.sources.get("agent.max_concurrent", "default") != "default"
+        cap = loaded.settings.agent.max_concurrent if capped else engine.slots
+        supervisor.max_concurrent = max(1, min(engine.slots, cap))
+    for spec in specs:
+        profile = (profiles or {}).get(spec.name)
+        if profile is None or profile.empty:
+            supervisor.add_session(spec)
+            continue
+        task_settings = profile.apply(loaded.settings)
+        supervisor.add_session(spec, limits=limits_from(task_settings, spec.model, spec.betas))
+        if task_settings.budget != loaded.settings.budget:
+            supervisor.budget.set_limits(spec.name, task_settings.budget.session_limits())
+    if template is not None or specs:
+        supervisor.spec_for_new = like(template or specs[0])
+    return supervisor
+
+
+def plain_spec(plan: TaskPlan, settings: Settings, **extra: Any) -> SessionSpec:
+    """`agent_spec` without the task's profile: what a session added to the run gets (its
+    own task, the run's settings), since a profile belongs to the task that named it."""
+    return agent_spec(replace(plan, profile=Profile()), settings, **extra)
+
+
+def like(template: SessionSpec) -> Callable[[str, str, Path], SessionSpec]:
+    """Sessions added while the run runs get what the run's first one got (model, tools,
+    environment), with their own name, task and folder."""
+
+    def spec(name: str, task: str, cwd: Path) -> SessionSpec:
+        return replace(template, name=name, task=task, cwd=cwd)
+
+    return spec
+
+
+class HeadlessApprovalError(ValueError):
+    """Approvals are to be asked but there is no terminal to ask on."""
+
+
+def check_headless_approvals(supervisor: Supervisor, interactive: bool) -> None:
+    """Headless runs can ask on a terminal; without one an `ask` would wait forever."""
+    check_approval_mode(supervisor.approval_mode, supervisor.settings, interactive)
+
+
+def check_approval_mode(
+    approval_mode: ApprovalMode | None, settings: Settings, interactive: bool
+) -> None:
+    """`check_headless_approvals` before there is a supervisor (or a journal) to ask."""
+    mode = approval_mode or ("ask" if settings.context.require_approval else "auto")
+    if mode != "ask" or interactive:
+        return
+    if settings.context.approval_timeout_seconds is not None:
+        return  # a timeout answers every request
+    raise HeadlessApprovalError(
+        "approvals are set to ask, but this headless run has no terminal to ask on: "
+        "use --approve auto or --approve deny, or set context.approval_timeout_seconds"
+    )
+
+
+def run_status(result: RunResult) -> int:
+    """The exit status of a run that came to its end: 0 when every session finished."""
+    return EXIT_OK if result.ok else EXIT_NOT_ALL_DONE
