@@ -142,10 +142,12 @@ def _resume_on(
         worktrees = trackers[0].worktrees
         if on_hosts:  # added ones too: their hosts make their worktrees (runtime.cluster.mirror)
             supervisor.on_added.append(host_worktree_setter(worktrees, journal.run_id))
-        supervisor.spec_for_new = in_worktree(
+        supervisor.new_sessions.spec_for_new = in_worktree(
             resumed.template, worktrees, journal, on_hosts=on_hosts
         )
-        supervisor.spec_for_fork = fork_in_worktree(worktrees, journal, on_hosts=on_hosts)
+        supervisor.new_sessions.spec_for_fork = fork_in_worktree(
+            worktrees, journal, on_hosts=on_hosts
+        )
     try:
         event = supervisor.resumed
         pause = gap(event.gap_seconds) if event is not None else "?"

@@ -66,7 +66,7 @@ async def test_a_fork_starts_from_the_parents_conversation_and_runs_to_its_end(
 
         from mala_tui.commands.run_worktrees import fork_in_worktree
 
-        sup.spec_for_fork = fork_in_worktree(worktrees, journal, on_hosts=False)
+        sup.new_sessions.spec_for_fork = fork_in_worktree(worktrees, journal, on_hosts=False)
         parent_id: list[str] = []
 
         def on_event(event: ev.Event) -> None:

@@ -76,7 +76,7 @@ async def test_a_task_added_to_a_live_run_runs_and_a_cancelled_session_keeps_its
         journal = RunJournal.create(tmp_path / "data", "run-1", {"mode": "test"})
         sup = build_supervisor(ClaudeBackend(), journal=journal)
         sup.add_session(first, limits=default_limits())
-        sup.spec_for_new = like(first)
+        sup.new_sessions.spec_for_new = like(first)
         second_folder = tmp_path / "second" / "workspace"
         second_folder.mkdir(parents=True)
         materialize_workspace(scenario, second_folder)
@@ -154,8 +154,8 @@ async def test_a_session_added_with_a_named_profile_reaches_the_model_with_it(
                 private_home=home,
             )
 
-        sup.spec_for_new = new_spec
-        sup.profiles = {
+        sup.new_sessions.spec_for_new = new_spec
+        sup.new_sessions.profiles = {
             "review": Profile("review", {"model": "claude-haiku-4-5", "permission_mode": "plan"})
         }
         folder = tmp_path / "second" / "workspace"

@@ -305,7 +305,7 @@ async def test_every_operator_action_works_from_a_console(tmp_path: Path) -> Non
         )
     )
     sup = hosted(tmp_path, backend, ["a"])
-    sup.spec_for_new = like(SessionSpec(name="a", task="task a", cwd=tmp_path))
+    sup.new_sessions.spec_for_new = like(SessionSpec(name="a", task="task a", cwd=tmp_path))
     assert sup.journal is not None
     channel = ControlChannel(sup, sup.journal.directory)
     await channel.start()
@@ -399,7 +399,7 @@ async def test_a_console_lands_at_the_host_while_the_run_lives_and_itself_once_i
         {name: [ScriptedClient([[SessionIdentified(0, f"s{name}"), HANG]])] for name in "ab"}
     )
     sup = hosted(tmp_path, backend, ["a", "b"])
-    sup.profiles = {"review": Profile("review", {"model": "m"})}
+    sup.new_sessions.profiles = {"review": Profile("review", {"model": "m"})}
     assert sup.journal is not None
     channel = ControlChannel(sup, sup.journal.directory)
     await channel.start()

@@ -12,7 +12,8 @@ from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.observations import Command, SessionIdentified
 from mala_tui.runtime.backends.scripted import HANG, ScriptedClient, finished
-from mala_tui.runtime.run.supervisor import QUEUE, Supervisor
+from mala_tui.runtime.run.slots import QUEUE
+from mala_tui.runtime.run.supervisor import Supervisor
 from mala_tui.ui.format import state_label
 from tests.support.backends import PerSession
 from tests.support.supervisors import build_supervisor, journal_events

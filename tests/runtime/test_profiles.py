@@ -127,8 +127,8 @@ def test_the_supervisor_gives_each_session_its_profiles_limits_and_budget(
             template=plain_spec(plans[0], run_settings),
         )
     # A session added while the run runs gets the run's settings, not the first task's profile.
-    assert supervisor.spec_for_new is not None
-    added = supervisor.spec_for_new("added", "a new task", tmp_path)
+    assert supervisor.new_sessions.spec_for_new is not None
+    added = supervisor.new_sessions.spec_for_new("added", "a new task", tmp_path)
     assert (added.model, added.permission_mode, added.disallowed_tools, dict(added.env)) == (
         None,
         "acceptEdits",
@@ -288,7 +288,7 @@ def test_run_json_keeps_the_named_profiles_and_a_resume_gives_added_sessions_the
     run_settings = Settings.model_validate({"storage": {"data_dir": str(tmp_path / "data")}})
     plans, profiles = plan_run([], path, tmp_path, run_settings)
     with open_journal(loaded(run_settings), RunMode.RUN, plans, profiles=profiles) as journal:
-        journal.write(ev.RunStarted(at=0.0, run_id=journal.run_id, sessions=(), mode="run"))
+        journal.write(ev.RunStarted(at=0.0, run_id=journal.run_id, sessions=(), mode=RunMode.RUN))
         journal.write(
             ev.SessionAdded(at=1.0, session="late", task="x", cwd=str(tmp_path), profile="review")
         )
@@ -321,15 +321,15 @@ def test_a_session_added_with_a_profile_the_run_lacks_is_refused_before_anything
             approval_mode="auto",
             mode=RunMode.RUN,
         )
-    supervisor.profiles = {"review": Profile("review", {"model": "m"})}
-    template = supervisor.spec_for_new
+    supervisor.new_sessions.profiles = {"review": Profile("review", {"model": "m"})}
+    template = supervisor.new_sessions.spec_for_new
     assert template is not None
 
     def counted(name: str, task: str, cwd: Path) -> SessionSpec:
         made.append(name)
         return template(name, task, cwd)
 
-    supervisor.spec_for_new = counted
+    supervisor.new_sessions.spec_for_new = counted
     with pytest.raises(ValueError, match=r"^this run has no profile 'reveiw'; profiles: review$"):
         supervisor.add_task("late", "x", tmp_path, profile="reveiw")
     assert made == []  # no worktree (nor anything else) was made for it
