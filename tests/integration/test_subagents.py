@@ -8,7 +8,12 @@ until the last report is in and answered, never kill the subagents at the first 
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
+import signal
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -18,9 +23,11 @@ from mala_tui.core.actions import EndStatus
 from mala_tui.core.background import BackgroundKind
 from mala_tui.core.events.subagents import SubagentEnd
 from mala_tui.core.view import RunState
+from mala_tui.loopback import LoopbackServer, load_scenario, materialize_workspace, offline_cli_env
 from mala_tui.runtime.journal.writer import list_runs, read_events
 from tests.integration.harness import alive
-from tests.integration.test_run_command import run_scenario_headless
+from tests.integration.test_run_command import run_cli, run_scenario_headless
+from tests.support.polling import eventually
 
 pytestmark = pytest.mark.integration
 
@@ -110,4 +117,58 @@ async def test_a_mask_waits_while_background_subagents_run_and_none_is_killed(
     ends = [e.how for e in events if isinstance(e, ev.SubagentEnded)]
     assert ends == [SubagentEnd.COMPLETED, SubagentEnd.COMPLETED]
     (ended,) = [e for e in events if isinstance(e, ev.SessionEnded)]
+    assert ended.status is EndStatus.DONE
+
+
+async def test_a_run_killed_while_subagents_work_resumes_and_the_agent_hears_they_were_lost(
+    tmp_path: Path,
+) -> None:
+    scenario = load_scenario("delegation")
+    workspace, data = tmp_path / "project", tmp_path / "data"
+    workspace.mkdir()
+    materialize_workspace(scenario, workspace)
+    model = ("--set", "agent.model=claude-sonnet-4-5")
+
+    def both_out() -> bool:
+        runs = list_runs(data)
+        if not runs:
+            return False
+        events = read_events(runs[0].directory / "events.jsonl").events
+        return any(isinstance(e, ev.BackgroundListed) and len(e.tasks) == 2 for e in events)
+
+    async with LoopbackServer(scenario, response_delay_s=0.4, keep_bodies=True) as server:
+        env = dict(os.environ, **offline_cli_env(server.base_url, tmp_path / "claude-home"))
+        env["MALA_TUI_STORAGE__DATA_DIR"] = str(data)
+        process = await asyncio.create_subprocess_exec(
+            *(sys.executable, "-m", "mala_tui", *model, "run", scenario.task),
+            *("--cwd", str(workspace), "--headless"),
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.DEVNULL,
+            env=env,
+        )
+        try:
+            await eventually(both_out, timeout=120, what="both subagents at work", every=0.05)
+        finally:
+            os.kill(process.pid, signal.SIGKILL)
+            await process.wait()
+        killed_at = time.time()
+        (run,) = list_runs(data)
+        before = read_events(run.directory / "events.jsonl").events
+        agents = [e.pid for e in before if isinstance(e, ev.ProcessStarted) and e.pid]
+        await eventually(
+            lambda: not any(alive(pid) for pid in agents), timeout=30, what="agents to end"
+        )
+        code, out, err = await run_cli(*model, "resume", "latest", "--headless", env=env)
+        requests = server.request_log
+    assert code == 0, out + err
+    after = read_events(run.directory / "events.jsonl").events[len(before) :]
+    lost = [e for e in after if isinstance(e, ev.BackgroundStopped)]
+    assert lost and len(lost[0].tasks) == 2 and "lost when the run stopped" in lost[0].reason
+    # The agent was told, in the prompt that carried its session on, naming each one.
+    resumed = [r for r in requests if r.time >= killed_at and not r.agent_id and r.body]
+    assert resumed, "the resumed session made a request"
+    prompt = json.dumps(resumed[0].body)
+    assert "Background work you had started was lost" in prompt
+    assert "Triage logs 1-4" in prompt and "Triage logs 5-8" in prompt
+    (ended,) = [e for e in after if isinstance(e, ev.SessionEnded)]
     assert ended.status is EndStatus.DONE
