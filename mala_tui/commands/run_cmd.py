@@ -79,6 +79,13 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "kept after the run (default: the agent.worktree setting)",
     )
     run.add_argument(
+        "--base",
+        metavar="BRANCH",
+        help="with --worktree: each agent's worktree starts from BRANCH's tip, its diff is "
+        "against the merge-base with BRANCH, and `land` merges into BRANCH (a task's or "
+        "profile's own `base` wins; default: the branch checked out in --cwd)",
+    )
+    run.add_argument(
         "--permissions",
         choices=("ask", "allow", "deny"),
         help="a tool use outside agent.allowed_tools: ask a person (in the app, or on the "
@@ -123,8 +130,8 @@ def run(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.stdo
 
 def _run(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO, shutdown: Shutdown) -> int:
     loaded = with_permissions_flag(args, with_budget_flags(args, loaded))
-    from mala_tui.runtime.git.worktree import WorktreeError, repository_root
-    from mala_tui.runtime.run.launch import TaskFileError, oversized, plan_run
+    from mala_tui.runtime.git.worktree import WorktreeError, base_tip, repository_root
+    from mala_tui.runtime.run.launch import TaskFileError, oversized, plan_run, with_base
 
     try:
         plans, profiles = plan_run(args.tasks, args.tasks_file, args.cwd, loaded.settings)
@@ -139,10 +146,17 @@ def _run(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO, shutdown
         return EXIT_USAGE
     settings = loaded.settings
     use_worktrees = bool(args.worktree or settings.agent.worktree)
+    try:
+        plans = with_base(plans, args.base, worktree=use_worktrees)
+    except TaskFileError as exc:
+        print(f"mala-tui run: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     if use_worktrees:
         try:
-            for plan in plans:  # every folder checked before anything is made
+            for plan in plans:  # every folder (and base branch) checked before anything is made
                 repository_root(plan.cwd)
+                if plan.profile.base:
+                    base_tip(plan.cwd, plan.profile.base)
         except WorktreeError as exc:
             print(f"mala-tui run: {exc}", file=sys.stderr)
             return EXIT_USAGE
@@ -210,12 +224,14 @@ def _run_on(
         engine.log_to(journal.directory / "ray.log")
     worktrees: dict[str, Worktree] = {}
     if use_worktrees:
+        bases = {plan.name: plan.profile.base for plan in plans if plan.profile.base}
         try:
             if engine is not None:  # each host makes its own (runtime.cluster.mirror)
                 worktrees = plan_all(
                     [(plan.name, plan.cwd) for plan in plans],
                     journal.run_id,
                     journal.directory / "worktrees",
+                    bases,
                 )
             else:
                 worktrees = create_all(
@@ -223,6 +239,7 @@ def _run_on(
                     journal.run_id,
                     journal.directory / "worktrees",
                     until=lambda: shutdown.requested,  # stopped meanwhile: make no more
+                    bases=bases,
                 )
         except WorktreeError as exc:
             journal.close()
@@ -267,7 +284,7 @@ def _run_on(
                 )
             )
             supervisor.new_sessions.spec_for_new = in_worktree(
-                template, worktrees, journal, on_hosts=on_hosts
+                template, worktrees, journal, on_hosts=on_hosts, base=args.base or ""
             )
             supervisor.new_sessions.spec_for_fork = fork_in_worktree(
                 worktrees, journal, on_hosts=on_hosts

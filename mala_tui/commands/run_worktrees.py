@@ -56,17 +56,22 @@ def ended_on_host(run_id: str) -> Callable[[Worktree], object]:
 
 
 def in_worktree(
-    template: SessionSpec, worktrees: dict[str, Worktree], journal: RunJournal, *, on_hosts: bool
+    template: SessionSpec,
+    worktrees: dict[str, Worktree],
+    journal: RunJournal,
+    *,
+    on_hosts: bool,
+    base: str = "",
 ) -> Callable[[str, str, Path], SessionSpec]:
     """A session added to a worktree run gets a worktree of its own, like the others (on a
-    cluster, one its host makes)."""
+    cluster, one its host makes), from the run's `--base` branch when it was given one."""
     from mala_tui.runtime.cluster.mirror import plan
     from mala_tui.runtime.git.worktree import WorktreeError, create
 
     def spec(name: str, task: str, cwd: Path) -> SessionSpec:
         try:
             made = plan if on_hosts else create
-            worktree = made(cwd, journal.run_id, name, journal.directory / "worktrees")
+            worktree = made(cwd, journal.run_id, name, journal.directory / "worktrees", base)
         except WorktreeError as exc:
             raise ValueError(str(exc)) from None
         worktrees[name] = worktree  # the tracker journals it when the session starts

@@ -107,6 +107,7 @@ def _worktree_json(worktree: WorktreeRecord | None) -> dict[str, Any] | None:
         "branch": worktree.branch,
         "base_branch": worktree.base_branch or None,
         "base_commit": worktree.base_commit,
+        "base": worktree.base or None,
         "repository": worktree.repository,
         "files": None if worktree.files is None else [file.model_dump() for file in worktree.files],
         "lines_added": worktree.lines_added,

@@ -170,7 +170,8 @@ def summary(event: ev.Event) -> str:
             said = f": {event.reason}" if event.reason else ""
             return f"#{event.request_id} {event.tool}: {event.answer} by {event.decided_by}{said}"
         case ev.WorktreeCreated():
-            return f"branch {event.branch} at {event.base_commit[:10]} in {event.path}"
+            source = f" of {event.base}" if event.base else ""
+            return f"branch {event.branch} at {event.base_commit[:10]}{source} in {event.path}"
         case ev.WorktreeChanged():
             return event.error or changes_summary(event.files) + _to_land(event)
         case ev.WorktreeLanded():

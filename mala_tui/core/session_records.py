@@ -111,6 +111,9 @@ class WorktreeRecord:
     error: str = ""
     base_branch: str = ""
     """The branch the run started from, which landing merges into ("" for a detached HEAD)."""
+    base: str = ""
+    """The branch named as the session's base (`--base`): its diff is against the merge-base
+    with it; "" when none was (the diff is then against `base_commit`)."""
     status: BranchStatus | None = None
     """Commits to land and whether merged: as measured when the session ended, as the
     landing events left it, or as read from git since (None: not known)."""
@@ -186,6 +189,8 @@ class SessionSnapshot:
     seconds; None: not known)."""
     subagents: tuple[SubagentGauge, ...] = ()
     """Its subagents, live and finished, in the order they started."""
+    subagent_thresholds: tuple[float, float] | None = None
+    """(soft, hard) marks of its subagents' gauges (None: its own marks are drawn)."""
     waiting_for: str = ""
     """Its turn is over and it waits for its background work ("2 subagents"): the CLI
     hands the agent their reports in turns of its own ("" when not waiting)."""

@@ -26,6 +26,11 @@ class WorktreeCreated(EventBase):
     base_branch: str = ""
     """The branch checked out where the run started, which landing merges into; "" for a
     detached HEAD (and in journals written before it was recorded)."""
+    base: str = ""
+    """The branch the run was told to start from (`--base`, or `base` on a task or a
+    profile): the session started from its tip, and its diff is against the merge-base
+    with it. "" when none was named (then the diff is against `base_commit`, as in
+    journals written before it was recorded)."""
 
 
 class ChangedFile(BaseModel):

@@ -26,7 +26,7 @@ import fcntl
 import hashlib
 import re
 import shutil
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -36,6 +36,7 @@ from mala_tui.runtime.git.worktree import (
     Worktree,
     WorktreeError,
     _git,
+    base_tip,
     branch_name,
     current_branch,
     repository_root,
@@ -80,30 +81,44 @@ def base_ref(run_id: str, session: str) -> str:
 # -- the driver's side -----------------------------------------------------------------------
 
 
-def plan(cwd: Path, run_id: str, session: str, parent: Path) -> Worktree:
+def plan(cwd: Path, run_id: str, session: str, parent: Path, base: str = "") -> Worktree:
     """The worktree a session will have, made nowhere yet: its host makes its own (`check_out`)
-    and the driver makes this one when the session ends (`materialize`).
+    and the driver makes this one when the session ends (`materialize`). With `base`, from
+    that branch's tip (and landing on it), as `worktree.create`.
 
     Raises:
-        WorktreeError: as `worktree.repository_root`, or the branch already exists.
+        WorktreeError: as `worktree.repository_root` and `worktree.base_tip`, or the branch
+            already exists.
     """
     repository, commit = repository_root(cwd)
+    into = current_branch(cwd)
+    if base:
+        commit, into = base_tip(cwd, base), base
     branch = branch_name(run_id, session)
     taken = run_git(["rev-parse", "--verify", "--quiet", f"refs/heads/{branch}"], repository)
     if taken.returncode == 0:
         raise WorktreeError(f"git: a branch named '{branch}' already exists in {repository}")
     path = parent / safe_name(session)
     inside = cwd.resolve().relative_to(repository.resolve())
-    return Worktree(session, repository, path, path / inside, branch, commit, current_branch(cwd))
+    return Worktree(session, repository, path, path / inside, branch, commit, into, base)
 
 
-def plan_all(plans: Sequence[tuple[str, Path]], run_id: str, parent: Path) -> dict[str, Worktree]:
-    """`plan` for each (session, cwd).
+def plan_all(
+    plans: Sequence[tuple[str, Path]],
+    run_id: str,
+    parent: Path,
+    bases: Mapping[str, str] | None = None,
+) -> dict[str, Worktree]:
+    """`plan` for each (session, cwd), from its branch in `bases` when it has one.
 
     Raises:
         WorktreeError: as `plan`.
     """
-    return {session: plan(cwd, run_id, session, parent) for session, cwd in plans}
+    given = bases or {}
+    return {
+        session: plan(cwd, run_id, session, parent, given.get(session, ""))
+        for session, cwd in plans
+    }
 
 
 def workspace(worktree: Worktree, run_id: str) -> Workspace:

@@ -5,9 +5,11 @@ gets `git worktree add` of the repository's current commit, on a branch named
 after the run and the session, under the run's folder; the worktrees and
 branches are kept after the run, for the person to review, merge or delete.
 
-What changed is measured against the commit the worktree started from, with a
-throwaway index (`GIT_INDEX_FILE`) so files the agent created count too and the
-worktree's own index is never touched.
+With a base branch (`--base`) the worktree starts from that branch's tip, landing
+merges into it, and what changed is measured against the merge-base with it; else
+against the commit the worktree started from. Either way with a throwaway index
+(`GIT_INDEX_FILE`) so files the agent created count too and the worktree's own index is
+never touched.
 """
 
 from __future__ import annotations
@@ -19,12 +21,13 @@ import re
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
 from mala_tui.core import events as ev
+from mala_tui.core.text import clean
 
 BRANCH_PREFIX: Final = "mala"
 GIT_TIMEOUT_SECONDS: Final = 60
@@ -50,8 +53,10 @@ class Worktree:
     branch: str
     base_commit: str
     base_branch: str = ""
-    """The branch checked out where the run started (what landing merges into); "" when
-    that checkout was on a detached HEAD."""
+    """The branch checked out where the run started, or the one named by `base` (what
+    landing merges into); "" when that checkout was on a detached HEAD."""
+    base: str = ""
+    """The branch the session was told to start from (`--base`); "" when none was."""
 
 
 @dataclass(frozen=True)
@@ -165,19 +170,51 @@ def branch_name(run_id: str, session: str) -> str:
     return f"{BRANCH_PREFIX}/{run_id}/{safe_name(session)}"
 
 
-def create(cwd: Path, run_id: str, session: str, parent: Path) -> Worktree:
-    """A new worktree of `cwd`'s repository at its current commit, in `parent/<session>`.
+def base_tip(cwd: Path, base: str) -> str:
+    """The commit at the tip of the branch `base` in `cwd`'s repository, once it is sure the
+    session can start there: the branch exists and has the folder `cwd` is (the agent works
+    in the same place inside the worktree).
 
     Raises:
-        WorktreeError: as `repository_root`, or the branch or folder already exists.
+        WorktreeError: as `repository_root`, or no such branch, or no such folder on it.
+    """
+    repository, _ = repository_root(cwd)
+    shown = clean(base, one_line=True)
+    ref = f"refs/heads/{base}"
+    done = run_git(["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], repository)
+    if done.returncode != 0 or not done.stdout.strip():
+        raise WorktreeError(f"base {shown}: no branch {shown} in {repository}")
+    tip = done.stdout.strip()
+    inside = cwd.resolve().relative_to(repository.resolve()).as_posix()
+    if inside != ".":
+        folder = f"{tip}:{inside}^{{tree}}"
+        there = run_git(["rev-parse", "--verify", "--quiet", folder], repository)
+        if there.returncode != 0:
+            raise WorktreeError(
+                f"base {shown}: branch {shown} has no folder {clean(inside, one_line=True)} "
+                f"(where the agent would work, as in {cwd})"
+            )
+    return tip
+
+
+def create(cwd: Path, run_id: str, session: str, parent: Path, base: str = "") -> Worktree:
+    """A new worktree of `cwd`'s repository in `parent/<session>`: at its current commit, or
+    with `base`, at that branch's tip (and landing on it).
+
+    Raises:
+        WorktreeError: as `repository_root` and `base_tip`, or the branch or folder already
+            exists.
     """
     repository, commit = repository_root(cwd)
+    into = current_branch(cwd)
+    if base:
+        commit, into = base_tip(cwd, base), base
     branch = branch_name(run_id, session)
     path = parent / safe_name(session)
     parent.mkdir(parents=True, exist_ok=True)
     _git(["worktree", "add", "--quiet", "-b", branch, str(path), commit], repository)
     inside = cwd.resolve().relative_to(repository.resolve())
-    return Worktree(session, repository, path, path / inside, branch, commit, current_branch(cwd))
+    return Worktree(session, repository, path, path / inside, branch, commit, into, base)
 
 
 def fork(parent: Worktree, run_id: str, session: str, folder: Path) -> Worktree:
@@ -209,6 +246,7 @@ def fork(parent: Worktree, run_id: str, session: str, folder: Path) -> Worktree:
         branch,
         parent.base_commit,
         parent.base_branch,
+        parent.base,
     )
 
 
@@ -233,6 +271,24 @@ def changes(path: Path, base_commit: str) -> tuple[FileChange, ...]:
             )
         )
     return tuple(found)
+
+
+def compared_with(path: Path, base_commit: str, base: str = "") -> str:
+    """What the worktree at `path` is diffed against: the merge-base of its HEAD with the
+    branch `base` when one was named (a commit on that branch since is not the session's
+    work), else `base_commit`, as before bases were recorded. When that branch is gone,
+    `base_commit` too.
+
+    Raises:
+        WorktreeError: the worktree is gone or git cannot read it.
+    """
+    if not base:
+        return base_commit
+    if not path.is_dir():
+        raise WorktreeError(f"worktree {path} is gone")
+    done = run_git(["merge-base", f"refs/heads/{base}", "HEAD"], path)
+    found = done.stdout.strip()
+    return found if done.returncode == 0 and found else base_commit
 
 
 def diff_text(path: Path, base_commit: str) -> str:
@@ -300,8 +356,10 @@ def create_all(
     parent: Path,
     *,
     until: Callable[[], bool] = lambda: False,
+    bases: Mapping[str, str] | None = None,
 ) -> dict[str, Worktree]:
-    """A worktree per (session, cwd); on a failure the ones already made are removed again.
+    """A worktree per (session, cwd), from the session's branch in `bases` when it has one;
+    on a failure the ones already made are removed again.
 
     Once `until()` is true (the run was stopped meanwhile) no more are made, and the ones
     made are returned: the run journals them.
@@ -314,7 +372,7 @@ def create_all(
         for session, cwd in plans:
             if until():
                 break
-            made[session] = create(cwd, run_id, session, parent)
+            made[session] = create(cwd, run_id, session, parent, (bases or {}).get(session, ""))
     except WorktreeError:
         for worktree in made.values():
             remove(worktree)
@@ -371,6 +429,7 @@ class WorktreeTracker:
                     base_commit=worktree.base_commit,
                     repository=str(worktree.repository),
                     base_branch=worktree.base_branch,
+                    base=worktree.base,
                 )
             )
         if isinstance(event, ev.SessionEnded):
@@ -379,7 +438,8 @@ class WorktreeTracker:
             try:
                 if self._prepare is not None:
                     self._prepare(worktree)
-                files = changes(worktree.path, worktree.base_commit)
+                since = compared_with(worktree.path, worktree.base_commit, worktree.base)
+                files = changes(worktree.path, since)
                 error = ""
             except WorktreeError as exc:
                 files, error = (), str(exc)

@@ -32,6 +32,7 @@ from mala_tui.runtime.run.profiles import (
     PROFILE_KEYS,
     Profile,
     ProfileError,
+    check_branch,
     parse_profile,
     profiles_json,
     shown,
@@ -114,6 +115,35 @@ def plan_run(
     if not named:
         raise TaskFileError("no task given: pass TASK arguments or --tasks FILE")
     return named, profiles
+
+
+def with_base(plans: Sequence[TaskPlan], base: str | None, *, worktree: bool) -> list[TaskPlan]:
+    """The tasks with `--base` as the base of each whose profile names none; a base is
+    only for a worktree run. Whether the branch exists is checked where each task works
+    (runtime.git.worktree.base_tip).
+
+    Raises:
+        TaskFileError: a base that is not a branch's name, or one without a worktree run.
+    """
+    if base is not None:
+        try:
+            base = check_branch(base)
+        except ProfileError as exc:
+            raise TaskFileError(f"--base: {exc}") from None
+        plans = [
+            plan if plan.profile.base else replace(plan, profile=replace(plan.profile, base=base))
+            for plan in plans
+        ]
+    if not worktree:
+        if base is not None:
+            raise TaskFileError("--base needs --worktree (the base is where each worktree starts)")
+        for plan in plans:
+            if plan.profile.base:
+                raise TaskFileError(
+                    f"task {shown(plan.name)}: base = {plan.profile.base!r} needs --worktree "
+                    "(the base is where each worktree starts)"
+                )
+    return list(plans)
 
 
 def _task_folder(folder: Path, where: str) -> Path:

@@ -2,7 +2,8 @@
 
 A profile gives a task its model, permission mode, allowed and disallowed tools, MCP
 servers (a path to an MCP config file, as `claude --mcp-config` takes), extra
-environment, per-session budgets, management mode and thresholds. Named profiles
+environment, per-session budgets, management mode and thresholds, and in a worktree run
+the branch its worktree starts from and lands on (`base`). Named profiles
 (`[profile.review]`) are shared by tasks (`profile = "review"`); a task may also set any
 of these keys itself, over its profile's.
 
@@ -42,7 +43,7 @@ SETTING_KEYS: Final[Mapping[str, str]] = {
     "max_minutes": "budget",
 }
 #: Profile keys of its own: what the agent process is given beyond the settings.
-OWN_KEYS: Final = ("disallowed_tools", "mcp_config", "env")
+OWN_KEYS: Final = ("disallowed_tools", "mcp_config", "env", "base")
 PROFILE_KEYS: Final = (*SETTING_KEYS, *OWN_KEYS)
 
 
@@ -61,11 +62,19 @@ class Profile:
     disallowed_tools: tuple[str, ...] = ()
     mcp_config: Path | None = None
     env: Mapping[str, str] = field(default_factory=dict)
+    base: str = ""
+    """The branch a worktree session starts from and lands on (`--base`); "" for the
+    branch checked out where the run starts."""
 
     @property
     def empty(self) -> bool:
         return not (
-            self.name or self.settings or self.disallowed_tools or self.mcp_config or self.env
+            self.name
+            or self.settings
+            or self.disallowed_tools
+            or self.mcp_config
+            or self.env
+            or self.base
         )
 
     def under(self, task: Profile) -> Profile:
@@ -76,6 +85,7 @@ class Profile:
             disallowed_tools=task.disallowed_tools or self.disallowed_tools,
             mcp_config=task.mcp_config or self.mcp_config,
             env={**self.env, **task.env},
+            base=task.base or self.base,
         )
 
     def apply(self, settings: Settings) -> Settings:
@@ -113,6 +123,8 @@ class Profile:
             data["mcp_config"] = str(self.mcp_config)
         if self.env:
             data["env"] = dict(self.env)
+        if self.base:
+            data["base"] = self.base
         return data
 
     @classmethod
@@ -127,9 +139,7 @@ class Profile:
         rest = dict(data)
         name = rest.pop("name", "")
         profile = parse_profile(rest, Path("/"))
-        return Profile(
-            str(name), profile.settings, profile.disallowed_tools, profile.mcp_config, profile.env
-        )
+        return replace(profile, name=str(name))
 
 
 def with_profile(spec: SessionSpec, profile: Profile, settings: Settings) -> SessionSpec:
@@ -201,6 +211,7 @@ def parse_profile(table: Mapping[str, Any], folder: Path, *, name: str = "") -> 
         disallowed_tools=_names(table.get("disallowed_tools", [])),
         mcp_config=_file(table["mcp_config"], folder) if "mcp_config" in table else None,
         env=_environment(table.get("env", {})),
+        base=check_branch(table["base"]) if "base" in table else "",
     )
 
 
@@ -210,6 +221,25 @@ def _names(value: object) -> tuple[str, ...]:
             f'disallowed_tools = {value!r}: must be a list of tool names, e.g. ["Bash", "WebFetch"]'
         )
     return tuple(value)
+
+
+def check_branch(value: object) -> str:
+    """A branch's name as git could take it; whether the repository has it is checked
+    once the run knows where each task works (runtime.git.worktree.base_tip).
+
+    Raises:
+        ProfileError: not a string, empty, with a space or a control character, or
+            starting with "-".
+    """
+    if (
+        not isinstance(value, str)
+        or not value
+        or not value.isprintable()
+        or any(c.isspace() for c in value)
+        or value.startswith("-")
+    ):
+        raise ProfileError(f'base = {value!r}: must be the name of a branch, e.g. "main"')
+    return value
 
 
 def _file(value: object, folder: Path) -> Path:

@@ -226,12 +226,14 @@ def prepare(
     try:
         if source.meta.get(WORKTREE_KEY) is True:
             missing = [(name, spec.cwd) for name, spec in specs.items() if name not in worktrees]
+            # A task's base (its own, or the run's --base) is kept in its profile.
+            bases = {name: profile.base for name, profile in profiles.items() if profile.base}
             try:
                 if engine is not None:  # each host makes its own (runtime.cluster.mirror)
-                    made = plan_all(missing, plan.run_id, source.folder / "worktrees")
+                    made = plan_all(missing, plan.run_id, source.folder / "worktrees", bases)
                 else:
                     made = create_all(
-                        missing, plan.run_id, source.folder / "worktrees", until=until
+                        missing, plan.run_id, source.folder / "worktrees", until=until, bases=bases
                     )
             except WorktreeError as exc:
                 raise ResumeError(str(exc)) from None
@@ -274,7 +276,7 @@ def worktrees_of(source: ResumeSource, specs: Mapping[str, SessionSpec]) -> dict
                 except (OSError, ValueError):
                     cwd = path
             found[e.session] = Worktree(
-                e.session, repository, path, cwd, e.branch, e.base_commit, e.base_branch
+                e.session, repository, path, cwd, e.branch, e.base_commit, e.base_branch, e.base
             )
     return found
 

@@ -1,4 +1,5 @@
-"""A session's worktree diff against the commit it started from, shown literally."""
+"""A session's worktree diff against the commit it started from (with a base branch, the
+merge-base with it), shown literally."""
 
 from __future__ import annotations
 
@@ -37,7 +38,8 @@ def diff_line(line: str, styles: dict[str, Style]) -> Text:
 
 
 class DiffScreen(Screen[None]):
-    """What the session changed in its own worktree: `git diff` against its starting commit."""
+    """What the session changed in its own worktree: `git diff` against its starting commit,
+    or with a base branch (`--base`), against the merge-base with that branch."""
 
     CSS_PATH = str(Path(__file__).with_name("diff.tcss"))
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,q", "app.pop_screen", "Back")]
@@ -49,10 +51,11 @@ class DiffScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         tree = self.worktree
+        against = f"the merge-base with {tree.base}" if tree.base else tree.base_commit[:10]
         yield Static(
             literal(
                 f"{self.session_name} \u00b7 diff of {tree.path} (branch {tree.branch}) "
-                f"against {tree.base_commit[:10]}",
+                f"against {against}",
                 one_line=True,
             ),
             id="title",
@@ -65,18 +68,22 @@ class DiffScreen(Screen[None]):
 
     @work(group="diff", exclusive=True, exit_on_error=False)
     async def _load(self) -> None:
-        from mala_tui.runtime.git.worktree import WorktreeError, diff_text
+        from mala_tui.runtime.git.worktree import WorktreeError, compared_with, diff_text
 
         log = self.query_one(RichLog)
         tree = self.worktree
         try:
-            text = await asyncio.to_thread(diff_text, Path(tree.path), tree.base_commit)
+            since = await asyncio.to_thread(
+                compared_with, Path(tree.path), tree.base_commit, tree.base
+            )
+            text = await asyncio.to_thread(diff_text, Path(tree.path), since)
         except WorktreeError as exc:
             log.write(literal(f"cannot read the diff: {exc}"))
             return
         lines = text.splitlines()
         if not lines:
-            log.write(Text("no changes since the starting commit"))
+            where = f"the merge-base with {tree.base}" if tree.base else "the starting commit"
+            log.write(literal(f"no changes since {where}"))
             return
         theme = self.app.current_theme
         styles = {  # theme colours only, so the diff reads in every theme
@@ -90,7 +97,7 @@ class DiffScreen(Screen[None]):
         if len(lines) > MAX_LINES:
             log.write(
                 literal(
-                    f"... {len(lines) - MAX_LINES} more lines: run `git diff {tree.base_commit}` "
+                    f"... {len(lines) - MAX_LINES} more lines: run `git diff {since}` "
                     f"in {tree.path}"
                 )
             )
