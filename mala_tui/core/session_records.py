@@ -189,6 +189,8 @@ class SessionSnapshot:
     seconds; None: not known)."""
     subagents: tuple[SubagentGauge, ...] = ()
     """Its subagents, live and finished, in the order they started."""
+    subagent_thresholds: tuple[float, float] | None = None
+    """(soft, hard) marks of its subagents' gauges (None: its own marks are drawn)."""
     waiting_for: str = ""
     """Its turn is over and it waits for its background work ("2 subagents"): the CLI
     hands the agent their reports in turns of its own ("" when not waiting)."""

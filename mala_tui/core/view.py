@@ -117,6 +117,8 @@ class SessionState:
     """Claude Code's own cumulative token counts, by agent session."""
     subagents: dict[str, SubagentState] = field(default_factory=dict)
     """Its subagents by agent id, in the order they started (core.subagents)."""
+    subagent_thresholds: tuple[float, float] | None = None
+    """(soft, hard) of its subagents' windows, when mala-tui manages them."""
     waiting_for: str = ""
     """The background work its turn ended on ("2 subagents"): the session waits for the
     CLI's next turn, with their reports; "" when it is not waiting."""
@@ -143,6 +145,12 @@ class SessionState:
                 )
                 self.window_source, self.manage = event.window_source, event.manage
                 self.cache_ttl_seconds = event.cache_ttl_seconds
+                self.subagent_thresholds = (
+                    (event.subagent_soft_threshold, event.subagent_hard_threshold)
+                    if event.subagent_soft_threshold is not None
+                    and event.subagent_hard_threshold is not None
+                    else None
+                )
             case ev.ModelLearned():
                 self.model = event.model
                 self.meter.reprice(self.prices.lookup(event.model))
@@ -430,6 +438,7 @@ class SessionState:
             manage=self.manage,
             spend=self.spend,
             subagents=self.subagent_gauges(),
+            subagent_thresholds=self.subagent_thresholds,
             model=self.model,
             messages_waiting=len(self.messages_waiting),
             pending_permissions=sum(

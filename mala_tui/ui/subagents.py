@@ -29,6 +29,7 @@ COLUMNS: Final = (
     "calls",
     "tool uses",
     "compactions",
+    "managed",
     "type",
     "depth",
     "runs in",
@@ -79,6 +80,16 @@ def counts(snapshot: SessionSnapshot) -> tuple[int, int]:
     return live, len(snapshot.subagents) - live
 
 
+def managed_text(gauge: SubagentGauge) -> str:
+    """What mala-tui did to its window: " · wound down", " · 2 withheld"; "" for nothing."""
+    said = []
+    if gauge.wound_down:
+        said.append("wound down")
+    if gauge.withheld:
+        said.append(f"{gauge.withheld} withheld")
+    return "".join(f" \u00b7 {part}" for part in said)
+
+
 def ended_text(gauge: SubagentGauge, *, session_over: bool = False) -> str:
     """How it ended, and why: "completed", "killed: stopped by the operator"; "running",
     or "not seen ending" for one whose session ended first."""
@@ -108,6 +119,7 @@ def row(
         str(gauge.calls),
         str(gauge.tool_uses),
         str(gauge.compactions),
+        managed_text(gauge).removeprefix(" \u00b7 ").replace(" \u00b7 ", ", ") or "-",
         gauge.agent_type or "-",
         shorten(flatten(depth_text(gauge, labels)), CELL_LIMIT),
         "background" if gauge.background else "foreground",

@@ -23,7 +23,16 @@ HOSTILE = "[b]x[/b]\x1b[2J"
 """A label with markup and an escape in it: shown literally, never interpreted."""
 
 
-def started(agent_id: str, at: float, description: str, **fields: object) -> ev.SubagentStarted:
+def started(
+    agent_id: str,
+    at: float,
+    description: str,
+    *,
+    depth: int = 1,
+    parent: str = "",
+    background: bool = True,
+    nested: bool = False,
+) -> ev.SubagentStarted:
     return ev.SubagentStarted(
         at=T0 + at,
         session="parser-fix",
@@ -31,7 +40,10 @@ def started(agent_id: str, at: float, description: str, **fields: object) -> ev.
         agent_type="general-purpose",
         description=description,
         model="claude-sonnet-4-5",
-        **fields,
+        depth=depth,
+        parent=parent,
+        background=background,
+        nested=nested,
     )
 
 
@@ -181,6 +193,7 @@ def test_a_row_has_every_figure_of_a_nested_subagent() -> None:
         "2",
         "5",
         "1",
+        "-",
         "general-purpose",
         "2 in parent task",
         "foreground",
@@ -210,7 +223,7 @@ async def test_the_detail_lists_every_subagent_with_its_figures() -> None:
         assert [r[1] for r in rows] == ["completed", "running", "running"]
         assert rows[2][2:4] == ["88k", "176k"]  # now, and its peak before Claude Code compacted
         assert rows[2][8] == "1"
-        assert rows[0][11] == "foreground" and rows[1][11] == "background"
+        assert rows[0][12] == "foreground" and rows[1][12] == "background"
         assert rows[0][5] == "1:35"
         assert [str(c.label) for c in table.columns.values()][4] == "cost (est.)"
 
@@ -235,3 +248,25 @@ async def test_the_detail_gains_its_list_when_a_first_subagent_starts() -> None:
         assert str(table.get_row_at(0)[0]) == "[b]x[/b]\u241b[2J"
         assert str(table.get_row_at(0)[2]) == "15k"
         assert screen.check_action("show_tab", ("subagents",))
+
+
+def test_what_mala_tui_did_to_a_subagents_window_is_on_its_gauge_and_in_its_row() -> None:
+    from mala_tui.core import events as ev
+    from mala_tui.core.view import RunState
+    from mala_tui.ui.subagents import COLUMNS, managed_text, row
+
+    state = RunState()
+    state.apply(ev.SessionAdded(at=1.0, session="s", task="t", cwd="/w"))
+    state.apply(ev.SubagentStarted(at=2.0, session="s", agent_id="a", description="logs"))
+    (quiet,) = state.sessions["s"].snapshot().subagents
+    assert managed_text(quiet) == ""
+    for event in (
+        ev.SubagentWoundDown(at=3.0, session="s", agent_id="a", tokens=170_000),
+        ev.SubagentResultWithheld(at=4.0, session="s", agent_id="a", tokens=190_000, tool="Read"),
+        ev.SubagentResultWithheld(at=5.0, session="s", agent_id="a", tokens=191_000, tool="Bash"),
+    ):
+        state.apply(event)
+    (gauge,) = state.sessions["s"].snapshot().subagents
+    assert managed_text(gauge) == " \u00b7 wound down \u00b7 2 withheld"
+    cells = dict(zip(COLUMNS, row(gauge, 6.0, {}), strict=True))
+    assert cells["managed"] == "wound down, 2 withheld"

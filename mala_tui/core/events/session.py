@@ -30,6 +30,10 @@ class SessionStarted(EventBase):
     manage: ManageMode = ManageMode.FULL
     cache_ttl_seconds: float | None = None
     """The prompt cache's lifetime the session is judged by (context.cache_ttl_seconds)."""
+    subagent_soft_threshold: float | None = None
+    """Where its subagents are told to wind down (`[context.subagents]`; None: not managed)."""
+    subagent_hard_threshold: float | None = None
+    """Past where a result is withheld from a subagent."""
 
 
 class PhaseChanged(EventBase):

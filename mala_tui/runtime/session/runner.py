@@ -248,6 +248,7 @@ class SessionRunner:
     async def run(self) -> EndStatus:
         limits = self.manager.limits
         held = self._approval_at_start
+        sub = self.spec.subagent_limits
         self._feed.emit(
             ev.SessionStarted(
                 at=self._clock(),
@@ -260,9 +261,11 @@ class SessionRunner:
                 hard_threshold=limits.hard_threshold,
                 max_restarts=limits.max_restarts,
                 require_approval=self.manager.require_approval if held is None else held,
-                window_source=self.manager.window_source.value,
-                manage=self.manager.manage.value,
+                window_source=self.manager.window_source,
+                manage=self.manager.manage,
                 cache_ttl_seconds=limits.cache_ttl_seconds,
+                subagent_soft_threshold=sub.soft_threshold if sub is not None else None,
+                subagent_hard_threshold=sub.hard_threshold if sub is not None else None,
             )
         )
         try:

@@ -46,6 +46,8 @@ SUBAGENT_EVENTS = (
     ev.SubagentCall,
     ev.SubagentCompacted,
     ev.SubagentEnded,
+    ev.SubagentWoundDown,
+    ev.SubagentResultWithheld,
     ev.BackgroundStopped,
     ev.SessionEnded,
 )

@@ -23,7 +23,7 @@ from mala_tui.core.usage import UsageSource, Zone, zone_of
 from mala_tui.core.view import SessionSnapshot
 from mala_tui.ui.drawing import GaugeReading, gauge_bar, gauge_figures, trend_blocks
 from mala_tui.ui.format import cache_text, state_label
-from mala_tui.ui.subagents import card_gauges, card_summary
+from mala_tui.ui.subagents import card_gauges, card_summary, managed_text
 from mala_tui.ui.text import literal
 from mala_tui.ui.widgets.cost_panel import spend_summary
 
@@ -335,7 +335,13 @@ class SessionCard(Widget, can_focus=True):
             return Strip.blank(width, styles["base"])
         line = self._lines[y]
         if line in self._subagents:
-            return _subagent_line(self._subagents[line], GaugeReading.of(snap), width, styles)
+            return _subagent_line(
+                self._subagents[line],
+                GaugeReading.of(snap),
+                width,
+                styles,
+                snap.subagent_thresholds,
+            )
         if line == SUMMARY:
             return _text_line(self._summary, width, styles["subagent"], styles["base"])
         if line == "bar":
@@ -356,26 +362,30 @@ class SessionCard(Widget, can_focus=True):
 
 
 def _subagent_line(
-    gauge: SubagentGauge, session: GaugeReading, width: int, styles: dict[str, Style]
+    gauge: SubagentGauge,
+    session: GaugeReading,
+    width: int,
+    styles: dict[str, Style],
+    marks: tuple[float, float] | None = None,
 ) -> Strip:
-    """A live subagent: its label shortened, a bar of its window against the session's
-    (the same marks as the session's gauge), its tokens; the label alone if narrow."""
+    """A live subagent: its label shortened (with what mala-tui did to its window), a bar
+    of its window against the session's with the subagents' marks (`[context.subagents]`;
+    the session's own when those are not known), its tokens; the label alone if narrow."""
     label_width = max(8, width // 2)
     bar_width = width - label_width - 1 - SUBAGENT_TOKENS
-    label = clean(gauge.label, one_line=True)
+    label = clean(gauge.label, one_line=True) + managed_text(gauge)
     if bar_width < 6:
         return _text_line(label, width, styles["subagent"], styles["base"])
     if cell_len(label) > label_width - 1:
         label = set_cell_size(label, label_width - 2) + ELLIPSIS
+    soft, hard = marks if marks is not None else (session.soft, session.hard)
     reading = GaugeReading(
         gauge.tokens,
         session.window,
-        session.soft,
-        session.hard,
+        soft,
+        hard,
         UsageSource.PER_CALL,  # read from its transcript: every call's usage, exact
-        zone_of(
-            gauge.tokens / session.window if session.window > 0 else 0.0, session.soft, session.hard
-        ),
+        zone_of(gauge.tokens / session.window if session.window > 0 else 0.0, soft, hard),
     )
     bar = gauge_bar(
         reading,
