@@ -266,8 +266,22 @@ class UiSettings(BaseModel):
     """Bell and notifications in headless runs too (`--notify`); off, headless output is a log."""
     notify_command: str = ""
     """A command a detached run's host runs (by /bin/sh) when it needs a person and no console
-    is attached, told what in MALA_NOTICE, MALA_RUN, MALA_SESSION, MALA_WAITS, MALA_ATTACH:
-    e.g. notify-send "$MALA_NOTICE"."""
+    is attached, told what in MALA_NOTICE, MALA_RUN, MALA_SESSION, MALA_WAITS, MALA_ATTACH,
+    MALA_URL: e.g. notify-send "$MALA_NOTICE"."""
+    notify_url: str = ""
+    """A URL a detached run's host POSTs each notice to when no console is attached, e.g.
+    https://ntfy.sh/your-secret-topic (push to a phone through ntfy)."""
+    notify_format: Literal["auto", "ntfy", "json"] = "auto"
+    """What notify_url is sent: ntfy's form (plain text, Title, Priority and Click headers),
+    or JSON; auto: ntfy's to ntfy.sh, JSON to any other host."""
+
+    @field_validator("notify_url")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        value = value.strip()
+        if value and not re.fullmatch(r"https?://[^\s/?#]+[^\s]*", value):
+            raise ValueError("must be an http:// or https:// URL (or empty: none)")
+        return value
 
 
 class ModelPriceSetting(BaseModel):

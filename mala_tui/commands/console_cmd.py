@@ -46,6 +46,12 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "the terminal, when there is one)",
     )
     attach.add_argument("--data-dir", type=Path, help="where runs are journaled")
+    attach.add_argument(
+        "--question",
+        metavar="ID",
+        help="open this waiting question's dialog at once (the id a web console's link "
+        "names, e.g. fix-tests/permission/3)",
+    )
     stop = commands.add_parser(
         "stop", help="stop a live run, resumably (as Ctrl-C does in a foreground run)"
     )
@@ -164,13 +170,20 @@ def attach(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.s
         print(f"mala-tui attach: {exc}", file=sys.stderr)
         return EXIT_USAGE
     try:
-        return asyncio.run(_attached(remote, loaded, args.headless, out))
+        question = getattr(args, "question", None)
+        return asyncio.run(_attached(remote, loaded, args.headless, out, question=question))
     except KeyboardInterrupt:  # before the handlers were in place: a detach all the same
         return EXIT_OK
 
 
 async def _attached(
-    remote: RemoteRun, loaded: LoadedSettings, headless: bool, out: TextIO, host: int | None = None
+    remote: RemoteRun,
+    loaded: LoadedSettings,
+    headless: bool,
+    out: TextIO,
+    host: int | None = None,
+    *,
+    question: str | None = None,
 ) -> int:
     """Follow the run until it ends, its host goes away, or this console detaches.
 
@@ -212,7 +225,9 @@ async def _attached(
         if headless:
             await _headless(remote, out)
         else:
-            status = await run_app_async(remote, loaded.settings, apps.append, attached=True)
+            status = await run_app_async(
+                remote, loaded.settings, apps.append, attached=True, question=question
+            )
             if status:
                 return status
             if apps and apps[0].detached:

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from mala_tui.config import Settings
     from mala_tui.core import events as ev
     from mala_tui.runtime.consoles.channel import ControlChannel
-    from mala_tui.runtime.consoles.notify import NotifyCommand
+    from mala_tui.runtime.consoles.notify import NotifyCommand, NotifyPost
     from mala_tui.runtime.run.run_types import RunResult
     from mala_tui.runtime.run.signals import Shutdown
     from mala_tui.runtime.run.supervisor import Supervisor
@@ -227,38 +227,61 @@ async def hosted(supervisor: Supervisor, out: TextIO, ready: int) -> RunResult |
         return EXIT_USAGE
     say_ready(ready, journal.directory, path)
     supervisor.listeners.events.append(printer(out))
-    notify = _notifier(supervisor, channel)
+    notifiers = _notifiers(supervisor, channel)
     try:
         return await supervisor.run()
     finally:
-        if notify is not None:
+        for notify in notifiers:
             await notify.close()
         await channel.close()
 
 
-def _notifier(supervisor: Supervisor, channel: ControlChannel) -> NotifyCommand | None:
-    """`ui.notify_command`, run when the run needs a person and no console is attached."""
-    from mala_tui.runtime.consoles.notify import NotifyCommand
+def _notifiers(supervisor: Supervisor, channel: ControlChannel) -> list[NotifyCommand | NotifyPost]:
+    """`ui.notify_command` and `ui.notify_url`, told when the run needs a person and no
+    console is attached; each notice links to its question on the data folder's `serve`."""
+    from mala_tui.runtime.consoles.notify import NotifyCommand, NotifyFormat, NotifyPost
+    from mala_tui.runtime.consoles.serve_record import notice_address
 
-    command = supervisor.settings.ui.notify_command
+    ui = supervisor.settings.ui
     journal = supervisor.journal
-    if not command.strip() or journal is None:
-        return None
-    data_dir = shlex.quote(str(supervisor.settings.resolved_data_dir()))
+    if journal is None or not (ui.notify_command.strip() or ui.notify_url):
+        return []
+    run_id = journal.run_id
+    data_dir = supervisor.settings.resolved_data_dir()
 
     def record(event: ev.Event) -> None:
         if supervisor.state.ended_at is None:  # nothing is journaled after the run's end
             supervisor.record(event)
 
-    notify = NotifyCommand(
-        command,
-        run_id=journal.run_id,
-        consoles=lambda: channel.consoles,
-        record=record,
-        attach=f"mala-tui attach {journal.run_id} --data-dir {data_dir}",
-    )
-    supervisor.listeners.events.append(notify)
-    return notify
+    def address(question: str) -> str:
+        return notice_address(data_dir, run_id, question)
+
+    notifiers: list[NotifyCommand | NotifyPost] = []
+    if ui.notify_command.strip():
+        attach = f"mala-tui attach {run_id} --data-dir {shlex.quote(str(data_dir))}"
+        notifiers.append(
+            NotifyCommand(
+                ui.notify_command,
+                run_id=run_id,
+                consoles=lambda: channel.consoles,
+                record=record,
+                attach=attach,
+                address=address,
+            )
+        )
+    if ui.notify_url:
+        notifiers.append(
+            NotifyPost(
+                ui.notify_url,
+                form=NotifyFormat(ui.notify_format),
+                run_id=run_id,
+                consoles=lambda: channel.consoles,
+                record=record,
+                address=address,
+            )
+        )
+    supervisor.listeners.events.extend(notifiers)
+    return notifiers
 
 
 @contextlib.asynccontextmanager

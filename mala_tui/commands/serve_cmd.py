@@ -71,14 +71,19 @@ def _seconds(text: str) -> float:
     return seconds
 
 
-def tab_command(choice: RunChoice, mala: Sequence[str], data_dir: Path) -> list[str]:
+def tab_command(
+    choice: RunChoice, mala: Sequence[str], data_dir: Path, question: str | None = None
+) -> list[str]:
     """The command one browser tab runs: the app on the run the tab opens.
 
     A live run opens attached (`attach`: every operator action works, and closing
-    the tab detaches); one that has ended opens read-only (`show`).
+    the tab detaches), at `question`'s dialog when one is named; one that has ended
+    opens read-only (`show`).
     """
-    command = "attach" if choice.live else "show"
-    return [*mala, command, choice.run_id, "--data-dir", str(data_dir)]
+    if not choice.live:
+        return [*mala, "show", choice.run_id, "--data-dir", str(data_dir)]
+    at = ["--question", question] if question else []
+    return [*mala, "attach", choice.run_id, "--data-dir", str(data_dir), *at]
 
 
 def is_loopback(host: str) -> bool:
@@ -92,6 +97,7 @@ def is_loopback(host: str) -> bool:
 
 
 def serve(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.stdout) -> int:
+    from mala_tui.runtime.consoles.serve_record import forget_serve, record_serve
     from mala_tui.web.access import new_token
     from mala_tui.web.server import ConsoleServer, ListenError
 
@@ -103,7 +109,7 @@ def serve(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.st
     token = new_token()
     server = ConsoleServer(
         data_dir=data_dir,
-        tab_command=lambda choice: tab_command(choice, mala, data_dir),
+        tab_command=lambda choice, question=None: tab_command(choice, mala, data_dir, question),
         token=token,
         host=args.host,
         port=args.port,
@@ -121,6 +127,16 @@ def serve(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.st
                 "anyone who has the URL below can approve tools on this machine",
                 file=sys.stderr,
             )
+        # Where notifications link to (the address, never the token), while this runs:
+        # recorded before the address is printed, so whoever reads it finds it.
+        try:
+            record_serve(data_dir, f"http://{shown}:{port}")
+        except OSError as exc:
+            print(
+                f"mala-tui serve: warning: notifications will not link here: {data_dir}: "
+                f"{exc.strerror or exc}",
+                file=sys.stderr,
+            )
         out.write(f"mala-tui serve: runs under {data_dir}\n")
         out.write(f"open http://{shown}:{port}/?token={token}\n")
         out.write("Ctrl-C stops the server and closes every tab's app\n")
@@ -133,6 +149,7 @@ def serve(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.st
         try:
             await server.run(announce)
         finally:
+            forget_serve(data_dir)
             for signum in (signal.SIGINT, signal.SIGTERM):
                 with contextlib.suppress(ValueError, RuntimeError):
                     loop.remove_signal_handler(signum)

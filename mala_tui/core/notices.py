@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
-from mala_tui.core.questions import ApprovalQuestion, Question
+from mala_tui.core.questions import ApprovalQuestion, Question, approval_id, permission_id
 from mala_tui.core.text import clean, flatten, shorten
 
 APP = "mala-tui"
@@ -56,6 +56,9 @@ class Notice:
     text: str
     """The one line they read: "fix-tests asks to use Bash · run 20250101-...": the page
     title's words after the app's name, the desktop notification's, `notify_command`'s."""
+    question: str = ""
+    """The id of the question that waits (core.questions), so a notification can link to
+    it; empty for an event that is no question (a failure)."""
 
 
 def event_notice(event: ev.Event, run_id: str) -> Notice | None:
@@ -63,13 +66,16 @@ def event_notice(event: ev.Event, run_id: str) -> Notice | None:
     waiting for permission, a question keeping its session's prompt cache from going
     cold, a session that failed); None for any other event."""
     session = _name(event.session)
+    question = ""
     match event:
         case ev.ApprovalRequested():
             said = f"{session} {RESTART_APPROVAL}"
             waits = "restart approval"
+            question = approval_id(event.session, event.checkpoint_number)
         case ev.PermissionRequested() if event.waiting:
             said = f"{session} asks to use {_name(event.tool)}"
             waits = f"permission for {_name(event.tool)}"
+            question = permission_id(event.session, event.request_id)
         case ev.CacheCooling():
             what = shorten(flatten(clean(event.waiting_for, one_line=True)), REASON_CHARS)
             said = f"{session} still waits for {what}: its prompt cache goes cold in "
@@ -82,7 +88,7 @@ def event_notice(event: ev.Event, run_id: str) -> Notice | None:
         case _:
             return None
     run = f" \u00b7 run {_name(run_id)}" if run_id else ""
-    return Notice(event.session, waits, said + run)
+    return Notice(event.session, waits, said + run, question)
 
 
 def page_title(run_id: str, questions: Sequence[Question], *, ended: bool = False) -> str:

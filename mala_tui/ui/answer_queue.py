@@ -80,18 +80,37 @@ class AnswerQueue:
         if not waiting:
             shell.notify(NOTHING_WAITS[kind])
             return
-        first = waiting[0]
-        if isinstance(first, ApprovalQuestion):
+        self._put(waiting[0], len(waiting))
+
+    def open(self, question_id: str) -> None:
+        """Open one question by its id (a web console's link to it), or say it no longer waits."""
+        shell = self.services.shell
+        if isinstance(shell.screen, ApprovalScreen | PermissionScreen):
+            return
+        waiting = self.services.controller.questions()
+        found = next((q for q in waiting if q.id == question_id), None)
+        if found is None:
+            shell.notify(
+                f"{question_id} no longer waits (answered, or its session ended)",
+                severity="warning",
+                markup=False,
+            )
+            return
+        self._put(found, sum(1 for q in waiting if q.kind is found.kind))
+
+    # -- inside -----------------------------------------------------------------------------------
+
+    def _put(self, question: Question, waiting: int) -> None:
+        shell = self.services.shell
+        if isinstance(question, ApprovalQuestion):
             screen = ApprovalScreen(
-                self.services, first, previous=self._previous(first), waiting=len(waiting)
+                self.services, question, previous=self._previous(question), waiting=waiting
             )
             shell.push_screen(screen, self._approved)
         else:
             shell.push_screen(
-                PermissionScreen(self.services, first, waiting=len(waiting)), self._permitted
+                PermissionScreen(self.services, question, waiting=waiting), self._permitted
             )
-
-    # -- inside -----------------------------------------------------------------------------------
 
     def _announce(self, question: Question) -> None:
         if isinstance(question, ApprovalQuestion):

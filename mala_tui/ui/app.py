@@ -84,9 +84,12 @@ class MalaApp(App[int]):
         resume_command: str | None = None,
         finished: FinishedRun | None = None,
         attached: bool = False,
+        question: str | None = None,
     ) -> None:
-        """`finished`: a finished run's worktree sessions, landed or discarded from here."""
+        """`finished`: a finished run's worktree sessions, landed or discarded from here;
+        `question`: the id of a question to open at once (a web console's link to it)."""
         super().__init__()
+        self.question = question
         self.finished = finished
         self.attached = attached
         """A console of a run another process hosts (`mala-tui attach`, or a foreground
@@ -181,6 +184,8 @@ class MalaApp(App[int]):
         supervisor.listeners.events.append(self.attention)
         self.bridge.questions.subscribe(self, self._on_questions)
         self.answers.start(self.controller.questions())
+        if self.question is not None:
+            self.call_later(self.answers.open, self.question)
         self._supervisor_worker = self.run_worker(
             self._run(supervisor), name="supervisor", group="supervisor", exit_on_error=False
         )
@@ -481,13 +486,15 @@ async def run_app_async(
     on_app: Callable[[MalaApp], object] | None = None,
     *,
     attached: bool = False,
+    question: str | None = None,
 ) -> int:
     """`run_app` inside a running event loop (the demo's model server shares the loop).
 
     `on_app` gets the app before it runs (to quit it on a signal, say). `attached`: the
-    source is a run another process hosts (MalaApp.attached).
+    source is a run another process hosts (MalaApp.attached); `question`: one to open at
+    once (MalaApp.question).
     """
-    app = MalaApp(source, settings=settings, attached=attached)
+    app = MalaApp(source, settings=settings, attached=attached, question=question)
     if on_app is not None:
         on_app(app)
     await app.run_async()

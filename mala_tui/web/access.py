@@ -7,6 +7,11 @@ first request that carries it gets it back as an HttpOnly cookie and is sent on 
 the same address without it, so the token leaves the address bar and every later
 request (the scripts, the WebSocket) carries the cookie instead. Tokens are
 compared in constant time.
+
+A page address without the token (a notification's link to a question never carries
+it) opens in a browser that has the cookie; one that has not gets the token page: a
+form where the token (or the whole printed URL) is pasted, POSTed to the same address,
+which sets the cookie and sends the browser on to the page it asked for.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from __future__ import annotations
 import hmac
 import secrets
 from collections.abc import Awaitable, Callable
+from urllib.parse import parse_qs, urlsplit
 
 from aiohttp import web
 
@@ -27,6 +33,56 @@ REFUSED = (
     "mala-tui serve: this console needs its access token. Open the URL with ?token= "
     "that `mala-tui serve` printed when it started.\n"
 )
+
+
+TOKEN_PAGE = """<!DOCTYPE html>
+<html lang="en">
+  <head>
+    <meta charset="utf-8" />
+    <title>mala-tui \u2014 access token</title>
+    <link rel="icon" href="data:," />
+    <style>
+      body { background: #0c181f; color: #eee; font-family: menlo, monospace; margin: 3em; }
+      input { width: 40em; max-width: 90%%; padding: 0.5em; font-family: inherit; }
+      button { padding: 0.5em 1.5em; margin-top: 1em; font-family: inherit; }
+      .wrong { color: #ff8a80; }
+    </style>
+  </head>
+  <body>
+    <h1>mala-tui</h1>
+    <p>%(refused)s</p>
+    <p class="wrong">%(wrong)s</p>
+    <form method="post" action="">
+      <label for="token">
+        Access token, or the whole URL <code>mala-tui serve</code> printed:
+      </label><br />
+      <input id="token" name="token" type="password" autocomplete="off" autofocus required />
+      <br /><button type="submit">Open</button>
+    </form>
+  </body>
+</html>
+"""
+"""The page a browser without the cookie gets for a page address: the token is pasted,
+then the page it asked for opens (a question's, say)."""
+WRONG = "That is not this server's token: each start of `mala-tui serve` makes a new one."
+
+
+def token_page(wrong: bool = False) -> web.Response:
+    """The token page, refused (403) as any request without the token is."""
+    text = TOKEN_PAGE % {"refused": REFUSED.strip(), "wrong": WRONG if wrong else ""}
+    return web.Response(
+        status=403, text=text, content_type="text/html", headers={"Cache-Control": "no-store"}
+    )
+
+
+def pasted_token(pasted: str) -> str:
+    """The token in what was pasted: the token itself, or a URL with `?token=` in it."""
+    pasted = pasted.strip()
+    if "token=" in pasted:
+        found = parse_qs(urlsplit(pasted).query).get(QUERY_KEY)
+        if found:
+            return found[0]
+    return pasted
 
 
 def new_token() -> str:
@@ -72,6 +128,19 @@ class TokenGuard:
                 self.set_cookie(found, request)
                 raise found
         elif not self.matches(request.cookies.get(self.cookie)):
+            if request.path != "/" or _is_websocket(request):
+                raise web.HTTPForbidden(text=REFUSED)
+            if request.method == "POST":  # the token page's form, sent to the page it guards
+                form = await request.post()
+                pasted = form.get(QUERY_KEY)
+                if not isinstance(pasted, str) or not self.matches(pasted_token(pasted)):
+                    return token_page(wrong=True)
+                # On to the page asked for, by GET, with the cookie from now on.
+                onward = web.HTTPSeeOther(location=str(request.rel_url))
+                self.set_cookie(onward, request)
+                raise onward
+            if request.method == "GET":
+                return token_page()
             raise web.HTTPForbidden(text=REFUSED)
         return await handler(request)
 

@@ -21,9 +21,11 @@ from pathlib import Path
 
 from mala_tui.core import events as ev
 from mala_tui.core.notices import page_title, waiting_notice
+from mala_tui.core.questions import Question, touches_questions
 from mala_tui.core.view import RunState
 from mala_tui.runtime.consoles.sockets import live_host
 from mala_tui.runtime.journal.writer import EVENTS_FILE, JournalError, runs_dir
+from mala_tui.runtime.questions.desk import Reply
 
 _RUN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 """What a run id from a URL may look like: one folder name, never a path."""
@@ -43,6 +45,9 @@ class RunWatch:
         self._offset = 0
         self._partial: list[bytes] = []  # the pieces of a line still being written
         self._lock = threading.Lock()
+        self.settled: dict[str, str] = {}
+        """How each question that waited and waits no more was settled, by its id:
+        "answered already: allowed once by the operator", "withdrawn: its session ended"."""
 
     @property
     def run_id(self) -> str:
@@ -73,7 +78,21 @@ class RunWatch:
             event = _parse(line)
             if event is None:
                 continue
-            self.state.apply(event)
+            if touches_questions(event):
+                before = {question.id for question in self.state.questions()}
+                self.state.apply(event)
+                after = {question.id for question in self.state.questions()}
+                for gone in before - after:
+                    self.settled[gone] = _settled(event)
+                for asked in after:
+                    self.settled.pop(asked, None)  # asked again (a resumed run)
+            else:
+                self.state.apply(event)
+
+    def settled_now(self) -> dict[str, str]:
+        """A copy of `settled`, taken while no request reads the journal into it."""
+        with self._lock:
+            return dict(self.settled)
 
     def live(self) -> bool:
         """Whether the run is served to consoles now: its host answers on its socket."""
@@ -85,6 +104,17 @@ class RunWatch:
         self.update()
         live = self.live()
         return page_title(self.run_id, self.state.questions() if live else [], ended=not live)
+
+
+def _settled(event: ev.Event) -> str:
+    """How the questions this event closed were settled, as a console says it."""
+    match event:
+        case ev.ApprovalDecided() | ev.PermissionDecided():
+            return f"answered already: {Reply.of(event).describe()}"
+        case ev.SessionEnded():
+            return "withdrawn: its session ended"
+        case _:
+            return "no longer waits"
 
 
 def _parse(line: bytes) -> ev.Event | None:
@@ -110,6 +140,21 @@ class RunChoice:
     title: str
     waiting: tuple[str, ...]
     """What each question of a live run waits for, oldest first (core.notices)."""
+    questions: tuple[Question, ...] = ()
+    """The questions of a live run that wait, oldest first."""
+    settled: dict[str, str] | None = None
+    """How each question that waited no longer does (RunWatch.settled), by its id."""
+
+    def question_status(self, question: str) -> tuple[bool, str]:
+        """Whether `question` waits now, and if not, what a console says of it."""
+        if any(asked.id == question for asked in self.questions):
+            return True, ""
+        said = (self.settled or {}).get(question)
+        if said is not None:
+            return False, said
+        if not self.live:
+            return False, "the run has ended: it no longer waits"
+        return False, "no such question waits in this run"
 
 
 class RunBook:
@@ -172,6 +217,7 @@ class RunBook:
         watch = self.watch(directory)
         title = watch.title()  # brings the view up to date first
         state, live = watch.state, watch.live()
+        questions = tuple(state.questions()) if live else ()
         return RunChoice(
             run_id=watch.run_id,
             directory=directory,
@@ -179,7 +225,9 @@ class RunBook:
             started_at=state.started_at,
             sessions=tuple(state.sessions),
             title=title,
-            waiting=tuple(waiting_notice(q) for q in state.questions()) if live else (),
+            waiting=tuple(waiting_notice(q) for q in questions),
+            questions=questions,
+            settled=watch.settled_now(),
         )
 
 

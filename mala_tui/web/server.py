@@ -10,7 +10,10 @@ listen on, and leaves the page's title alone. Here:
 - the WebSocket URL is built from the Host header the browser sent, so the page
   connects back to wherever it was loaded from (`ssh -L`, a server on 0.0.0.0);
 - the command a tab runs is one function of the run chosen (`TabCommand`);
-- the page's title says what the run waits for, and follows it (`/title/...`);
+- the page's title says what the run waits for, and follows it (`/title/...`), and the
+  page raises a browser notification when a question starts to wait;
+- each waiting question has an address of its own (`/?run=RUN&question=ID`): the run's
+  page, its app opened at that question's dialog, or saying how it was settled;
 - a page with no run chosen lists the runs to choose from, unless exactly one is live;
 - journals are read off the event loop (`asyncio.to_thread`): a big one stalls no tab;
 - a connection must send its request within `idle_timeout` seconds of opening, and is
@@ -39,8 +42,8 @@ import time
 from asyncio.subprocess import PIPE, Process
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
-from urllib.parse import quote, urlsplit
+from typing import Any, Protocol
+from urllib.parse import quote, urlencode, urlsplit
 
 import aiohttp_jinja2
 from aiohttp import WSMsgType, web
@@ -48,7 +51,9 @@ from aiohttp.web_protocol import RequestHandler
 from textual_serve.app_service import AppService
 from textual_serve.server import Server
 
+from mala_tui.core.notices import waiting_notice
 from mala_tui.core.text import clean, flatten, shorten
+from mala_tui.runtime.consoles.serve_record import page_address
 from mala_tui.web.access import Handler, TokenGuard, cookie_name
 from mala_tui.web.runs import JournalError, RunBook, RunChoice
 
@@ -69,8 +74,12 @@ FAVICON = (
 )
 """The tab's icon: an "M" on the console's blue."""
 
-TabCommand = Callable[[RunChoice], Sequence[str]]
-"""The command line a tab's app process runs for the run it opens."""
+
+class TabCommand(Protocol):
+    """The command line a tab's app process runs for the run it opens, at `question`'s
+    dialog when one is named (a question of the run that waits)."""
+
+    def __call__(self, choice: RunChoice, question: str | None = None, /) -> Sequence[str]: ...
 
 
 class ListenError(Exception):
@@ -246,12 +255,24 @@ class ConsoleServer(Server):
         choice = await self._find(wanted)
         font_size = _to_int(request.query.get("fontsize"), 16, 6, 64)
         scheme = "wss" if request.secure else "ws"
+        # Where the browser reached this page (Host), never where the server listens.
+        websocket_url = f"{scheme}://{request.host}/ws/{quote(choice.run_id, safe='')}"
+        question = request.query.get("question", "")
+        said = ""
+        if question:
+            waits, said = choice.question_status(question)
+            if waits:  # the tab's app opens at its dialog
+                websocket_url += f"?{urlencode({'question': question})}"
+            else:
+                named = shorten(flatten(clean(question, one_line=True)), 120)
+                said = f"{named}: {said}"
         context = {
             "title": choice.title,
             "heading": choice.title,
             "static_url": "/static/",
-            # Where the browser reached this page (Host), never where the server listens.
-            "websocket_url": f"{scheme}://{request.host}/ws/{quote(choice.run_id, safe='')}",
+            "websocket_url": websocket_url,
+            "question": question,
+            "question_said": said,
             "title_url": f"/title/{quote(choice.run_id, safe='')}",
             "title_every_ms": TITLE_EVERY_MS,
             "picker_url": "/",
@@ -275,9 +296,16 @@ class ConsoleServer(Server):
         return response
 
     async def handle_title(self, request: web.Request) -> web.StreamResponse:
+        """The page's title, and the questions that wait, each with its page's address (the
+        page raises a browser notification for each new one)."""
         choice = await self._find(request.match_info["run"])
+        questions = [
+            {"id": q.id, "notice": waiting_notice(q), "url": _page_path(choice.run_id, q.id)}
+            for q in choice.questions
+        ]
         return web.json_response(
-            {"title": choice.title, "live": choice.live}, headers={"Cache-Control": "no-store"}
+            {"title": choice.title, "live": choice.live, "questions": questions},
+            headers={"Cache-Control": "no-store"},
         )
 
     # -- a tab's app -------------------------------------------------------------------------------
@@ -288,12 +316,15 @@ class ConsoleServer(Server):
             # A page of another site cannot drive an app here, even with the cookie.
             raise web.HTTPForbidden(text="mala-tui serve: a WebSocket from another origin\n")
         choice = await self._find(request.match_info.get("run", ""))
+        question = request.query.get("question")
+        if question is not None and not choice.question_status(question)[0]:
+            question = None  # answered meanwhile: the app opens on the run, as without it
         width = _to_int(request.query.get("width"), 80, 10, 1000)
         height = _to_int(request.query.get("height"), 24, 5, 1000)
         websocket = web.WebSocketResponse(heartbeat=15)
         await websocket.prepare(request)
         tab = Tab(
-            self.tab_command(choice),
+            self.tab_command(choice, question),
             write_bytes=websocket.send_bytes,
             write_str=websocket.send_str,
             close=websocket.close,
@@ -414,8 +445,10 @@ def _to_int(value: object, default: int, low: int, high: int) -> int:
     return min(max(number, low), high)
 
 
-def _page_path(run_id: str) -> str:
-    return f"/?run={quote(run_id, safe='')}"
+def _page_path(run_id: str, question: str = "") -> str:
+    """A run's page, at `question`'s dialog when one is named (serve_record.page_address's
+    path: the address a notification links to)."""
+    return page_address("", run_id, question)
 
 
 def _row(choice: RunChoice) -> dict[str, str]:

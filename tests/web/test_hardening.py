@@ -83,7 +83,9 @@ def test_idle_timeout_is_checked_in_one_line() -> None:
 @pytest.fixture
 async def client(tmp_path: Path) -> AsyncIterator[Client]:
     token = new_token()
-    console = ConsoleServer(data_dir=tmp_path, tab_command=lambda choice: ["true"], token=token)
+    console = ConsoleServer(
+        data_dir=tmp_path, tab_command=lambda choice, question=None: ["true"], token=token
+    )
     async with TestClient(
         TestServer(await console._make_app()), cookies={cookie_name(8000): token}
     ) as test_client:
