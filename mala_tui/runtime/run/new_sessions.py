@@ -16,15 +16,12 @@ from mala_tui.core import events as ev
 from mala_tui.core.manager import Limits
 from mala_tui.core.operator_messages import MessageError, checked_text
 from mala_tui.runtime.backends.base import SessionSpec
-from mala_tui.runtime.cluster.driver_runner import RemoteRunner
 from mala_tui.runtime.run.budget_watch import BudgetWatch
 from mala_tui.runtime.run.profiles import Profile, ProfileError, with_profile
+from mala_tui.runtime.run.runners import Runner
 from mala_tui.runtime.run.session_limits import limits_from
 from mala_tui.runtime.run.slots import Slots
 from mala_tui.runtime.session.runner import SessionRunner
-
-Runner = SessionRunner | RemoteRunner
-"""A session as the supervisor drives it: run here, or by a host a cluster engine placed."""
 
 #: The longest session name a new task may have (a card's title).
 MAX_NAME = 60

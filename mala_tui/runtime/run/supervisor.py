@@ -29,7 +29,6 @@ from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.breakdown import WindowContents
 from mala_tui.core.budget import BudgetCheck, BudgetLimits
-from mala_tui.core.calibration import Density
 from mala_tui.core.manager import ContextManager, Limits
 from mala_tui.core.observations import Command, Decision
 from mala_tui.core.operator_messages import MessageError, checked_text
@@ -46,15 +45,15 @@ from mala_tui.runtime.questions.desk import Desk
 from mala_tui.runtime.run.budget_watch import BudgetListener, BudgetNotice, BudgetWatch
 from mala_tui.runtime.run.hand_over import HandOver
 from mala_tui.runtime.run.landings import Landings
-from mala_tui.runtime.run.new_sessions import NewSessions, Runner
+from mala_tui.runtime.run.new_sessions import NewSessions
 from mala_tui.runtime.run.permission_requests import PermissionRequests
 from mala_tui.runtime.run.recorder import Listeners, RunRecorder
 from mala_tui.runtime.run.run_types import RunResult
-from mala_tui.runtime.run.session_limits import limits_from, runner_limits_from
+from mala_tui.runtime.run.runners import Runner, RunnerMaker, window_contents
+from mala_tui.runtime.run.session_limits import limits_from
 from mala_tui.runtime.run.slots import Slots
 from mala_tui.runtime.session.by_hand import Interactive
 from mala_tui.runtime.session.processes import pid_alive
-from mala_tui.runtime.session.runner import SessionRunner
 
 
 class Supervisor:
@@ -74,8 +73,6 @@ class Supervisor:
         """`engine`: place each session on a host of a cluster (runtime.cluster.driver_runner),
         whose backend `host_backend` makes there; None: every session runs here."""
         self.settings = settings
-        self.engine = engine
-        self.host_backend = host_backend
         self.backend = backend
         self.prompts = prompts
         self.clock = clock
@@ -101,20 +98,6 @@ class Supervisor:
         self.listeners.events.append(BudgetListener(self.budget, self.state, self._tell_budget))
         self.listeners.events.append(self.desk.observe)
         self.listeners.events.append(self._tell_remote)
-        self.slots = Slots(record=self.record, clock=clock)
-        """Which sessions run, which wait for a slot (runtime.run.slots)."""
-        self.slots.max_concurrent = settings.agent.max_concurrent
-        self.new_sessions = NewSessions(
-            settings=settings,
-            runners=self.runners,
-            add_session=self.add_session,
-            budget=self.budget,
-            slots=self.slots,
-            record=self.record,
-            clock=clock,
-            stop_cause=lambda: self.stop_cause,
-        )
-        """Sessions joining the run while it runs (runtime.run.new_sessions)."""
         self.on_added: list[Callable[[str, Runner], object]] = []
         """Called with each session's runner on a cluster as it is added (before it runs)."""
         self.stop_cause = ""
@@ -122,18 +105,56 @@ class Supervisor:
         self.resumed: ev.RunResumed | None = None
         """Set by `runtime.run.resume`: the run goes on in its journal, opened by this event
         instead of a `run_started`."""
+        self._own_parts(backend, engine, host_backend, journal.run_id if journal else "")
+        self.landings = Landings(self.state, self.record, self._still_running)
+        """The worktree sessions' work, landed or discarded once each session has ended."""
+
+    def _own_parts(
+        self,
+        backend: Backend,
+        engine: HostEngine | None,
+        host_backend: BackendFactory | None,
+        run_id: str,
+    ) -> None:
+        """The parts the supervisor owns past its recorder, desk and budget watch."""
+        self.maker = RunnerMaker(
+            settings=self.settings,
+            backend=backend,
+            prompts=self.prompts,
+            record=self.record,
+            clock=self.clock,
+            approvals=self.approvals,
+            desk=self.desk,
+            permissions=self.permissions,
+            engine=engine,
+            host_backend=host_backend,
+            run_id=run_id,
+        )
+        """Makes each session's runner, here or on a cluster's host (runtime.run.runners)."""
+        self.slots = Slots(record=self.record, clock=self.clock)
+        """Which sessions run, which wait for a slot (runtime.run.slots)."""
+        self.slots.max_concurrent = self.settings.agent.max_concurrent
+        self.new_sessions = NewSessions(
+            settings=self.settings,
+            runners=self.runners,
+            add_session=self.add_session,
+            budget=self.budget,
+            slots=self.slots,
+            record=self.record,
+            clock=self.clock,
+            stop_cause=lambda: self.stop_cause,
+        )
+        """Sessions joining the run while it runs (runtime.run.new_sessions)."""
         self.hand_over = HandOver(
             runners=self.runners,
             state=self.state,
             listeners=self.listeners,
             backend=backend,
-            settings=settings,
+            settings=self.settings,
             record=self.record,
-            clock=clock,
+            clock=self.clock,
         )
         """Sessions opened by hand and handed back (runtime.run.hand_over)."""
-        self.landings = Landings(self.state, self.record, self._still_running)
-        """The worktree sessions' work, landed or discarded once each session has ended."""
 
     # -- the recorder's, read here ---------------------------------------------------------------
 
@@ -213,38 +234,11 @@ class Supervisor:
         manager = ContextManager(
             name=spec.name, task=spec.task, limits=limits, prompts=self.prompts
         )
-        runner: Runner
-        if self.engine is not None:
-            runner = RemoteRunner(
-                spec=spec,
-                manager=manager,
-                engine=self.engine,
-                run_id=self.journal.run_id if self.journal else "",
-                runner_limits=runner_limits_from(self.settings),
-                backend=self.host_backend or _no_backend,
-                prompts=self.prompts,
-                sink=self.record,
-                approvals=self.approvals,
-                desk=self.desk,
-                permissions=self.permissions.gate_for(spec.name),
-                orphan_seconds=self.settings.cluster.orphan_minutes * 60,
-                clock=self.clock,
-            )
-            self.runners[spec.name] = runner
+        runner = self.maker.make(spec, manager)
+        self.runners[spec.name] = runner
+        if isinstance(runner, RemoteRunner):
             for added in self.on_added:
                 added(spec.name, runner)
-            return runner
-        runner = SessionRunner(
-            spec=spec,
-            backend=self.backend,
-            manager=manager,
-            limits=runner_limits_from(self.settings),
-            sink=self.record,
-            clock=self.clock,
-            permissions=self.permissions.gate_for(spec.name),
-            approvals=self.approvals,
-        )
-        self.runners[spec.name] = runner
         return runner
 
     # -- running ---------------------------------------------------------------------------------
@@ -436,20 +430,7 @@ class Supervisor:
     def window_contents(self, session: str) -> WindowContents | None:
         """What fills the session's window: its conversation and its calibration, now."""
         runner = self.runners.get(session)
-        if runner is None:
-            return None
-        manager = runner.manager
-        if isinstance(runner, RemoteRunner):  # its manager runs on its host: the copy here
-            state = self.state.sessions.get(session)
-            density = Density(1.0, False)
-            if state is not None:
-                density = Density(state.density, state.density_measured)
-            return WindowContents(runner.mirror, density, str(runner.spec.cwd))
-        return WindowContents(manager.transcript, manager.density, str(runner.spec.cwd))
-
-
-def _no_backend(folder: Path) -> Backend:
-    raise ValueError("a session placed on a cluster needs the backend its host makes")
+        return None if runner is None else window_contents(runner, self.state)
 
 
 def _with(limits: Limits, **changes: bool) -> Limits:
