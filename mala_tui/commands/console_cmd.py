@@ -255,9 +255,11 @@ async def _host_ended(remote: RemoteRun, loaded: LoadedSettings, out: TextIO, ho
 
 
 async def _headless(remote: RemoteRun, out: TextIO) -> None:
+    from mala_tui.runtime.consoles.serve_record import notice_address
     from mala_tui.ui.headless import answer_from_terminal, printer, read_stdin_line
 
-    show = printer(out)
+    run_id, data_dir = remote.folder.name, remote.folder.parent.parent  # DATA/runs/RUN
+    show = printer(out, address=lambda question: notice_address(data_dir, run_id, question))
     for event in remote.skipped.events if remote.skipped is not None else []:
         show(event)
     out.write(f"attached to run {remote.folder.name}: live from here (Ctrl-C detaches)\n")

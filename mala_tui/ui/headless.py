@@ -20,11 +20,13 @@ from typing import TYPE_CHECKING, Final, Protocol, TextIO
 
 from mala_tui.core import events as ev
 from mala_tui.core.describe import summary
+from mala_tui.core.notices import event_notice
 from mala_tui.core.observations import Decision
 from mala_tui.core.permissions import CUT_INPUT_NOTE, AnsweredBy, PermissionAnswer
 from mala_tui.core.questions import ApprovalQuestion, PermissionQuestion, Question, permission_id
 from mala_tui.core.text import clean, shorten
 from mala_tui.core.view import RunState
+from mala_tui.runtime.consoles.serve_record import notice_address
 from mala_tui.runtime.private.redaction import redact
 from mala_tui.runtime.questions.desk import QuestionClosed, Reply
 from mala_tui.runtime.run.launch import run_status
@@ -86,9 +88,17 @@ def describe(event: ev.Event) -> str | None:
 
 
 def printer(
-    out: TextIO, clock: Callable[[float], time.struct_time] = time.localtime
+    out: TextIO,
+    clock: Callable[[float], time.struct_time] = time.localtime,
+    *,
+    address: Callable[[str], str] | None = None,
 ) -> Callable[[ev.Event], None]:
-    """An event listener that prints notable events, one line each, flushed."""
+    """An event listener that prints notable events, one line each, flushed.
+
+    `address`: where a notice links to, given its question's id (the question's page on
+    the data folder's `mala-tui serve`, "" while none runs): the line of an event that
+    needs a person ends with it.
+    """
 
     def listen(event: ev.Event) -> None:
         line = describe(event)
@@ -96,7 +106,10 @@ def printer(
             return
         stamp = time.strftime("%H:%M:%S", clock(event.at))
         who = one_line(event.session, 24) if event.session else "-"
-        out.write(redact(f"{stamp} {who:<24} {line}") + "\n")  # as the journal is
+        notice = event_notice(event, "") if address is not None else None
+        url = address(notice.question) if address is not None and notice is not None else ""
+        link = f" \u00b7 {url}" if url else ""
+        out.write(redact(f"{stamp} {who:<24} {line}") + link + "\n")  # as the journal is
         out.flush()
 
     return listen
@@ -401,7 +414,10 @@ async def run_headless(
     for there; without one, a permission request under `ask` gets the timeout's answer
     at once (an approval under `ask` was refused before the run: `check_approval_mode`).
     """
-    supervisor.listeners.events.append(printer(out))
+    data_dir, run_id = supervisor.settings.resolved_data_dir(), supervisor.state.run_id
+    supervisor.listeners.events.append(
+        printer(out, address=lambda question: notice_address(data_dir, run_id, question))
+    )
     ui = supervisor.settings.ui
     if ui.notify_headless:
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import time
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 
@@ -18,7 +19,7 @@ from mala_tui.core.permissions import PermissionAnswer
 from mala_tui.core.questions import PermissionQuestion
 from mala_tui.core.usage import CallUsage
 from mala_tui.runtime.backends.scripted import HANG, ScriptedBackend, ScriptedClient, finished
-from mala_tui.ui.headless import WRAP_MARK, run_headless, terminal_lines
+from mala_tui.ui.headless import WRAP_MARK, printer, run_headless, terminal_lines
 from tests.support.backends import PerSession, bash
 from tests.support.polling import eventually
 from tests.support.supervisors import build_supervisor, journaled
@@ -230,3 +231,23 @@ async def test_a_question_answered_elsewhere_is_withdrawn_and_the_next_line_is_t
     assert result.statuses == {"a": EndStatus.DONE}
     decided = journaled(sup, ev.PermissionDecided)
     assert [(d.answer, d.reason) for d in decided] == [("allow_once", ""), ("deny", "not now")]
+
+
+def test_a_headless_line_links_to_its_question_while_serve_runs(tmp_path: Path) -> None:
+    out = io.StringIO()
+    served = {"on": False}
+
+    def address(question: str) -> str:
+        return f"http://127.0.0.1:8000/?q={question}" if served["on"] else ""
+
+    listen = printer(out, clock=time.gmtime, address=address)
+    asked = ev.PermissionRequested(
+        at=0.0, session="a", request_id="1", tool="Bash", summary="ls", input_text="ls"
+    )
+    listen(asked)  # no serve: the line as it always was
+    served["on"] = True
+    listen(asked)
+    listen(ev.SessionEnded(at=1.0, session="a", status=EndStatus.DONE, reason=""))
+    first, second, ended = out.getvalue().splitlines()
+    assert second == first + " \u00b7 http://127.0.0.1:8000/?q=a/permission/1"
+    assert "http" not in ended  # needs nobody: no link
