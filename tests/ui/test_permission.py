@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from textual.widgets import Input
 
+from mala_tui.config import Settings, UiSettings
 from mala_tui.core import events as ev
 from mala_tui.core.permissions import AnsweredBy, PermissionAnswer
 from mala_tui.dev.fake_source import T0, FakeLiveSource
+from mala_tui.ui.app import MalaApp
 from mala_tui.ui.screens.dashboard import DashboardScreen
 from mala_tui.ui.screens.permission import ASK_REASON, PermissionScreen
 from mala_tui.ui.widgets.approval_badge import ApprovalBadge
@@ -198,3 +200,31 @@ async def test_a_permission_request_shows_the_badge_approvals_have() -> None:
         await pilot.press("a")
         await eventually(lambda: badge.count == 0, what="the approval answered")
         assert badge.display and str(badge.render()) == "\u2691 2 permissions waiting \u00b7 P"
+
+
+async def test_an_app_opened_at_a_question_opens_its_dialog_or_says_it_no_longer_waits() -> None:
+    """A web console's link to a question opens the app at that question's dialog (the
+    second of two here, not the oldest); a question that no longer waits is said so."""
+    settings = Settings(ui=UiSettings(theme="mala-dark"))
+    source = FakeLiveSource(permission_events("Bash", "WebFetch"))
+    app = MalaApp(source, settings=settings, clock=lambda: 0.0, question="parser-fix/permission/2")
+    async with app.run_test(size=SIZE) as pilot:
+        await eventually(lambda: isinstance(app.screen, PermissionScreen), what="the dialog")
+        assert isinstance(app.screen, PermissionScreen)
+        assert app.screen.request.tool == "WebFetch"
+        await pilot.press("o")
+        await pilot.pause()
+        assert answers(source) == [("parser-fix", "2", PermissionAnswer.ALLOW_ONCE, "")]
+    gone = MalaApp(
+        FakeLiveSource(permission_events("Bash")),
+        settings=settings,
+        clock=lambda: 0.0,
+        question="parser-fix/permission/9",
+    )
+    async with gone.run_test(size=SIZE):
+        await published(
+            gone,
+            lambda: "parser-fix/permission/9 no longer waits" in " ".join(notifications(gone)),
+            "the notice that it no longer waits",
+        )
+        assert not isinstance(gone.screen, PermissionScreen)

@@ -24,7 +24,7 @@ from mala_tui.core.prompts import PromptSet
 from mala_tui.core.retry import cli_retries_within
 from mala_tui.prompt_files import load_prompts
 from mala_tui.runtime.backends.base import Backend, SessionSpec
-from mala_tui.runtime.cluster.driver_runner import HostEngine
+from mala_tui.runtime.cluster.host_link import HostEngine
 from mala_tui.runtime.cluster.session_host import BackendFactory
 from mala_tui.runtime.journal.writer import RunJournal, new_run_id
 from mala_tui.runtime.questions.approvals import ApprovalMode

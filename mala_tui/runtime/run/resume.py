@@ -26,7 +26,8 @@ from mala_tui.core.resume_plan import (
 )
 from mala_tui.runtime.backends.base import Backend, SessionSpec
 from mala_tui.runtime.backends.claude_history import read_conversation
-from mala_tui.runtime.cluster.driver_runner import HostEngine, RemoteRunner
+from mala_tui.runtime.cluster.driver_runner import RemoteRunner
+from mala_tui.runtime.cluster.host_link import HostEngine
 from mala_tui.runtime.cluster.mirror import materialize, plan_all, workspace
 from mala_tui.runtime.cluster.session_host import BackendFactory
 from mala_tui.runtime.git.wip import wip_ref
