@@ -12,7 +12,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
-from mala_tui.runtime.cluster.driver_runner import HostLostError
+from mala_tui.runtime.cluster.host_link import HostLostError
 from mala_tui.runtime.cluster.session_host import HostSetup, SessionHost
 from mala_tui.runtime.cluster.wire import Batch
 

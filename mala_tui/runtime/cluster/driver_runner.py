@@ -22,15 +22,14 @@ import asyncio
 import contextlib
 import json
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Protocol
 
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.checkpoint import Checkpoint, harness_checkpoint
 from mala_tui.core.manager import ContextManager
-from mala_tui.core.observations import Command, Decision
+from mala_tui.core.observations import Command
 from mala_tui.core.phases import ManageMode
 from mala_tui.core.prompts import PromptSet
 from mala_tui.core.resume_plan import (
@@ -41,128 +40,22 @@ from mala_tui.core.resume_plan import (
     plan_resume,
 )
 from mala_tui.core.transcript import Role, Transcript
-from mala_tui.runtime.backends.base import PermissionAsk, PermissionGate, SessionSpec
+from mala_tui.runtime.backends.base import PermissionGate, SessionSpec
+from mala_tui.runtime.cluster.host_link import HostEngine, HostLink, HostLostError
+from mala_tui.runtime.cluster.host_questions import HostQuestions
 from mala_tui.runtime.cluster.mirror import Workspace
+from mala_tui.runtime.cluster.replay import HOST, from_current_host, overlap
 from mala_tui.runtime.cluster.session_host import BackendFactory, HostSetup
-from mala_tui.runtime.cluster.wire import (
-    ApprovalAsk,
-    Ask,
-    Batch,
-    HostEnd,
-    PermissionAskWire,
-    PermissionWithdrawn,
-    message_from_json,
-)
-from mala_tui.runtime.private.redaction import redact_json_line
+from mala_tui.runtime.cluster.wire import Batch, HostEnd, message_from_json
 from mala_tui.runtime.questions.approvals import Approvals
-from mala_tui.runtime.questions.desk import Desk, Reply
+from mala_tui.runtime.questions.desk import Desk
 from mala_tui.runtime.session.agent_process import EventSink, uncancellable
 from mala_tui.runtime.session.runner import RunnerLimits
 
-#: Where errors about a session's host are recorded from.
-HOST = "host"
 #: How often the driver tells each host it is there and what it has journaled.
 ACK_SECONDS = 1.0
 #: How long a stopping driver waits for a host to say how its session ended.
 STOP_WAIT_SECONDS = 60.0
-
-
-#: How many of the journal's last events of a session a reattached host's replay is
-#: compared with (a host keeps only what no driver acknowledged: about a second's worth).
-REPLAY_WINDOW = 2_000
-
-
-def _same(event: ev.Event) -> str:
-    """An event as the journal keeps it, less what the driver adds: its number in the run
-    (the recorder's), a checkpoint's file."""
-    update: dict[str, object] = {"seq": 0}
-    if isinstance(event, ev.CheckpointSaved):
-        update["path"] = ""
-    return redact_json_line(ev.event_json(event.model_copy(update=update)))
-
-
-#: What the driver journals of a session itself (its host never sends these).
-_DRIVER_MADE = (
-    ev.HostPlaced,
-    ev.HostLost,
-    ev.WorktreeCreated,
-    ev.WorktreeChanged,
-    ev.WorktreeLanded,
-    ev.WorktreePushed,
-    ev.WorktreeDiscarded,
-    ev.PermissionRequested,
-    ev.PermissionDecided,
-    ev.SessionAdded,
-)
-
-
-def _host_made(event: ev.Event) -> bool:
-    if isinstance(event, _DRIVER_MADE):
-        return False
-    if isinstance(event, ev.ErrorRecorded) and event.where == HOST:
-        return False
-    return not (isinstance(event, ev.WarningRecorded) and event.where == "queue")
-
-
-def _overlap(journaled: list[str], lines: tuple[str, ...]) -> int:
-    """How many of `lines` (a reattached host's first events) the journal has already: the
-    longest start of them that is the journal's end."""
-    received: list[str] = []
-    for line in lines:
-        try:
-            received.append(_same(ev.parse_event(json.loads(line))))
-        except (ValueError, ev.UnknownEventError, ev.BadEventError):
-            break
-    for count in range(min(len(received), len(journaled)), 0, -1):
-        if received[:count] == journaled[-count:]:
-            return count
-    return 0
-
-
-class HostLostError(Exception):
-    """The session's host is gone: its node died or was removed, or it cannot be reached."""
-
-    def __init__(self, reason: str, node: str = "", address: str = "") -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.node = node
-        self.address = address
-
-
-class HostLink(Protocol):
-    """The driver's end of one placed host."""
-
-    node: str
-    address: str
-
-    def batches(self, after: int) -> AsyncIterator[Batch]:
-        """The host's batches after outbox position `after`. Raises HostLostError."""
-
-    def tell(self, method: str, *args: object) -> None:
-        """Call a host method without waiting (a lost host shows in `batches`)."""
-
-    async def release(self) -> None:
-        """The session is over and its events journaled: the host may go."""
-
-    async def kill(self) -> None:
-        """End the host now, wherever it is (it must never run beside its successor)."""
-
-
-class HostEngine(Protocol):
-    """Places session hosts on a cluster."""
-
-    slots: int
-    """How many sessions the cluster can run at once."""
-
-    async def place(self, name: str, attempt: int, setup: HostSetup) -> HostLink:
-        """Start a host for the session (its `attempt`-th); returns once it runs.
-        Raises HostLostError when it died before it ran."""
-
-    async def find(self, name: str, attempt: int) -> HostLink | None:
-        """The session's `attempt`-th host, if it still runs (it outlived an earlier driver)."""
-
-    def alive(self, name: str, attempt: int) -> bool:
-        """Whether that host still runs (asked before the event loop, by `resume`)."""
 
 
 class RemoteRunner:
@@ -197,9 +90,9 @@ class RemoteRunner:
         self._backend = backend
         self._prompts = prompts
         self._sink = sink
-        self._approvals = approvals
         self._desk = desk
-        self._permissions = permissions
+        self._questions = HostQuestions(spec.name, approvals, desk, permissions)
+        """The questions its host waits on, asked at the driver's desk."""
         self._orphan_seconds = orphan_seconds
         self._clock = clock
         self._events: list[ev.Event] = list(history)
@@ -211,8 +104,6 @@ class RemoteRunner:
         self._waiting: list[tuple[str, tuple[object, ...]]] = []
         """Calls made before a host was up: sent to it once it is."""
         self._require_approval = manager.require_approval
-        self._approvals_asked: set[int] = set()
-        self._permission_tasks: dict[int, asyncio.Task[None]] = {}
         self._pids: set[int] = set()
         self._status: EndStatus | None = None
         self._end_reason = ""
@@ -231,15 +122,6 @@ class RemoteRunner:
         """Set in a worktree run: each host makes the session's worktree from its mirror of
         the repository (runtime.cluster.mirror), from the last snapshot when one was pushed (a host
         after a lost one), and pushes one after each turn."""
-
-    def _from_current_host(self) -> list[str]:
-        """The journal's last events from the session's current host (what the host may
-        send again), as `_same` writes them."""
-        placed = max(
-            (i for i, e in enumerate(self._events) if isinstance(e, ev.HostPlaced)), default=-1
-        )
-        mine = [e for e in self._events[placed + 1 :] if e.session and _host_made(e)]
-        return [_same(e) for e in mine[-REPLAY_WINDOW:]]
 
     def remember(self, history: Sequence[ev.Event]) -> None:
         """The session's events journaled before (a resumed run's), before it runs."""
@@ -299,7 +181,7 @@ class RemoteRunner:
             if self.reattach and self.attempts:
                 link = await self._engine.find(self.spec.name, self.attempts)
                 if link is not None:
-                    self._replayed = self._from_current_host()
+                    self._replayed = from_current_host(self._events)
                     manager = await self._host(link, reattached=True)
                 else:  # gone since `resume` saw it: a lost host, placed anew from the plan
                     last = [e for e in self._events if isinstance(e, ev.HostPlaced)][-1:]
@@ -405,7 +287,7 @@ class RemoteRunner:
     def _take(self, batch: Batch, link: HostLink) -> None:
         lines = batch.events
         if self._replayed is not None:
-            lines = lines[_overlap(self._replayed, lines) :]
+            lines = lines[overlap(self._replayed, lines) :]
             self._replayed = None
         for line in lines:
             try:
@@ -429,7 +311,7 @@ class RemoteRunner:
             self.mirror.append(message_from_json(message))
         self._pids.update(batch.pids)
         for ask in batch.asks:
-            self._ask(ask, link)
+            self._questions.ask(ask, link)
         now = time.monotonic()
         if batch.end is None and now - self._last_ack >= ACK_SECONDS:
             self._last_ack = now
@@ -445,56 +327,6 @@ class RemoteRunner:
         if isinstance(event, ev.ApprovalPolicySet):
             self._require_approval = event.required
 
-    # -- questions -----------------------------------------------------------------------------
-
-    def _ask(self, ask: Ask, link: HostLink) -> None:
-        name = self.spec.name
-        match ask:
-            case ApprovalAsk(number=number) if number not in self._approvals_asked:
-                self._approvals_asked.add(number)
-
-                def answered(reply: Reply, number: int = number) -> None:
-                    self._approvals_asked.discard(number)
-                    edited = reply.edited_text
-                    link.tell(
-                        "answer_approval",
-                        number,
-                        Decision(reply.answer).value,
-                        edited,
-                        reply.by,
-                        reply.reason,
-                    )
-
-                self._approvals.ask(name, number, answered)
-            case PermissionAskWire() if (
-                ask.key not in self._permission_tasks and self._permissions is not None
-            ):
-                self._permission_tasks[ask.key] = asyncio.create_task(
-                    self._permission(ask, link, self._permissions),
-                    name=f"permission {name} {ask.key}",
-                )
-            case PermissionWithdrawn(key=key):
-                task = self._permission_tasks.pop(key, None)
-                if task is not None:
-                    task.cancel()
-            case _:
-                pass
-
-    async def _permission(
-        self, ask: PermissionAskWire, link: HostLink, gate: PermissionGate
-    ) -> None:
-        verdict = await gate(PermissionAsk(ask.tool_use_id, ask.tool, ask.tool_input))
-        self._permission_tasks.pop(ask.key, None)
-        link.tell("answer_permission", ask.key, verdict.allow, verdict.message)
-
-    def _drop_questions(self, reason: str) -> None:
-        """The host is gone: nobody there waits for an answer any more."""
-        for task in self._permission_tasks.values():
-            task.cancel()
-        self._permission_tasks.clear()
-        self._approvals_asked.clear()
-        self._desk.withdraw_session(self.spec.name, reason)
-
     # -- a host lost ---------------------------------------------------------------------------
 
     def _after_loss(
@@ -505,7 +337,7 @@ class RemoteRunner:
         address = lost.address or (link.address if link is not None else "")
         where = f" on {address}" if address else ""
         reason = f"its host{where} was lost ({lost.reason})"
-        self._drop_questions(reason)
+        self._questions.drop(reason)
         plan = self._plan()
         limits = replace(self.manager.limits, require_approval=self._require_approval)
         ended = plan.ended if plan is not None else None

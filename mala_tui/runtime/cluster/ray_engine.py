@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mala_tui.runtime.cluster.driver_runner import HostLostError
+from mala_tui.runtime.cluster.host_link import HostLostError
 from mala_tui.runtime.cluster.session_host import HostSetup, SessionHost
 from mala_tui.runtime.cluster.wire import Batch
 from mala_tui.runtime.private.files import append_private, private_folder

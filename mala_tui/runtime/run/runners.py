@@ -18,7 +18,8 @@ from mala_tui.core.manager import ContextManager
 from mala_tui.core.prompts import PromptSet
 from mala_tui.core.view import RunState
 from mala_tui.runtime.backends.base import Backend, SessionSpec
-from mala_tui.runtime.cluster.driver_runner import HostEngine, RemoteRunner
+from mala_tui.runtime.cluster.driver_runner import RemoteRunner
+from mala_tui.runtime.cluster.host_link import HostEngine
 from mala_tui.runtime.cluster.session_host import BackendFactory
 from mala_tui.runtime.questions.approvals import Approvals
 from mala_tui.runtime.questions.desk import Desk
