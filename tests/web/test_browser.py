@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import shutil
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
@@ -17,6 +18,7 @@ from mala_tui.core.actions import EndStatus
 from mala_tui.core.notices import RESTART_APPROVAL
 from mala_tui.core.observations import Decision
 from mala_tui.core.permissions import AnsweredBy, PermissionAnswer
+from mala_tui.core.questions import permission_id
 from mala_tui.loopback import MODEL, load_scenario
 from mala_tui.runtime.consoles.sockets import live_host
 from mala_tui.runtime.journal.writer import list_runs, read_events
@@ -196,4 +198,99 @@ def test_a_restart_approval_is_answered_from_the_browser(tmp_path: Path) -> None
     assert (restart.approved_by, restart.checkpoint_number) == (
         AnsweredBy.OPERATOR,
         asked.checkpoint_number,
+    )
+
+
+def command_line(pid: int) -> str:
+    """A process's arguments, each ended by a NUL; "" once it has gone."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_text()
+    except OSError:
+        return ""
+
+
+RECORD_NOTIFICATIONS = """
+window.__raised = [];
+if (window.Notification) {
+  const Real = window.Notification;
+  window.Notification = new Proxy(Real, {
+    construct(target, args) {
+      const made = Reflect.construct(target, args);
+      window.__raised.push(made);
+      return made;
+    },
+    get(target, name) {
+      const value = target[name];  // Notification.permission, requestPermission
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+}
+"""
+"""Keeps each Notification the page raises where the test can read it and click it:
+a headless browser shows none."""
+
+
+def test_a_waiting_permission_raises_a_browser_notification_that_opens_it(
+    tmp_path: Path,
+) -> None:
+    """The page asks the browser for notifications (granted here) and raises one when a
+    question starts to wait; clicking it opens the question's own address, the app at
+    its dialog, where one key allows the tool."""
+    workspace, data = tmp_path / "workspace", tmp_path / "data"
+    loopback, env_lines = loopback_serve(workspace, tmp_path / "home")
+    try:
+        started = mala(*run_args(workspace), "--detach", env=environment(env_lines, data))
+        assert started.returncode == 0, started.stderr
+        (run,) = list_runs(data)
+
+        def events() -> list[ev.Event]:
+            return read_events(run.directory / "events.jsonl").events
+
+        def answered() -> bool:
+            return any(isinstance(event, ev.PermissionDecided) for event in events())
+
+        with serve(data) as served, chromium() as browser:
+            context = browser.new_context(
+                viewport={"width": 1280, "height": 800}, permissions=["notifications"]
+            )
+            context.add_init_script(RECORD_NOTIFICATIONS)
+            page = context.new_page()
+            page.goto(served.url)
+            assert page.url == f"{served.base}/?run={run.run_id}"
+            page.wait_for_selector("body.-first-byte", timeout=60_000)
+            assert page.evaluate("Notification.permission") == "granted"
+            wait_for(
+                lambda: page.evaluate("window.__raised.length") > 0, 120, "a notification", page
+            )
+            raised = page.evaluate("window.__raised.map((n) => [n.title, n.body, n.tag])")
+            asked = next(e for e in events() if isinstance(e, ev.PermissionRequested))
+            question = permission_id(asked.session, asked.request_id)
+            assert raised == [["mala-tui", "task-1 asks to use Bash", question]]
+            with page.expect_navigation():
+                page.evaluate("window.__raised[0].dispatchEvent(new Event('click'))")
+            opened = urlsplit(page.url)
+            assert parse_qs(opened.query) == {"run": [run.run_id], "question": [question]}
+            page.wait_for_selector("body.-first-byte", timeout=60_000)
+
+            def at_the_question() -> bool:  # the new tab's app, started at the question
+                return any(
+                    f"--question\0{question}\0" in command_line(pid) for pid in served.children()
+                )
+
+            wait_for(at_the_question, 60, "the app opened at the question", page)
+            page.click("#terminal")
+            for _ in range(3):  # the canvas has no text: the journal says whether it took
+                page.keyboard.press("o")  # the dialog is open: allowed once
+                with contextlib.suppress(AssertionError):
+                    wait_for(answered, 15, "the answer in the journal", page)
+                    break
+            assert page.evaluate("window.__raised.length") == 1  # told once, not again
+    finally:
+        mala("stop", "latest", "--data-dir", str(data), env=environment(env_lines, data))
+        loopback.terminate()
+        loopback.communicate(timeout=30)
+    (decided,) = [event for event in events() if isinstance(event, ev.PermissionDecided)]
+    assert (decided.answer, decided.decided_by) == (
+        PermissionAnswer.ALLOW_ONCE,
+        AnsweredBy.OPERATOR,
     )
