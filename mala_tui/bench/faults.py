@@ -59,11 +59,12 @@ from mala_tui.loopback import (
     Scenario,
     load_scenario,
 )
+from mala_tui.loopback.faults import FaultKind
 from mala_tui.runtime.journal.writer import EVENTS_FILE, read_events
 
 # -- the trials --------------------------------------------------------------------------------
 
-STALLS = ("stall_after_message_start", "stall_before_bytes")
+STALLS: tuple[FaultKind, ...] = ("stall_after_message_start", "stall_before_bytes")
 
 
 def stall_sessions(sessions: int, over_limit: int) -> list[Planned]:
@@ -79,7 +80,7 @@ def stall_sessions(sessions: int, over_limit: int) -> list[Planned]:
     return planned
 
 
-def error_sessions(kind: str, sessions: int, storm: int, cli_retries: int) -> list[Planned]:
+def error_sessions(kind: FaultKind, sessions: int, storm: int, cli_retries: int) -> list[Planned]:
     """`storm` errors in a row at one step: more than the CLI's own retries, so mala-tui's
     retry policy has to carry the session over the rest of the storm."""
     base = load_scenario("quickstart")

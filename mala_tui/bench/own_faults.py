@@ -61,6 +61,7 @@ from mala_tui.loopback import (
     offline_cli_env,
 )
 from mala_tui.loopback.env import DUMMY_API_KEY
+from mala_tui.loopback.faults import FaultKind
 from mala_tui.runtime.journal.writer import EVENTS_FILE, RESERVE_FILE, RunJournal, read_events
 from mala_tui.runtime.private.redaction import redact
 from mala_tui.runtime.run.supervisor import Supervisor
@@ -769,7 +770,7 @@ async def hostile_endpoint_trial(
         entries = []
         for name in names:
             materialize_workspace(scenario, folder / name)
-            kind = "broken_stream" if name in broken else "unauthorized"
+            kind: FaultKind = "broken_stream" if name in broken else "unauthorized"
             fault = (
                 FaultSpec(kind=kind, at_request=2)
                 if name in broken

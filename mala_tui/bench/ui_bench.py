@@ -34,6 +34,8 @@ from textual.widgets import ProgressBar, Static
 
 from mala_tui.config import Settings
 from mala_tui.core import events as ev
+from mala_tui.core.checkpoint import CheckpointOrigin
+from mala_tui.core.permissions import AnsweredBy
 from mala_tui.core.phases import Phase, Trigger
 from mala_tui.core.usage import UsageSource
 from mala_tui.core.view import SessionSnapshot
@@ -122,7 +124,7 @@ class _SimulatedSession:
                     at=now,
                     session=self.name,
                     number=self.checkpoints,
-                    origin="tagged",
+                    origin=CheckpointOrigin.TAGGED,
                     text="## Goal\nKeep going.",
                     path="bench.md",
                 )
@@ -137,7 +139,7 @@ class _SimulatedSession:
                     reason="hard threshold",
                     tokens_before=before,
                     checkpoint_number=self.checkpoints,
-                    approved_by="auto",
+                    approved_by=AnsweredBy.AUTO,
                 )
             )
             phase(Phase.RUNNING, Trigger.RESTARTED)

@@ -392,7 +392,7 @@ class ManagerState:
         target = self.check(trigger)
         before, self.phase = self.phase, target
         return ev.PhaseChanged(
-            at=at, session=self.name, before=before.value, after=target.value, trigger=trigger.value
+            at=at, session=self.name, before=before, after=target, trigger=trigger
         )
 
     # -- turns ---------------------------------------------------------------------------
@@ -450,7 +450,7 @@ class ManagerState:
                 ev.SessionEnded(
                     at=at,
                     session=self.name,
-                    status=status.value,
+                    status=status,
                     reason=reason,
                     restarts=self.counters.continuation,
                     masked_total=self.counters.masked_total,

@@ -394,7 +394,7 @@ class MaskingDecisions:
                 estimated_tokens=pending.plan.estimated_tokens,
                 tokens_before=tokens_before,
                 total_masked=self._state.counters.masked_total,
-                trigger=pending.cause.value,
+                trigger=pending.cause,
                 projected_tokens=pending.projected,
                 free=pending.idle_seconds is not None,
                 idle_seconds=(

@@ -10,7 +10,7 @@ from mala_tui.core.transcript import Message, TextBlock, ToolCall, ToolResult
 
 def message_events(at: float, session: str, message: Message) -> tuple[ev.MessageRecorded, ...]:
     """One line per tool call, tool result and non-empty text block, shortened."""
-    role = message.role.value
+    role = message.role
     found: list[ev.MessageRecorded] = []
     for block in message.blocks:
         if isinstance(block, ToolCall):

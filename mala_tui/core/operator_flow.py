@@ -198,7 +198,7 @@ class OperatorFlow:
             return Outcome()
         self._state.manage = obs.mode
         return Outcome(
-            events=(ev.ManageModeSet(at=obs.at, session=self._state.name, mode=obs.mode.value),)
+            events=(ev.ManageModeSet(at=obs.at, session=self._state.name, mode=obs.mode),)
         )
 
     # -- messages --------------------------------------------------------------------

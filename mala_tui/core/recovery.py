@@ -174,7 +174,7 @@ class Recovery:
             session=self._state.name,
             idle_seconds=obs.idle_seconds,
             retry=self._state.counters.idle_retries,
-            decision=decision.value,
+            decision=decision,
             delay=retry.delay if retry else 0.0,
             reason=ended.reason if ended else "",
         )

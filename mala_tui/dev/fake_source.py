@@ -19,12 +19,15 @@ from pathlib import Path
 
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
+from mala_tui.core.checkpoint import CheckpointOrigin
 from mala_tui.core.observations import Command, Decision
 from mala_tui.core.operator_messages import checked_text
 from mala_tui.core.permissions import AnsweredBy, PermissionAnswer
 from mala_tui.core.phases import ManageMode, Phase, Trigger
 from mala_tui.core.questions import ApprovalQuestion, PermissionQuestion
-from mala_tui.core.usage import UsageSource
+from mala_tui.core.retry import RetryDecision
+from mala_tui.core.transcript import Role
+from mala_tui.core.usage import CallUsage, UsageSource
 from mala_tui.core.view import RunState, SessionSnapshot
 from mala_tui.runtime.run.landings import Landings
 from mala_tui.runtime.run.profiles import Profile
@@ -103,14 +106,14 @@ class _Session:
         # A per-call figure carries its split, as the API reports it: most of the prompt
         # read from the cache, a little written to it, a short answer (the cost estimate).
         split = (
-            {
-                "input_tokens": 3,
-                "cache_creation_input_tokens": tokens - 3 - int(tokens * 0.9) - 300,
-                "cache_read_input_tokens": int(tokens * 0.9),
-                "output_tokens": 300,
-            }
+            CallUsage(
+                input_tokens=3,
+                cache_creation_input_tokens=tokens - 3 - int(tokens * 0.9) - 300,
+                cache_read_input_tokens=int(tokens * 0.9),
+                output_tokens=300,
+            )
             if source is UsageSource.PER_CALL and tokens > 3_000
-            else {}
+            else CallUsage()
         )
         self.add(
             ev.UsageRecorded(
@@ -119,7 +122,10 @@ class _Session:
                 tokens=tokens,
                 window=WINDOW,
                 source=source,
-                **split,
+                input_tokens=split.input_tokens,
+                cache_creation_input_tokens=split.cache_creation_input_tokens,
+                cache_read_input_tokens=split.cache_read_input_tokens,
+                output_tokens=split.output_tokens,
             )
         )
 
@@ -210,9 +216,9 @@ class _Session:
         )
 
     def message(
-        self, at: float, kind: str, tool: str, excerpt: str, *, error: bool = False
+        self, at: float, kind: ev.MessageKind, tool: str, excerpt: str, *, error: bool = False
     ) -> None:
-        role = "assistant" if kind == "tool_call" else "user"
+        role = Role.ASSISTANT if kind == "tool_call" else Role.USER
         self.add(
             ev.MessageRecorded(
                 at=T0 + at,
@@ -302,7 +308,7 @@ def _awaiting() -> _Session:
             at=T0 + 330,
             session=s.name,
             number=1,
-            origin="tagged",
+            origin=CheckpointOrigin.TAGGED,
             text=CHECKPOINT_1,
             path="/runs/sample/settings-form-1.md",
         )
@@ -339,7 +345,7 @@ def _awaiting() -> _Session:
             at=T0 + 625,
             session=s.name,
             number=2,
-            origin="tagged",
+            origin=CheckpointOrigin.TAGGED,
             text=CHECKPOINT_2,
             path="/runs/sample/settings-form-2.md",
         )
@@ -372,12 +378,22 @@ def _failed() -> _Session:
     s.climb(10, 120, 0.03, 0.22, steps=6, source=UsageSource.ESTIMATE)
     s.add(
         ev.IdleTimeoutSeen(
-            at=T0 + 180, session=s.name, idle_seconds=120, retry=1, decision="resume", delay=0
+            at=T0 + 180,
+            session=s.name,
+            idle_seconds=120,
+            retry=1,
+            decision=RetryDecision.RESUME,
+            delay=0,
         )
     )
     s.add(
         ev.IdleTimeoutSeen(
-            at=T0 + 320, session=s.name, idle_seconds=120, retry=2, decision="resume", delay=5
+            at=T0 + 320,
+            session=s.name,
+            idle_seconds=120,
+            retry=2,
+            decision=RetryDecision.RESUME,
+            delay=5,
         )
     )
     s.add(

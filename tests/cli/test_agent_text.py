@@ -18,7 +18,9 @@ import pytest
 
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
+from mala_tui.core.checkpoint import CheckpointOrigin
 from mala_tui.core.text import clean
+from mala_tui.core.transcript import Role
 from mala_tui.runtime.git.worktree import Worktree, create
 from mala_tui.runtime.journal.writer import RunJournal
 from tests.cli.test_cli import run
@@ -109,7 +111,9 @@ class HostileRun:
         self.trees: dict[str, Worktree] = {
             name: create(self.repo, RUN_ID, name, self.folder / "worktrees") for name in names
         }
-        events: list[ev.Event] = [ev.RunStarted(at=1.0, run_id=RUN_ID, sessions=names, mode="run")]
+        events: list[ev.Event] = [
+            ev.RunStarted(at=1.0, run_id=RUN_ID, sessions=names, mode=ev.RunMode.RUN)
+        ]
         for name, tree in self.trees.items():
             first, *rest = started(2.0, name, tree)
             assert isinstance(first, ev.SessionStarted)
@@ -117,12 +121,16 @@ class HostileRun:
         for name in (self.NOTED, self.PUSHED):
             events.append(
                 ev.CheckpointSaved(
-                    at=3.0, session=name, number=1, origin="tagged", text=self.CHECKPOINT
+                    at=3.0,
+                    session=name,
+                    number=1,
+                    origin=CheckpointOrigin.TAGGED,
+                    text=self.CHECKPOINT,
                 )
             )
         events.append(
             ev.MessageRecorded(
-                at=3.0, session=self.SAID, role="assistant", kind="text", excerpt=self.LAST_WORDS
+                at=3.0, session=self.SAID, role=Role.ASSISTANT, kind="text", excerpt=self.LAST_WORDS
             )
         )
         events += [ev.SessionEnded(at=4.0, session=n, status=EndStatus.DONE) for n in names]
@@ -185,7 +193,7 @@ def test_nothing_to_resume_names_its_sessions_literally_on_one_line(tmp_path: Pa
     name = f"a{TITLE}\nmala-tui resume: forged line{CLIPBOARD}"
     journal = RunJournal.create(tmp_path, RUN_ID, {"mode": "run", "tasks": []})
     with journal:
-        journal.write(ev.RunStarted(at=1, run_id=RUN_ID, sessions=(name,), mode="run"))
+        journal.write(ev.RunStarted(at=1, run_id=RUN_ID, sessions=(name,), mode=ev.RunMode.RUN))
         journal.write(
             ev.SessionEnded(at=2, session=name, status=EndStatus.DONE, reason="ok\x1b[2J")
         )

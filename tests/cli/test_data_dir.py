@@ -57,7 +57,7 @@ NOBODY = 65534
 def journaled(data: Path, run_id: str = RUN_ID, *, ended: bool = True) -> Path:
     """A run under `data` (made as mala-tui makes it): started, and ended unless told not."""
     journal = RunJournal.create(data, run_id, {"mode": "run", "tasks": []})
-    journal.write(ev.RunStarted(at=1, run_id=run_id, sessions=("a",), mode="run"))
+    journal.write(ev.RunStarted(at=1, run_id=run_id, sessions=("a",), mode=ev.RunMode.RUN))
     if ended:
         journal.write(ev.SessionEnded(at=2, session="a", status=EndStatus.DONE))
         journal.write(ev.RunEnded(at=3, run_id=run_id, ok=True))
@@ -126,7 +126,7 @@ def test_show_names_the_data_dir_a_setting_gave_in_its_resume_command(tmp_path: 
     data = tmp_path / "data"
     task = {"name": "a", "task": "t", "cwd": str(tmp_path)}
     journal = RunJournal.create(data, RUN_ID, {"mode": "run", "tasks": [task]})
-    journal.write(ev.RunStarted(at=1, run_id=RUN_ID, sessions=("a",), mode="run"))
+    journal.write(ev.RunStarted(at=1, run_id=RUN_ID, sessions=("a",), mode=ev.RunMode.RUN))
     journal.write(ev.AgentSessionNamed(at=2, session="a", session_id="abc"))
     journal.close()
     # Not on the command line: from the environment, which a pasting shell may not have.

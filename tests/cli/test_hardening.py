@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from mala_tui.core import events as ev
+from mala_tui.core.actions import EndStatus
 from mala_tui.runtime.journal.writer import RunJournal
 
 
@@ -41,9 +42,9 @@ def one_line(done: subprocess.CompletedProcess[str]) -> str:
 def finished_run(data: Path, run_id: str = "20261123-101010-abcd", **names: str) -> Path:
     sessions = tuple(names) or ("s1",)
     with RunJournal.create(data, run_id, {"mode": "run"}) as journal:
-        journal.write(ev.RunStarted(at=1.0, run_id=run_id, sessions=sessions, mode="run"))
+        journal.write(ev.RunStarted(at=1.0, run_id=run_id, sessions=sessions, mode=ev.RunMode.RUN))
         for name in sessions:
-            journal.write(ev.SessionEnded(at=2.0, session=name, status="done", reason="ok"))
+            journal.write(ev.SessionEnded(at=2.0, session=name, status=EndStatus.DONE, reason="ok"))
         journal.write(ev.RunEnded(at=3.0, run_id=run_id, ok=True))
     return journal.directory
 

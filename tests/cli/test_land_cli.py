@@ -10,6 +10,7 @@ import pytest
 
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
+from mala_tui.core.checkpoint import CheckpointOrigin
 from mala_tui.runtime.git.worktree import Worktree, create
 from mala_tui.runtime.journal.writer import RunJournal, read_events
 from tests.cli.test_cli import run
@@ -69,12 +70,14 @@ class Run:
             name: create(self.repo, RUN_ID, name, self.folder / "worktrees") for name in "ab"
         }
         events: list[ev.Event] = [
-            ev.RunStarted(at=1.0, run_id=RUN_ID, sessions=("a", "b", "plain"), mode="run")
+            ev.RunStarted(at=1.0, run_id=RUN_ID, sessions=("a", "b", "plain"), mode=ev.RunMode.RUN)
         ]
         for name, tree in self.trees.items():
             events += started(2.0, name, tree)
         events.append(
-            ev.CheckpointSaved(at=3.0, session="a", number=1, origin="tagged", text=CHECKPOINT)
+            ev.CheckpointSaved(
+                at=3.0, session="a", number=1, origin=CheckpointOrigin.TAGGED, text=CHECKPOINT
+            )
         )
         for name in ("a", "b", "plain"):
             events.append(ev.SessionEnded(at=4.0, session=name, status=EndStatus.DONE))

@@ -54,7 +54,9 @@ def finished(tmp_path: Path) -> Path:
     (project / "s-named.jsonl").write_text(json.dumps({"type": "user"}) + "\n")
     journal = RunJournal.create(tmp_path / "data", RUN_ID, {"mode": "run", "tasks": []})
     names = ("named", "unnamed", "gone", "remote")
-    events: list[ev.Event] = [ev.RunStarted(at=1.0, run_id=RUN_ID, sessions=names, mode="run")]
+    events: list[ev.Event] = [
+        ev.RunStarted(at=1.0, run_id=RUN_ID, sessions=names, mode=ev.RunMode.RUN)
+    ]
     events += [started(name, work) for name in names]
     events += [
         ev.AgentSessionNamed(at=2.5, session="named", session_id="s-named"),

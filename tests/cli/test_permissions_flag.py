@@ -47,4 +47,4 @@ def test_a_bad_value_is_refused_with_the_choices(capsys: pytest.CaptureFixture[s
 )
 def test_bad_settings_are_refused(field: str, value: object) -> None:
     with pytest.raises(ValueError, match=field):
-        AgentSettings(**{field: value})
+        AgentSettings.model_validate({field: value})

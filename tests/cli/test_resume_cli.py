@@ -51,7 +51,7 @@ def test_a_journal_without_its_start_is_refused_and_left_as_it_was(tmp_path: Pat
 def test_a_finished_run_has_nothing_to_resume_and_show_says_none(tmp_path: Path) -> None:
     path = journaled(
         tmp_path,
-        ev.RunStarted(at=1, run_id=RUN_ID, sessions=("a",), mode="run"),
+        ev.RunStarted(at=1, run_id=RUN_ID, sessions=("a",), mode=ev.RunMode.RUN),
         ev.SessionEnded(at=2, session="a", status=EndStatus.DENIED, reason="restart denied"),
         ev.RunEnded(at=3, run_id=RUN_ID, ok=False),
     )
@@ -69,7 +69,7 @@ def test_a_finished_run_has_nothing_to_resume_and_show_says_none(tmp_path: Path)
 def test_show_names_the_command_for_a_run_that_was_cut_off(tmp_path: Path) -> None:
     journaled(
         tmp_path,
-        ev.RunStarted(at=1, run_id=RUN_ID, sessions=("a",), mode="run"),
+        ev.RunStarted(at=1, run_id=RUN_ID, sessions=("a",), mode=ev.RunMode.RUN),
         ev.AgentSessionNamed(at=2, session="a", session_id="abc"),
         meta={"mode": "run", "tasks": [{"name": "a", "task": "t", "cwd": str(tmp_path)}]},
     )

@@ -33,7 +33,7 @@ def write_run(data: Path, run_id: str, models: dict[str, str | None]) -> None:
     folder = data / "runs" / run_id
     folder.mkdir(parents=True)
     events: list[ev.Event] = [
-        ev.RunStarted(at=0.0, run_id=run_id, sessions=tuple(models), mode="run")
+        ev.RunStarted(at=0.0, run_id=run_id, sessions=tuple(models), mode=ev.RunMode.RUN)
     ]
     for name, model in models.items():
         events.append(started(name, model))

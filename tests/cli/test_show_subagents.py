@@ -26,7 +26,7 @@ def write_run(data: Path) -> None:
     folder = data / "runs" / "20261101-000000-aaaa"
     folder.mkdir(parents=True)
     events: list[ev.Event] = [
-        ev.RunStarted(at=0.0, run_id=folder.name, sessions=("a", "b"), mode="run"),
+        ev.RunStarted(at=0.0, run_id=folder.name, sessions=("a", "b"), mode=ev.RunMode.RUN),
         started("a", "claude-sonnet-4-5"),
         started("b", "claude-sonnet-4-5"),
         *reported_twice("a", 1.0, MAIN),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from mala_tui.core import events as ev
+from mala_tui.core.checkpoint import CheckpointOrigin
 from mala_tui.core.commit_message import (
     BODY_LINES,
     draft_commit_message,
@@ -10,6 +11,7 @@ from mala_tui.core.commit_message import (
     pull_request_body,
     session_notes,
 )
+from mala_tui.core.transcript import Role
 from mala_tui.core.view import RunState
 
 CHECKPOINT = """## Goal
@@ -63,13 +65,21 @@ def test_a_pull_requests_body_is_the_checkpoint_else_the_messages_body() -> None
 
 def test_notes_are_the_latest_checkpoint_else_the_agents_last_words() -> None:
     said = [
-        ev.MessageRecorded(at=1.0, session="s", role="assistant", kind="text", excerpt="first"),
-        ev.MessageRecorded(at=2.0, session="s", role="assistant", kind="text", excerpt="Done."),
-        ev.MessageRecorded(at=3.0, session="s", role="user", kind="tool_result", excerpt="out"),
+        ev.MessageRecorded(at=1.0, session="s", role=Role.ASSISTANT, kind="text", excerpt="first"),
+        ev.MessageRecorded(at=2.0, session="s", role=Role.ASSISTANT, kind="text", excerpt="Done."),
+        ev.MessageRecorded(at=3.0, session="s", role=Role.USER, kind="tool_result", excerpt="out"),
     ]
     run = RunState().apply_all(said)
     assert session_notes(run.sessions["s"]) == "Done."
-    run.apply(ev.CheckpointSaved(at=4.0, session="s", number=1, origin="tagged", text="cp 1"))
-    run.apply(ev.CheckpointSaved(at=5.0, session="s", number=2, origin="tagged", text="cp 2"))
+    run.apply(
+        ev.CheckpointSaved(
+            at=4.0, session="s", number=1, origin=CheckpointOrigin.TAGGED, text="cp 1"
+        )
+    )
+    run.apply(
+        ev.CheckpointSaved(
+            at=5.0, session="s", number=2, origin=CheckpointOrigin.TAGGED, text="cp 2"
+        )
+    )
     assert session_notes(run.sessions["s"]) == "cp 2"
     assert session_notes(RunState().apply_all([said[2]]).sessions["s"]) is None

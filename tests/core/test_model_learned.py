@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from mala_tui.core import events as ev
 from mala_tui.core.pricing import DEFAULT_PRICES, PriceTable, SpendMeter
-from mala_tui.core.usage import CallUsage
+from mala_tui.core.usage import CallUsage, UsageSource
 from mala_tui.core.view import RunState
 
 CALL = CallUsage(input_tokens=1_000, cache_read_input_tokens=20_000, output_tokens=300)
@@ -32,7 +32,7 @@ def usage(at: float, call: CallUsage) -> ev.UsageRecorded:
         session="s1",
         tokens=call.context_tokens,
         window=200_000,
-        source="per_call",
+        source=UsageSource.PER_CALL,
         input_tokens=call.input_tokens,
         cache_creation_input_tokens=call.cache_creation_input_tokens,
         cache_read_input_tokens=call.cache_read_input_tokens,

@@ -6,6 +6,7 @@ import pytest
 
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
+from mala_tui.core.checkpoint import CheckpointOrigin
 from mala_tui.core.observations import Decision
 from mala_tui.core.permissions import AnsweredBy, PermissionAnswer
 from mala_tui.core.questions import (
@@ -21,7 +22,11 @@ from mala_tui.core.view import RunState
 
 def checkpoint(at: float, session: str, number: int) -> ev.CheckpointSaved:
     return ev.CheckpointSaved(
-        at=at, session=session, number=number, origin="tagged", text=f"## Goal\n{session} {number}"
+        at=at,
+        session=session,
+        number=number,
+        origin=CheckpointOrigin.TAGGED,
+        text=f"## Goal\n{session} {number}",
     )
 
 
@@ -63,7 +68,7 @@ PA1, PB1 = permission_id("a", "1"), permission_id("b", "1")
             [
                 asked_approval(2, "a", 1),
                 ev.ApprovalDecided(
-                    at=3, session="a", decision=Decision.APPROVE, decided_by="operator"
+                    at=3, session="a", decision=Decision.APPROVE, decided_by=AnsweredBy.OPERATOR
                 ),
             ],
             [],

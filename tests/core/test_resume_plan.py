@@ -32,7 +32,9 @@ TASKS = (TaskRecord("a", "task a", "/w/a"), TaskRecord("b", "task b", "/w/b"))
 
 
 def started(*names: str, at: float = 100.0) -> list[ev.Event]:
-    events: list[ev.Event] = [ev.RunStarted(at=at, run_id="r1", sessions=names, mode="run")]
+    events: list[ev.Event] = [
+        ev.RunStarted(at=at, run_id="r1", sessions=names, mode=ev.RunMode.RUN)
+    ]
     for name in names:
         events.append(
             ev.SessionStarted(
@@ -56,7 +58,11 @@ def named(session: str, session_id: str, at: float = 110.0) -> ev.AgentSessionNa
 
 def checkpoint(session: str, number: int, at: float = 120.0) -> ev.CheckpointSaved:
     return ev.CheckpointSaved(
-        at=at, session=session, number=number, origin="tagged", text=f"cp {number} of {session}"
+        at=at,
+        session=session,
+        number=number,
+        origin=CheckpointOrigin.TAGGED,
+        text=f"cp {number} of {session}",
     )
 
 
@@ -68,7 +74,7 @@ def restarted(session: str, continuation: int, at: float = 130.0) -> ev.Restarte
         reason="hard",
         tokens_before=160_000,
         checkpoint_number=continuation,
-        approved_by="auto",
+        approved_by=AnsweredBy.AUTO,
     )
 
 
@@ -175,14 +181,18 @@ def test_a_checkpoint_awaiting_approval_is_resumed_from() -> None:
 
 
 def test_a_queued_session_that_never_started_resumes_from_its_task_in_run_json() -> None:
-    events: list[ev.Event] = [ev.RunStarted(at=1, run_id="r1", sessions=("a", "b"), mode="run")]
+    events: list[ev.Event] = [
+        ev.RunStarted(at=1, run_id="r1", sessions=("a", "b"), mode=ev.RunMode.RUN)
+    ]
     result = plan(events)
     assert how(result) == {"a": ResumeFrom.TASK, "b": ResumeFrom.TASK}
     assert result.sessions[1].task == "task b" and result.sessions[1].cwd == "/w/b"
 
 
 def test_a_session_whose_task_is_nowhere_is_not_resumed() -> None:
-    events: list[ev.Event] = [ev.RunStarted(at=1, run_id="r1", sessions=("zz",), mode="run")]
+    events: list[ev.Event] = [
+        ev.RunStarted(at=1, run_id="r1", sessions=("zz",), mode=ev.RunMode.RUN)
+    ]
     result = plan_resume(events, (), lambda *_: True)
     assert result.sessions[0].how is None
     assert "task is not in the journal" in result.sessions[0].reason

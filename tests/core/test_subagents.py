@@ -72,13 +72,17 @@ def test_tokens_only_claude_codes_totals_hold_are_billed_and_said_apart() -> Non
     state.apply(call(2.0, "a", 1_000))
     session = state.sessions["s1"]
     assert session.unseen_spend.cost_usd == 0.0  # Claude Code has said nothing yet
-    totals = {
-        "input_tokens": 10,
-        "cache_creation_input_tokens": 0,
-        "cache_read_input_tokens": 1_000 + 186_000,  # and a compaction no call shows
-        "output_tokens": 5 + 50 + 3_000,
-    }
-    state.apply(ev.CliCostReported(at=3.0, session="s1", session_id="x", cost_usd=0.1, **totals))
+    totals = ev.CliCostReported(
+        at=3.0,
+        session="s1",
+        session_id="x",
+        cost_usd=0.1,
+        input_tokens=10,
+        cache_creation_input_tokens=0,
+        cache_read_input_tokens=1_000 + 186_000,  # and a compaction no call shows
+        output_tokens=5 + 50 + 3_000,
+    )
+    state.apply(totals)
     unseen = session.unseen_spend
     assert (unseen.calls, unseen.cache_read_tokens, unseen.output_tokens) == (0, 186_000, 3_000)
     assert unseen.cost_usd is not None and unseen.cost_usd > 0

@@ -19,6 +19,7 @@ from mala_tui.bench.faults import (
     stall_sessions,
     too_long_sessions,
 )
+from mala_tui.loopback.faults import FaultKind
 
 pytestmark = [pytest.mark.integration, pytest.mark.alone]
 
@@ -43,7 +44,7 @@ async def test_stalls_across_sessions_recover_or_fail_fast_past_the_retry_limit(
 
 @pytest.mark.parametrize("kind", ["overloaded", "api_error"])
 async def test_an_error_storm_longer_than_the_clis_retries_is_carried_by_mala_tui(
-    kind: str, tmp_path: Path
+    kind: FaultKind, tmp_path: Path
 ) -> None:
     # Four errors in a row, the CLI allowed two retries: its third attempt fails, the turn
     # ends in api_error, and mala-tui's retry resumes the session past the storm.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from mala_tui.core import events as ev
+from mala_tui.core.actions import EndStatus
 from mala_tui.core.budget import BudgetLimits
 from mala_tui.core.usage import CallUsage
 from mala_tui.core.view import RunState
@@ -12,7 +13,7 @@ from tests.support.usage_events import started, usage
 
 def run_of(*names: str) -> RunState:
     run = RunState()
-    run.apply(ev.RunStarted(at=0.0, run_id="r", sessions=names, mode="run"))
+    run.apply(ev.RunStarted(at=0.0, run_id="r", sessions=names, mode=ev.RunMode.RUN))
     for name in names:
         run.apply(started(name, "claude-sonnet-4-5"))
     return run
@@ -33,7 +34,7 @@ def test_near_then_over_said_at_each_call() -> None:
         BudgetNotice("a", True, "budget: turns 10 of 10 (100%)"),
         BudgetNotice("a", True, "budget: turns 11 of 10 (110%)"),
     ]
-    run.apply(ev.SessionEnded(at=12.0, session="a", status="stopped"))
+    run.apply(ev.SessionEnded(at=12.0, session="a", status=EndStatus.STOPPED))
     assert call(watch, run, "a", 13.0, 13) == []  # an ended session is not told
 
 
@@ -48,7 +49,7 @@ def test_minutes_count_from_the_sessions_start() -> None:
 def test_cost_limit_on_an_unpriced_model_is_never_said() -> None:
     watch = BudgetWatch(session_limits=BudgetLimits(max_cost_usd=0.01))
     run = RunState()
-    run.apply(ev.RunStarted(at=0.0, run_id="r", sessions=("a",), mode="run"))
+    run.apply(ev.RunStarted(at=0.0, run_id="r", sessions=("a",), mode=ev.RunMode.RUN))
     run.apply(started("a", "someone-elses-model"))
     assert [call(watch, run, "a", float(n), n) for n in range(1, 50)] == [[]] * 49
 
@@ -56,7 +57,7 @@ def test_cost_limit_on_an_unpriced_model_is_never_said() -> None:
 def test_the_run_budget_tells_every_running_session() -> None:
     watch = BudgetWatch(run_limits=BudgetLimits(max_turns=4))
     run = run_of("a", "b", "c")
-    run.apply(ev.SessionEnded(at=0.5, session="c", status="done"))
+    run.apply(ev.SessionEnded(at=0.5, session="c", status=EndStatus.DONE))
     assert call(watch, run, "a", 1.0, 1) == []
     assert call(watch, run, "b", 2.0, 2) == []
     assert call(watch, run, "a", 3.0, 3) == []
@@ -96,7 +97,7 @@ def test_no_limits_means_nothing_is_watched() -> None:
     run = run_of("a")
     assert not watch.active
     assert call(watch, run, "a", 1.0, 1) == []
-    assert watch.observe(ev.SessionEnded(at=1.0, session="a", status="done"), run) == []
+    assert watch.observe(ev.SessionEnded(at=1.0, session="a", status=EndStatus.DONE), run) == []
 
 
 def test_a_subagents_calls_count_against_its_sessions_budget() -> None:

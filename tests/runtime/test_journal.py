@@ -9,6 +9,9 @@ from pathlib import Path
 import pytest
 
 from mala_tui.core import events as ev
+from mala_tui.core.actions import EndStatus
+from mala_tui.core.transcript import Role
+from mala_tui.core.usage import UsageSource
 from mala_tui.core.view import RunState
 from mala_tui.runtime.journal.writer import (
     JournalError,
@@ -44,7 +47,9 @@ def some_events() -> list[ev.Event]:
             max_restarts=2,
             require_approval=False,
         ),
-        ev.UsageRecorded(at=2.0, session="s1", tokens=750, window=1000, source="per_call"),
+        ev.UsageRecorded(
+            at=2.0, session="s1", tokens=750, window=1000, source=UsageSource.PER_CALL
+        ),
         ev.MaskApplied(
             at=2.5,
             session="s1",
@@ -55,9 +60,13 @@ def some_events() -> list[ev.Event]:
             tokens_before=750,
             total_masked=2,
         ),
-        ev.UsageRecorded(at=3.0, session="s1", tokens=560, window=1000, source="per_call"),
+        ev.UsageRecorded(
+            at=3.0, session="s1", tokens=560, window=1000, source=UsageSource.PER_CALL
+        ),
         ev.MaskMeasured(at=3.0, session="s1", tokens_before=750, tokens_after=560, reclaimed=190),
-        ev.SessionEnded(at=4.0, session="s1", status="done", reason="finished", masked_total=2),
+        ev.SessionEnded(
+            at=4.0, session="s1", status=EndStatus.DONE, reason="finished", masked_total=2
+        ),
         ev.RunEnded(at=4.1, run_id="r", ok=True),
     ]
 
@@ -145,7 +154,7 @@ def test_secrets_never_reach_the_files(tmp_path: Path) -> None:
         ev.MessageRecorded(
             at=1,
             session="s",
-            role="user",
+            role=Role.USER,
             kind="tool_result",
             excerpt="ANTHROPIC_API_KEY=sk-ant-api03-abcdefghijkl Authorization: Bearer tok123",
         )
@@ -168,7 +177,7 @@ def test_redact_leaves_ordinary_text_alone() -> None:
 def test_runs_are_listed_newest_first_and_found_by_prefix(tmp_path: Path) -> None:
     for run_id in ("20261101-000000-aaaa", "20261102-000000-bbbb"):
         j = journal(tmp_path, run_id)
-        j.write(ev.RunStarted(at=1.0, run_id=run_id, sessions=("s1", "s2"), mode="demo"))
+        j.write(ev.RunStarted(at=1.0, run_id=run_id, sessions=("s1", "s2"), mode=ev.RunMode.DEMO))
         j.close()
     runs = list_runs(tmp_path)
     assert [r.run_id for r in runs] == ["20261102-000000-bbbb", "20261101-000000-aaaa"]

@@ -288,7 +288,7 @@ def test_run_json_keeps_the_named_profiles_and_a_resume_gives_added_sessions_the
     run_settings = Settings.model_validate({"storage": {"data_dir": str(tmp_path / "data")}})
     plans, profiles = plan_run([], path, tmp_path, run_settings)
     with open_journal(loaded(run_settings), RunMode.RUN, plans, profiles=profiles) as journal:
-        journal.write(ev.RunStarted(at=0.0, run_id=journal.run_id, sessions=(), mode="run"))
+        journal.write(ev.RunStarted(at=0.0, run_id=journal.run_id, sessions=(), mode=RunMode.RUN))
         journal.write(
             ev.SessionAdded(at=1.0, session="late", task="x", cwd=str(tmp_path), profile="review")
         )

@@ -14,6 +14,7 @@ import pytest
 from mala_tui.config import LoadedSettings, Settings
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
+from mala_tui.core.checkpoint import CheckpointOrigin
 from mala_tui.core.manager import ContextManager
 from mala_tui.core.observations import Decision, SessionIdentified
 from mala_tui.core.permissions import AnsweredBy, PermissionAnswer
@@ -59,7 +60,9 @@ def make_run(
 
 
 def run_started(*names: str) -> ev.RunStarted:
-    return ev.RunStarted(at=1000, run_id="20260101-000000-abcd", sessions=names, mode="run")
+    return ev.RunStarted(
+        at=1000, run_id="20260101-000000-abcd", sessions=names, mode=ev.RunMode.RUN
+    )
 
 
 def test_a_journal_torn_by_a_kill_goes_on_after_the_torn_line(tmp_path: Path) -> None:
@@ -338,7 +341,9 @@ async def test_a_restart_waiting_for_approval_at_the_kill_is_asked_again_then_ru
     events: list[ev.Event] = [
         run_started("a"),
         ev.AgentSessionNamed(at=1001, session="a", session_id="old"),
-        ev.CheckpointSaved(at=1002, session="a", number=1, origin="tagged", text="## Goal\nG"),
+        ev.CheckpointSaved(
+            at=1002, session="a", number=1, origin=CheckpointOrigin.TAGGED, text="## Goal\nG"
+        ),
         ev.ApprovalRequested(at=1003, session="a", checkpoint_number=1, reason="hard threshold"),
     ]
     (session,) = plan_resume(events, [TaskRecord("a", "task a", "/ws")], lambda *_: True).sessions

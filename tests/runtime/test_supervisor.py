@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
@@ -13,6 +13,7 @@ from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.observations import Command, Decision, SessionIdentified, UsageObserved
 from mala_tui.core.operator_messages import MessageError
+from mala_tui.core.permissions import AnsweredBy
 from mala_tui.core.questions import ApprovalQuestion
 from mala_tui.core.usage import CallUsage, UsageSource
 from mala_tui.core.view import SessionSnapshot
@@ -29,9 +30,16 @@ from tests.support.supervisors import build_supervisor, journal_events, journale
 CHECKPOINT = "<checkpoint>\n## Goal\nG\n## Completed Work\n- Read /ws/a.py\n</checkpoint>"
 
 
-def settings(**context: object) -> Settings:
+def settings(
+    approval_timeout_seconds: float | None = None,
+    approval_timeout_decision: Literal[Decision.APPROVE, Decision.DENY] = Decision.DENY,
+) -> Settings:
     return Settings(
-        context=ContextSettings(context_limit=100_000, **context),
+        context=ContextSettings(
+            context_limit=100_000,
+            approval_timeout_seconds=approval_timeout_seconds,
+            approval_timeout_decision=approval_timeout_decision,
+        ),
         idle=IdleSettings(idle_timeout_seconds=5),
     )
 
@@ -125,7 +133,7 @@ async def test_an_approval_timeout_takes_the_configured_answer(tmp_path: Path) -
         PerSession({"a": hard_session("sa")}),
         ["a"],
         approval_mode="ask",
-        settings=settings(approval_timeout_seconds=0.1, approval_timeout_decision="approve"),
+        settings=settings(approval_timeout_seconds=0.1, approval_timeout_decision=Decision.APPROVE),
     )
     result = await asyncio.wait_for(sup.run(), 10)
     assert result.statuses == {"a": EndStatus.DONE}
@@ -139,7 +147,7 @@ async def test_an_answer_after_the_timeout_answered_is_refused_saying_so(tmp_pat
         PerSession({"a": hard_session("sa")}),
         ["a"],
         approval_mode="ask",
-        settings=settings(approval_timeout_seconds=0.1, approval_timeout_decision="approve"),
+        settings=settings(approval_timeout_seconds=0.1, approval_timeout_decision=Decision.APPROVE),
     )
     await asyncio.wait_for(sup.run(), 10)
     with pytest.raises(QuestionClosed) as refused:
@@ -303,7 +311,9 @@ def test_a_headless_ask_without_a_terminal_is_refused_up_front(tmp_path: Path) -
 
 
 def decided_by_operator() -> ev.ApprovalDecided:
-    return ev.ApprovalDecided(at=0, session="a", decision=Decision.APPROVE, decided_by="operator")
+    return ev.ApprovalDecided(
+        at=0, session="a", decision=Decision.APPROVE, decided_by=AnsweredBy.OPERATOR
+    )
 
 
 def test_headless_lines_use_the_one_describer_and_make_agent_text_visible() -> None:

@@ -28,11 +28,11 @@ def calls(session_id: str, first: int, count: int) -> ScriptedClient:
     return ScriptedClient([[*items, HANG]])
 
 
-def budget_settings(**limits: object) -> Settings:
+def budget_settings(budget: BudgetSettings) -> Settings:
     return Settings(
         context=ContextSettings(context_limit=100_000),
         idle=IdleSettings(idle_timeout_seconds=30),
-        budget=BudgetSettings(**limits),
+        budget=budget,
     )
 
 
@@ -43,7 +43,7 @@ async def test_the_run_budget_stops_every_session_with_a_checkpoint(tmp_path: Pa
         ["a", "b"],
         cwd=tmp_path,
         journal=tmp_path,
-        settings=budget_settings(run_max_turns=4),
+        settings=budget_settings(BudgetSettings(run_max_turns=4)),
     )
     result = await asyncio.wait_for(sup.run(), 10)
     assert result.statuses == {"a": EndStatus.STOPPED, "b": EndStatus.STOPPED}
@@ -57,7 +57,11 @@ async def test_the_run_budget_stops_every_session_with_a_checkpoint(tmp_path: Pa
 async def test_a_raised_limit_is_judged_from_the_next_call(tmp_path: Path) -> None:
     backend = PerSession({"a": [calls("sa", 10, 3)]})
     sup = build_supervisor(
-        backend, ["a"], cwd=tmp_path, journal=tmp_path, settings=budget_settings(max_turns=2)
+        backend,
+        ["a"],
+        cwd=tmp_path,
+        journal=tmp_path,
+        settings=budget_settings(BudgetSettings(max_turns=2)),
     )
     assert sup.budget_limits("a") == (BudgetLimits(max_turns=2), BudgetLimits())
     sup.set_budget("a", BudgetLimits(max_turns=50))

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from mala_tui.core import events as ev
+from mala_tui.core.actions import EndStatus
 from mala_tui.runtime.git.worktree import (
     FileChange,
     WorktreeError,
@@ -189,8 +190,8 @@ def test_tracker_journals_the_worktree_and_its_changes(tmp_path: Path) -> None:
         )
     )
     (worktree.path / "NEW.md").write_text("x\n")
-    tracker(ev.SessionEnded(at=2.0, session="a", status="done"))
-    tracker(ev.SessionEnded(at=2.0, session="other", status="done"))
+    tracker(ev.SessionEnded(at=2.0, session="a", status=EndStatus.DONE))
+    tracker(ev.SessionEnded(at=2.0, session="other", status=EndStatus.DONE))
     created, changed = recorded
     assert isinstance(created, ev.WorktreeCreated) and created.base_commit == base
     assert created.path == str(worktree.path) and created.branch == "mala/run1/a"
@@ -234,7 +235,7 @@ def test_the_tracker_keeps_the_files_when_the_base_branch_is_gone(tmp_path: Path
     recorded: list[ev.Event] = []
     (worktree.path / "NEW.md").write_text("x\n")
     WorktreeTracker({"a": worktree}, recorded.append)(
-        ev.SessionEnded(at=2.0, session="a", status="done")
+        ev.SessionEnded(at=2.0, session="a", status=EndStatus.DONE)
     )
     # It ended without having started (queued, or the run stopped during its start-up):
     # its worktree is journaled all the same, as it ends.

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mala_tui.core import events as ev
-from mala_tui.core.usage import CallUsage
+from mala_tui.core.usage import CallUsage, UsageSource
 
 
 def started(name: str, model: str | None, *, at: float = 0.0, cwd: str = "/") -> ev.SessionStarted:
@@ -27,7 +27,7 @@ def usage(name: str, at: float, call: CallUsage) -> ev.UsageRecorded:
         session=name,
         tokens=call.context_tokens,
         window=200_000,
-        source="per_call",
+        source=UsageSource.PER_CALL,
         input_tokens=call.input_tokens,
         cache_creation_input_tokens=call.cache_creation_input_tokens,
         cache_read_input_tokens=call.cache_read_input_tokens,

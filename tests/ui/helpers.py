@@ -14,6 +14,8 @@ from textual.pilot import Pilot
 
 from mala_tui.config import Settings, UiSettings
 from mala_tui.core import events as ev
+from mala_tui.core.checkpoint import CheckpointOrigin
+from mala_tui.core.phases import Phase, Trigger
 from mala_tui.core.view import RunState
 from mala_tui.dev.fake_source import T0, FakeLiveSource, sample_events
 from mala_tui.ui.app import MalaApp
@@ -71,15 +73,15 @@ def second_approval_events() -> list[ev.Event]:
             at=T0 + 640,
             session="migrate-db",
             number=1,
-            origin="tagged",
+            origin=CheckpointOrigin.TAGGED,
             text="## Goal\nMigrate the orders tables.\n## Remaining Tasks\n- Backfill",
         ),
         ev.PhaseChanged(
             at=T0 + 641,
             session="migrate-db",
-            before="checkpointing",
-            after="awaiting_approval",
-            trigger="checkpoint_for_approval",
+            before=Phase.CHECKPOINTING,
+            after=Phase.AWAITING_APPROVAL,
+            trigger=Trigger.CHECKPOINT_FOR_APPROVAL,
         ),
         ev.ApprovalRequested(
             at=T0 + 641,

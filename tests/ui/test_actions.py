@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from textual.pilot import Pilot
 
+from mala_tui.core.phases import Phase, Trigger
 from mala_tui.dev.fake_source import FakeLiveSource
 from mala_tui.ui.screens.confirm import ConfirmScreen
 from mala_tui.ui.screens.dashboard import DashboardScreen
@@ -53,7 +54,11 @@ async def test_pause_becomes_resume_on_a_paused_session() -> None:
     supervisor = FakeLiveSource()
     supervisor.record(
         ev.PhaseChanged(
-            at=T0 + 700, session="parser-fix", before="running", after="paused", trigger="pause"
+            at=T0 + 700,
+            session="parser-fix",
+            before=Phase.RUNNING,
+            after=Phase.PAUSED,
+            trigger=Trigger.PAUSE,
         )
     )
     app = make_app(supervisor)

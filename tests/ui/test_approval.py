@@ -199,7 +199,10 @@ async def test_the_modal_closes_when_its_request_stops_waiting() -> None:
         assert isinstance(app.screen, ApprovalScreen)
         supervisor.record(
             ev.ApprovalDecided(
-                at=T0 + 700, session="settings-form", decision="approve", decided_by="timeout"
+                at=T0 + 700,
+                session="settings-form",
+                decision=Decision.APPROVE,
+                decided_by=AnsweredBy.TIMEOUT,
             )
         )
         await published(

@@ -6,6 +6,7 @@ import pytest
 
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
+from mala_tui.core.usage import UsageSource
 from mala_tui.ui.attention import (
     BEL,
     Attention,
@@ -63,7 +64,7 @@ def events() -> list[ev.Event]:
         ev.ApprovalRequested(at=1.0, session="a", checkpoint_number=2, reason="hard"),
         ev.SessionEnded(at=2.0, session="b", status=EndStatus.DONE, reason="finished"),
         ev.SessionEnded(at=3.0, session="c", status=EndStatus.FAILED, reason="crashed"),
-        ev.UsageRecorded(at=4.0, session="a", tokens=1, window=10, source="per_call"),
+        ev.UsageRecorded(at=4.0, session="a", tokens=1, window=10, source=UsageSource.PER_CALL),
     ]
 
 

@@ -25,7 +25,7 @@ MEASURED = 3_000 + round(TRANSCRIPT.characters / 4 * 1.5)
 
 def events() -> list[ev.Event]:
     return [
-        ev.RunStarted(at=0.0, run_id="r", sessions=("worker",), mode="run"),
+        ev.RunStarted(at=0.0, run_id="r", sessions=("worker",), mode=ev.RunMode.RUN),
         started("worker", "claude-sonnet-4-5", cwd="/ws"),
         usage("worker", 1.0, CallUsage(10, 500, MEASURED - 610, 100)),
     ]

@@ -38,7 +38,7 @@ class LiveWithBudget(FakeLiveSource):
 
 def events() -> list[ev.Event]:
     found: list[ev.Event] = [
-        ev.RunStarted(at=0.0, run_id="r", sessions=("a",), mode="run"),
+        ev.RunStarted(at=0.0, run_id="r", sessions=("a",), mode=ev.RunMode.RUN),
         started("a", "claude-sonnet-4-5"),
     ]
     for n in range(1, 5):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mala_tui.core import events as ev
+from mala_tui.core.permissions import AnsweredBy, PermissionAnswer
 from mala_tui.core.usage import UsageSource
 from mala_tui.core.view import RunState, SessionSnapshot
 from mala_tui.dev.fake_source import T0, FakeLiveSource
@@ -27,7 +28,7 @@ class Clock:
 def waiting_run(*, ttl: float | None = 300.0) -> list[ev.Event]:
     """A session whose last request went out at T0 + 10, now waiting for permission."""
     return [
-        ev.RunStarted(at=T0, run_id="r", sessions=("reader",), mode="run"),
+        ev.RunStarted(at=T0, run_id="r", sessions=("reader",), mode=ev.RunMode.RUN),
         ev.SessionStarted(
             at=T0,
             session="reader",
@@ -50,7 +51,7 @@ def waiting_run(*, ttl: float | None = 300.0) -> list[ev.Event]:
         ),
         # The same call's final report: later, but the request was sent at T0 + 10.
         ev.UsageRecorded(
-            at=T0 + 14, session="reader", tokens=70_100, window=200_000, source="per_call"
+            at=T0 + 14, session="reader", tokens=70_100, window=200_000, source=UsageSource.PER_CALL
         ),
         ev.PermissionRequested(
             at=T0 + 15,
@@ -82,8 +83,8 @@ def test_the_cache_time_counts_from_the_last_request_and_only_while_waiting() ->
                 session="reader",
                 request_id="1",
                 tool="Bash",
-                answer="allow_once",
-                decided_by="operator",
+                answer=PermissionAnswer.ALLOW_ONCE,
+                decided_by=AnsweredBy.OPERATOR,
             ),
         ]
     )

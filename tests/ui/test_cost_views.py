@@ -21,7 +21,7 @@ CALLS += [CallUsage(5, 1_000, 32_000 + 1_000 * n, 400) for n in range(6)]
 
 def spend_run() -> RunState:
     events: list[ev.Event] = [
-        ev.RunStarted(at=0.0, run_id="r", sessions=("priced", "unpriced"), mode="run")
+        ev.RunStarted(at=0.0, run_id="r", sessions=("priced", "unpriced"), mode=ev.RunMode.RUN)
     ]
     for name, model in (("priced", "claude-sonnet-4-5"), ("unpriced", "my-own-model")):
         events.append(started(name, model))

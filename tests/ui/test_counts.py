@@ -10,6 +10,7 @@ from pathlib import Path
 
 from mala_tui.core import events as ev
 from mala_tui.core.budget import BudgetState, Reading
+from mala_tui.core.checkpoint import CheckpointOrigin
 from mala_tui.core.describe import summary
 from mala_tui.core.pricing import DEFAULT_PRICES, Spend, total_spend
 from mala_tui.core.text import plural
@@ -42,7 +43,9 @@ def test_the_event_log_and_a_budget_say_one_in_the_singular() -> None:
         total_masked=1,
     )
     assert summary(masked).startswith("masked 1 result (~900, ")
-    saved = ev.CheckpointSaved(at=1.0, session="a", number=1, origin="tagged", text="x", path="p")
+    saved = ev.CheckpointSaved(
+        at=1.0, session="a", number=1, origin=CheckpointOrigin.TAGGED, text="x", path="p"
+    )
     assert summary(saved) == "#1 (tagged, 1 char) p"
     assert (
         Reading("max_minutes", 0.9, 1.0, BudgetState.NEAR).describe()
@@ -70,7 +73,7 @@ def test_runs_shows_no_cost_for_a_run_that_made_no_call(tmp_path: Path) -> None:
     folder = tmp_path / "runs" / "20261101-000000-aaaa"
     folder.mkdir(parents=True)
     events: list[ev.Event] = [
-        ev.RunStarted(at=0.0, run_id=folder.name, sessions=("idle", "busy"), mode="run"),
+        ev.RunStarted(at=0.0, run_id=folder.name, sessions=("idle", "busy"), mode=ev.RunMode.RUN),
         started("idle", None),  # never reached its model: it has none, so no price
         started("busy", "claude-sonnet-4-5"),
         *reported_twice("busy", 1.0, CALL),

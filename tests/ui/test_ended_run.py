@@ -19,6 +19,7 @@ from textual.widgets import Input, Static
 
 from mala_tui.config import Settings, UiSettings
 from mala_tui.core import events as ev
+from mala_tui.core.checkpoint import CheckpointOrigin
 from mala_tui.dev.fake_source import T0, FakeLiveSource
 from mala_tui.runtime.consoles.live_run import RemoteRun
 from mala_tui.runtime.consoles.sockets import HostRecord
@@ -49,10 +50,12 @@ def journaled_run(tmp_path: Path, *, ended: bool) -> tuple[Path, Path, Worktree]
     (fixer.path / "app.py").write_text("VERSION = 2\n")
     writer = create(repo, "run1", "writer", tmp_path / "worktrees")
     events: list[ev.Event] = [
-        ev.RunStarted(at=T0, run_id="run1", sessions=("fixer", "writer"), mode="run"),
+        ev.RunStarted(at=T0, run_id="run1", sessions=("fixer", "writer"), mode=ev.RunMode.RUN),
         *(e.model_copy(update={"at": T0 + e.at}) for e in session_events(fixer, ended=True)),
         *(e.model_copy(update={"at": T0 + e.at}) for e in session_events(writer, ended=ended)),
-        ev.CheckpointSaved(at=T0 + 3, session="fixer", number=1, origin="tagged", text=CHECKPOINT),
+        ev.CheckpointSaved(
+            at=T0 + 3, session="fixer", number=1, origin=CheckpointOrigin.TAGGED, text=CHECKPOINT
+        ),
     ]
     if ended:
         events.append(ev.RunEnded(at=T0 + 74, run_id="run1", ok=True))

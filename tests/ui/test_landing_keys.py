@@ -16,6 +16,7 @@ from textual.widgets import Static, TextArea
 from mala_tui.config import Settings, UiSettings
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
+from mala_tui.core.checkpoint import CheckpointOrigin
 from mala_tui.dev.fake_source import FakeLiveSource
 from mala_tui.runtime.git.worktree import Worktree, changes, commits_ahead, create, has_uncommitted
 from mala_tui.ui.app import MalaApp
@@ -69,7 +70,9 @@ def session_events(tree: Worktree, *, ended: bool, checkpoint: str = "") -> list
     ]
     if checkpoint:
         found.append(
-            ev.CheckpointSaved(at=3.0, session=name, number=1, origin="tagged", text=checkpoint)
+            ev.CheckpointSaved(
+                at=3.0, session=name, number=1, origin=CheckpointOrigin.TAGGED, text=checkpoint
+            )
         )
     if ended:
         found += [
@@ -111,7 +114,7 @@ def two_sessions(tmp_path: Path) -> tuple[Path, FakeLiveSource, Worktree, Worktr
         git(writer.path, "add", "-A")
         git(writer.path, "commit", "-q", "-m", f"note {number}")
     events: list[ev.Event] = [
-        ev.RunStarted(at=0.0, run_id="run1", sessions=("fixer", "writer"), mode="run"),
+        ev.RunStarted(at=0.0, run_id="run1", sessions=("fixer", "writer"), mode=ev.RunMode.RUN),
         *session_events(fixer, ended=True, checkpoint=CHECKPOINT),
         *session_events(writer, ended=True),
     ]
@@ -295,7 +298,7 @@ async def test_land_and_discard_are_refused_while_the_session_runs(tmp_path: Pat
     (tree.path / "app.py").write_text("VERSION = 3\n")
     source = FakeLiveSource(
         [
-            ev.RunStarted(at=0.0, run_id="run1", sessions=("busy",), mode="run"),
+            ev.RunStarted(at=0.0, run_id="run1", sessions=("busy",), mode=ev.RunMode.RUN),
             *session_events(tree, ended=False),
         ]
     )
@@ -343,7 +346,7 @@ async def test_a_finished_run_shown_from_its_journal_lands_and_journals_it(
     tree = create(repo, "run1", "fixer", tmp_path / "worktrees")
     (tree.path / "app.py").write_text("VERSION = 2\n")
     events = [
-        ev.RunStarted(at=0.0, run_id="run1", sessions=("fixer",), mode="run"),
+        ev.RunStarted(at=0.0, run_id="run1", sessions=("fixer",), mode=ev.RunMode.RUN),
         *session_events(tree, ended=True, checkpoint=CHECKPOINT),
         ev.RunEnded(at=6.0, run_id="run1", ok=True),
     ]

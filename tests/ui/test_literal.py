@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 from mala_tui.core import events as ev
+from mala_tui.core.checkpoint import CheckpointOrigin
+from mala_tui.core.phases import Phase, Trigger
+from mala_tui.core.transcript import Role
+from mala_tui.core.usage import UsageSource
 from mala_tui.core.view import RunState
 from mala_tui.dev.fake_source import T0, WINDOW, FakeLiveSource
 from mala_tui.ui.screens.approval import ApprovalScreen
@@ -33,24 +37,28 @@ def hostile_events() -> list[ev.Event]:
             max_restarts=3,
             require_approval=True,
         ),
-        ev.UsageRecorded(at=T0 + 1, session=name, tokens=185_000, window=WINDOW, source="per_call"),
+        ev.UsageRecorded(
+            at=T0 + 1, session=name, tokens=185_000, window=WINDOW, source=UsageSource.PER_CALL
+        ),
         ev.MessageRecorded(
             at=T0 + 2,
             session=name,
-            role="user",
+            role=Role.USER,
             kind="tool_result",
             tool="Bash",
             excerpt="\x1b[2J[blink]output[/blink]",
             is_error=True,
         ),
         ev.ErrorRecorded(at=T0 + 3, session=name, where="agent", message=ERROR),
-        ev.CheckpointSaved(at=T0 + 4, session=name, number=1, origin="tagged", text=CHECKPOINT),
+        ev.CheckpointSaved(
+            at=T0 + 4, session=name, number=1, origin=CheckpointOrigin.TAGGED, text=CHECKPOINT
+        ),
         ev.PhaseChanged(
             at=T0 + 5,
             session=name,
-            before="checkpointing",
-            after="awaiting_approval",
-            trigger="checkpoint_for_approval",
+            before=Phase.CHECKPOINTING,
+            after=Phase.AWAITING_APPROVAL,
+            trigger=Trigger.CHECKPOINT_FOR_APPROVAL,
         ),
         ev.ApprovalRequested(at=T0 + 5, session=name, checkpoint_number=1, reason="[u]hard[/u]"),
     ]

@@ -7,6 +7,7 @@ from pathlib import Path
 from textual.widgets import DataTable, Input, Select
 
 from mala_tui.core import events as ev
+from mala_tui.core.usage import UsageSource
 from mala_tui.core.view import RunState
 from mala_tui.dev.fake_source import T0, WINDOW, sample_events
 from mala_tui.ui.screens.checkpoints import CheckpointScreen
@@ -170,7 +171,11 @@ def many_sessions(count: int) -> RunState:
         )
         events.append(
             ev.UsageRecorded(
-                at=T0 + 1, session=name, tokens=index * 1_900, window=WINDOW, source="per_call"
+                at=T0 + 1,
+                session=name,
+                tokens=index * 1_900,
+                window=WINDOW,
+                source=UsageSource.PER_CALL,
             )
         )
     return RunState().apply_all(events)

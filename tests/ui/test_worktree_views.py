@@ -8,6 +8,7 @@ from pathlib import Path
 from textual.widgets import RichLog
 
 from mala_tui.core import events as ev
+from mala_tui.core.actions import EndStatus
 from mala_tui.core.view import RunState
 from mala_tui.runtime.git.worktree import changes, create
 from mala_tui.ui.screens.detail import DetailScreen
@@ -43,7 +44,7 @@ def worktree_run(tmp_path: Path) -> RunState:
     )
     return RunState().apply_all(
         [
-            ev.RunStarted(at=0.0, run_id="run1", sessions=("fixer", "plain"), mode="run"),
+            ev.RunStarted(at=0.0, run_id="run1", sessions=("fixer", "plain"), mode=ev.RunMode.RUN),
             started("fixer", "claude-sonnet-4-5", cwd=str(tree.cwd)),
             started("plain", "claude-sonnet-4-5"),
             ev.WorktreeCreated(
@@ -54,7 +55,7 @@ def worktree_run(tmp_path: Path) -> RunState:
                 base_commit=tree.base_commit,
                 repository=str(repo),
             ),
-            ev.SessionEnded(at=5.0, session="fixer", status="done"),
+            ev.SessionEnded(at=5.0, session="fixer", status=EndStatus.DONE),
             ev.WorktreeChanged(at=5.0, session="fixer", files=files),
         ]
     )

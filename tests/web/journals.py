@@ -16,7 +16,7 @@ def lines(events: list[ev.Event]) -> bytes:
 
 def run_events(run_id: str, sessions: tuple[str, ...]) -> list[ev.Event]:
     return [
-        ev.RunStarted(at=1_790_000_000.0, run_id=run_id, sessions=sessions, mode="run"),
+        ev.RunStarted(at=1_790_000_000.0, run_id=run_id, sessions=sessions, mode=ev.RunMode.RUN),
         *(started(name, "claude-sonnet-4-5", at=1_790_000_001.0) for name in sessions),
     ]
 

@@ -11,6 +11,7 @@ from mala_tui.core.checkpoint import CheckpointOrigin
 from mala_tui.core.events.base import EventBase
 from mala_tui.core.permissions import AnsweredBy
 from mala_tui.core.phases import Cause
+from mala_tui.core.transcript import Role
 from mala_tui.core.usage import CallUsage, ContextUsage, UsageSource
 from mala_tui.core.window import WindowSource
 
@@ -88,12 +89,16 @@ class UsageRecorded(EventBase):
         return self.usage.pressure
 
 
+MessageKind = Literal["text", "tool_call", "tool_result"]
+"""What a recorded message is: something said, a tool called, or a tool's result."""
+
+
 class MessageRecorded(EventBase):
     """A message of the agent's conversation, shortened for the event log."""
 
     type: Literal["message"] = "message"
-    role: Literal["user", "assistant"]
-    kind: Literal["text", "tool_call", "tool_result"]
+    role: Role
+    kind: MessageKind
     tool: str = ""
     excerpt: str = ""
     size: int = 0

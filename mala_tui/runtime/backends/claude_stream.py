@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypedDict
 
 from claude_agent_sdk import (
     AssistantMessage,
@@ -250,7 +250,17 @@ MODEL_USAGE_KINDS = {
 names mala-tui's usage has."""
 
 
-def model_usage_totals(model_usage: object) -> dict[str, int]:
+class UsageTotals(TypedDict, total=False):
+    """A result's `modelUsage` summed: the four counts, or none of them. Typed so that
+    passing it to `CliCostReported(**totals)` is checked against the event's fields."""
+
+    input_tokens: int
+    cache_creation_input_tokens: int
+    cache_read_input_tokens: int
+    output_tokens: int
+
+
+def model_usage_totals(model_usage: object) -> UsageTotals:
     """A result's `modelUsage` summed over its models, by kind; {} when any count is
     missing or malformed (then nothing is said rather than a wrong sum)."""
     if not isinstance(model_usage, Mapping) or not model_usage:
@@ -264,7 +274,12 @@ def model_usage_totals(model_usage: object) -> dict[str, int]:
             if value is None or value < 0:
                 return {}
             totals[ours] += value
-    return totals
+    return UsageTotals(
+        input_tokens=totals["input_tokens"],
+        cache_creation_input_tokens=totals["cache_creation_input_tokens"],
+        cache_read_input_tokens=totals["cache_read_input_tokens"],
+        output_tokens=totals["output_tokens"],
+    )
 
 
 def result_size(response: object) -> int:
