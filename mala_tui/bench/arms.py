@@ -52,6 +52,7 @@ from mala_tui.runtime.backends.base import SessionSpec
 from mala_tui.runtime.backends.claude import ClaudeBackend
 from mala_tui.runtime.backends.cli_stderr import StderrLog
 from mala_tui.runtime.journal.writer import RunJournal, new_run_id
+from mala_tui.runtime.questions.approvals import ApprovalMode
 from mala_tui.runtime.run.launch import TaskPlan, agent_spec
 from mala_tui.runtime.run.supervisor import Supervisor
 
@@ -460,7 +461,7 @@ def loopback_supervisor(
         prompts=load_prompts(),
         clock=clock,
         journal=journal,
-        approval_mode="auto",
+        approval_mode=ApprovalMode.AUTO,
         mode=mode,
     )
 

@@ -71,6 +71,7 @@ async def _serve(folder: Path, sessions: int, hz: float, steps: int) -> None:
     from mala_tui.runtime.backends.scripted import ScriptedBackend, ScriptedClient
     from mala_tui.runtime.consoles.channel import ControlChannel
     from mala_tui.runtime.journal.writer import RunJournal, new_run_id
+    from mala_tui.runtime.questions.approvals import ApprovalMode
     from mala_tui.runtime.run.supervisor import Supervisor
 
     journal = RunJournal.create(folder, new_run_id(), {"mode": "bench"})
@@ -80,7 +81,7 @@ async def _serve(folder: Path, sessions: int, hz: float, steps: int) -> None:
         backend=ScriptedBackend(clients),
         prompts=load_prompts(),
         journal=journal,
-        approval_mode="auto",
+        approval_mode=ApprovalMode.AUTO,
         mode=RunMode.BENCH,
     )
     for number in range(sessions):

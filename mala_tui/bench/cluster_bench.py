@@ -48,6 +48,7 @@ from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.runtime.backends.base import Backend, SessionSpec
 from mala_tui.runtime.journal.writer import RunJournal, read_events
+from mala_tui.runtime.questions.approvals import ApprovalMode
 from mala_tui.runtime.run.supervisor import Supervisor
 from mala_tui.runtime.session.processes import pid_alive
 
@@ -239,7 +240,7 @@ async def drive(
         backend=PerSession(steps, HZ),
         prompts=prompts_for(settings),
         journal=journal,
-        approval_mode="auto",
+        approval_mode=ApprovalMode.AUTO,
         engine=engine,
         host_backend=paced_backend(steps, HZ) if engine is not None else None,
     )

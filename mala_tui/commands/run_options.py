@@ -10,10 +10,15 @@ import argparse
 import os
 import sys
 from collections.abc import Callable
+from enum import StrEnum
 from pathlib import Path
+from typing import TypeVar
 
 from mala_tui.config import LoadedSettings
 from mala_tui.core.permissions import PermissionPolicy
+from mala_tui.runtime.questions.approvals import ApprovalMode
+
+Choice = TypeVar("Choice", bound=StrEnum)
 
 BUDGET_FLAGS: tuple[tuple[str, type[int] | type[float], str], ...] = (
     ("max_cost_usd", float, "per session: estimated cost in US dollars, at list prices"),
@@ -36,6 +41,23 @@ def _positive(kind: type[int] | type[float]) -> Callable[[str], int | float]:
         if not value > 0:  # also refuses nan
             raise argparse.ArgumentTypeError(f"{text!r}: a limit must be above 0")
         return value
+
+    return parse
+
+
+def enum_choice(enum: type[Choice]) -> Callable[[str], Choice]:
+    """An argparse `type` that parses a flag's value into `enum`, the command line being the
+    edge where a string becomes one of the core's values; a bad one is argparse's one-line
+    usage error."""
+
+    def parse(text: str) -> Choice:
+        try:
+            return enum(text)
+        except ValueError:
+            known = ", ".join(member.value for member in enum)
+            raise argparse.ArgumentTypeError(
+                f"invalid choice: {text!r} (choose from {known})"
+            ) from None
 
     return parse
 
@@ -76,7 +98,8 @@ def with_permissions_flag(args: argparse.Namespace, loaded: LoadedSettings) -> L
 def add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--approve",
-        choices=("ask", "auto", "deny"),
+        type=enum_choice(ApprovalMode),
+        choices=tuple(mode.value for mode in ApprovalMode),
         help="restarts: ask a person, approve automatically, or deny (default: the "
         "context.require_approval setting)",
     )

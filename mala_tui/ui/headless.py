@@ -28,6 +28,7 @@ from mala_tui.core.text import clean, shorten
 from mala_tui.core.view import RunState
 from mala_tui.runtime.consoles.serve_record import notice_address
 from mala_tui.runtime.private.redaction import redact
+from mala_tui.runtime.questions.approvals import ApprovalMode
 from mala_tui.runtime.questions.desk import QuestionClosed, Reply
 from mala_tui.runtime.run.launch import run_status
 from mala_tui.runtime.run.recorder import Listeners
@@ -437,7 +438,7 @@ async def run_headless(
     asker = None
     if read_line is None:
         supervisor.permissions.operator_present = False
-    elif supervisor.approval_mode == "ask" or supervisor.permissions.policy == "ask":
+    elif supervisor.approval_mode is ApprovalMode.ASK or supervisor.permissions.policy == "ask":
         asker = asyncio.create_task(answer_from_terminal(supervisor, out, read_line))
     try:
         return await supervisor.run()

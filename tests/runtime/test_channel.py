@@ -37,6 +37,7 @@ from mala_tui.runtime.consoles.sockets import (
     socket_folder,
 )
 from mala_tui.runtime.journal.writer import read_events
+from mala_tui.runtime.questions.approvals import ApprovalMode
 from mala_tui.runtime.questions.desk import QuestionClosed
 from mala_tui.runtime.run.supervisor import Supervisor
 from tests.runtime.test_supervisor import hard_session, settings
@@ -63,7 +64,9 @@ def lines_of(path: Path) -> list[ev.Event]:
 
 
 async def test_a_console_follows_every_event_once_and_answers_at_the_host(tmp_path: Path) -> None:
-    sup = hosted(tmp_path, PerSession({"a": hard_session("sa")}), ["a"], approval_mode="ask")
+    sup = hosted(
+        tmp_path, PerSession({"a": hard_session("sa")}), ["a"], approval_mode=ApprovalMode.ASK
+    )
     assert sup.journal is not None
     channel = ControlChannel(sup, sup.journal.directory)
     path = await channel.start()
@@ -148,7 +151,9 @@ async def test_two_consoles_one_answer_the_second_is_told_who_answered(tmp_path:
 async def test_a_console_let_go_for_falling_behind_comes_back_missing_nothing(
     tmp_path: Path,
 ) -> None:
-    sup = hosted(tmp_path, PerSession({"a": hard_session("sa")}), ["a"], approval_mode="ask")
+    sup = hosted(
+        tmp_path, PerSession({"a": hard_session("sa")}), ["a"], approval_mode=ApprovalMode.ASK
+    )
     assert sup.journal is not None
     channel = ControlChannel(sup, sup.journal.directory, console_behind=5, backlog=1000)
     await channel.start()
@@ -180,7 +185,9 @@ async def test_a_console_let_go_for_falling_behind_comes_back_missing_nothing(
 async def test_a_console_reconnecting_past_memory_is_caught_up_from_the_journal(
     tmp_path: Path,
 ) -> None:
-    sup = hosted(tmp_path, PerSession({"a": hard_session("sa")}), ["a"], approval_mode="ask")
+    sup = hosted(
+        tmp_path, PerSession({"a": hard_session("sa")}), ["a"], approval_mode=ApprovalMode.ASK
+    )
     assert sup.journal is not None
     channel = ControlChannel(sup, sup.journal.directory, console_behind=5, backlog=3)
     await channel.start()

@@ -14,6 +14,7 @@ from mala_tui.core.phases import ManageMode
 from mala_tui.runtime.backends.base import SessionSpec
 from mala_tui.runtime.backends.claude import build_options
 from mala_tui.runtime.backends.scripted import ScriptedBackend
+from mala_tui.runtime.questions.approvals import ApprovalMode
 from mala_tui.runtime.run.launch import (
     TaskFileError,
     agent_spec,
@@ -121,7 +122,7 @@ def test_the_supervisor_gives_each_session_its_profiles_limits_and_budget(
             backend=ScriptedBackend([]),
             journal=journal,
             specs=[agent_spec(plan, run_settings) for plan in plans],
-            approval_mode="auto",
+            approval_mode=ApprovalMode.AUTO,
             mode=RunMode.RUN,
             profiles={plan.name: plan.profile for plan in plans},
             template=plain_spec(plans[0], run_settings),
@@ -318,7 +319,7 @@ def test_a_session_added_with_a_profile_the_run_lacks_is_refused_before_anything
             backend=ScriptedBackend([]),
             journal=journal,
             specs=[agent_spec(plan, run_settings) for plan in plans],
-            approval_mode="auto",
+            approval_mode=ApprovalMode.AUTO,
             mode=RunMode.RUN,
         )
     supervisor.new_sessions.profiles = {"review": Profile("review", {"model": "m"})}

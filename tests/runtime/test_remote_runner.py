@@ -43,6 +43,7 @@ from mala_tui.runtime.backends.scripted import (
     finished,
 )
 from mala_tui.runtime.journal.writer import RunJournal, read_events
+from mala_tui.runtime.questions.approvals import ApprovalMode
 from mala_tui.runtime.run.supervisor import Supervisor
 from tests.runtime.host_engine import InProcessEngine
 from tests.support.backends import NoLocalBackend, PerSession
@@ -83,7 +84,7 @@ def supervisor(
 ) -> Supervisor:
     """Sessions on hosts of the in-process engine, each host's backend `backend`; the
     driver itself has no backend (None: nothing runs in its process)."""
-    approval = context.pop("approval_mode", "auto")
+    approval = context.pop("approval_mode", ApprovalMode.AUTO)
     settings = Settings(
         context=ContextSettings(context_limit=100_000, **context),
         idle=IdleSettings(idle_timeout_seconds=30),
@@ -166,7 +167,9 @@ async def test_commands_messages_and_approvals_go_to_the_host_and_back(tmp_path:
     )
     new = ScriptedClient([[SessionIdentified(0, "sa-2"), finished("done", "sa-2")]])
     engine = InProcessEngine()
-    sup = supervisor(tmp_path, PerSession({"a": [old, new]}), ["a"], engine, approval_mode="ask")
+    sup = supervisor(
+        tmp_path, PerSession({"a": [old, new]}), ["a"], engine, approval_mode=ApprovalMode.ASK
+    )
     run = asyncio.create_task(sup.run())
     await until(sup, lambda e: isinstance(e, ev.ApprovalRequested))
     await asyncio.sleep(0.3)  # the question reaches the driver's desk with its batch
@@ -274,7 +277,7 @@ async def test_a_lost_host_asks_for_approval_first_when_approval_is_on(tmp_path:
         PerSession({"a": [working_then_hang("sa"), again]}),
         ["a"],
         engine,
-        approval_mode="ask",
+        approval_mode=ApprovalMode.ASK,
     )
     run = asyncio.create_task(sup.run())
     await until(sup, lambda e: isinstance(e, ev.MessageRecorded) and "b.py" in e.excerpt)
@@ -303,7 +306,9 @@ async def test_the_latest_checkpoint_is_used_when_nothing_was_done_since(tmp_pat
     )
     again = ScriptedClient([[SessionIdentified(0, "sa-2"), finished("done", "sa-2")]])
     engine = InProcessEngine()
-    sup = supervisor(tmp_path, PerSession({"a": [old, again]}), ["a"], engine, approval_mode="ask")
+    sup = supervisor(
+        tmp_path, PerSession({"a": [old, again]}), ["a"], engine, approval_mode=ApprovalMode.ASK
+    )
     run = asyncio.create_task(sup.run())
     await until(sup, lambda e: isinstance(e, ev.ApprovalRequested))
     await asyncio.sleep(0.3)
@@ -374,7 +379,7 @@ async def test_a_new_driver_takes_a_live_host_up_again_missing_nothing_twice(
         backend=NoLocalBackend(),
         prompts=load_prompts(),
         journal=journal,
-        approval_mode="auto",
+        approval_mode=ApprovalMode.AUTO,
         engine=engine,
         host_backend=lambda folder: NoLocalBackend(),
     )
@@ -438,7 +443,7 @@ async def test_a_session_wound_down_while_no_driver_was_there_goes_on_when_one_i
         backend=NoLocalBackend(),
         prompts=load_prompts(),
         journal=journal,
-        approval_mode="auto",
+        approval_mode=ApprovalMode.AUTO,
         engine=engine,
         host_backend=lambda folder: backend,
     )
@@ -462,7 +467,7 @@ async def test_a_session_wound_down_while_no_driver_was_there_goes_on_when_one_i
         backend=NoLocalBackend(),
         prompts=load_prompts(),
         journal=again_journal,
-        approval_mode="auto",
+        approval_mode=ApprovalMode.AUTO,
         engine=engine,
         host_backend=lambda folder: backend,
     )
@@ -553,7 +558,7 @@ async def test_a_host_works_in_its_own_mirror_and_its_successor_restores_the_pus
         backend=NoLocalBackend(),
         prompts=load_prompts(),
         journal=journal,
-        approval_mode="auto",
+        approval_mode=ApprovalMode.AUTO,
         engine=engine,
         host_backend=lambda folder: Agent(),
     )
@@ -623,7 +628,9 @@ async def test_a_question_waiting_on_a_live_host_is_answered_from_the_new_driver
     )
     new = ScriptedClient([[SessionIdentified(0, "sa-2"), finished("done", "sa-2")]])
     engine = InProcessEngine()
-    first = supervisor(tmp_path, PerSession({"a": [old, new]}), ["a"], engine, approval_mode="ask")
+    first = supervisor(
+        tmp_path, PerSession({"a": [old, new]}), ["a"], engine, approval_mode=ApprovalMode.ASK
+    )
     running = asyncio.create_task(first.run())
     await until(first, lambda e: isinstance(e, ev.ApprovalRequested))
     await asyncio.sleep(0.3)
@@ -638,7 +645,7 @@ async def test_a_question_waiting_on_a_live_host_is_answered_from_the_new_driver
         backend=NoLocalBackend(),
         prompts=load_prompts(),
         journal=journal,
-        approval_mode="ask",
+        approval_mode=ApprovalMode.ASK,
         engine=engine,
         host_backend=lambda folder: NoLocalBackend(),
     )

@@ -27,6 +27,7 @@ from mala_tui.runtime.backends.claude_history import read_conversation
 from mala_tui.runtime.backends.scripted import ScriptedBackend, ScriptedClient, finished
 from mala_tui.runtime.git.worktree import WorktreeTracker
 from mala_tui.runtime.journal.writer import JournalInUse, RunJournal, list_runs, read_events
+from mala_tui.runtime.questions.approvals import ApprovalMode
 from mala_tui.runtime.run.profiles import Profile
 from mala_tui.runtime.run.resume import ResumeError, prepare, read_source, still_live
 from tests.support.factories import default_limits
@@ -116,7 +117,7 @@ def test_a_run_another_live_mala_tui_writes_is_refused(tmp_path: Path) -> None:
         source = read_source(journal.directory)
         assert still_live(source) == writer.pid
         with pytest.raises(ResumeError, match=f"still running: process {writer.pid}"):
-            prepare(source, loaded(tmp_path), ClaudeBackend(), "auto")
+            prepare(source, loaded(tmp_path), ClaudeBackend(), ApprovalMode.AUTO)
         # A pid reused by some other program does not hold the run.
         meta = json.loads((journal.directory / "run.json").read_text())
         (journal.directory / "run.json").write_text(json.dumps(meta | {"pid": stranger.pid}))
@@ -137,10 +138,12 @@ def test_nothing_to_resume_and_demo_runs_are_refused_saying_why(tmp_path: Path) 
     ]
     journal = make_run(tmp_path / "one", done, pid=os.getpid())
     with pytest.raises(ResumeError, match=r"nothing to resume \(a: ended done: finished\)"):
-        prepare(read_source(journal.directory), loaded(tmp_path), ClaudeBackend(), "auto")
+        prepare(
+            read_source(journal.directory), loaded(tmp_path), ClaudeBackend(), ApprovalMode.AUTO
+        )
     demo = make_run(tmp_path / "two", [run_started("a")], mode="demo")
     with pytest.raises(ResumeError, match="a demo run cannot be resumed"):
-        prepare(read_source(demo.directory), loaded(tmp_path), ClaudeBackend(), "auto")
+        prepare(read_source(demo.directory), loaded(tmp_path), ClaudeBackend(), ApprovalMode.AUTO)
 
 
 def test_the_supervisor_carries_on_only_the_unfinished_sessions_with_the_history(
@@ -152,7 +155,9 @@ def test_the_supervisor_carries_on_only_the_unfinished_sessions_with_the_history
         ev.SessionEnded(at=1002, session="b", status=EndStatus.FAILED, reason="broke"),
     ]
     journal = make_run(tmp_path, events)
-    resumed = prepare(read_source(journal.directory), loaded(tmp_path), ClaudeBackend(), "auto")
+    resumed = prepare(
+        read_source(journal.directory), loaded(tmp_path), ClaudeBackend(), ApprovalMode.AUTO
+    )
     try:
         supervisor = resumed.supervisor
         assert list(supervisor.runners) == ["a"]
@@ -280,7 +285,10 @@ def test_a_session_in_its_own_worktree_has_its_changes_measured_again(tmp_path: 
     ]
     journal = make_run(tmp_path / "data", events)
     resumed = prepare(
-        read_source(journal.directory), loaded(tmp_path / "data"), ClaudeBackend(), "auto"
+        read_source(journal.directory),
+        loaded(tmp_path / "data"),
+        ClaudeBackend(),
+        ApprovalMode.AUTO,
     )
     resumed.journal.close()
     (tracker,) = [t for t in resumed.supervisor.listeners.events if isinstance(t, WorktreeTracker)]
@@ -299,7 +307,10 @@ def test_a_session_resumes_with_the_profile_its_task_had(tmp_path: Path) -> None
     ).to_json()
     (journal.directory / "run.json").write_text(json.dumps(meta))
     resumed = prepare(
-        read_source(journal.directory), loaded(tmp_path / "data"), ClaudeBackend(), "auto"
+        read_source(journal.directory),
+        loaded(tmp_path / "data"),
+        ClaudeBackend(),
+        ApprovalMode.AUTO,
     )
     resumed.journal.close()
     a, b = (resumed.supervisor.runners[name] for name in "ab")
@@ -333,7 +344,7 @@ def test_a_profile_the_current_settings_refuse_is_named(tmp_path: Path) -> None:
             read_source(journal.directory),
             LoadedSettings(strict, {}, tmp_path / "none.toml", False),
             ClaudeBackend(),
-            "auto",
+            ApprovalMode.AUTO,
         )
 
 
@@ -348,7 +359,7 @@ async def test_a_restart_waiting_for_approval_at_the_kill_is_asked_again_then_ru
     ]
     (session,) = plan_resume(events, [TaskRecord("a", "task a", "/ws")], lambda *_: True).sessions
     fresh = ScriptedClient([[SessionIdentified(0, "new"), finished(session_id="new")]])
-    supervisor = build_supervisor(ScriptedBackend([fresh]), ["a"], approval_mode="ask")
+    supervisor = build_supervisor(ScriptedBackend([fresh]), ["a"], approval_mode=ApprovalMode.ASK)
     supervisor.state.apply_all(events)
     supervisor.runners["a"].manager.resume_from(session, 30)
     asked = asyncio.Event()
@@ -374,7 +385,9 @@ def test_a_journal_another_process_holds_is_not_continued(tmp_path: Path) -> Non
         with pytest.raises(JournalInUse, match="being written by another mala-tui process"):
             RunJournal.reopen(journal.directory)
         with pytest.raises(ResumeError, match=r"still running: .*events.jsonl is being written"):
-            prepare(read_source(journal.directory), loaded(tmp_path), ClaudeBackend(), "auto")
+            prepare(
+                read_source(journal.directory), loaded(tmp_path), ClaudeBackend(), ApprovalMode.AUTO
+            )
     finally:
         holder.close()
     RunJournal.reopen(journal.directory).close()  # let go of, it can be continued
@@ -405,7 +418,9 @@ def test_a_resumed_session_keeps_its_tools_allowed_for_the_session_and_its_reque
         ),
     ]
     journal = make_run(tmp_path, events)
-    resumed = prepare(read_source(journal.directory), loaded(tmp_path), ClaudeBackend(), "auto")
+    resumed = prepare(
+        read_source(journal.directory), loaded(tmp_path), ClaudeBackend(), ApprovalMode.AUTO
+    )
     try:
         book = resumed.supervisor.permissions.book("a")
         assert book.session_tools == frozenset({"Bash"})

@@ -20,6 +20,7 @@ from mala_tui.core.view import SessionSnapshot
 from mala_tui.runtime.backends.base import Backend, SessionSpec
 from mala_tui.runtime.backends.scripted import HANG, ScriptedClient, finished
 from mala_tui.runtime.journal.writer import read_events
+from mala_tui.runtime.questions.approvals import ApprovalMode
 from mala_tui.runtime.questions.desk import QuestionClosed
 from mala_tui.runtime.run.supervisor import Supervisor
 from mala_tui.runtime.session.runner import SessionRunner
@@ -92,7 +93,7 @@ async def test_approvals_queue_and_each_answer_reaches_its_session(tmp_path: Pat
     backend = PerSession(
         {"a": hard_session("sa"), "b": hard_session("sb"), "c": hard_session("sc")}
     )
-    sup = supervisor(tmp_path, backend, ["a", "b", "c"], approval_mode="ask")
+    sup = supervisor(tmp_path, backend, ["a", "b", "c"], approval_mode=ApprovalMode.ASK)
     seen: list[list[str]] = []
     sup.listeners.questions.append(lambda pending: seen.append([p.session for p in pending]))
     three = approvals_reach(sup, 3)
@@ -119,7 +120,9 @@ async def test_approvals_queue_and_each_answer_reaches_its_session(tmp_path: Pat
 
 
 async def test_deny_policy_answers_without_a_person(tmp_path: Path) -> None:
-    sup = supervisor(tmp_path, PerSession({"a": hard_session("sa")}), ["a"], approval_mode="deny")
+    sup = supervisor(
+        tmp_path, PerSession({"a": hard_session("sa")}), ["a"], approval_mode=ApprovalMode.DENY
+    )
     result = await asyncio.wait_for(sup.run(), 10)
     assert result.statuses == {"a": EndStatus.DENIED}
     decided = [e for e in sup.state.sessions["a"].log if isinstance(e, ev.ApprovalDecided)]
@@ -132,7 +135,7 @@ async def test_an_approval_timeout_takes_the_configured_answer(tmp_path: Path) -
         tmp_path,
         PerSession({"a": hard_session("sa")}),
         ["a"],
-        approval_mode="ask",
+        approval_mode=ApprovalMode.ASK,
         settings=settings(approval_timeout_seconds=0.1, approval_timeout_decision=Decision.APPROVE),
     )
     result = await asyncio.wait_for(sup.run(), 10)
@@ -146,7 +149,7 @@ async def test_an_answer_after_the_timeout_answered_is_refused_saying_so(tmp_pat
         tmp_path,
         PerSession({"a": hard_session("sa")}),
         ["a"],
-        approval_mode="ask",
+        approval_mode=ApprovalMode.ASK,
         settings=settings(approval_timeout_seconds=0.1, approval_timeout_decision=Decision.APPROVE),
     )
     await asyncio.wait_for(sup.run(), 10)
@@ -166,7 +169,7 @@ async def test_switching_approval_is_recorded_at_once_busy_or_queued(tmp_path: P
         tmp_path,
         PerSession(clients),
         ["a", "b"],
-        approval_mode="auto",
+        approval_mode=ApprovalMode.AUTO,
         settings=Settings(
             agent=AgentSettings(max_concurrent=1), idle=IdleSettings(idle_timeout_seconds=30)
         ),
@@ -196,7 +199,9 @@ async def test_switching_approval_is_recorded_at_once_busy_or_queued(tmp_path: P
 async def test_each_change_is_published_as_it_happens_and_checkpoints_saved_as_markdown(
     tmp_path: Path,
 ) -> None:
-    sup = supervisor(tmp_path, PerSession({"a": hard_session("sa")}), ["a"], approval_mode="auto")
+    sup = supervisor(
+        tmp_path, PerSession({"a": hard_session("sa")}), ["a"], approval_mode=ApprovalMode.AUTO
+    )
     published: list[dict[str, SessionSnapshot]] = []
     sup.listeners.snapshots.append(published.append)
     await asyncio.wait_for(sup.run(), 10)
@@ -273,7 +278,7 @@ async def test_headless_runs_ask_on_the_terminal_and_print_the_checkpoint_litera
     from mala_tui.ui.headless import run_headless
 
     backend = PerSession({"a": hard_session("sa")})
-    sup = supervisor(tmp_path, backend, ["a"], approval_mode="ask")
+    sup = supervisor(tmp_path, backend, ["a"], approval_mode=ApprovalMode.ASK)
     answers = iter(["maybe\n", "a\n"])
 
     async def read_line() -> str:
@@ -296,7 +301,7 @@ async def test_headless_runs_ask_on_the_terminal_and_print_the_checkpoint_litera
 def test_a_headless_ask_without_a_terminal_is_refused_up_front(tmp_path: Path) -> None:
     from mala_tui.runtime.run.launch import HeadlessApprovalError, check_headless_approvals
 
-    sup = supervisor(tmp_path, PerSession({}), ["a"], approval_mode="ask")
+    sup = supervisor(tmp_path, PerSession({}), ["a"], approval_mode=ApprovalMode.ASK)
     with pytest.raises(HeadlessApprovalError, match="no terminal to ask on: use --approve auto"):
         check_headless_approvals(sup, interactive=False)
     check_headless_approvals(sup, interactive=True)
@@ -304,7 +309,7 @@ def test_a_headless_ask_without_a_terminal_is_refused_up_front(tmp_path: Path) -
         tmp_path / "t",
         PerSession({}),
         ["a"],
-        approval_mode="ask",
+        approval_mode=ApprovalMode.ASK,
         settings=settings(approval_timeout_seconds=60),
     )
     check_headless_approvals(timed, interactive=False)

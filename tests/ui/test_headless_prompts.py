@@ -19,6 +19,7 @@ from mala_tui.core.permissions import PermissionAnswer
 from mala_tui.core.questions import PermissionQuestion
 from mala_tui.core.usage import CallUsage
 from mala_tui.runtime.backends.scripted import HANG, ScriptedBackend, ScriptedClient, finished
+from mala_tui.runtime.questions.approvals import ApprovalMode
 from mala_tui.ui.headless import WRAP_MARK, printer, run_headless, terminal_lines
 from tests.support.backends import PerSession, bash
 from tests.support.polling import eventually
@@ -125,7 +126,7 @@ async def test_a_checkpoint_is_shown_whole_before_approve_is_offered(tmp_path: P
         cwd=tmp_path,
         journal=tmp_path,
         settings=one_window(idle=5),
-        approval_mode="ask",
+        approval_mode=ApprovalMode.ASK,
     )
     out = io.StringIO()
     result = await asyncio.wait_for(run_headless(sup, out, read_line=answering("a\n")), 10)

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Literal, Protocol
+from enum import StrEnum
+from typing import TYPE_CHECKING, Protocol
 
 from mala_tui.core.observations import Decision
 from mala_tui.core.permissions import AnsweredBy
@@ -24,8 +25,21 @@ from mala_tui.runtime.questions.desk import Desk, Reply
 if TYPE_CHECKING:
     from mala_tui.config import Settings
 
-ApprovalMode = Literal["ask", "auto", "deny"]
-"""How restarts are approved: a person is asked, none is asked, or every one is denied."""
+
+class ApprovalMode(StrEnum):
+    """How restarts are approved (`--approve`): a person is asked, none is asked, or every
+    one is denied."""
+
+    ASK = "ask"
+    AUTO = "auto"
+    DENY = "deny"
+
+
+def effective_mode(given: ApprovalMode | None, settings: Settings) -> ApprovalMode:
+    """The mode `--approve` gave, or else the one `context.require_approval` implies."""
+    if given is not None:
+        return given
+    return ApprovalMode.ASK if settings.context.require_approval else ApprovalMode.AUTO
 
 
 class ApprovalAsker(Protocol):
@@ -55,7 +69,7 @@ class Approvals:
         self,
         desk: Desk,
         *,
-        mode: ApprovalMode = "ask",
+        mode: ApprovalMode = ApprovalMode.ASK,
         timeout: float | None = None,
         timeout_decision: Decision = Decision.DENY,
     ) -> None:
@@ -84,7 +98,7 @@ class Approvals:
         question = self._asked[session] = approval_id(session, checkpoint_number)
         rule = (
             Reply(Decision.DENY, AnsweredBy.POLICY, "--approve deny")
-            if self.mode == "deny"
+            if self.mode is ApprovalMode.DENY
             else None
         )
         on_timeout = None

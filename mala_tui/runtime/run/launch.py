@@ -27,7 +27,7 @@ from mala_tui.runtime.backends.base import Backend, SessionSpec
 from mala_tui.runtime.cluster.host_link import HostEngine
 from mala_tui.runtime.cluster.session_host import BackendFactory
 from mala_tui.runtime.journal.writer import RunJournal, new_run_id
-from mala_tui.runtime.questions.approvals import ApprovalMode
+from mala_tui.runtime.questions.approvals import ApprovalMode, effective_mode
 from mala_tui.runtime.run.profiles import (
     PROFILE_KEYS,
     Profile,
@@ -429,8 +429,7 @@ def check_approval_mode(
     approval_mode: ApprovalMode | None, settings: Settings, interactive: bool
 ) -> None:
     """`check_headless_approvals` before there is a supervisor (or a journal) to ask."""
-    mode = approval_mode or ("ask" if settings.context.require_approval else "auto")
-    if mode != "ask" or interactive:
+    if effective_mode(approval_mode, settings) is not ApprovalMode.ASK or interactive:
         return
     if settings.context.approval_timeout_seconds is not None:
         return  # a timeout answers every request

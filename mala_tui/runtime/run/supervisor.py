@@ -41,7 +41,7 @@ from mala_tui.runtime.cluster.driver_runner import RemoteRunner
 from mala_tui.runtime.cluster.host_link import HostEngine
 from mala_tui.runtime.cluster.session_host import BackendFactory
 from mala_tui.runtime.journal.writer import RunJournal, describe_os_error
-from mala_tui.runtime.questions.approvals import ApprovalMode, Approvals
+from mala_tui.runtime.questions.approvals import ApprovalMode, Approvals, effective_mode
 from mala_tui.runtime.questions.desk import Desk
 from mala_tui.runtime.run.budget_watch import BudgetListener, BudgetNotice, BudgetWatch
 from mala_tui.runtime.run.hand_over import HandOver
@@ -78,9 +78,7 @@ class Supervisor:
         self.prompts = prompts
         self.clock = clock
         self.mode = mode
-        self.approval_mode: ApprovalMode = approval_mode or (
-            "ask" if settings.context.require_approval else "auto"
-        )
+        self.approval_mode = effective_mode(approval_mode, settings)
         self.recorder = RunRecorder(
             journal=journal,
             state=RunState(
@@ -228,9 +226,9 @@ class Supervisor:
         if spec.name in self.runners:
             raise ValueError(f"two sessions are named {spec.name!r}")
         limits = limits or limits_from(self.settings, spec.model, spec.betas)
-        if self.approval_mode in {"ask", "deny"}:
+        if self.approval_mode in {ApprovalMode.ASK, ApprovalMode.DENY}:
             limits = _with(limits, require_approval=True)
-        elif self.approval_mode == "auto":
+        elif self.approval_mode is ApprovalMode.AUTO:
             limits = _with(limits, require_approval=False)
         manager = ContextManager(
             name=spec.name, task=spec.task, limits=limits, prompts=self.prompts
