@@ -344,7 +344,9 @@ class ManagerState:
             "would start there too, so it is not wound down at the threshold; it masks "
             "what it can, and restarts only if the API refuses the window"
         )
-        return (ev.WarningRecorded(at=at, session=self.name, where="window", message=message),)
+        return (
+            ev.WarningRecorded(at=at, session=self.name, where=ev.Where.WINDOW, message=message),
+        )
 
     def learn_from_refusal(self, at: float, refused: int) -> tuple[ev.Event, ...]:
         """The API refused a prompt of about `refused` tokens (projected before the

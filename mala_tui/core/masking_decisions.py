@@ -436,7 +436,7 @@ class MaskingDecisions:
             events=(
                 moved,
                 ev.ErrorRecorded(
-                    at=obs.at, session=self._state.name, where="masking", message=obs.reason
+                    at=obs.at, session=self._state.name, where=ev.Where.MASKING, message=obs.reason
                 ),
                 *delivered,
             ),

@@ -319,7 +319,7 @@ class TurnFlow:
         return ev.WarningRecorded(
             at=at,
             session=self._state.name,
-            where="usage",
+            where=ev.Where.USAGE,
             message=(
                 "the agent reports no per-call usage: decisions use the "
                 f"{usage.source.value} figure ({usage.tokens:,} tokens), not a measurement"

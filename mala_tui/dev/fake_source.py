@@ -400,7 +400,7 @@ def _failed() -> _Session:
         ev.ErrorRecorded(
             at=T0 + 330,
             session=s.name,
-            where="agent",
+            where=ev.Where.AGENT,
             message="FileNotFoundError: [Errno 2] No such file or directory: 'CHANGES.md'",
         )
     )

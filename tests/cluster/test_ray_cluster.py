@@ -166,7 +166,7 @@ def test_resume_after_the_driver_was_killed_takes_the_live_hosts_up_again(
         assert len(lines) == len(set(lines))
         steps = [e for e in mine if isinstance(e, ev.MessageRecorded) and e.kind == "tool_call"]
         assert len(steps) >= 7, "the scenario's seven steps, at least"
-    assert not any(isinstance(e, ev.ErrorRecorded) and e.where == "host" for e in events)
+    assert not any(isinstance(e, ev.ErrorRecorded) and e.where is ev.Where.HOST for e in events)
     assert resumed["version_2"] == [True, True]
     assert resumed["cli_alive"] == [] and resumed["left"] == []
 

@@ -67,6 +67,13 @@ def test_a_type_that_is_not_a_string_is_an_unknown_event_not_a_crash(kind: objec
         ev.parse_event({"type": kind, "at": 1.0})
 
 
+# Every place an error or a warning was recorded from, in any version (the history of
+# `where=`, `ProblemItem(`, the runners' `error(` and the constants they were given).
+WHERE_WRITTEN = [
+    "agent", "api", "claude stderr", "hook", "host", "masking", "notify", "operator",
+    "permission", "queue", "runtime", "snapshot", "usage", "window",
+]  # fmt: skip
+
 # Every value earlier versions wrote into the fields typed later (found in the history of
 # their writers: restart_flow, the supervisor's desk, demo/run/bench/sample starts).
 HISTORY: list[tuple[dict[str, object], str, list[str]]] = [
@@ -104,6 +111,21 @@ HISTORY: list[tuple[dict[str, object], str, list[str]]] = [
          "tool": "Bash", "answer": "deny"},
         "decided_by",
         ["operator", "policy", "timeout", "session-rule"],
+    ),
+    (
+        {"type": "error", "at": 1.0, "session": "a", "message": "m"},
+        "where",
+        WHERE_WRITTEN,
+    ),
+    (
+        {"type": "warning", "at": 1.0, "session": "a", "message": "m"},
+        "where",
+        WHERE_WRITTEN,
+    ),
+    (
+        {"type": "message", "at": 1.0, "session": "a", "kind": "text"},
+        "role",
+        ["user", "assistant"],
     ),
 ]  # fmt: skip
 

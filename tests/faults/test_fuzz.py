@@ -88,7 +88,9 @@ def test_any_text_as_a_config_file_loads_or_is_one_clear_error(text: str) -> Non
 
 def valid_event(index: int) -> str:
     return ev.event_json(
-        ev.ErrorRecorded(at=float(index), session="s1", where="runtime", message=f"line {index}")
+        ev.ErrorRecorded(
+            at=float(index), session="s1", where=ev.Where.RUNTIME, message=f"line {index}"
+        )
     )
 
 

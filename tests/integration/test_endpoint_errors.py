@@ -85,7 +85,9 @@ async def test_a_401_fails_the_session_at_once(tmp_path: Path) -> None:
     assert f"task-1: failed - {said}" in out
     assert ended(tmp_path).reason == said
     assert sent_once(tmp_path)
-    retries = [e for e in journal(tmp_path) if isinstance(e, ev.ErrorRecorded) and e.where == "api"]
+    retries = [
+        e for e in journal(tmp_path) if isinstance(e, ev.ErrorRecorded) and e.where is ev.Where.API
+    ]
     assert len(retries) == 1  # failed at Claude Code's first retry, not after its tenth
 
 

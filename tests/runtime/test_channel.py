@@ -168,7 +168,9 @@ async def test_a_console_let_go_for_falling_behind_comes_back_missing_nothing(
         # A burst the console cannot take before it falls behind: let go, it attaches
         # again from its last line and the rest comes from the host's memory.
         for number in range(40):
-            sup.record(ev.WarningRecorded(at=0.0, session="a", where="test", message=str(number)))
+            sup.record(
+                ev.WarningRecorded(at=0.0, session="a", where=ev.Where.RUNTIME, message=str(number))
+            )
         await eventually(lambda: remote.reconnects >= 1)
         (question,) = sup.state.questions()
         assert isinstance(question, ApprovalQuestion)
@@ -200,7 +202,9 @@ async def test_a_console_reconnecting_past_memory_is_caught_up_from_the_journal(
         following = asyncio.create_task(remote.run())
         await eventually(lambda: channel.consoles == 1)
         for number in range(40):
-            sup.record(ev.WarningRecorded(at=0.0, session="a", where="test", message=str(number)))
+            sup.record(
+                ev.WarningRecorded(at=0.0, session="a", where=ev.Where.RUNTIME, message=str(number))
+            )
         await eventually(lambda: remote.reconnects >= 1)
         (question,) = sup.state.questions()
         assert isinstance(question, ApprovalQuestion)

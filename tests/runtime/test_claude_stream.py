@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from claude_agent_sdk import AssistantMessage, ResultMessage, SystemMessage, TextBlock
 
+from mala_tui.core import events as ev
 from mala_tui.core.observations import ApiRetrying, SessionIdentified, TurnEnded
 from mala_tui.runtime.backends.base import ActivityItem, ProblemItem, SessionSpec
 from mala_tui.runtime.backends.claude import ClaudeClient
@@ -173,7 +174,7 @@ def test_a_failing_gate_or_an_odd_response_does_not_break_the_hook() -> None:
     assert asyncio.run(c._after_tool(plain, "toolu_2", {"signal": None})) == {}  # type: ignore[arg-type]
     (problem,) = [c._side.get_nowait() for _ in range(c._side.qsize())]
     assert problem == ProblemItem(
-        "hook", "the tool gate failed: RuntimeError('the projection broke')"
+        ev.Where.HOOK, "the tool gate failed: RuntimeError('the projection broke')"
     )
     # A stop asked for by the runner still takes, gate or no gate.
     assert c.stop_after_tools()

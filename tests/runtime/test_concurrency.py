@@ -12,7 +12,6 @@ from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.observations import Command, SessionIdentified
 from mala_tui.runtime.backends.scripted import HANG, ScriptedClient, finished
-from mala_tui.runtime.run.slots import QUEUE
 from mala_tui.runtime.run.supervisor import Supervisor
 from mala_tui.ui.format import state_label
 from tests.support.backends import PerSession
@@ -76,7 +75,7 @@ async def test_sessions_past_the_limit_wait_queued_and_start_in_order(tmp_path: 
     events = journal_events(sup)
     assert most_at_once(events) == 2
     assert backend.created == ["s0", "s1", "s2", "s3", "s4"]
-    queued = [e for e in events if isinstance(e, ev.WarningRecorded) and e.where == QUEUE]
+    queued = [e for e in events if isinstance(e, ev.WarningRecorded) and e.where is ev.Where.QUEUE]
     assert [e.session for e in queued] == ["s2", "s3", "s4"]
     assert queued[0].message == (
         "queued (1 of 3): at most 2 sessions at a time (agent.max_concurrent)"
@@ -106,7 +105,9 @@ async def test_queued_sessions_show_as_queued_until_a_slot_frees(tmp_path: Path)
     sup.stop_all()
     await asyncio.wait_for(run, 30)
     queued = [
-        e for e in journal_events(sup) if isinstance(e, ev.WarningRecorded) and e.where == QUEUE
+        e
+        for e in journal_events(sup)
+        if isinstance(e, ev.WarningRecorded) and e.where is ev.Where.QUEUE
     ]
     assert queued[0].message == (
         "queued (1 of 2): at most 1 session at a time (agent.max_concurrent)"

@@ -80,7 +80,7 @@ async def test_a_failing_command_is_journaled_as_a_warning_and_the_run_goes_on()
     await notify.close()
     (warning,) = recorded
     assert isinstance(warning, ev.WarningRecorded)
-    assert (warning.where, warning.session) == ("notify", "fix; rm -rf /")
+    assert (warning.where, warning.session) == (ev.Where.NOTIFY, "fix; rm -rf /")
     assert warning.message == "ui.notify_command ended with status 3"
     notify(warning)  # its own warning never sets it off again
     await asyncio.sleep(0)
@@ -208,7 +208,7 @@ async def test_a_refused_post_is_tried_again_and_one_never_taken_is_a_warning() 
             await notify.close()
     assert len(down.bodies) == 3
     (warning,) = recorded
-    assert isinstance(warning, ev.WarningRecorded) and warning.where == "notify"
+    assert isinstance(warning, ev.WarningRecorded) and warning.where is ev.Where.NOTIFY
     # The host only: the path of an ntfy URL is its topic, as secret as a password.
     assert warning.message == "ui.notify_url to 127.0.0.1 failed after 3 tries: HTTP 500"
 

@@ -439,7 +439,7 @@ async def test_an_agent_that_cannot_start_fails_the_session_with_the_reason() ->
     assert await h.run() is EndStatus.FAILED
     assert "claude: command not found" in h.runner.end_reason
     (error,) = h.of_type(ev.ErrorRecorded)
-    assert error.where == "runtime"
+    assert error.where is ev.Where.RUNTIME
 
 
 # -- the post-tool clean point: the gate the runner installs on every client ---------------------
@@ -467,7 +467,10 @@ class GateManager(ContextManager):
             if self.fail_with is not None:
                 raise self.fail_with
             noted = ev.ErrorRecorded(
-                at=observation.at, session=self.name, where="gate", message=observation.tool_use_id
+                at=observation.at,
+                session=self.name,
+                where=ev.Where.HOOK,
+                message=observation.tool_use_id,
             )
             if observation.tool_use_id not in self.stop_at:
                 return Outcome(events=(noted,))
@@ -487,7 +490,10 @@ async def test_the_gate_sees_each_tool_result_once_with_its_size() -> None:
     assert isinstance(h.manager, GateManager)
     assert h.manager.seen == [("r0", "Read", 500), ("r1", "Read", 700)]
     # The gate's observation is recorded like any other: its events reach the sink.
-    assert [e.message for e in h.of_type(ev.ErrorRecorded) if e.where == "gate"] == ["r0", "r1"]
+    assert [e.message for e in h.of_type(ev.ErrorRecorded) if e.where is ev.Where.HOOK] == [
+        "r0",
+        "r1",
+    ]
     assert client.stops == 0
 
 

@@ -126,7 +126,7 @@ async def test_a_hangup_leaves_a_headless_run_going_until_sigterm_stops_it(
         for _ in range(3):
             await asyncio.sleep(0)
         after_hangup.extend([shutdown.requested, sup.stop_cause])
-        sup.record(ev.WarningRecorded(at=0.0, where="test", message="still recording"))
+        sup.record(ev.WarningRecorded(at=0.0, where=ev.Where.RUNTIME, message="still recording"))
         os.kill(os.getpid(), signal.SIGTERM)
 
     with stop_requests() as shutdown:
@@ -139,7 +139,9 @@ async def test_a_hangup_leaves_a_headless_run_going_until_sigterm_stops_it(
     assert isinstance(outcome, Shutdown) and outcome.exit_status == 143
     events = read_events(journal.events_path).events
     assert isinstance(events[-1], ev.RunEnded) and events[-1].reason == "stopped by SIGTERM"
-    warned = [e for e in events if isinstance(e, ev.WarningRecorded) and e.where == "test"]
+    warned = [
+        e for e in events if isinstance(e, ev.WarningRecorded) and e.message == "still recording"
+    ]
     assert warned and not any(
         isinstance(e, ev.SessionEnded) for e in events[: events.index(warned[0])]
     )

@@ -64,7 +64,9 @@ def disk(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Disk]:
 
 
 def event(index: int) -> ev.Event:
-    return ev.ErrorRecorded(at=float(index), session="s", where="test", message=f"line {index}")
+    return ev.ErrorRecorded(
+        at=float(index), session="s", where=ev.Where.RUNTIME, message=f"line {index}"
+    )
 
 
 def test_a_full_disk_gives_back_the_reserve_and_loses_no_line(disk: Disk) -> None:
@@ -93,7 +95,7 @@ def test_when_even_the_reserve_is_used_up_the_write_fails_and_says_so(tmp_path: 
             pytest.skip("needs a real tmpfs (root): the simulated disk has no size to run out of")
         journal = RunJournal.create(tmp_path / "disk", "run-1", {"mode": "test"})
         fill(tmp_path / "disk")
-        big = ev.ErrorRecorded(at=1.0, session="s", where="test", message="x" * 4000)
+        big = ev.ErrorRecorded(at=1.0, session="s", where=ev.Where.RUNTIME, message="x" * 4000)
         with pytest.raises(OSError) as raised:
             for _ in range(100):
                 journal.write(big)
@@ -130,7 +132,7 @@ async def test_a_disk_that_fills_mid_run_stops_every_session_and_ends_the_journa
     disk.fill()
     # A line longer than what is left of the journal's last page (a long error from an
     # agent, say) is the first that finds no room.
-    sup.record(ev.ErrorRecorded(at=1.0, session="a", where="agent", message="x" * 6000))
+    sup.record(ev.ErrorRecorded(at=1.0, session="a", where=ev.Where.AGENT, message="x" * 6000))
     result = await asyncio.wait_for(run, 30)
     assert result.statuses == {"a": EndStatus.STOPPED, "b": EndStatus.STOPPED}
     assert "could not be written" in result.stop_cause

@@ -33,8 +33,8 @@ async def test_updates_within_a_frame_are_published_once() -> None:
         for tokens in (1_000, 2_000, 3_000):
             listener({"parser-fix": replace(base, tokens=tokens)})
         listener({"api-docs": supervisor.snapshots()["api-docs"]})
-        first = ev.ErrorRecorded(at=T0, session="parser-fix", where="x", message="one")
-        second = ev.ErrorRecorded(at=T0, session="api-docs", where="x", message="two")
+        first = ev.ErrorRecorded(at=T0, session="parser-fix", where=ev.Where.RUNTIME, message="one")
+        second = ev.ErrorRecorded(at=T0, session="api-docs", where=ev.Where.RUNTIME, message="two")
         supervisor.listeners.events[0](first)
         supervisor.listeners.events[0](second)
         supervisor.listeners.questions[0](supervisor.state.questions())
@@ -54,7 +54,9 @@ async def test_updates_within_a_frame_are_published_once() -> None:
         bridge.detach()
         assert supervisor.listeners.snapshots == []
         assert supervisor.listeners.events == []
-        supervisor.record(ev.ErrorRecorded(at=T0, session="api-docs", where="x", message="3"))
+        supervisor.record(
+            ev.ErrorRecorded(at=T0, session="api-docs", where=ev.Where.RUNTIME, message="3")
+        )
         bridge.flush()  # a detached bridge gathered nothing to publish
         assert len(seen["snapshots"]) == len(seen["events"]) == 1
 

@@ -49,7 +49,7 @@ def hostile_events() -> list[ev.Event]:
             excerpt="\x1b[2J[blink]output[/blink]",
             is_error=True,
         ),
-        ev.ErrorRecorded(at=T0 + 3, session=name, where="agent", message=ERROR),
+        ev.ErrorRecorded(at=T0 + 3, session=name, where=ev.Where.AGENT, message=ERROR),
         ev.CheckpointSaved(
             at=T0 + 4, session=name, number=1, origin=CheckpointOrigin.TAGGED, text=CHECKPOINT
         ),

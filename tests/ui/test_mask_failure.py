@@ -28,7 +28,7 @@ def failed_masks(count: int) -> list[ev.Event]:
         require_approval=False,
     )
     errors = [
-        ev.ErrorRecorded(at=T0 + i, session=NAME, where="masking", message=WHY)
+        ev.ErrorRecorded(at=T0 + i, session=NAME, where=ev.Where.MASKING, message=WHY)
         for i in range(1, count + 1)
     ]
     return [

@@ -151,7 +151,7 @@ def test_a_long_line_in_many_pieces_is_joined_once_whole(
     folder = tmp_path / "runs" / RUN
     folder.mkdir(parents=True)
     warning = ev.WarningRecorded(
-        at=1_790_000_002.0, session="a", where="test", message="w" * 1_000_000
+        at=1_790_000_002.0, session="a", where=ev.Where.RUNTIME, message="w" * 1_000_000
     )
     ended = ev.RunEnded(at=1_790_000_009.0, run_id=RUN, ok=True)
     (folder / "events.jsonl").write_bytes(

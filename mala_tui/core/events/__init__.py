@@ -82,6 +82,7 @@ from mala_tui.core.events.session import (
     SessionEnded,
     SessionStarted,
     WarningRecorded,
+    Where,
     WindowLearned,
 )
 from mala_tui.core.events.subagents import (
@@ -262,6 +263,7 @@ __all__ = [
     "UnknownEventError",
     "UsageRecorded",
     "WarningRecorded",
+    "Where",
     "WindDownSent",
     "WindowLearned",
     "WorktreeChanged",

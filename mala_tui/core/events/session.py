@@ -4,6 +4,7 @@ met (a hang, an API error; errors and warnings, a run's own too), and its end.""
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Literal
 
 from mala_tui.core.actions import EndStatus
@@ -113,15 +114,49 @@ class ApiErrorSeen(EventBase):
     before it was recorded."""
 
 
+class Where(StrEnum):
+    """The part of mala-tui an error or a warning was recorded from (`where` of `error` and
+    `warning`). Every value a version wrote is a member, so old journals read back."""
+
+    AGENT = "agent"
+    """The agent's process ended mid-turn."""
+    API = "api"
+    """The API answered with an error (the CLI retries it)."""
+    CLAUDE_STDERR = "claude stderr"
+    """What Claude Code printed on its stderr."""
+    HOOK = "hook"
+    """A hook mala-tui gives Claude Code failed (the tool gate, a subagent's result)."""
+    HOST = "host"
+    """A session's host on a cluster node (`--engine ray`)."""
+    MASKING = "masking"
+    """A mask the manager decided on could not be applied."""
+    NOTIFY = "notify"
+    """A notification command or address failed."""
+    OPERATOR = "operator"
+    """The manager refused an operator's command."""
+    PERMISSION = "permission"
+    """The permission gate failed."""
+    QUEUE = "queue"
+    """A session waits for a slot (`run.max_concurrent`)."""
+    RUNTIME = "runtime"
+    """mala-tui's own runtime failed at something for the session."""
+    SNAPSHOT = "snapshot"
+    """The work in progress could not be kept aside (or made into a worktree)."""
+    USAGE = "usage"
+    """The agent's usage could not be read, or is only an estimate."""
+    WINDOW = "window"
+    """The context window (a fresh session that starts past the hard threshold, say)."""
+
+
 class ErrorRecorded(EventBase):
     type: Literal["error"] = "error"
-    where: str
+    where: Where
     message: str
 
     @property
     def mask_not_applied(self) -> bool:
         """A mask the manager decided on could not be applied to the stored transcript."""
-        return self.where == "masking"
+        return self.where is Where.MASKING
 
 
 class WarningRecorded(EventBase):
@@ -129,7 +164,7 @@ class WarningRecorded(EventBase):
     on an estimate because the agent reports no per-call usage."""
 
     type: Literal["warning"] = "warning"
-    where: str
+    where: Where
     message: str
 
 

@@ -70,7 +70,7 @@ class ModelItem:
 class ProblemItem:
     """Something in the stream that could not be used (a malformed usage field, say)."""
 
-    where: str
+    where: ev.Where
     message: str
 
 

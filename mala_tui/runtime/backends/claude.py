@@ -97,9 +97,6 @@ from mala_tui.runtime.journal.writer import safe_file_name
 SUBAGENT_READ_EVERY = 0.5
 """Seconds between two reads of the subagents' transcripts while they work."""
 
-STDERR_WHERE = "claude stderr"
-"""Where the error recorded for what the CLI printed on stderr comes from."""
-
 
 def build_options(
     spec: SessionSpec,
@@ -278,7 +275,9 @@ class ClaudeClient:
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # the CLI must get an answer, whatever the gate does
-            self._side.put_nowait(ProblemItem("permission", f"the permission gate failed: {exc!r}"))
+            self._side.put_nowait(
+                ProblemItem(ev.Where.PERMISSION, f"the permission gate failed: {exc!r}")
+            )
             return PermissionResultDeny(message="mala-tui could not ask for this permission")
         if verdict.allow:
             return PermissionResultAllow()
@@ -306,7 +305,7 @@ class ClaudeClient:
         try:
             output, records = self._windows.after_tool(hook_input)
         except Exception as exc:  # the hook answers the CLI whatever happens here
-            self._side.put_nowait(ProblemItem("hook", f"a subagent's result: {exc!r}"))
+            self._side.put_nowait(ProblemItem(ev.Where.HOOK, f"a subagent's result: {exc!r}"))
             return {}
         for event in records:
             self._side.put_nowait(RecordItem(event))
@@ -325,7 +324,7 @@ class ClaudeClient:
                 result_size(data.get("tool_response", data.get("error"))),
             )
         except Exception as exc:  # the hook answers the CLI whatever the gate does
-            self._side.put_nowait(ProblemItem("hook", f"the tool gate failed: {exc!r}"))
+            self._side.put_nowait(ProblemItem(ev.Where.HOOK, f"the tool gate failed: {exc!r}"))
             return False
 
     async def _block_compaction(
@@ -405,7 +404,7 @@ class ClaudeClient:
         line = self._stderr.add(raw)
         if not self._stderr_said:
             self._stderr_said = True
-            self._side.put_nowait(ProblemItem(STDERR_WHERE, self._stderr.said(line)))
+            self._side.put_nowait(ProblemItem(ev.Where.CLAUDE_STDERR, self._stderr.said(line)))
 
 
 class AgentStreamError(Exception):

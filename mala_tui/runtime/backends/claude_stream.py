@@ -27,6 +27,7 @@ from claude_agent_sdk import TextBlock as SdkTextBlock
 from claude_agent_sdk import ToolResultBlock as SdkToolResultBlock
 from claude_agent_sdk import ToolUseBlock as SdkToolUseBlock
 
+from mala_tui.core import events as ev
 from mala_tui.core.observations import (
     ApiRetrying,
     BackgroundChanged,
@@ -86,7 +87,7 @@ class StreamConverter:
             try:
                 call, notes = CallUsage.parse(body.get("usage"))
             except UsageFieldError as exc:
-                return [ProblemItem("usage", str(exc))]
+                return [ProblemItem(ev.Where.USAGE, str(exc))]
             call = call.with_output(0)  # message_start's output count is a placeholder
             self._usage[message_id] = call
             self._last_message_id = message_id
@@ -101,7 +102,7 @@ class StreamConverter:
             try:
                 delta, notes = CallUsage.parse({"output_tokens": usage.get("output_tokens")})
             except UsageFieldError as exc:
-                return [ProblemItem("usage", str(exc))]
+                return [ProblemItem(ev.Where.USAGE, str(exc))]
             if start is None:
                 return []
             return [UsageObserved(self._clock(), start.with_output(delta.output_tokens), notes)]
@@ -126,7 +127,7 @@ class StreamConverter:
                 items += self._model_named(message.model)
                 items.append(UsageObserved(self._clock(), call, notes, starts_call=True))
             except UsageFieldError as exc:
-                items.append(ProblemItem("usage", str(exc)))
+                items.append(ProblemItem(ev.Where.USAGE, str(exc)))
         blocks: list[Block] = []
         for block in message.content:
             if isinstance(block, SdkTextBlock):

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Final
 
+from mala_tui.core import events as ev
 from mala_tui.core.observations import MessageObserved, TurnEnded
 from mala_tui.core.transcript import ToolCall, ToolResult
 from mala_tui.runtime.backends.base import (
@@ -157,7 +158,9 @@ class ScriptedClient:
                 try:
                     stop = self._gate(block.tool_use_id, name, len(block.content)) or stop
                 except Exception as exc:  # as the Claude client's hook: the agent goes on
-                    await self._queue.put(ProblemItem("hook", f"the tool gate failed: {exc!r}"))
+                    await self._queue.put(
+                        ProblemItem(ev.Where.HOOK, f"the tool gate failed: {exc!r}")
+                    )
         return stop
 
     def stop_after_tools(self) -> bool:

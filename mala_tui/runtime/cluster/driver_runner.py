@@ -44,7 +44,7 @@ from mala_tui.runtime.backends.base import PermissionGate, SessionSpec
 from mala_tui.runtime.cluster.host_link import HostEngine, HostLink, HostLostError
 from mala_tui.runtime.cluster.host_questions import HostQuestions
 from mala_tui.runtime.cluster.mirror import Workspace
-from mala_tui.runtime.cluster.replay import HOST, from_current_host, overlap
+from mala_tui.runtime.cluster.replay import from_current_host, overlap
 from mala_tui.runtime.cluster.session_host import BackendFactory, HostSetup
 from mala_tui.runtime.cluster.wire import Batch, HostEnd, message_from_json
 from mala_tui.runtime.questions.approvals import Approvals
@@ -297,7 +297,7 @@ class RemoteRunner:
                     ev.ErrorRecorded(
                         at=self._clock(),
                         session=self.spec.name,
-                        where=HOST,
+                        where=ev.Where.HOST,
                         message=f"an event from the host could not be read: {exc}",
                     )
                 )
@@ -438,7 +438,7 @@ class RemoteRunner:
                 ev.ErrorRecorded(
                     at=self._clock(),
                     session=self.spec.name,
-                    where=HOST,
+                    where=ev.Where.HOST,
                     message=f"{missing} of the host's {end.sent} events never reached the journal",
                 )
             )

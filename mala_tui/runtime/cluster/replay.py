@@ -13,9 +13,6 @@ from collections.abc import Sequence
 from mala_tui.core import events as ev
 from mala_tui.runtime.private.redaction import redact_json_line
 
-#: Where errors about a session's host are recorded from.
-HOST = "host"
-
 #: How many of the journal's last events of a session a reattached host's replay is
 #: compared with (a host keeps only what no driver acknowledged: about a second's worth).
 REPLAY_WINDOW = 2_000
@@ -48,9 +45,9 @@ DRIVER_MADE = (
 def host_made(event: ev.Event) -> bool:
     if isinstance(event, DRIVER_MADE):
         return False
-    if isinstance(event, ev.ErrorRecorded) and event.where == HOST:
+    if isinstance(event, ev.ErrorRecorded) and event.where is ev.Where.HOST:
         return False
-    return not (isinstance(event, ev.WarningRecorded) and event.where == "queue")
+    return not (isinstance(event, ev.WarningRecorded) and event.where is ev.Where.QUEUE)
 
 
 def overlap(journaled: list[str], lines: tuple[str, ...]) -> int:

@@ -227,7 +227,7 @@ class SessionHost:
             try:
                 commit = await asyncio.to_thread(self._snapshot, space, message)
             except WorktreeError as exc:
-                self._error("snapshot", str(exc))
+                self._error(ev.Where.SNAPSHOT, str(exc))
                 return
             if commit is not None:
                 self._emit(
@@ -257,7 +257,7 @@ class SessionHost:
         try:
             await asyncio.to_thread(push, self.spec.cwd, space.source, ref, ref)
         except WorktreeError as exc:
-            self._error("snapshot", str(exc))
+            self._error(ev.Where.SNAPSHOT, str(exc))
 
     def _let_end_go(self) -> None:
         held, self._held_end = self._held_end, None
@@ -275,7 +275,7 @@ class SessionHost:
         try:
             cwd, kept = await asyncio.to_thread(check_out, space, root, self._folder / "worktrees")
         except WorktreeError as exc:
-            self._error("snapshot", f"the worktree could not be made: {exc}")
+            self._error(ev.Where.SNAPSHOT, f"the worktree could not be made: {exc}")
             return False
         self.runner.work_in(cwd)
         self.spec = self.runner.spec
@@ -291,7 +291,7 @@ class SessionHost:
             )
         return True
 
-    def _error(self, where: str, message: str) -> None:
+    def _error(self, where: ev.Where, message: str) -> None:
         self._emit(
             ev.ErrorRecorded(at=time.time(), session=self.spec.name, where=where, message=message)
         )

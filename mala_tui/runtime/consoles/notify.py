@@ -58,8 +58,6 @@ from mala_tui.runtime.private.redaction import redact
 
 NOTIFY_SECONDS: Final = 30.0
 """How long a notification command may take before it is killed."""
-WHERE: Final = "notify"
-"""Where the warning that journals a failed notification comes from."""
 POST_SECONDS: Final = 10.0
 """How long one POST to `ui.notify_url` may take."""
 POST_TRIES: Final = 3
@@ -104,7 +102,7 @@ class _Notifier:
         """Every notice told, in order."""
 
     def __call__(self, event: ev.Event) -> None:
-        if isinstance(event, ev.WarningRecorded) and event.where == WHERE:
+        if isinstance(event, ev.WarningRecorded) and event.where is ev.Where.NOTIFY:
             return
         notice = event_notice(event, self.run_id)
         if notice is None or self._consoles() > 0:
@@ -123,7 +121,7 @@ class _Notifier:
                 ev.WarningRecorded(
                     at=self._clock(),
                     session=notice.session,
-                    where=WHERE,
+                    where=ev.Where.NOTIFY,
                     message=f"{self.what} {problem}",
                 )
             )

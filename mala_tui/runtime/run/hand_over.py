@@ -21,8 +21,6 @@ from mala_tui.runtime.run.recorder import Listeners
 from mala_tui.runtime.session.by_hand import Interactive, interactive, read_back, size_of
 from mala_tui.runtime.session.runner import SessionRunner
 
-#: Where the manager's refusal of an operator's command is journaled from.
-OPERATOR = "operator"
 #: How long a session taken over by hand may take to stop its turn (past the disconnect's
 #: own bound).
 HAND_OVER_SECONDS = 60.0
@@ -93,7 +91,7 @@ class HandOver:
         def heard(event: ev.Event) -> None:
             if event.session != session:
                 return
-            if isinstance(event, ev.ErrorRecorded) and event.where == OPERATOR:
+            if isinstance(event, ev.ErrorRecorded) and event.where is ev.Where.OPERATOR:
                 refused.append(event.message)  # the manager would not (it moved meanwhile)
             moved.set()
 

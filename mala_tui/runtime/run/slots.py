@@ -14,8 +14,6 @@ from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.text import plural
 
-#: Where the warning that journals a queued session comes from.
-QUEUE = "queue"
 #: Why a session ended unstarted, after the cause: the run stopped while it waited for a
 #: slot, or before the run had started any.
 QUEUED_NEVER_STARTED = "it was queued, never started"
@@ -58,7 +56,7 @@ class Slots:
                 ev.WarningRecorded(
                     at=self.clock(),
                     session=name,
-                    where=QUEUE,
+                    where=ev.Where.QUEUE,
                     message=f"queued ({position} of {len(self.queued)}): at most "
                     f"{plural(self.max_concurrent, 'session')} at a time (agent.max_concurrent)",
                 )
@@ -101,7 +99,7 @@ class Slots:
                 ev.WarningRecorded(
                     at=self.clock(),
                     session=name,
-                    where=QUEUE,
+                    where=ev.Where.QUEUE,
                     message=f"queued ({len(self.queued)} waiting): at most "
                     f"{plural(self.max_concurrent, 'session')} at a time (agent.max_concurrent)",
                 )

@@ -92,7 +92,7 @@ class ManagerFeed:
             if not self.manager.streaming and not self.manager.background.waiting:
                 return None
             # The process went away mid-turn: recovered like a hang, known sooner.
-            self.error("agent", item.error or "the agent process ended mid-turn")
+            self.error(ev.Where.AGENT, item.error or "the agent process ended mid-turn")
             return self.observe(IdleTimedOut(self._clock(), time.monotonic() - self.last_heard))
         self.last_heard = time.monotonic()
         said = item.item
@@ -110,7 +110,7 @@ class ManagerFeed:
         if isinstance(said, UsageObserved):
             self._call_open = said.starts_call
         if isinstance(said, ApiRetrying):
-            self.error("api", said.line)  # each retry is worth a line in the log
+            self.error(ev.Where.API, said.line)  # each retry is worth a line in the log
         return self.observe(said)
 
     def _model_named(self, model: str) -> None:
@@ -138,7 +138,7 @@ class ManagerFeed:
         try:
             outcome = self.observe(ToolResultSeen(self._clock(), tool_use_id, tool, characters))
         except IllegalTransition as exc:
-            self.error("runtime", str(exc))
+            self.error(ev.Where.RUNTIME, str(exc))
             return False
         return any(isinstance(action, StopTurn) for action in outcome.actions)
 
@@ -159,7 +159,7 @@ class ManagerFeed:
         try:
             return self.observe(observation)
         except IllegalTransition as exc:
-            self.error("operator", str(exc))
+            self.error(ev.Where.OPERATOR, str(exc))
             return None
 
     def record(self, outcome: Outcome) -> Outcome:
@@ -177,7 +177,7 @@ class ManagerFeed:
     def emit(self, event: ev.Event) -> ev.Event:
         return self._sink(event)
 
-    def error(self, where: str, message: str) -> None:
+    def error(self, where: ev.Where, message: str) -> None:
         self.emit(
             ev.ErrorRecorded(at=self._clock(), session=self.session, where=where, message=message)
         )

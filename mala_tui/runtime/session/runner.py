@@ -285,7 +285,7 @@ class SessionRunner:
                 self._feed.observe(OperatorCommand(self._clock(), Command.STOP, self.stop_reason))
             raise
         except Exception as exc:  # the runner must end its session, whatever broke
-            self._feed.error("runtime", repr(exc))
+            self._feed.error(ev.Where.RUNTIME, repr(exc))
             with contextlib.suppress(IllegalTransition):
                 self._feed.observe(AgentFailed(self._clock(), f"internal error: {exc!r}"))
         finally:
