@@ -43,7 +43,7 @@ from asyncio.subprocess import PIPE, Process
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
-from urllib.parse import quote, urlencode, urlsplit
+from urllib.parse import quote, urlsplit
 
 import aiohttp_jinja2
 from aiohttp import WSMsgType, web
@@ -167,6 +167,9 @@ class ConsoleServer(Server):
         app.middlewares.insert(0, _guarded_headers)  # on every response, refusals included
         app.middlewares.insert(0, self._heard_from)  # any request, a refused one too
         app.router.add_get("/ws/{run}", self.handle_websocket, name="tab")
+        # At a question: in the path, since textual-serve's page adds its own query
+        # (`?width=..&height=..`) to the address it is given, whole.
+        app.router.add_get("/ws/{run}/question/{question}", self.handle_websocket)
         app.router.add_get("/title/{run}", self.handle_title, name="title")
         app.router.add_get("/favicon.ico", _favicon, name="favicon")
         app.router.add_get("/favicon.svg", _favicon)
@@ -262,7 +265,7 @@ class ConsoleServer(Server):
         if question:
             waits, said = choice.question_status(question)
             if waits:  # the tab's app opens at its dialog
-                websocket_url += f"?{urlencode({'question': question})}"
+                websocket_url += f"/question/{quote(question, safe='')}"
             else:
                 named = shorten(flatten(clean(question, one_line=True)), 120)
                 said = f"{named}: {said}"
@@ -316,7 +319,7 @@ class ConsoleServer(Server):
             # A page of another site cannot drive an app here, even with the cookie.
             raise web.HTTPForbidden(text="mala-tui serve: a WebSocket from another origin\n")
         choice = await self._find(request.match_info.get("run", ""))
-        question = request.query.get("question")
+        question = request.match_info.get("question")
         if question is not None and not choice.question_status(question)[0]:
             question = None  # answered meanwhile: the app opens on the run, as without it
         width = _to_int(request.query.get("width"), 80, 10, 1000)

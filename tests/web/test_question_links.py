@@ -14,7 +14,7 @@ import stat
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlencode, urlsplit
+from urllib.parse import parse_qs, quote, urlencode, urlsplit
 
 import aiohttp
 import pytest
@@ -128,13 +128,14 @@ def test_a_notice_links_to_its_question_which_opens_with_the_cookie_or_the_token
                     async with session.get(link, allow_redirects=False) as page:
                         assert page.status == 200
                         text = await page.text()
-                    wanted = urlencode({"question": WAITING})
-                    assert f"/ws/{RUN}?{wanted}" in text
+                    wanted = f"/ws/{RUN}/question/{quote(WAITING, safe='')}"
+                    host = urlsplit(served.base).netloc
+                    assert f'data-session-websocket-url="ws://{host}{wanted}"' in text
                     answered = served.base + question_path(ANSWERED)
                     async with session.get(answered, allow_redirects=False) as page:
                         text = await page.text()
                     assert f"{ANSWERED}: answered already: allowed once by the operator" in text
-                    assert f"/ws/{RUN}?" not in text  # opens on the run, no dialog
+                    assert f"/ws/{RUN}/question" not in text  # opens on the run, no dialog
                     async with session.get(f"{served.base}/title/{RUN}") as title:
                         said = await title.json()
                     assert said["questions"] == [
@@ -168,7 +169,7 @@ def test_a_notice_links_to_its_question_which_opens_with_the_cookie_or_the_token
                         assert parse_qs(onward.query) == {"run": [RUN], "question": [WAITING]}
                     async with stranger.get(link, allow_redirects=False) as page:
                         assert page.status == 200
-                        assert f"/ws/{RUN}?{wanted}" in await page.text()
+                        assert wanted in await page.text()
 
             asyncio.run(visit())
         assert not record.exists()  # serve stopped: nothing links to it any more
@@ -204,7 +205,9 @@ async def test_a_tab_opened_at_a_waiting_question_starts_its_app_at_that_questio
     listening = live_run(tmp_path)
     try:
         for question in (WAITING, ANSWERED, "../../etc"):
-            socket = await client.ws_connect(f"/ws/{RUN}?{urlencode({'question': question})}")
+            # As textual-serve's page connects: the address it was given, plus its own query.
+            path = f"/ws/{RUN}/question/{quote(question, safe='')}?width=80&height=24"
+            socket = await client.ws_connect(path)
             await socket.close()
     finally:
         listening.close()
