@@ -505,7 +505,7 @@ class FakeLiveSource:
     def decide(
         self,
         session: str,
-        decision: Decision | str,
+        decision: Decision,
         edited_text: str | None = None,
         by: AnsweredBy = AnsweredBy.OPERATOR,
         checkpoint_number: int | None = None,
@@ -521,7 +521,6 @@ class FakeLiveSource:
         ]
         if not waiting:
             raise KeyError(f"no approval is pending for {session!r}")
-        decision = Decision(decision)
         self.calls.append(("decide", session, decision, edited_text or ""))
         at = self.state.sessions[session].updated_at
         self.record(ev.ApprovalDecided(at=at, session=session, decision=decision, decided_by=by))
@@ -603,7 +602,7 @@ class FakeLiveSource:
         )
 
     def answer_permission(
-        self, session: str, request_id: str, answer: PermissionAnswer | str, reason: str = ""
+        self, session: str, request_id: str, answer: PermissionAnswer, reason: str = ""
     ) -> None:
         """Recorded, and decided in the view as the run would journal it; a request that
         does not wait is refused."""
@@ -614,7 +613,6 @@ class FakeLiveSource:
         }
         if request_id not in waiting:
             raise KeyError(f"no permission request {request_id!r} is waiting in {session!r}")
-        answer = PermissionAnswer(answer)
         self.calls.append(("permission", session, request_id, answer, reason))
         self.record(
             ev.PermissionDecided(

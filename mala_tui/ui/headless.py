@@ -55,14 +55,14 @@ class Answerable(Protocol):
     def decide(
         self,
         session: str,
-        decision: Decision | str,
+        decision: Decision,
         edited_text: str | None = None,
         by: AnsweredBy = AnsweredBy.OPERATOR,
         checkpoint_number: int | None = None,
     ) -> None: ...
 
     def answer_permission(
-        self, session: str, request_id: str, answer: PermissionAnswer | str, reason: str = ""
+        self, session: str, request_id: str, answer: PermissionAnswer, reason: str = ""
     ) -> None: ...
 
 

@@ -64,7 +64,7 @@ class LiveSource(Protocol):
     def decide(
         self,
         session: str,
-        decision: Decision | str,
+        decision: Decision,
         edited_text: str | None = None,
         by: AnsweredBy = AnsweredBy.OPERATOR,
         checkpoint_number: int | None = None,
@@ -105,7 +105,7 @@ class LiveSource(Protocol):
         (raises ValueError, saying why, when it cannot)."""
 
     def answer_permission(
-        self, session: str, request_id: str, answer: PermissionAnswer | str, reason: str = ""
+        self, session: str, request_id: str, answer: PermissionAnswer, reason: str = ""
     ) -> None:
         """Answer a tool use waiting for permission (the waiting ones are in `state`).
 

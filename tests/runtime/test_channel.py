@@ -485,3 +485,34 @@ async def test_json_nested_too_deeply_is_refused_in_one_line(
         await channel.close()
     # Nothing went to the host's log as an error with a traceback.
     assert not [record for record in caplog.records if record.exc_info]
+
+
+@pytest.mark.parametrize(
+    ("route", "body", "error"),
+    [
+        ("/decide", {"session": "a", "decision": "maybe"}, "decision: 'maybe' is not one of "
+         "approve, deny, edit"),
+        ("/permission", {"session": "a", "request_id": "1", "answer": "sometimes"},
+         "answer: 'sometimes' is not one of allow_once, allow_session, deny"),
+        ("/manage", {"session": "a", "mode": "loud"}, "mode: 'loud' is not one of "),
+        ("/command", {"session": "a", "command": "dance"}, "command: 'dance' is not one of "),
+    ],
+)  # fmt: skip
+async def test_a_value_outside_its_enum_is_refused_saying_what_it_may_be(
+    tmp_path: Path, route: str, body: dict[str, str], error: str
+) -> None:
+    sup = hosted(tmp_path, PerSession({"a": hard_session("sa")}), ["a"])
+    assert sup.journal is not None
+    channel = ControlChannel(sup, sup.journal.directory)
+    path = await channel.start()
+    try:
+        async with (
+            aiohttp.ClientSession(connector=aiohttp.UnixConnector(path=str(path))) as session,
+            session.post(f"http://host{route}", json=body) as response,
+        ):
+            assert response.status == 400
+            refused = await response.json()
+    finally:
+        await channel.close()
+    assert refused["kind"] == "value" and refused["error"].startswith(error)
+    assert "\n" not in refused["error"]

@@ -100,7 +100,7 @@ async def test_a_deny_carries_the_operators_reason_to_the_agent(tmp_path: Path) 
     waiting = requests_reach(sup, 1)
     run = asyncio.create_task(sup.run())
     await asyncio.wait_for(waiting.wait(), 10)
-    sup.answer_permission("a", "1", "deny", "never delete the root")
+    sup.answer_permission("a", "1", PermissionAnswer.DENY, "never delete the root")
     await asyncio.wait_for(run, 10)
     (verdict,) = client.verdicts
     assert not verdict.allow
@@ -191,8 +191,6 @@ async def test_answers_to_nothing_waiting_or_not_an_answer_are_refused(tmp_path:
     await asyncio.wait_for(waiting.wait(), 10)
     with pytest.raises(KeyError, match="no permission request '9' is waiting in 'a'"):
         sup.answer_permission("a", "9", PermissionAnswer.ALLOW_ONCE)
-    with pytest.raises(ValueError, match="'sometimes' is not a valid PermissionAnswer"):
-        sup.answer_permission("a", "1", "sometimes")
     with pytest.raises(KeyError, match="no permission request is waiting in 'nobody'"):
         sup.answer_permission("nobody", "1", PermissionAnswer.ALLOW_ONCE)
     assert len(sup.state.questions()) == 1

@@ -22,6 +22,7 @@ from mala_tui.core.actions import EndSession, EndStatus, StopTurn
 from mala_tui.core.manager import ContextManager, Outcome
 from mala_tui.core.observations import (
     Command,
+    Decision,
     MessageObserved,
     Observation,
     SessionIdentified,
@@ -194,7 +195,7 @@ async def test_idle_timeout_non_query_phases_skip_the_query_block() -> None:
     await asyncio.sleep(IDLE * 6)
     assert h.of_type(ev.IdleTimeoutSeen) == []
     assert (len(h.backend.created), len(first.queries)) == (created, queries)
-    h.runner.answer_approval("approve")
+    h.runner.answer_approval(Decision.APPROVE)
     assert await task is EndStatus.DONE
     assert second.queries[0].startswith("CONTINUING FROM A PREVIOUS SESSION")
 

@@ -116,7 +116,7 @@ class RelayedApprovals:
     def decide(
         self,
         session: str,
-        decision: Decision | str,
+        decision: Decision,
         edited_text: str | None = None,
         by: AnsweredBy = AnsweredBy.OPERATOR,
         checkpoint_number: int | None = None,

@@ -27,8 +27,9 @@ import os
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from aiohttp import web
 
@@ -326,12 +327,12 @@ class ControlChannel:
         )
 
     def _command(self, body: dict[str, Any]) -> None:
-        self.supervisor.command(_text(body, "session"), Command(_text(body, "command")))
+        self.supervisor.command(_text(body, "session"), _choice(body, "command", Command))
 
     def _decide(self, body: dict[str, Any]) -> None:
         self.supervisor.decide(
             _text(body, "session"),
-            Decision(_text(body, "decision")),
+            _choice(body, "decision", Decision),
             _optional_text(body, "edited_text"),
             checkpoint_number=_optional_int(body, "checkpoint_number"),
             console=_name(_optional_text(body, "console") or ""),
@@ -341,7 +342,7 @@ class ControlChannel:
         self.supervisor.answer_permission(
             _text(body, "session"),
             _text(body, "request_id"),
-            PermissionAnswer(_text(body, "answer")),
+            _choice(body, "answer", PermissionAnswer),
             _optional_text(body, "reason") or "",
             console=_name(_optional_text(body, "console") or ""),
         )
@@ -408,7 +409,7 @@ class ControlChannel:
         self.supervisor.set_require_approval(_optional_text(body, "session"), required)
 
     def _manage(self, body: dict[str, Any]) -> None:
-        self.supervisor.set_manage_mode(_text(body, "session"), ManageMode(_text(body, "mode")))
+        self.supervisor.set_manage_mode(_text(body, "session"), _choice(body, "mode", ManageMode))
 
     def _set_budget(self, body: dict[str, Any]) -> None:
         limits = body.get("limits")
@@ -535,6 +536,20 @@ def _text(body: dict[str, Any], key: str) -> str:
     if not isinstance(value, str):
         raise ValueError(f"{key}: a string is needed")
     return value
+
+
+Choice = TypeVar("Choice", bound=StrEnum)
+
+
+def _choice(body: dict[str, Any], key: str, enum: type[Choice]) -> Choice:
+    """One of the core's values, from the string a console sent: where a request's string
+    becomes an enum, so that a bad one is refused here, saying what it may be."""
+    text = _text(body, key)
+    try:
+        return enum(text)
+    except ValueError:
+        known = ", ".join(member.value for member in enum)
+        raise ValueError(f"{key}: {shorten(text, 40)!r} is not one of {known}") from None
 
 
 def _optional_text(body: dict[str, Any], key: str) -> str | None:

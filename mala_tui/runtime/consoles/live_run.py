@@ -302,7 +302,7 @@ class RemoteRun:
     def decide(
         self,
         session: str,
-        decision: Decision | str,
+        decision: Decision,
         edited_text: str | None = None,
         by: AnsweredBy = AnsweredBy.OPERATOR,
         checkpoint_number: int | None = None,
@@ -312,7 +312,7 @@ class RemoteRun:
             "/decide",
             {
                 "session": session,
-                "decision": Decision(decision).value,
+                "decision": decision.value,
                 "edited_text": edited_text,
                 "checkpoint_number": checkpoint_number,
                 "console": self.name,
@@ -320,7 +320,7 @@ class RemoteRun:
         )
 
     def answer_permission(
-        self, session: str, request_id: str, answer: PermissionAnswer | str, reason: str = ""
+        self, session: str, request_id: str, answer: PermissionAnswer, reason: str = ""
     ) -> None:
         self._request(
             "POST",
@@ -328,7 +328,7 @@ class RemoteRun:
             {
                 "session": session,
                 "request_id": request_id,
-                "answer": PermissionAnswer(answer).value,
+                "answer": answer.value,
                 "reason": reason,
                 "console": self.name,
             },

@@ -53,7 +53,7 @@ class ApprovalAsker(Protocol):
     def decide(
         self,
         session: str,
-        decision: Decision | str,
+        decision: Decision,
         edited_text: str | None = None,
         by: AnsweredBy = AnsweredBy.OPERATOR,
         checkpoint_number: int | None = None,
@@ -120,7 +120,7 @@ class Approvals:
     def decide(
         self,
         session: str,
-        decision: Decision | str,
+        decision: Decision,
         edited_text: str | None = None,
         by: AnsweredBy = AnsweredBy.OPERATOR,
         checkpoint_number: int | None = None,
@@ -137,9 +137,7 @@ class Approvals:
             QuestionClosed: it no longer waits (answered by the policy, its timeout,
                 another console; or its session ended): the message says how.
             KeyError: no approval was asked of the session.
-            ValueError: not one of `Decision`'s answers.
         """
-        decision = Decision(decision)
         context = f"no approval is pending for {session!r}"
         if checkpoint_number is None:
             question = self._asked.get(session)

@@ -380,7 +380,7 @@ class Supervisor:
     def decide(
         self,
         session: str,
-        decision: Decision | str,
+        decision: Decision,
         edited_text: str | None = None,
         by: AnsweredBy = AnsweredBy.OPERATOR,
         checkpoint_number: int | None = None,
@@ -394,7 +394,7 @@ class Supervisor:
 
         Raises:
             QuestionClosed: it no longer waits (the message says who answered it, and how).
-            KeyError: no approval was asked of the session. ValueError: not a `Decision`.
+            KeyError: no approval was asked of the session.
         """
         self.approvals.decide(
             session, decision, edited_text, by, checkpoint_number, console=console
@@ -404,16 +404,13 @@ class Supervisor:
         self,
         session: str,
         request_id: str,
-        answer: PermissionAnswer | str,
+        answer: PermissionAnswer,
         reason: str = "",
         *,
         console: str = "",
     ) -> None:
-        """Raises QuestionClosed (answered already), KeyError (never asked) or ValueError
-        (not a `PermissionAnswer`)."""
-        self.permissions.answer(
-            session, request_id, PermissionAnswer(answer), reason, console=console
-        )
+        """Raises QuestionClosed (answered already) or KeyError (never asked)."""
+        self.permissions.answer(session, request_id, answer, reason, console=console)
 
     def budget_limits(self, session: str) -> tuple[BudgetLimits, BudgetLimits]:
         """The session's limits and the run's."""

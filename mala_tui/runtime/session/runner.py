@@ -231,7 +231,7 @@ class SessionRunner:
 
     def answer_approval(
         self,
-        decision: Decision | str,
+        decision: Decision,
         edited_text: str | None = None,
         by: AnsweredBy = AnsweredBy.OPERATOR,
     ) -> None:
@@ -239,7 +239,6 @@ class SessionRunner:
 
         Raises:
             QuestionClosed: it was answered already. KeyError: none was asked.
-            ValueError: not one of `Decision`'s answers.
         """
         self._approvals.decide(self.spec.name, decision, edited_text, by)
 
