@@ -50,6 +50,17 @@ from mala_tui.core.window import RefusalBounds, WindowSource, learn_from_refusal
 _DIGITS: Final = re.compile(r"[\d,.]+")
 
 
+class DecisionZone(StrEnum):
+    """The zone the manager's decisions act on: the gauge's `Zone` of the same figure,
+    except that hard reads as soft while a restart would free nothing
+    (`ManagerState.restart_makes_room`). A type of its own, so that the zone a gauge shows
+    is never taken for the one a decision acts on."""
+
+    NORMAL = "normal"
+    SOFT = "soft"
+    HARD = "hard"
+
+
 @dataclass(frozen=True, slots=True)
 class Outcome:
     """What one observation decided: actions to carry out in order, events to record."""
@@ -273,20 +284,20 @@ class ManagerState:
             return None
         return self.cache_refreshed_at + self.limits.cache_ttl_seconds
 
-    def zone_of(self, tokens: int) -> Zone:
-        """The zone decisions act on (see `restart_makes_room` for when that is not
-        the gauge's)."""
+    def decision_zone_of(self, tokens: int) -> DecisionZone:
+        """The zone decisions act on at `tokens`."""
         zone = ContextUsage(tokens, self.window, UsageSource.PER_CALL).zone(
             self.limits.soft_threshold, self.limits.hard_threshold
         )
         return self.decision_zone(zone, tokens)
 
-    def decision_zone(self, zone: Zone, tokens: int) -> Zone:
-        """`zone` as decisions read it: hard is soft while a restart would free nothing."""
+    def decision_zone(self, zone: Zone, tokens: int) -> DecisionZone:
+        """The gauge's `zone` as decisions read it: hard is soft while a restart would free
+        nothing."""
         # Past the whole window nothing can be sent: that stays hard whatever happens.
         if zone is Zone.HARD and tokens < self.window and not self.restart_makes_room():
-            return Zone.SOFT
-        return zone
+            return DecisionZone.SOFT
+        return DecisionZone(zone.value)
 
     def restart_makes_room(self) -> bool:
         """A fresh session after a restart starts at its system prompt and checkpoint.

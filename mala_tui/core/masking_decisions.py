@@ -32,7 +32,14 @@ from typing import Final
 
 from mala_tui.core import events as ev
 from mala_tui.core.actions import ApplyMask, SendPrompt, StopTurn
-from mala_tui.core.manager_state import ManagerState, Outcome, PendingMask, StopFor, news_key
+from mala_tui.core.manager_state import (
+    DecisionZone,
+    ManagerState,
+    Outcome,
+    PendingMask,
+    StopFor,
+    news_key,
+)
 from mala_tui.core.mask_economics import pays_for_itself, write_price
 from mala_tui.core.masking import MaskPlan, call_key, maskable, placeholder, plan_masking
 from mala_tui.core.observations import MaskConfirmed, MaskFailed, ToolResultSeen
@@ -40,7 +47,6 @@ from mala_tui.core.operator_messages import Delivery
 from mala_tui.core.phases import Cause, IllegalTransition, ManageMode, Phase, Trigger
 from mala_tui.core.prompts import PromptKind
 from mala_tui.core.restart_flow import RestartFlow
-from mala_tui.core.usage import Zone
 
 #: Share of the window that results the agent fetched again may keep unmasked.
 NEEDED_SHARE: Final = 0.10
@@ -99,7 +105,7 @@ class MaskingDecisions:
         """In the soft zone, a mask waits until it pays for its cache rewrite
         (core.mask_economics), but never past halfway from soft to hard: a window kept
         near hard is one large result away from a restart, which costs far more."""
-        if self._state.zone_of(tokens) is not Zone.SOFT:
+        if self._state.decision_zone_of(tokens) is not DecisionZone.SOFT:
             return True
         halfway = (self._state.limits.soft_threshold + self._state.limits.hard_threshold) / 2
         if tokens >= halfway * self._state.window:
@@ -118,7 +124,7 @@ class MaskingDecisions:
         refreshed = self._state.cache_refreshed_at
         if refreshed is None or not self._state.cache_cold(at):
             return None
-        if self._state.zone_of(tokens) is not Zone.SOFT:
+        if self._state.decision_zone_of(tokens) is not DecisionZone.SOFT:
             return None
         return at - refreshed
 
@@ -243,8 +249,8 @@ class MaskingDecisions:
         ):
             return Outcome()
         projected = self._state.projected_tokens()
-        zone = self._state.zone_of(projected)
-        if zone is Zone.NORMAL:
+        zone = self._state.decision_zone_of(projected)
+        if zone is DecisionZone.NORMAL:
             return Outcome()
         # Results still on their way are the newest: they count among those kept.
         arriving = sum(
@@ -253,7 +259,7 @@ class MaskingDecisions:
             if not self._state.transcript.has_result(tool_id)
         )
         keep = max(0, self._state.limits.keep_recent_observations - arriving)
-        if zone is Zone.SOFT:
+        if zone is DecisionZone.SOFT:
             free = self._idle_if_cold(obs.at, projected) is not None
             plan = self.plan_mask(
                 projected - self._target_tokens(),
@@ -287,9 +293,9 @@ class MaskingDecisions:
 
     def _act_at_clean_point(self, at: float) -> Outcome:
         projected = self._state.projected_tokens()
-        zone = self._state.zone_of(projected)
+        zone = self._state.decision_zone_of(projected)
         hard = self._state.hard_tokens()
-        if zone is not Zone.NORMAL:
+        if zone is not DecisionZone.NORMAL:
             idle = self._idle_if_cold(at, projected)
             plan = self.plan_mask(
                 projected - self._target_tokens(), Cause.PROJECTION, any_size=idle is not None
@@ -304,7 +310,7 @@ class MaskingDecisions:
                     resume_after=True,
                     idle_seconds=idle,
                 )
-        if zone is Zone.HARD:
+        if zone is DecisionZone.HARD:
             # Old results cannot make room: mask the new ones too, so that the request
             # that winds the agent down fits, and never send them past the threshold.
             everything = self.plan_mask(projected, Cause.PROJECTION, keep_recent=0, any_size=True)

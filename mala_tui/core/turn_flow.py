@@ -19,7 +19,14 @@ from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus, SendPrompt
 from mala_tui.core.calibration import Calibration
 from mala_tui.core.checkpoint import CheckpointError, extract_checkpoint
-from mala_tui.core.manager_state import Fork, ManagerState, Outcome, StopFor, TurnState
+from mala_tui.core.manager_state import (
+    DecisionZone,
+    Fork,
+    ManagerState,
+    Outcome,
+    StopFor,
+    TurnState,
+)
 from mala_tui.core.masking import call_key
 from mala_tui.core.masking_decisions import MaskingDecisions
 from mala_tui.core.message_events import compaction_event, message_events
@@ -39,7 +46,7 @@ from mala_tui.core.prompts import PromptKind
 from mala_tui.core.recovery import Recovery
 from mala_tui.core.restart_flow import RestartFlow
 from mala_tui.core.transcript import Role, Transcript
-from mala_tui.core.usage import ContextUsage, Zone, estimate_tokens
+from mala_tui.core.usage import ContextUsage, estimate_tokens
 from mala_tui.core.window import WindowSource
 
 #: A turn's end that is the agent's own: its task is finished.
@@ -257,14 +264,14 @@ class TurnFlow:
             return Outcome()
         if self._state.phase is Phase.RUNNING:
             return self._pressure_decision(at, usage)
-        if self._state.phase is Phase.MASKING and self._zone_now(usage) is Zone.HARD:
+        if self._state.phase is Phase.MASKING and self._decision_zone(usage) is DecisionZone.HARD:
             # The window jumped past hard before the mask landed: wind down instead.
             if self._state.manage is ManageMode.FULL:
                 self._state.pending.mask = None
             return self._restart_flow.wind_down(at, usage.tokens, Cause.HARD_THRESHOLD)
         return Outcome()
 
-    def _zone_now(self, usage: ContextUsage) -> Zone:
+    def _decision_zone(self, usage: ContextUsage) -> DecisionZone:
         return self._state.decision_zone(
             usage.zone(self._state.limits.soft_threshold, self._state.limits.hard_threshold),
             usage.tokens,
@@ -275,10 +282,10 @@ class TurnFlow:
             return self._restart_flow.emergency(
                 at, f"usage {usage.tokens} tokens is past the {self._state.window} window"
             )
-        zone = self._zone_now(usage)
-        if zone is Zone.HARD and self._state.manage is ManageMode.FULL:
+        zone = self._decision_zone(usage)
+        if zone is DecisionZone.HARD and self._state.manage is ManageMode.FULL:
             return self._restart_flow.wind_down(at, usage.tokens, Cause.HARD_THRESHOLD)
-        if zone is not Zone.NORMAL:
+        if zone is not DecisionZone.NORMAL:
             return self._masking.mask(at, usage.tokens, Trigger.SOFT_PRESSURE, Cause.SOFT_THRESHOLD)
         self._state.pending.skip_reason = None
         return Outcome()

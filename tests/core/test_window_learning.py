@@ -16,6 +16,7 @@ import pytest
 from mala_tui.core import events as ev
 from mala_tui.core.actions import ApplyMask, SendPrompt, StartFreshSession, StopTurn
 from mala_tui.core.manager import ContextManager, Outcome
+from mala_tui.core.manager_state import DecisionZone
 from mala_tui.core.observations import (
     MaskConfirmed,
     MessageObserved,
@@ -27,7 +28,7 @@ from mala_tui.core.observations import (
 from mala_tui.core.phases import Phase
 from mala_tui.core.prompts import PromptKind
 from mala_tui.core.transcript import Message, Role, TextBlock
-from mala_tui.core.usage import CallUsage, estimate_tokens
+from mala_tui.core.usage import CallUsage, ContextUsage, UsageSource, Zone, estimate_tokens
 from mala_tui.core.window import RefusalBounds, WindowSource, learn_from_refusal
 from mala_tui.prompt_files import load_prompts
 from tests.core.phase_now import phase_now
@@ -309,3 +310,17 @@ def test_the_batch_minimum_scales_down_with_a_small_window() -> None:
     played = play(m, model, reads=8, size=24_000)
     assert played.masks >= 1 and played.restarts == 0 and model.refused == 0
     assert model.peak < 0.8 * 50_000
+
+
+def test_the_decision_zone_reads_hard_as_soft_where_a_restart_frees_nothing() -> None:
+    m = reader(max_restarts=5)
+    play(m, Gateway(window=17_000), reads=16, size=2_000)
+    state = m._state
+    assert not state.restart_makes_room()
+    limits = state.limits
+    past_hard = state.hard_tokens() + 1
+    gauge = ContextUsage(past_hard, state.window, UsageSource.PER_CALL)
+    assert gauge.zone(limits.soft_threshold, limits.hard_threshold) is Zone.HARD
+    assert state.decision_zone_of(past_hard) is DecisionZone.SOFT
+    # Past the whole window nothing can be sent: hard for decisions too.
+    assert state.decision_zone_of(state.window) is DecisionZone.HARD
