@@ -204,7 +204,7 @@ async def _attached(
             return
         detached.append(cause)
         if apps:
-            apps[0].call_later(apps[0].action_detach)  # the app's exit restores the terminal
+            apps[0].call_later(apps[0].close_console)  # the app's exit restores the terminal
         else:
             main.cancel()
 

@@ -291,6 +291,14 @@ class MalaApp(App[int]):
             self.detached = True
             self.exit(0)
 
+    def close_console(self) -> None:
+        """This console goes (its terminal closed, a signal to detach): detached while the
+        run goes on; once the run has ended there is nothing to detach from, and it leaves.
+        Never a no-op: an app left running on a terminal that is gone spins."""
+        if self.attached and self.controller.live:
+            self.detached = True
+        self.exit(0)
+
     def stop_and_exit(self, *, ask: bool = True) -> None:
         """Stop every session with the run, then exit once the run has ended. `ask`: False
         when the run was told already (a signal the run's host got too)."""

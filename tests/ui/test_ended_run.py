@@ -294,3 +294,15 @@ async def test_help_says_what_ctrl_q_and_q_do(tmp_path: Path) -> None:
         text = screen_text(app)
         assert "Quit  the same as q" in text and "command prompt" not in text
         assert "Quit  leave; while sessions run" in text
+
+
+async def test_a_console_whose_terminal_closes_after_the_run_ended_leaves(tmp_path: Path) -> None:
+    """SIGHUP after the run's end: a detach, which an ended run no longer offers, did
+    nothing, and the app spun on a terminal that was gone (seen at 25% CPU for an hour)."""
+    folder, _, _ = journaled_run(tmp_path, ended=True)
+    app = console(folder, tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await eventually(lambda: not app.controller.live, what="the run seen over")
+        app.close_console()  # what the console's SIGHUP handler asks of it
+        await settled(pilot)
+    assert app.return_code == 0 and not app.detached
