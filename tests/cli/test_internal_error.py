@@ -15,7 +15,7 @@ from mala_tui.commands import runs_cmd
 from mala_tui.commands.internal_error import report_internal_error
 from mala_tui.core import events as ev
 from mala_tui.runtime.journal.writer import EVENTS_FILE, forget_opened_runs, list_runs, read_events
-from mala_tui.runtime.run import supervisor as supervisor_module
+from mala_tui.runtime.run import slots as slots_module
 
 
 def open_files() -> set[str]:
@@ -47,7 +47,7 @@ def test_an_error_inside_a_run_is_logged_in_its_folder_and_the_journal_is_ended(
     async def broken(*_args: object) -> None:
         raise RuntimeError("a bug in the supervisor")
 
-    monkeypatch.setattr(supervisor_module.Supervisor, "_run_in_slot", broken)
+    monkeypatch.setattr(slots_module.Slots, "_run_in_slot", broken)
     data = tmp_path / "data"
     code = cli.main(
         ["run", "a task", "--headless", "--cwd", str(tmp_path), "--data-dir", str(data)]

@@ -266,7 +266,10 @@ async def test_a_prompt_over_the_window_gets_the_400_and_the_sdk_says_prompt_too
 ) -> None:
     scenario = load_scenario("quickstart")
     async with LoopbackServer(scenario, window=8_000, response_delay_s=0) as small:
-        (turn,) = await run_session(options(small.base_url, tmp_path, scenario), scenario.task)
+        # Compaction off, as mala-tui's main thread has it: the refusal ends the turn (with it
+        # on, the CLI compacts after the 400 and goes on).
+        off = options(small.base_url, tmp_path, scenario, env_options={"auto_compact": False})
+        (turn,) = await run_session(off, scenario.task)
     failed = [m for m in turn if isinstance(m, AssistantMessage) and m.error]
     assert [m.error for m in failed] == ["invalid_request"]
     result = result_of(turn)

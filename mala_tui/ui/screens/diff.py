@@ -54,8 +54,9 @@ class DiffScreen(Screen[None]):
         against = f"the merge-base with {tree.base}" if tree.base else tree.base_commit[:10]
         yield Static(
             literal(
-                f"{self.session_name} \u00b7 diff of {tree.path} (branch {tree.branch}) "
-                f"against {against}",
+                # What it is compared with first: a long worktree path is what gets cut.
+                f"{self.session_name} \u00b7 diff against {against} \u00b7 branch "
+                f"{tree.branch} \u00b7 {tree.path}",
                 one_line=True,
             ),
             id="title",
