@@ -8,6 +8,7 @@ the question. `serve` records where it listens (not its token) for the notifiers
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import stat
@@ -194,8 +195,28 @@ async def opened(
     ) as client:
         yield client, asked, console
         # The stand-in app ("true") ends before it ever speaks textual-serve's protocol,
-        # which then never finishes its tab: nothing of it is left to close.
+        # which then never finishes its tab: its process is waited for and its reader
+        # ended here, or the process's transport is collected later, in another test.
+        for tab in list(console.tabs):
+            await close_tab(tab)
         console.tabs.clear()
+
+
+async def close_tab(tab: Any) -> None:
+    """A tab whose app ended before it spoke: its process reaped, its pipes closed."""
+    process = tab._process
+    task = tab._task
+    if task is not None:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await task
+    if process is not None:
+        with contextlib.suppress(ProcessLookupError):
+            process.kill()
+        await process.wait()
+        transport = getattr(process, "_transport", None)
+        if transport is not None:
+            transport.close()
 
 
 async def test_a_tab_opened_at_a_waiting_question_starts_its_app_at_that_question(
