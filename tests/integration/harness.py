@@ -93,3 +93,27 @@ def alive(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+def big_reader(count: int, final_answer: str) -> Scenario:
+    """A main agent whose one foreground subagent, S, reads `count` big files (72 KB
+    each, about 18,000 tokens) and reports `final_answer`: a subagent whose window fills."""
+    return Scenario.model_validate(
+        {
+            "name": "big-reader",
+            "task": f"Have a helper read the {count} big files and sum up its report.",
+            "final_answer": "Summary: the helper reported.",
+            "workspace": {"files": [{"path": "big/f{i:02d}.txt", "count": count, "size": 72_000}]},
+            "steps": [
+                {"tool": "Agent", "subagent": "S", "background": False, "description": "Read big"}
+            ],
+            "subagents": [
+                {
+                    "name": "S",
+                    "task": f"Read the {count} big files and report.",
+                    "final_answer": final_answer,
+                    "steps": [{"tool": "Read", "path": "big/f{i:02d}.txt", "count": count}],
+                }
+            ],
+        }
+    )

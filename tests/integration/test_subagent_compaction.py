@@ -18,31 +18,14 @@ import pytest
 from mala_tui.core import events as ev
 from mala_tui.core.events.subagents import SubagentEnd
 from mala_tui.core.view import RunState
-from mala_tui.loopback import LoopbackServer, Scenario, materialize_workspace, offline_cli_env
+from mala_tui.loopback import LoopbackServer, materialize_workspace, offline_cli_env
 from mala_tui.runtime.journal.writer import list_runs, read_events
+from tests.integration.harness import big_reader
 from tests.integration.test_run_command import run_cli
 
 pytestmark = pytest.mark.integration
 
-READER = Scenario.model_validate(
-    {
-        "name": "big-reader",
-        "task": "Have a helper read the twelve big files and sum up its report.",
-        "final_answer": "Summary: the helper read every big file.",
-        "workspace": {"files": [{"path": "big/f{i:02d}.txt", "count": 12, "size": 72_000}]},
-        "steps": [
-            {"tool": "Agent", "subagent": "S", "background": False, "description": "Read big"}
-        ],
-        "subagents": [
-            {
-                "name": "S",
-                "task": "Read the twelve big files and report.",
-                "final_answer": "all twelve big files read.",
-                "steps": [{"tool": "Read", "path": "big/f{i:02d}.txt", "count": 12}],
-            }
-        ],
-    }
-)
+READER = big_reader(12, "all twelve big files read.")
 
 
 async def test_a_foreground_subagent_past_its_window_compacts_and_reports(
@@ -52,10 +35,7 @@ async def test_a_foreground_subagent_past_its_window_compacts_and_reports(
     materialize_workspace(READER, workspace)
     async with LoopbackServer(READER, response_delay_s=0) as server:
         # The environment a user's own CLI would have: its compaction on (the default).
-        env = dict(
-            os.environ, **offline_cli_env(server.base_url, tmp_path / "home", auto_compact=True)
-        )
-        env.pop("DISABLE_AUTO_COMPACT", None)
+        env = dict(os.environ, **offline_cli_env(server.base_url, tmp_path / "home"))
         env["MALA_TUI_STORAGE__DATA_DIR"] = str(tmp_path / "data")
         code, out, err = await run_cli(
             "--set",

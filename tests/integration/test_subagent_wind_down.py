@@ -18,31 +18,14 @@ import pytest
 
 from mala_tui.core import events as ev
 from mala_tui.core.view import RunState
-from mala_tui.loopback import LoopbackServer, Scenario, materialize_workspace, offline_cli_env
+from mala_tui.loopback import LoopbackServer, materialize_workspace, offline_cli_env
 from mala_tui.runtime.journal.writer import list_runs, read_events
+from tests.integration.harness import big_reader
 from tests.integration.test_run_command import run_cli
 
 pytestmark = pytest.mark.integration
 
-READER = Scenario.model_validate(
-    {
-        "name": "sub-reader",
-        "task": "Have a helper read the three big files and sum up its report.",
-        "final_answer": "Summary: the helper reported.",
-        "workspace": {"files": [{"path": "big/f{i:02d}.txt", "count": 3, "size": 72_000}]},
-        "steps": [
-            {"tool": "Agent", "subagent": "S", "background": False, "description": "Read big"}
-        ],
-        "subagents": [
-            {
-                "name": "S",
-                "task": "Read the three big files and report.",
-                "final_answer": "the big files read.",
-                "steps": [{"tool": "Read", "path": "big/f{i:02d}.txt", "count": 3}],
-            }
-        ],
-    }
-)
+READER = big_reader(3, "the big files read.")
 
 
 async def test_a_subagent_is_wound_down_and_a_result_that_would_overflow_is_withheld(
