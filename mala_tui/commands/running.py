@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from mala_tui.config import Settings
     from mala_tui.core import events as ev
     from mala_tui.runtime.consoles.channel import ControlChannel
-    from mala_tui.runtime.consoles.notify import NotifyCommand, NotifyPost
+    from mala_tui.runtime.consoles.notify import Notifier
     from mala_tui.runtime.run.run_types import RunResult
     from mala_tui.runtime.run.signals import Shutdown
     from mala_tui.runtime.run.supervisor import Supervisor
@@ -236,10 +236,16 @@ async def hosted(supervisor: Supervisor, out: TextIO, ready: int) -> RunResult |
         await channel.close()
 
 
-def _notifiers(supervisor: Supervisor, channel: ControlChannel) -> list[NotifyCommand | NotifyPost]:
+def _notifiers(supervisor: Supervisor, channel: ControlChannel) -> list[Notifier]:
     """`ui.notify_command` and `ui.notify_url`, told when the run needs a person and no
     console is attached; each notice links to its question on the data folder's `serve`."""
-    from mala_tui.runtime.consoles.notify import NotifyCommand, NotifyFormat, NotifyPost
+    from mala_tui.runtime.consoles.notify import (
+        Notifier,
+        NotifyCommand,
+        NotifyFormat,
+        NotifyPost,
+        Sender,
+    )
     from mala_tui.runtime.consoles.serve_record import notice_address
 
     ui = supervisor.settings.ui
@@ -256,30 +262,23 @@ def _notifiers(supervisor: Supervisor, channel: ControlChannel) -> list[NotifyCo
     def address(question: str) -> str:
         return notice_address(data_dir, run_id, question)
 
-    notifiers: list[NotifyCommand | NotifyPost] = []
+    senders: list[Sender] = []
     if ui.notify_command.strip():
         attach = f"mala-tui attach {run_id} --data-dir {shlex.quote(str(data_dir))}"
-        notifiers.append(
-            NotifyCommand(
-                ui.notify_command,
-                run_id=run_id,
-                consoles=lambda: channel.consoles,
-                record=record,
-                attach=attach,
-                address=address,
-            )
-        )
+        senders.append(NotifyCommand(ui.notify_command, run_id=run_id, attach=attach))
     if ui.notify_url:
-        notifiers.append(
-            NotifyPost(
-                ui.notify_url,
-                form=NotifyFormat(ui.notify_format),
-                run_id=run_id,
-                consoles=lambda: channel.consoles,
-                record=record,
-                address=address,
-            )
+        form = NotifyFormat(ui.notify_format)
+        senders.append(NotifyPost(ui.notify_url, run_id=run_id, form=form))
+    notifiers = [
+        Notifier(
+            sender,
+            run_id=run_id,
+            consoles=lambda: channel.consoles,
+            record=record,
+            address=address,
         )
+        for sender in senders
+    ]
     supervisor.listeners.events.extend(notifiers)
     return notifiers
 

@@ -18,7 +18,7 @@ from aiohttp import web
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.usage import UsageSource
-from mala_tui.runtime.consoles.notify import NotifyCommand, NotifyPost
+from mala_tui.runtime.consoles.notify import Notifier, NotifyCommand, NotifyPost
 from mala_tui.runtime.consoles.serve_record import (
     SERVE_FILE,
     forget_serve,
@@ -29,18 +29,18 @@ from mala_tui.runtime.consoles.serve_record import (
 from tests.integration.harness import alive
 from tests.support.polling import eventually
 
+RUN = "20250101-000000-abcd"
 ASKED = ev.PermissionRequested(
     at=1.0, session="fix; rm -rf /", request_id="1", tool="Bash", summary="ls", input_text="ls"
 )
 
 
-def notifier(command: str, consoles: list[int], recorded: list[ev.Event]) -> NotifyCommand:
-    return NotifyCommand(
-        command,
-        run_id="20250101-000000-abcd",
+def notifier(command: str, consoles: list[int], recorded: list[ev.Event]) -> Notifier:
+    return Notifier(
+        NotifyCommand(command, run_id=RUN, attach=f"mala-tui attach {RUN}"),
+        run_id=RUN,
         consoles=lambda: consoles[0],
         record=recorded.append,
-        attach="mala-tui attach 20250101-000000-abcd",
     )
 
 
@@ -94,13 +94,11 @@ async def test_a_command_that_overruns_is_killed_with_what_its_shell_started(
     # The shell starts a child and waits for it: killing the shell alone would leave it.
     command = f"sleep 300 & echo $! > {shlex.quote(str(spawned))}; wait"
     recorded: list[ev.Event] = []
-    notify = NotifyCommand(
-        command,
-        run_id="20250101-000000-abcd",
+    notify = Notifier(
+        NotifyCommand(command, run_id=RUN, attach=f"mala-tui attach {RUN}", timeout=0.5),
+        run_id=RUN,
         consoles=lambda: 0,
         record=recorded.append,
-        attach="mala-tui attach 20250101-000000-abcd",
-        timeout=0.5,
     )
     notify(ASKED)
     await eventually(lambda: spawned.is_file() and spawned.read_text().strip(), what="the child")
@@ -122,12 +120,11 @@ async def test_mala_url_links_to_the_question_while_a_serve_of_the_data_folder_r
     def address(question: str) -> str:
         return notice_address(data, "20250101-000000-abcd", question)
 
-    notify = NotifyCommand(
-        command,
-        run_id="20250101-000000-abcd",
+    notify = Notifier(
+        NotifyCommand(command, run_id=RUN, attach=f"mala-tui attach {RUN}"),
+        run_id=RUN,
         consoles=lambda: 0,
         record=lambda event: None,
-        attach="mala-tui attach 20250101-000000-abcd",
         address=address,
     )
     notify(ASKED)  # no serve yet: empty
@@ -181,13 +178,12 @@ class Flaky:
             await runner.cleanup()
 
 
-def poster(url: str, recorded: list[ev.Event]) -> NotifyPost:
-    return NotifyPost(
-        url,
-        run_id="20250101-000000-abcd",
+def poster(url: str, recorded: list[ev.Event]) -> Notifier:
+    return Notifier(
+        NotifyPost(url, run_id=RUN, pause=0.01),
+        run_id=RUN,
         consoles=lambda: 0,
         record=recorded.append,
-        pause=0.01,
     )
 
 

@@ -25,7 +25,7 @@ from yarl import URL
 
 from mala_tui.core import events as ev
 from mala_tui.core.permissions import AnsweredBy, PermissionAnswer
-from mala_tui.runtime.consoles.notify import NotifyFormat, NotifyPost
+from mala_tui.runtime.consoles.notify import Notifier, NotifyFormat, NotifyPost
 from mala_tui.runtime.consoles.serve_record import SERVE_FILE, notice_address
 from mala_tui.runtime.consoles.sockets import HostRecord, bind_socket, write_host_file
 from mala_tui.web.access import cookie_name, new_token
@@ -104,9 +104,8 @@ def test_a_notice_links_to_its_question_which_opens_with_the_cookie_or_the_token
                 receiver = Receiver()
                 runner, url = await receiving(receiver)
                 try:
-                    notify = NotifyPost(
-                        url,
-                        form=NotifyFormat.NTFY,
+                    notify = Notifier(
+                        NotifyPost(url, run_id=RUN, form=NotifyFormat.NTFY),
                         run_id=RUN,
                         consoles=lambda: 0,
                         record=lambda event: None,

@@ -47,7 +47,7 @@ import time
 from collections.abc import Callable
 from email.header import Header
 from enum import StrEnum
-from typing import ClassVar, Final
+from typing import Final, Protocol
 from urllib.parse import urlsplit
 
 import aiohttp
@@ -76,15 +76,23 @@ def _no_address(question: str) -> str:
     return ""
 
 
-class _Notifier:
-    """An event listener of the run's host: tells someone when a person is needed and no
-    console is there to see it, each notice in a task of its own."""
+class Sender(Protocol):
+    """One way of telling a notice: `send` says what went wrong in a few words ("" when it
+    went well); `what` is the setting it comes from, as a warning names it."""
 
-    what: ClassVar[str]
-    """The setting, as a warning names it."""
+    what: str
+
+    async def send(self, notice: Notice, url: str) -> str: ...
+
+
+class Notifier:
+    """An event listener of the run's host: when a person is needed and no console is there
+    to see it, tells it through its sender, each notice in a task of its own, and journals
+    a warning when that fails."""
 
     def __init__(
         self,
+        sender: Sender,
         *,
         run_id: str,
         consoles: Callable[[], int],
@@ -92,6 +100,7 @@ class _Notifier:
         address: Address = _no_address,
         clock: Callable[[], float] = time.time,
     ) -> None:
+        self.sender = sender
         self.run_id = run_id
         self._consoles = consoles
         self._record = record
@@ -115,20 +124,16 @@ class _Notifier:
         task.add_done_callback(self._running.discard)
 
     async def _tell(self, notice: Notice, url: str) -> None:
-        problem = await self._send(notice, url)
+        problem = await self.sender.send(notice, url)
         if problem:
             self._record(
                 ev.WarningRecorded(
                     at=self._clock(),
                     session=notice.session,
                     where=ev.Where.NOTIFY,
-                    message=f"{self.what} {problem}",
+                    message=f"{self.sender.what} {problem}",
                 )
             )
-
-    async def _send(self, notice: Notice, url: str) -> str:
-        """Tell it; what went wrong in a few words, "" when it went well."""
-        raise NotImplementedError
 
     async def close(self) -> None:
         """Wait for the notices still being told (each is bounded by its timeouts)."""
@@ -136,31 +141,20 @@ class _Notifier:
             await asyncio.wait(set(self._running))
 
 
-class NotifyCommand(_Notifier):
+class NotifyCommand:
     """`ui.notify_command`: run when a person is needed and no console is attached."""
 
     what = "ui.notify_command"
 
     def __init__(
-        self,
-        command: str,
-        *,
-        run_id: str,
-        consoles: Callable[[], int],
-        record: Callable[[ev.Event], object],
-        attach: str,
-        address: Address = _no_address,
-        clock: Callable[[], float] = time.time,
-        timeout: float = NOTIFY_SECONDS,
+        self, command: str, *, run_id: str, attach: str, timeout: float = NOTIFY_SECONDS
     ) -> None:
-        super().__init__(
-            run_id=run_id, consoles=consoles, record=record, address=address, clock=clock
-        )
         self.command = command
+        self.run_id = run_id
         self.timeout = timeout
         self._attach = attach
 
-    async def _send(self, notice: Notice, url: str) -> str:
+    async def send(self, notice: Notice, url: str) -> str:
         env = dict(
             os.environ,
             MALA_NOTICE=redact(notice.text),
@@ -254,7 +248,7 @@ def _header(text: str) -> str:
     return Header(one_line, "utf-8").encode(maxlinelen=10_000)
 
 
-class NotifyPost(_Notifier):
+class NotifyPost:
     """`ui.notify_url`: each notice POSTed while no console is attached (ntfy, or JSON)."""
 
     what = "ui.notify_url"
@@ -263,19 +257,13 @@ class NotifyPost(_Notifier):
         self,
         url: str,
         *,
-        form: NotifyFormat = NotifyFormat.AUTO,
         run_id: str,
-        consoles: Callable[[], int],
-        record: Callable[[ev.Event], object],
-        address: Address = _no_address,
-        clock: Callable[[], float] = time.time,
+        form: NotifyFormat = NotifyFormat.AUTO,
         timeout: float = POST_SECONDS,
         tries: int = POST_TRIES,
         pause: float = POST_PAUSE,
     ) -> None:
-        super().__init__(
-            run_id=run_id, consoles=consoles, record=record, address=address, clock=clock
-        )
+        self.run_id = run_id
         self.url = url
         self.form = post_format(url, form)
         self.timeout = timeout
@@ -284,7 +272,7 @@ class NotifyPost(_Notifier):
         # Named by its host only: the path of an ntfy URL is its topic, as good as a password.
         self._where = urlsplit(url).hostname or "its server"
 
-    async def _send(self, notice: Notice, url: str) -> str:
+    async def send(self, notice: Notice, url: str) -> str:
         body, headers = post_body(notice, url, self.run_id, self.form)
         problem, pause = "", self.pause
         timeout = aiohttp.ClientTimeout(total=self.timeout)
