@@ -31,7 +31,7 @@ from mala_tui.core.observations import Command
 from mala_tui.core.permissions import PermissionAnswer
 from mala_tui.core.phases import Phase
 from mala_tui.loopback import LoopbackServer, RequestRecord, Scenario
-from mala_tui.loopback.scenario import WaitSpec
+from mala_tui.loopback.scenario_sections import WaitSpec
 from mala_tui.runtime.run.supervisor import Supervisor
 
 #: What an SDK user says to an agent it interrupted, to have it go on.

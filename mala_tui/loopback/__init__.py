@@ -17,13 +17,8 @@ from mala_tui.loopback.compaction import ServerCompaction
 from mala_tui.loopback.env import offline_cli_env
 from mala_tui.loopback.faults import FaultSpec
 from mala_tui.loopback.request_log import LogSummary, RequestRecord, read_jsonl, summarize
-from mala_tui.loopback.scenario import (
-    PlannedStep,
-    Scenario,
-    ScenarioError,
-    load_scenario,
-    shipped_scenarios,
-)
+from mala_tui.loopback.scenario import Scenario, ScenarioError, load_scenario, shipped_scenarios
+from mala_tui.loopback.scenario_steps import PlannedStep
 from mala_tui.loopback.server import DEFAULT_WINDOW, MODEL_IDS, LoopbackServer
 from mala_tui.loopback.tokens import prompt_tokens
 from mala_tui.loopback.workspace import materialize_workspace

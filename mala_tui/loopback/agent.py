@@ -42,7 +42,9 @@ from typing import Any, Literal
 from mala_tui.loopback import replies
 from mala_tui.loopback.progress import Progress
 from mala_tui.loopback.request_view import RequestView
-from mala_tui.loopback.scenario import Fact, PlannedStep, Scenario, report_marker
+from mala_tui.loopback.scenario import Scenario
+from mala_tui.loopback.scenario_sections import Fact
+from mala_tui.loopback.scenario_steps import PlannedStep, report_marker
 
 ResponseKind = Literal[
     "tool_use", "checkpoint", "wind_down", "final", "compaction_summary", "waiting", "error"

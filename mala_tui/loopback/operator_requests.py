@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from mala_tui.loopback.request_view import RequestView
-from mala_tui.loopback.scenario import TOOL_NAMES, PlannedStep, ToolName
+from mala_tui.loopback.scenario_steps import TOOL_NAMES, PlannedStep, ToolName
 
 MARKER = "A message from the person supervising you"
 CLOSING = "Take it into account, then carry on with your task"

@@ -32,7 +32,7 @@ from mala_tui.loopback.operator_requests import (
     text_pieces,
 )
 from mala_tui.loopback.request_view import RequestedCall, RequestView
-from mala_tui.loopback.scenario import TOOL_NAMES, PlannedStep
+from mala_tui.loopback.scenario_steps import TOOL_NAMES, PlannedStep
 
 _HEADING = re.compile(
     r"^\s*(?:#{1,6}\s+(?P<markdown>.+?)|(?:\d+\.\s*)?(?P<label>[A-Za-z][\w /&-]{2,60}):)\s*$"

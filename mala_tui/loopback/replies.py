@@ -15,7 +15,9 @@ from pathlib import Path
 
 from mala_tui.loopback.operator_requests import SKIPPED_HEADING
 from mala_tui.loopback.request_view import RequestView
-from mala_tui.loopback.scenario import CheckpointStyle, Fact, PlannedStep, Scenario
+from mala_tui.loopback.scenario import CheckpointStyle, Scenario
+from mala_tui.loopback.scenario_sections import Fact
+from mala_tui.loopback.scenario_steps import PlannedStep
 
 # A summary describes the work in progress in detail: the results of this many latest
 # tool calls are what it is "currently working on", and their facts survive it.

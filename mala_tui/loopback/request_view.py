@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from mala_tui.loopback.scenario import SUBAGENT_TAG
+from mala_tui.loopback.scenario_steps import SUBAGENT_TAG
 from mala_tui.loopback.tokens import tool_result_text
 
 MASKED_PLACEHOLDER = re.compile(r"^\[(\w+) result masked -- (.*)\]$", re.MULTILINE)

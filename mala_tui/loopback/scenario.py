@@ -29,38 +29,43 @@ one of the ``[[subagents]]`` in the foreground (one level of nesting: that one s
 from __future__ import annotations
 
 import json
-import re
-import string
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
-from pathlib import Path, PurePosixPath
-from typing import Annotated, Any, Literal, Self
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Literal, Self
 
 from pydantic import (
-    BaseModel,
-    ConfigDict,
     Field,
     PrivateAttr,
-    StrictBool,
     ValidationError,
     field_validator,
     model_validator,
 )
 
-from mala_tui.loopback.content import ContentKind, generate_content
 from mala_tui.loopback.faults import FaultSpec
+from mala_tui.loopback.scenario_sections import (
+    Fact,
+    FactSpec,
+    SubagentSpec,
+    WaitSpec,
+    WorkspaceFile,
+    WorkspaceSpec,
+    content_with_facts,
+)
+from mala_tui.loopback.scenario_steps import (
+    TOOL_NAMES,
+    PlannedStep,
+    StepSpec,
+    StrictSpec,
+    expand_content,
+    expand_step,
+    expand_template,
+    valid_relative_path,
+)
 from mala_tui.loopback.tokens import MAX_TOKEN_RATIO
 
-ToolName = Literal["Read", "Bash", "Grep", "Glob", "Edit", "Write", "Agent"]
 CheckpointStyle = Literal["tagged", "untagged", "code_fence"]
-TOOL_NAMES: tuple[ToolName, ...] = ("Read", "Bash", "Grep", "Glob", "Edit", "Write", "Agent")
-#: What Claude Code's Agent tool is asked to start: its general-purpose agent.
-SUBAGENT_TYPE = "general-purpose"
-_SUBAGENT_NAME = r"[A-Za-z0-9][A-Za-z0-9_-]{0,39}"
-#: How an Agent call's prompt names its subagent: ``[subagent A] <task>``. The main agent
-#: recognises its Agent calls by it, and the server a subagent's requests.
-SUBAGENT_TAG = re.compile(rf"\[subagent ({_SUBAGENT_NAME})\]")
 SCENARIO_SUFFIXES = (".toml", ".json")
 SHIPPED_DIR = Path(__file__).resolve().parent / "scenarios"
 #: Largest time scale accepted: an hour a second.
@@ -71,501 +76,10 @@ class ScenarioError(ValueError):
     """A scenario that cannot be used; the message names the file and the field."""
 
 
-def _expand(template: str, number: int) -> str:
-    return template.format(i=number)
-
-
-def _check_template(value: str) -> str:
-    """A string field may use ``{i}`` (with a format spec) and nothing else in braces."""
-    for _, field_name, _, _ in string.Formatter().parse(value):
-        if field_name is not None and field_name != "i":
-            raise ValueError(f"template {value!r} uses {{{field_name}}}; only {{i}} is available")
-    try:
-        _expand(value, 1)
-    except (ValueError, IndexError) as exc:
-        raise ValueError(f"template {value!r} does not format: {exc}") from exc
-    return value
-
-
-_INDEX_FIELD = re.compile(r"\{i(?::([^{}]*))?\}")
-"""`{i}` or `{i:03d}` in file content: the only braces filled in there."""
-
-
-def _expand_content(text: str, number: int) -> str:
-    """File content (a workspace file, a Write, an Edit's strings) with `{i}` filled in
-    and every other brace kept as it is: content is code and JSON, full of braces."""
-    return _INDEX_FIELD.sub(lambda match: format(number, match.group(1) or ""), text)
-
-
-def _check_content(value: str) -> str:
-    try:
-        _expand_content(value, 1)
-    except ValueError as exc:
-        raise ValueError(f"{{i}} in {value[:60]!r} does not format: {exc}") from exc
-    return value
-
-
-def _check_relative_path(value: str) -> str:
-    path = PurePosixPath(value)
-    if not value or path.is_absolute() or ".." in path.parts:
-        raise ValueError(f"{value!r} must be a relative path inside the workspace")
-    return _check_template(value)
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class _StepSpec(_Strict):
-    id: str | None = None
-    """Step id for logs and faults; defaults to ``s`` + the step's position (``s007``)."""
-    label: str | None = None
-    """Human label; defaults to a verb and the primary argument (``read src/app.py``)."""
-    count: int = Field(default=1, ge=1, le=10_000)
-    """Generator: repeat this step ``count`` times with ``{i}`` = start, start+1, ..."""
-    start: int = 1
-    needs: list[str] = Field(default_factory=list)
-    """Ids of facts (``[[facts]]``) this step cannot be played without."""
-    after: list[str] = Field(default_factory=list)
-    """Subagents (started by earlier Agent steps) whose reports this step waits for."""
-
-    @field_validator("id", "label")
-    @classmethod
-    def check_optional_template(cls, value: str | None) -> str | None:
-        return None if value is None else _check_template(value)
-
-    @field_validator("needs", "after")
-    @classmethod
-    def check_needs(cls, value: list[str]) -> list[str]:
-        return [_check_template(item) for item in value]
-
-
-class ReadStep(_StepSpec):
-    tool: Literal["Read"]
-    path: str
-
-    @field_validator("path")
-    @classmethod
-    def check_path(cls, value: str) -> str:
-        return _check_relative_path(value)
-
-
-class BashStep(_StepSpec):
-    tool: Literal["Bash"]
-    command: str
-    description: str | None = None
-
-    @field_validator("command")
-    @classmethod
-    def check_command(cls, value: str) -> str:
-        if not value.strip() or "\n" in value:
-            raise ValueError(
-                "a command must be one non-empty line (done steps are listed one a line)"
-            )
-        return _check_template(value)
-
-
-class GrepStep(_StepSpec):
-    tool: Literal["Grep"]
-    pattern: str
-    path: str | None = None
-    glob: str | None = None
-    output_mode: Literal["content", "files_with_matches", "count"] | None = None
-
-    @field_validator("pattern", "glob")
-    @classmethod
-    def check_pattern(cls, value: str | None) -> str | None:
-        return None if value is None else _check_template(value)
-
-    @field_validator("path")
-    @classmethod
-    def check_path(cls, value: str | None) -> str | None:
-        return None if value is None else _check_relative_path(value)
-
-
-class GlobStep(_StepSpec):
-    tool: Literal["Glob"]
-    pattern: str
-    path: str | None = None
-
-    @field_validator("pattern")
-    @classmethod
-    def check_pattern(cls, value: str) -> str:
-        return _check_template(value)
-
-    @field_validator("path")
-    @classmethod
-    def check_path(cls, value: str | None) -> str | None:
-        return None if value is None else _check_relative_path(value)
-
-
-class EditStep(_StepSpec):
-    tool: Literal["Edit"]
-    path: str
-    old: str
-    new: str
-
-    @field_validator("path")
-    @classmethod
-    def check_path(cls, value: str) -> str:
-        return _check_relative_path(value)
-
-    @field_validator("old", "new")
-    @classmethod
-    def check_strings(cls, value: str) -> str:
-        return _check_content(value)
-
-
-class WriteStep(_StepSpec):
-    tool: Literal["Write"]
-    path: str
-    content: str | None = None
-    """Literal content; or give ``size`` for generated content of that many bytes."""
-    size: int | None = Field(default=None, ge=1, le=5_000_000)
-    kind: ContentKind = "text"
-
-    @field_validator("path")
-    @classmethod
-    def check_path(cls, value: str) -> str:
-        return _check_relative_path(value)
-
-    @field_validator("content")
-    @classmethod
-    def check_content(cls, value: str | None) -> str | None:
-        return None if value is None else _check_content(value)
-
-    @model_validator(mode="after")
-    def check_content_or_size(self) -> Self:
-        if (self.content is None) == (self.size is None):
-            raise ValueError("give exactly one of content or size")
-        return self
-
-
-class AgentStep(_StepSpec):
-    """Start a subagent (``[[subagents]]``) through Claude Code's Agent tool."""
-
-    tool: Literal["Agent"]
-    subagent: str
-    """The name of the ``[[subagents]]`` entry to start (``{i}`` allowed)."""
-    background: StrictBool = True
-    """Run it in the background (the call returns at once; the report comes later)."""
-    description: str | None = None
-    """The Agent call's short description; default ``subagent <name>``."""
-
-    @field_validator("subagent", "description")
-    @classmethod
-    def check_strings(cls, value: str | None) -> str | None:
-        return None if value is None else _check_template(value)
-
-
-StepSpec = Annotated[
-    ReadStep | BashStep | GrepStep | GlobStep | EditStep | WriteStep | AgentStep,
-    Field(discriminator="tool"),
-]
-
-
-def subagent_tag(name: str) -> str:
-    """The tag an Agent call's prompt starts with: ``[subagent NAME]``."""
-    return f"[subagent {name}]"
-
-
-def report_marker(name: str) -> str:
-    """What a subagent's report starts with, and what the main agent looks for."""
-    return f"REPORT {name}:"
-
-
-class SubagentSpec(_Strict):
-    """A subagent an Agent step starts: its own task, steps and report."""
-
-    name: str = Field(pattern=rf"^{_SUBAGENT_NAME}$")
-    """Letters, digits, '-' and '_' (at most 40): the Agent step's ``subagent``."""
-    task: str = Field(min_length=1)
-    """What the subagent is asked to do: the Agent call's prompt after its tag."""
-    steps: list[StepSpec] = Field(min_length=1)
-    final_answer: str = Field(min_length=1)
-    """The report; ``REPORT <name>:`` is put in front of it unless it starts with it."""
-    fail: StrictBool = False
-    """The subagent reports that it failed: ``REPORT <name>: FAILED: <final_answer>``."""
-
-    def started(self) -> list[tuple[int, AgentStep, str]]:
-        """The subagents this one starts: (step index, Agent step, name), ``{i}`` filled in."""
-        return [
-            (index, step, _expand(step.subagent, i))
-            for index, step in enumerate(self.steps)
-            if isinstance(step, AgentStep)
-            for i in range(step.start, step.start + step.count)
-        ]
-
-    @property
-    def report(self) -> str:
-        """The subagent's final answer as it gives it: the marker first."""
-        marker = report_marker(self.name)
-        body = self.final_answer.removeprefix(marker).strip()
-        if self.fail:
-            body = f"FAILED: {body}"
-        return f"{marker} {body}"
-
-
-class WorkspaceFile(_Strict):
-    """A file to generate in the workspace (or ``count`` files from a template)."""
-
-    path: str
-    size: int | None = Field(default=None, ge=0, le=5_000_000)
-    """Bytes of generated content; or give ``content``."""
-    content: str | None = None
-    kind: ContentKind = "text"
-    count: int = Field(default=1, ge=1, le=10_000)
-    start: int = 1
-
-    @field_validator("path")
-    @classmethod
-    def check_path(cls, value: str) -> str:
-        return _check_relative_path(value)
-
-    @field_validator("content")
-    @classmethod
-    def check_content(cls, value: str | None) -> str | None:
-        return None if value is None else _check_content(value)
-
-    @model_validator(mode="after")
-    def check_content_or_size(self) -> Self:
-        if (self.content is None) == (self.size is None):
-            raise ValueError("give exactly one of content or size")
-        return self
-
-
-class WorkspaceSpec(_Strict):
-    files: list[WorkspaceFile] = Field(default_factory=list)
-
-
 _OUTPUT_TOOLS = frozenset({"Read", "Bash", "Grep"})
 
 
-_FACT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-
-
-class FactSpec(_Strict):
-    """One line of a workspace file that a later step needs to see again (or ``count``
-    of them from a template: ``{i}`` in the id, path, text and source)."""
-
-    id: str
-    path: str
-    """The workspace file that holds the line."""
-    text: str = Field(min_length=8, max_length=400)
-    """The line itself; visible means this exact text is somewhere in the request."""
-    source: str | None = None
-    """Id of the step whose result shows the line; default: the step that Reads ``path``."""
-    at: float = Field(default=0.5, ge=0.0, le=1.0)
-    """Where a generated file gets the line, as a fraction of its length."""
-    count: int = Field(default=1, ge=1, le=10_000)
-    start: int = 1
-
-    @field_validator("id")
-    @classmethod
-    def check_id(cls, value: str) -> str:
-        if not _FACT_ID.match(_expand(_check_template(value), 1)):
-            raise ValueError(f"{value!r}: a fact id is letters, digits, '_', '.' and '-'")
-        return value
-
-    @field_validator("path")
-    @classmethod
-    def check_path(cls, value: str) -> str:
-        path = PurePosixPath(value)
-        if not value or path.is_absolute() or ".." in path.parts:
-            raise ValueError(f"{value!r} must be a relative path inside the workspace")
-        return _check_template(value)
-
-    @field_validator("text")
-    @classmethod
-    def check_text(cls, value: str) -> str:
-        if "\n" in value or not value.strip():
-            raise ValueError("a fact is one non-empty line")
-        return _check_template(value)
-
-    @field_validator("source")
-    @classmethod
-    def check_source(cls, value: str | None) -> str | None:
-        return None if value is None else _check_template(value)
-
-    def expanded(self) -> list[FactSpec]:
-        """One spec a fact, ``{i}`` filled in."""
-        if self.count == 1 and self.start == 1 and "{" not in self.id:
-            return [self]
-        return [
-            self.model_copy(
-                update={
-                    "id": _expand(self.id, i),
-                    "path": _expand(self.path, i),
-                    "text": _expand(self.text, i),
-                    "source": None if self.source is None else _expand(self.source, i),
-                    "count": 1,
-                    "start": 1,
-                }
-            )
-            for i in range(self.start, self.start + self.count)
-        ]
-
-
-WaitKind = Literal["permission", "pause"]
-
-
-class WaitSpec(_Strict):
-    """An operator's wait, in simulated minutes (the scenario's ``time_scale`` applies).
-
-    ``permission``: the step's tool call is one Claude Code asks permission for (a Bash
-    step, Bash then left out of the allowed tools), answered after ``minutes``.
-    ``pause``: once the step has been played, the operator pauses the session for
-    ``minutes``, then resumes it.
-    """
-
-    kind: WaitKind
-    step: str
-    """Id of the step the wait comes with."""
-    minutes: float = Field(gt=0, le=24 * 60, allow_inf_nan=False)
-
-    @property
-    def seconds(self) -> float:
-        """The wait in simulated seconds."""
-        return self.minutes * 60
-
-
-@dataclass(frozen=True)
-class Fact:
-    """A fact with its source step resolved."""
-
-    id: str
-    path: str
-    text: str
-    source: PlannedStep
-
-
-@dataclass(frozen=True)
-class PlannedStep:
-    """One concrete step of a scenario after generators are expanded.
-
-    ``primary`` is the argument that identifies the step: the workspace-relative path for
-    Read/Write/Edit, the command for Bash, the pattern for Grep/Glob.
-    """
-
-    number: int
-    id: str
-    label: str
-    tool: ToolName
-    primary: str
-    params: tuple[tuple[str, Any], ...] = ()
-    needs: tuple[str, ...] = ()
-    """Ids of the facts that must be visible before this step is played."""
-    after: tuple[str, ...] = ()
-    """Subagents whose reports must be visible before this step is played."""
-
-    @property
-    def key(self) -> tuple[str, str]:
-        """What makes this step this step: tool and primary argument."""
-        return (self.tool, self.primary)
-
-    @property
-    def done_line(self) -> str:
-        """How the agent lists the step as done: ``Read src/a.py`` or ``Bash: pytest -q``."""
-        if self.tool == "Bash":
-            return f"Bash: {self.primary}"
-        return f"{self.tool} {self.primary}"
-
-    def param(self, name: str) -> Any:
-        return dict(self.params).get(name)
-
-    def tool_input(self, workspace: Path | None) -> dict[str, Any]:
-        """The tool_use input the agent sends; paths are absolute when the workspace is known."""
-
-        def where(relative: str) -> str:
-            return str(workspace / relative) if workspace is not None else relative
-
-        params = dict(self.params)
-        if self.tool == "Read":
-            return {"file_path": where(self.primary)}
-        if self.tool == "Write":
-            return {"file_path": where(self.primary), "content": params["content"]}
-        if self.tool == "Edit":
-            return {
-                "file_path": where(self.primary),
-                "old_string": params["old"],
-                "new_string": params["new"],
-            }
-        if self.tool == "Bash":
-            return {"command": self.primary, "description": params.get("description") or self.label}
-        if self.tool == "Agent":
-            return {
-                "description": params.get("description") or f"subagent {self.primary}",
-                "prompt": f"{subagent_tag(self.primary)} {params.get('task', '')}",
-                "subagent_type": SUBAGENT_TYPE,
-                "run_in_background": bool(params.get("background", True)),
-            }
-        result: dict[str, Any] = {"pattern": self.primary}
-        if params.get("path") is not None:
-            result["path"] = where(params["path"])
-        elif workspace is not None:
-            result["path"] = str(workspace)
-        for name in ("glob", "output_mode"):
-            if params.get(name) is not None:
-                result[name] = params[name]
-        return result
-
-
-def _default_label(tool: ToolName, primary: str) -> str:
-    verb = {
-        "Read": "read",
-        "Write": "write",
-        "Edit": "edit",
-        "Bash": "run",
-        "Grep": "search for",
-        "Glob": "list",
-        "Agent": "delegate to subagent",
-    }[tool]
-    return f"{verb} {primary}"
-
-
-def _expand_step(spec: StepSpec, number: int, i: int) -> PlannedStep:
-    def fmt(value: str | None) -> str | None:
-        return None if value is None else _expand(value, i)
-
-    params: dict[str, Any]
-    if isinstance(spec, ReadStep):
-        primary, params = _expand(spec.path, i), {}
-    elif isinstance(spec, BashStep):
-        primary, params = _expand(spec.command, i), {"description": fmt(spec.description)}
-    elif isinstance(spec, GrepStep):
-        primary = _expand(spec.pattern, i)
-        params = {"path": fmt(spec.path), "glob": fmt(spec.glob), "output_mode": spec.output_mode}
-    elif isinstance(spec, GlobStep):
-        primary, params = _expand(spec.pattern, i), {"path": fmt(spec.path)}
-    elif isinstance(spec, AgentStep):
-        primary = _expand(spec.subagent, i)
-        params = {"description": fmt(spec.description), "background": spec.background}
-    elif isinstance(spec, EditStep):
-        primary, params = (
-            _expand(spec.path, i),
-            {"old": _expand_content(spec.old, i), "new": _expand_content(spec.new, i)},
-        )
-    else:
-        primary = _expand(spec.path, i)
-        content = (
-            _expand_content(spec.content, i)
-            if spec.content is not None
-            else generate_content(primary, spec.size or 0, spec.kind)
-        )
-        params = {"content": content}
-    return PlannedStep(
-        number=number,
-        id=fmt(spec.id) or f"s{number:03d}",
-        label=fmt(spec.label) or _default_label(spec.tool, primary),
-        tool=spec.tool,
-        primary=primary,
-        params=tuple((key, value) for key, value in params.items() if value is not None),
-        needs=tuple(_expand(need, i) for need in spec.needs),
-        after=tuple(_expand(name, i) for name in spec.after),
-    )
-
-
-class Scenario(_Strict):
+class Scenario(StrictSpec):
     """A scripted agent's task. Build with ``load_scenario`` or ``Scenario.model_validate``."""
 
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$")
@@ -602,7 +116,7 @@ class Scenario(_Strict):
     @field_validator("wind_down_notes")
     @classmethod
     def check_notes_path(cls, value: str | None) -> str | None:
-        return None if value is None else _check_relative_path(value)
+        return None if value is None else valid_relative_path(value)
 
     @model_validator(mode="after")
     def expand_and_cross_check(self) -> Self:
@@ -611,7 +125,7 @@ class Scenario(_Strict):
         keys: dict[tuple[str, str], int] = {}
         for index, spec in enumerate(self.steps):
             for i in range(spec.start, spec.start + spec.count):
-                step = _expand_step(spec, len(plan) + 1, i)
+                step = expand_step(spec, len(plan) + 1, i)
                 where = f"steps.{index}"
                 if step.id in ids:
                     raise ValueError(f"{where}.id: step id {step.id!r} is used twice")
@@ -822,7 +336,7 @@ class Scenario(_Strict):
 
     def _workspace_entries(self) -> list[tuple[str, WorkspaceFile]]:
         return [
-            (_expand(entry.path, i), entry)
+            (expand_template(entry.path, i), entry)
             for entry in self.workspace.files
             for i in range(entry.start, entry.start + entry.count)
         ]
@@ -833,24 +347,13 @@ class Scenario(_Strict):
         files: list[tuple[str, str]] = []
         for entry in self.workspace.files:
             for i in range(entry.start, entry.start + entry.count):
-                path = _expand(entry.path, i)
+                path = expand_template(entry.path, i)
                 if entry.content is not None:
-                    files.append((path, _expand_content(entry.content, i)))
+                    files.append((path, expand_content(entry.content, i)))
                     continue
                 facts = [fact for _, fact in self._fact_specs() if fact.path == path]
-                files.append((path, _with_facts(path, entry.size or 0, entry.kind, facts)))
+                files.append((path, content_with_facts(path, entry.size or 0, entry.kind, facts)))
         return files
-
-
-def _with_facts(path: str, size: int, kind: ContentKind, facts: list[FactSpec]) -> str:
-    """Generated content of ``size`` bytes with each fact's line inserted where it asks."""
-    if not facts:
-        return generate_content(path, size, kind)
-    extra = sum(len(fact.text) + 1 for fact in facts)
-    lines = generate_content(path, max(0, size - extra), kind).splitlines()
-    for fact in sorted(facts, key=lambda fact: fact.at, reverse=True):
-        lines.insert(round(fact.at * len(lines)), fact.text)
-    return "\n".join(lines) + "\n"
 
 
 def shipped_scenarios() -> dict[str, Path]:
