@@ -28,6 +28,7 @@ from typing import Any
 
 from mala_tui.core import events as ev
 from mala_tui.core.observations import Command
+from mala_tui.core.operator_actions import AnswerPermission, SessionCommand
 from mala_tui.core.permissions import PermissionAnswer
 from mala_tui.core.phases import Phase
 from mala_tui.loopback import LoopbackServer, RequestRecord, Scenario
@@ -97,8 +98,12 @@ class ScriptedOperator:
     ) -> None:
         await self.permission_delay(event.tool, tool_input)
         with contextlib.suppress(KeyError):  # withdrawn meanwhile: nothing to answer
-            supervisor.answer_permission(
-                event.session, event.request_id, PermissionAnswer.ALLOW_ONCE
+            supervisor.act(
+                AnswerPermission(
+                    session=event.session,
+                    request_id=event.request_id,
+                    answer=PermissionAnswer.ALLOW_ONCE,
+                )
             )
 
     # -- pauses --------------------------------------------------------------------------
@@ -131,7 +136,7 @@ class ScriptedOperator:
 
         async def pause() -> None:
             paused.clear()
-            supervisor.command(session, Command.PAUSE)
+            supervisor.act(SessionCommand(session=session, command=Command.PAUSE))
             await paused.wait()
             # Paused at once, but the turn in flight ends on its own time (its request
             # may still go out): the wait starts once it has. Polled: the turn's end
@@ -141,7 +146,7 @@ class ScriptedOperator:
                 await asyncio.sleep(0.05)
 
         async def resume() -> None:
-            supervisor.command(session, Command.RESUME)
+            supervisor.act(SessionCommand(session=session, command=Command.RESUME))
 
         return self._spawn(self.play_pauses(server, pause, resume))
 

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from mala_tui.bench.loopback_session import supervised_session
 from mala_tui.core import events as ev
+from mala_tui.core.operator_actions import AnswerPermission
 from mala_tui.core.permissions import PermissionAnswer
 from mala_tui.core.questions import PermissionQuestion, Question
 from mala_tui.loopback import LoopbackServer, load_scenario
@@ -68,9 +69,12 @@ async def one_run(root: Path, *, ask: bool) -> Timings:
         def allow(waiting: list[Question]) -> None:
             for request in waiting:
                 if isinstance(request, PermissionQuestion):
-                    loop.call_soon(
-                        sup.answer_permission, "p", request.request_id, PermissionAnswer.ALLOW_ONCE
+                    allowed = AnswerPermission(
+                        session="p",
+                        request_id=request.request_id,
+                        answer=PermissionAnswer.ALLOW_ONCE,
                     )
+                    loop.call_soon(sup.act, allowed)
 
         sup.listeners.events.append(on_event)
         sup.listeners.questions.append(allow)

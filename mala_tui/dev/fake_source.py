@@ -20,10 +20,22 @@ from pathlib import Path
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.checkpoint import CheckpointOrigin
-from mala_tui.core.observations import Command, Decision
+from mala_tui.core.observations import Decision
+from mala_tui.core.operator_actions import (
+    AddSession,
+    AnswerApproval,
+    AnswerPermission,
+    ForkSession,
+    OperatorAction,
+    RequireApproval,
+    SayToAgent,
+    SessionCommand,
+    SetBudget,
+    SetManageMode,
+)
 from mala_tui.core.operator_messages import checked_text
-from mala_tui.core.permissions import AnsweredBy, PermissionAnswer
-from mala_tui.core.phases import ManageMode, Phase, Trigger
+from mala_tui.core.permissions import AnsweredBy
+from mala_tui.core.phases import Phase, Trigger
 from mala_tui.core.questions import ApprovalQuestion, PermissionQuestion
 from mala_tui.core.retry import RetryDecision
 from mala_tui.core.transcript import Role
@@ -499,19 +511,36 @@ class FakeLiveSource:
     async def run(self) -> None:
         await self._stopped.wait()
 
-    def command(self, session: str, command: Command) -> None:
-        self.calls.append(("command", session, command.value))
+    def act(self, action: OperatorAction) -> None:
+        """Recorded in `calls`, and shown in the view as the run would journal it; what the
+        run would refuse is refused alike."""
+        match action:
+            case SessionCommand():
+                self.calls.append(("command", action.session, action.command.value))
+            case AnswerApproval():
+                self._decide(action)
+            case RequireApproval():
+                self._require_approval(action.session, action.required)
+            case SetManageMode():
+                self.calls.append(("manage", action.session, action.mode.value))
+            case SayToAgent():
+                self._say(action.session, action.text)
+            case AddSession():
+                self._add_task(action.name, action.task, action.cwd, action.profile)
+            case ForkSession():
+                self._fork(action.parent, action.name, action.instruction)
+            case AnswerPermission():
+                self._answer_permission(action)
+            case SetBudget():
+                raise ValueError("this run has no budgets to change")
 
-    def decide(
-        self,
-        session: str,
-        decision: Decision,
-        edited_text: str | None = None,
-        by: AnsweredBy = AnsweredBy.OPERATOR,
-        checkpoint_number: int | None = None,
-    ) -> None:
-        """Recorded, and decided in the view as the run would journal it; an approval that
-        does not wait is refused."""
+    def _decide(self, action: AnswerApproval) -> None:
+        session, decision, checkpoint_number = (
+            action.session,
+            action.decision,
+            action.checkpoint_number,
+        )
+        edited_text, by = action.edited_text, action.by
         waiting = [
             question
             for question in self.state.questions()
@@ -525,15 +554,11 @@ class FakeLiveSource:
         at = self.state.sessions[session].updated_at
         self.record(ev.ApprovalDecided(at=at, session=session, decision=decision, decided_by=by))
 
-    def set_require_approval(self, session: str | None, required: bool) -> None:
-        """Recorded, and set in the view as the run would journal it."""
+    def _require_approval(self, session: str | None, required: bool) -> None:
         self.calls.append(("require_approval", session or "*", str(required)))
         for name in list(self.state.sessions) if session is None else [session]:
             at = self.state.sessions[name].updated_at
             self.record(ev.ApprovalPolicySet(at=at, session=name, required=required))
-
-    def set_manage_mode(self, session: str, mode: ManageMode) -> None:
-        self.calls.append(("manage", session, mode.value))
 
     def stop_all(self) -> None:
         self.calls.append(("stop_all",))
@@ -552,8 +577,7 @@ class FakeLiveSource:
     def transcript_path(self, session: str) -> Path | None:
         return Path(f"/home/dev/.claude/projects/-work-{session}/{session}-0001.jsonl")
 
-    def say(self, session: str, text: str) -> None:
-        """Recorded, and queued in the view as the real run would journal it."""
+    def _say(self, session: str, text: str) -> None:
         cleaned = checked_text(text)
         state = self.state.sessions[session]
         number = self._said[session] = self._said.get(session, 0) + 1
@@ -565,9 +589,8 @@ class FakeLiveSource:
     def profile_names(self) -> list[str]:
         return list(self.profiles)
 
-    def add_task(self, name: str, task: str, cwd: Path, profile: str = "") -> None:
-        """Recorded, and shown as a session that has just started; a taken name, or a
-        profile the run does not have, is refused."""
+    def _add_task(self, name: str, task: str, cwd: Path, profile: str = "") -> None:
+        """A taken name, or a profile the run does not have, is refused."""
         if name in self.state.sessions:
             raise ValueError(f"a session is already named {name!r}")
         if not task.strip():
@@ -578,9 +601,8 @@ class FakeLiveSource:
         at = max((state.updated_at for state in self.state.sessions.values()), default=0.0)
         self.record(ev.SessionAdded(at=at, session=name, task=task, cwd=str(cwd), profile=profile))
 
-    def fork(self, parent: str, name: str, instruction: str) -> None:
-        """Recorded, and shown as a session forked from `parent`; a taken name, an unknown
-        parent or an empty instruction is refused."""
+    def _fork(self, parent: str, name: str, instruction: str) -> None:
+        """A taken name, an unknown parent or an empty instruction is refused."""
         if parent not in self.state.sessions:
             raise ValueError(f"no session is named {parent!r}")
         if name in self.state.sessions:
@@ -601,11 +623,9 @@ class FakeLiveSource:
             )
         )
 
-    def answer_permission(
-        self, session: str, request_id: str, answer: PermissionAnswer, reason: str = ""
-    ) -> None:
-        """Recorded, and decided in the view as the run would journal it; a request that
-        does not wait is refused."""
+    def _answer_permission(self, action: AnswerPermission) -> None:
+        session, request_id = action.session, action.request_id
+        answer, reason = action.answer, action.reason
         waiting = {
             question.request_id: question
             for question in self.state.questions()

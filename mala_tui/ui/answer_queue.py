@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Final
 
 from mala_tui.core.observations import Decision
+from mala_tui.core.operator_actions import AnswerApproval, AnswerPermission
 from mala_tui.core.permissions import PermissionAnswer
 from mala_tui.core.questions import ApprovalQuestion, PermissionQuestion, Question, QuestionKind
 from mala_tui.runtime.questions.desk import QuestionClosed
@@ -142,7 +143,14 @@ class AnswerQueue:
         checkpoint = f"checkpoint #{question.checkpoint_number}"
         self._send(
             question,
-            lambda: controller.decide(question, answer.decision, answer.text),
+            lambda: controller.act(
+                AnswerApproval(
+                    session=question.session,
+                    decision=answer.decision,
+                    edited_text=answer.text,
+                    checkpoint_number=question.checkpoint_number,
+                )
+            ),
             done=f"{checkpoint} {DECIDED[answer.decision]}",
             refused=f"{checkpoint} was answered already",
         )
@@ -153,7 +161,14 @@ class AnswerQueue:
         question, controller = reply.request, self.services.controller
         self._send(
             question,
-            lambda: controller.answer_permission(question, reply.answer, reply.reason),
+            lambda: controller.act(
+                AnswerPermission(
+                    session=question.session,
+                    request_id=question.request_id,
+                    answer=reply.answer,
+                    reason=reply.reason,
+                )
+            ),
             done=f"{question.tool} {ANSWERED[reply.answer]}",
             refused=f"request #{question.request_id} was answered already",
         )

@@ -25,6 +25,7 @@ from textual.worker import Worker, WorkerState
 
 from mala_tui.config import Settings
 from mala_tui.core.events import RunMode
+from mala_tui.core.operator_actions import AddSession
 from mala_tui.core.questions import Question, QuestionKind
 from mala_tui.runtime.consoles.sockets import ChannelError
 from mala_tui.runtime.run.landings import FinishedRun
@@ -380,7 +381,9 @@ class MalaApp(App[int]):
             NewTaskScreen(
                 f"task-{number}",
                 folders[0] if folders else Path.cwd(),
-                lambda task: controller.add_task(task.name, task.task, task.cwd, task.profile),
+                lambda task: controller.act(
+                    AddSession(name=task.name, task=task.task, cwd=task.cwd, profile=task.profile)
+                ),
                 profiles,
             ),
             added,

@@ -15,9 +15,7 @@ from pathlib import Path
 
 from mala_tui.core.breakdown import WindowContents
 from mala_tui.core.budget import BudgetCheck, BudgetLimits
-from mala_tui.core.observations import Command, Decision
-from mala_tui.core.permissions import PermissionAnswer
-from mala_tui.core.phases import ManageMode
+from mala_tui.core.operator_actions import OperatorAction, SetBudget
 from mala_tui.core.questions import ApprovalQuestion, PermissionQuestion, Question
 from mala_tui.core.view import RunState, SessionSnapshot, SessionState
 from mala_tui.runtime.consoles.sockets import ChannelError
@@ -89,35 +87,21 @@ class Controller:
         except ChannelError as exc:
             raise ReadOnlyError(str(exc)) from None
 
-    def command(self, name: str, command: Command) -> None:
-        with self._live() as run:
-            run.command(name, command)
+    def act(self, action: OperatorAction) -> None:
+        """Send what the person did to the run (core.operator_actions); an answer leaves the
+        list of questions once the run records it.
 
-    def set_require_approval(self, name: str | None, required: bool) -> None:
-        """Switch approval before restarts on or off, for one session or (None) for all."""
+        Raises:
+            ReadOnlyError: the run cannot be acted on (ended, or its host gone), or has no
+                budgets to change from here.
+            KeyError: no such session, or the question no longer waits
+                (`runtime.questions.desk.QuestionClosed` says who answered it).
+            MessageError, ValueError: the run refused it (the message says why).
+        """
         with self._live() as run:
-            run.set_require_approval(name, required)
-
-    def set_manage_mode(self, name: str, mode: ManageMode) -> None:
-        """How much of one session's window mala-tui manages: full, mask or off."""
-        with self._live() as run:
-            run.set_manage_mode(name, mode)
-
-    def say(self, name: str, text: str) -> None:
-        """A message for the session's agent, at its next clean point."""
-        with self._live() as run:
-            run.say(name, text)
-
-    def add_task(self, name: str, task: str, cwd: Path, profile: str = "") -> None:
-        """A new session in the running run, with one of its named profiles ("": none)."""
-        with self._live() as run:
-            run.add_task(name, task, cwd, profile)
-
-    def fork(self, parent: str, name: str, instruction: str) -> None:
-        """A new session from `parent`'s conversation, told `instruction` (raises ValueError
-        saying why when it cannot)."""
-        with self._live() as run:
-            run.fork(parent, name, instruction)
+            if isinstance(action, SetBudget) and not isinstance(run, BudgetSource):
+                raise ReadOnlyError("this run's budgets cannot be changed from here")
+            run.act(action)
 
     def profile_names(self) -> list[str]:
         """The run's named profiles a new session may be given, in the tasks file's order.
@@ -165,15 +149,6 @@ class Controller:
                 raise ReadOnlyError("this run's budgets cannot be changed from here")
             return source.budget_limits(name)
 
-    def set_budget(self, name: str | None, limits: BudgetLimits) -> None:
-        """New limits for one session, or (None) for the whole run (raises ReadOnlyError as
-        budget_limits does)."""
-        with self._live() as run:
-            source: object = run
-            if not isinstance(source, BudgetSource):
-                raise ReadOnlyError("this run's budgets cannot be changed from here")
-            source.set_budget(name, limits)
-
     def hands(self) -> HandSource | None:
         """Opening sessions by hand, when this console can (a live run in its own process)."""
         source: object = self.supervisor if self.live else None
@@ -206,34 +181,3 @@ class Controller:
     def pending_permissions(self) -> list[PermissionQuestion]:
         """Tool uses waiting for permission, oldest first."""
         return [q for q in self.questions() if isinstance(q, PermissionQuestion)]
-
-    def decide(
-        self, question: ApprovalQuestion, decision: Decision, edited_text: str | None = None
-    ) -> None:
-        """Answer one approval; it leaves the list once the run records the decision.
-
-        Raises:
-            KeyError: it no longer waits (`runtime.questions.desk.QuestionClosed` says who
-                answered).
-            ReadOnlyError: the run cannot be acted on (ended, or its host gone).
-        """
-        with self._live() as run:
-            run.decide(
-                question.session,
-                decision,
-                edited_text,
-                checkpoint_number=question.checkpoint_number,
-            )
-
-    def answer_permission(
-        self, question: PermissionQuestion, answer: PermissionAnswer, reason: str = ""
-    ) -> None:
-        """Answer one tool use; it leaves the list once the run records the answer.
-
-        Raises:
-            KeyError: it no longer waits (`runtime.questions.desk.QuestionClosed` says who
-                answered).
-            ReadOnlyError: the run cannot be acted on (ended, or its host gone).
-        """
-        with self._live() as run:
-            run.answer_permission(question.session, question.request_id, answer, reason)

@@ -22,7 +22,8 @@ from mala_tui.core import events as ev
 from mala_tui.core.describe import summary
 from mala_tui.core.notices import event_notice
 from mala_tui.core.observations import Decision
-from mala_tui.core.permissions import CUT_INPUT_NOTE, AnsweredBy, PermissionAnswer
+from mala_tui.core.operator_actions import AnswerApproval, AnswerPermission, OperatorAction
+from mala_tui.core.permissions import CUT_INPUT_NOTE, PermissionAnswer
 from mala_tui.core.questions import ApprovalQuestion, PermissionQuestion, Question, permission_id
 from mala_tui.core.text import clean, shorten
 from mala_tui.core.view import RunState
@@ -52,18 +53,7 @@ class Answerable(Protocol):
     @property
     def listeners(self) -> Listeners: ...
 
-    def decide(
-        self,
-        session: str,
-        decision: Decision,
-        edited_text: str | None = None,
-        by: AnsweredBy = AnsweredBy.OPERATOR,
-        checkpoint_number: int | None = None,
-    ) -> None: ...
-
-    def answer_permission(
-        self, session: str, request_id: str, answer: PermissionAnswer, reason: str = ""
-    ) -> None: ...
+    def act(self, action: OperatorAction) -> None: ...
 
 
 QUIET: Final = (ev.UsageRecorded, ev.MessageRecorded, ev.SubagentCall)
@@ -338,7 +328,9 @@ async def _ask_approval(
         out.write(f"not an answer: {one_line(answer, 40)!r}\n")
         return False
     try:
-        supervisor.decide(request.session, decision, checkpoint_number=number)
+        supervisor.act(
+            AnswerApproval(session=request.session, decision=decision, checkpoint_number=number)
+        )
     except QuestionClosed as exc:  # answered meanwhile: its timeout, another console
         out.write(f"{exc}\n")
     except KeyError as exc:
@@ -394,7 +386,14 @@ async def ask_permission(
         out.flush()
         reason = await read_line()
     try:
-        supervisor.answer_permission(request.session, request.request_id, answer, reason.strip())
+        supervisor.act(
+            AnswerPermission(
+                session=request.session,
+                request_id=request.request_id,
+                answer=answer,
+                reason=reason.strip(),
+            )
+        )
     except QuestionClosed as exc:  # answered meanwhile: its timeout, another console
         out.write(f"{exc}\n")
     except KeyError:

@@ -19,6 +19,13 @@ from textual.binding import Binding
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.observations import Command
+from mala_tui.core.operator_actions import (
+    ForkSession,
+    RequireApproval,
+    SayToAgent,
+    SessionCommand,
+    SetManageMode,
+)
 from mala_tui.core.phases import ManageMode, Phase
 from mala_tui.core.text import plural
 from mala_tui.core.view import SessionSnapshot
@@ -307,7 +314,7 @@ class SessionActions:
 
     def _approval(self, snapshot: SessionSnapshot) -> None:
         required = not snapshot.require_approval
-        self.controller.set_require_approval(snapshot.name, required)
+        self.controller.act(RequireApproval(session=snapshot.name, required=required))
         state = "on" if required else "off"
         self.shell.notify(f"{snapshot.name}: approval before restarts is {state}", markup=False)
         self.bridge.flush()
@@ -315,7 +322,7 @@ class SessionActions:
     def _manage(self, snapshot: SessionSnapshot) -> None:
         modes = list(ManageMode)
         mode = modes[(modes.index(snapshot.manage) + 1) % len(modes)]
-        self.controller.set_manage_mode(snapshot.name, mode)
+        self.controller.act(SetManageMode(session=snapshot.name, mode=mode))
         self.shell.notify(f"{snapshot.name}: management mode {mode.value}", markup=False)
 
     def _transcript(self, snapshot: SessionSnapshot) -> None:
@@ -333,7 +340,7 @@ class SessionActions:
         controller = self.controller
         try:
             required = not controller.requires_approval_everywhere()
-            controller.set_require_approval(None, required)
+            controller.act(RequireApproval(session=None, required=required))
         except ReadOnlyError as exc:
             self.shell.notify(str(exc), severity="warning", markup=False)
             return
@@ -356,7 +363,7 @@ class SessionActions:
                 name,
                 phase_label(snapshot.phase),
                 snapshot.messages_waiting,
-                lambda text: self.controller.say(name, text),
+                lambda text: self.controller.act(SayToAgent(session=name, text=text)),
             ),
             sent,
         )
@@ -453,7 +460,9 @@ class SessionActions:
             ForkScreen(
                 parent,
                 f"{parent}-fork{number}",
-                lambda name, instruction: self.controller.fork(parent, name, instruction),
+                lambda name, instruction: self.controller.act(
+                    ForkSession(parent=parent, name=name, instruction=instruction)
+                ),
                 worktree=state is not None and state.worktree is not None,
             ),
             forked,
@@ -551,7 +560,7 @@ class SessionActions:
 
     def _send(self, name: str, command: Command) -> None:
         try:
-            self.controller.command(name, command)
+            self.controller.act(SessionCommand(session=name, command=command))
         except ReadOnlyError as exc:  # the run ended, or its host went, since the key
             self.shell.notify(str(exc), severity="warning", markup=False)
             return

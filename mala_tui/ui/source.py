@@ -13,9 +13,7 @@ from typing import Protocol, runtime_checkable
 
 from mala_tui.core.breakdown import WindowContents
 from mala_tui.core.budget import BudgetCheck, BudgetLimits
-from mala_tui.core.observations import Command, Decision
-from mala_tui.core.permissions import AnsweredBy, PermissionAnswer
-from mala_tui.core.phases import ManageMode
+from mala_tui.core.operator_actions import OperatorAction
 from mala_tui.core.view import RunState, SessionSnapshot
 from mala_tui.runtime.run.landings import WorktreeLandings
 from mala_tui.runtime.run.recorder import EventListener, QuestionListener, SnapshotListener
@@ -59,26 +57,15 @@ class LiveSource(Protocol):
     async def run(self) -> object:
         """Run every session to its end; cancelled, it stops them all first."""
 
-    def command(self, session: str, command: Command) -> None: ...
-
-    def decide(
-        self,
-        session: str,
-        decision: Decision,
-        edited_text: str | None = None,
-        by: AnsweredBy = AnsweredBy.OPERATOR,
-        checkpoint_number: int | None = None,
-    ) -> None:
-        """Answer the approval of this checkpoint of the session.
+    def act(self, action: OperatorAction) -> None:
+        """Carry out what a person did (core.operator_actions).
 
         Raises:
-            KeyError: it does not wait (`runtime.questions.desk.QuestionClosed` says who
-                answered it).
+            KeyError: no such session, or the question no longer waits
+                (`runtime.questions.desk.QuestionClosed` says who answered it).
+            MessageError: a message that cannot reach the agent.
+            ValueError: a session that cannot be added or forked (it says why).
         """
-
-    def set_require_approval(self, session: str | None, required: bool) -> None: ...
-
-    def set_manage_mode(self, session: str, mode: ManageMode) -> None: ...
 
     def stop_all(self) -> None: ...
 
@@ -92,27 +79,6 @@ class LiveSource(Protocol):
         """Agent processes still running: none may be left when the app ends."""
 
     def transcript_path(self, session: str) -> Path | None: ...
-
-    def say(self, session: str, text: str) -> None:
-        """A message for the session's agent (raises MessageError for an empty one)."""
-
-    def add_task(self, name: str, task: str, cwd: Path, profile: str = "") -> None:
-        """A new session in the running run, with one of its named profiles or ("") the
-        run's settings (raises ValueError, saying why, when it cannot)."""
-
-    def fork(self, parent: str, name: str, instruction: str) -> None:
-        """A new session from `parent`'s conversation as it stands, told `instruction`
-        (raises ValueError, saying why, when it cannot)."""
-
-    def answer_permission(
-        self, session: str, request_id: str, answer: PermissionAnswer, reason: str = ""
-    ) -> None:
-        """Answer a tool use waiting for permission (the waiting ones are in `state`).
-
-        Raises:
-            KeyError: no such request waits (answered meanwhile, timed out, session ended;
-                `runtime.questions.desk.QuestionClosed` says who answered it).
-        """
 
 
 @runtime_checkable
@@ -132,9 +98,6 @@ class BudgetSource(Protocol):
 
     def budget_check(self, session: str) -> BudgetCheck:
         """Where the session stands against its own limits now."""
-
-    def set_budget(self, session: str | None, limits: BudgetLimits) -> None:
-        """New limits for one session, or (None) for the whole run."""
 
 
 @runtime_checkable

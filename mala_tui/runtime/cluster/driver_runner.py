@@ -30,6 +30,12 @@ from mala_tui.core.actions import EndStatus
 from mala_tui.core.checkpoint import Checkpoint, harness_checkpoint
 from mala_tui.core.manager import ContextManager
 from mala_tui.core.observations import Command
+from mala_tui.core.operator_actions import (
+    RequireApproval,
+    SessionAction,
+    SessionCommand,
+    action_json,
+)
 from mala_tui.core.phases import ManageMode
 from mala_tui.core.prompts import PromptSet
 from mala_tui.core.resume_plan import (
@@ -153,22 +159,16 @@ class RemoteRunner:
         else:
             self._link.tell(method, *args)
 
-    def command(self, command: Command, reason: str = "") -> None:
-        self._tell("command", command.value, reason)
-
-    def say(self, text: str) -> None:
-        self._tell("say", text)
+    def apply(self, action: SessionAction) -> None:
+        """What a person did to the session, relayed to its host as JSON (its enums
+        serialized by pydantic); one told before the host runs waits for it."""
+        if isinstance(action, RequireApproval):
+            self._require_approval = action.required
+        self._tell("apply", action_json(action))
 
     def hurry(self) -> None:
         """The stop was asked for again: the host kills the agent process now."""
         self._tell("hurry")
-
-    def set_require_approval(self, required: bool) -> None:
-        self._require_approval = required
-        self._tell("set_require_approval", required)
-
-    def set_manage_mode(self, mode: ManageMode) -> None:
-        self._tell("set_manage_mode", mode.value)
 
     def budget_reached(self, over: bool, reason: str) -> None:
         self._tell("budget_reached", over, reason)
@@ -462,7 +462,8 @@ class RemoteRunner:
             reason = self.stop_reason or "stopped by the operator"
             self._finish(HostEnd(EndStatus.STOPPED, f"{reason} (before its host ran)"), record=True)
             return
-        link.tell("command", Command.STOP.value, self.stop_reason)
+        stop = SessionCommand(session=self.spec.name, command=Command.STOP, reason=self.stop_reason)
+        link.tell("apply", action_json(stop))
         try:
             async with asyncio.timeout(STOP_WAIT_SECONDS):
                 end = await self._follow(link)

@@ -47,7 +47,7 @@ class HostQuestions:
                     link.tell(
                         "answer_approval",
                         number,
-                        Decision(reply.answer).value,
+                        Decision(reply.answer),
                         edited,
                         reply.by,
                         reply.reason,

@@ -43,6 +43,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mala_tui.core.observations import Decision
+from mala_tui.core.permissions import AnsweredBy
 from mala_tui.runtime.cluster.host_link import HostLostError
 from mala_tui.runtime.cluster.session_host import HostSetup, SessionHost
 from mala_tui.runtime.cluster.wire import Batch
@@ -290,26 +292,22 @@ class HostActor:
     async def ack(self, position: int) -> None:
         self.host.ack(position)
 
-    async def command(self, command: str, reason: str) -> None:
-        self.host.command(command, reason)
-
-    async def say(self, text: str) -> None:
-        self.host.say(text)
+    async def apply(self, action: str) -> None:
+        self.host.apply(action)
 
     async def hurry(self) -> None:
         self.host.hurry()
-
-    async def set_require_approval(self, required: bool) -> None:
-        self.host.set_require_approval(required)
-
-    async def set_manage_mode(self, mode: str) -> None:
-        self.host.set_manage_mode(mode)
 
     async def budget_reached(self, over: bool, reason: str) -> None:
         self.host.budget_reached(over, reason)
 
     async def answer_approval(
-        self, number: int, decision: str, edited_text: str | None, by: str, reason: str
+        self,
+        number: int,
+        decision: Decision,
+        edited_text: str | None,
+        by: AnsweredBy,
+        reason: str,
     ) -> bool:
         return self.host.answer_approval(number, decision, edited_text, by, reason)
 

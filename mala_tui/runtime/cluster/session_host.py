@@ -41,8 +41,14 @@ from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.manager import ContextManager
 from mala_tui.core.observations import Command, Decision
+from mala_tui.core.operator_actions import (
+    RequireApproval,
+    SayToAgent,
+    SessionCommand,
+    SetManageMode,
+    action_from_json,
+)
 from mala_tui.core.permissions import AnsweredBy
-from mala_tui.core.phases import ManageMode
 from mala_tui.core.resume_plan import ORPHANED
 from mala_tui.runtime.backends.base import Backend, PermissionAsk, PermissionVerdict, SessionSpec
 from mala_tui.runtime.cluster.mirror import Workspace, check_out, push
@@ -398,7 +404,12 @@ class SessionHost:
         return future
 
     def answer_approval(
-        self, number: int, decision: str, edited_text: str | None, by: str, reason: str = ""
+        self,
+        number: int,
+        decision: Decision,
+        edited_text: str | None,
+        by: AnsweredBy,
+        reason: str = "",
     ) -> bool:
         """The driver's desk settled the approval of checkpoint `number`; False when the
         session no longer waits for it."""
@@ -407,7 +418,7 @@ class SessionHost:
         if waiting is None:
             return False
         on_answer, future = waiting
-        reply = Reply(Decision(decision), AnsweredBy(by), reason, edited_text)
+        reply = Reply(decision, by, reason, edited_text)
         on_answer(reply)
         if not future.done():
             future.set_result(reply)
@@ -442,25 +453,18 @@ class SessionHost:
 
     # -- commands from the driver ------------------------------------------------------------
 
-    def command(self, command: str, reason: str = "") -> None:
+    def apply(self, action: str) -> None:
+        """What a person did to the session (core.operator_actions), sent by the driver as
+        JSON (`action_json`): the runner applies it."""
         self.touch()
-        self.runner.command(Command(command), reason)
-
-    def say(self, text: str) -> None:
-        self.touch()
-        self.runner.say(text)
+        received = action_from_json(action)
+        if not isinstance(received, SessionCommand | SetManageMode | RequireApproval | SayToAgent):
+            raise ValueError(f"{received.kind}: not an action a session's host applies")
+        self.runner.apply(received)
 
     def hurry(self) -> None:
         self.touch()
         self.runner.hurry()
-
-    def set_require_approval(self, required: bool) -> None:
-        self.touch()
-        self.runner.set_require_approval(required)
-
-    def set_manage_mode(self, mode: str) -> None:
-        self.touch()
-        self.runner.set_manage_mode(ManageMode(mode))
 
     def budget_reached(self, over: bool, reason: str) -> None:
         self.touch()
@@ -482,7 +486,9 @@ class SessionHost:
             if self.end is None and not self.orphaned:
                 self.orphaned = True
                 gone = f"{ORPHANED} for {limit / 60:g} min (cluster.orphan_minutes)"
-                self.runner.command(Command.CANCEL, gone)
+                self.runner.apply(
+                    SessionCommand(session=self.spec.name, command=Command.CANCEL, reason=gone)
+                )
             elif self.end is not None and silent >= 2 * limit:
                 if self._on_exit is not None:
                     self._on_exit()

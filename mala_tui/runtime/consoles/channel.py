@@ -3,11 +3,11 @@
 Whoever runs the supervisor (the run's host, or a foreground run's own process)
 serves this channel: HTTP on a Unix domain socket (aiohttp), readable only by its
 owner, in a short per-user folder (runtime.consoles.sockets), its path recorded in the run's
-folder (`host.json`). A console sends the operator's commands and answers as JSON
-requests, each mapped onto the supervisor's own methods, and follows the run on a
-WebSocket, `/events?after=N`: every event whose sequence number is above N, as its
-journal line, then each new one as it is recorded. A console reads the journal
-itself first (it is a file of its own user's), then asks for what came after its last
+folder (`host.json`). A console sends what the operator does as one JSON value
+(POST `/act`: core.operator_actions, validated as it enters, then `Supervisor.act`),
+and follows the run on a WebSocket, `/events?after=N`: every event whose sequence
+number is above N, as its journal line, then each new one as it is recorded. A
+console reads the journal itself first (it is a file of its own user's), then asks for what came after its last
 line: it misses no event and gets none twice, however often it reconnects.
 
 The host keeps the most recent lines in memory for those reconnects; older ones are
@@ -27,18 +27,15 @@ import os
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from enum import StrEnum
 from pathlib import Path
-from typing import Any, Final, TypeVar
+from typing import Any, Final
 
 from aiohttp import web
 
 from mala_tui.core import events as ev
 from mala_tui.core.budget import BudgetLimits
-from mala_tui.core.observations import Command, Decision
+from mala_tui.core.operator_actions import CONSOLE_NAME_CHARS, action_from_json
 from mala_tui.core.operator_messages import MessageError
-from mala_tui.core.permissions import PermissionAnswer
-from mala_tui.core.phases import ManageMode
 from mala_tui.core.text import clean, shorten
 from mala_tui.core.transcript import Message, TextBlock, ToolCall, ToolResult
 from mala_tui.runtime.consoles.sockets import (
@@ -68,7 +65,6 @@ FELL_BEHIND: Final = 4000
 """WebSocket close code: the console fell too far behind; attach again from the last line."""
 RUN_OVER: Final = 4001
 """WebSocket close code: the run is over; its host is going away."""
-NAME_CHARS: Final = 80
 WHEN_STOPPED: Final = "stopped by mala-tui stop"
 """Why the run stopped when a console stopped it: the run's cause, which a resume carries on."""
 
@@ -143,19 +139,11 @@ class ControlChannel:
                 web.get("/transcript", self._transcript),
                 web.get("/window", self._window),
                 web.get("/profiles", self._profiles),
-                web.post("/command", self._post(self._command)),
-                web.post("/decide", self._post(self._decide)),
-                web.post("/permission", self._post(self._permission)),
-                web.post("/say", self._post(self._say)),
-                web.post("/add_task", self._post(self._add_task)),
-                web.post("/fork", self._post(self._fork)),
                 web.post("/take_over", self._post(self._take_over)),
                 web.post("/land", self._post(self._land)),
                 web.post("/discard", self._post(self._discard)),
                 web.post("/hand_back", self._post(self._hand_back)),
-                web.post("/require_approval", self._post(self._require_approval)),
-                web.post("/manage", self._post(self._manage)),
-                web.post("/budget", self._post(self._set_budget)),
+                web.post("/act", self._post(self._act)),
                 web.post("/stop", self._post(self._stop_run)),
                 web.post("/hurry", self._post(self._hurry)),
             ]
@@ -326,37 +314,9 @@ class ControlChannel:
             }
         )
 
-    def _command(self, body: dict[str, Any]) -> None:
-        self.supervisor.command(_text(body, "session"), _choice(body, "command", Command))
-
-    def _decide(self, body: dict[str, Any]) -> None:
-        self.supervisor.decide(
-            _text(body, "session"),
-            _choice(body, "decision", Decision),
-            _optional_text(body, "edited_text"),
-            checkpoint_number=_optional_int(body, "checkpoint_number"),
-            console=_name(_optional_text(body, "console") or ""),
-        )
-
-    def _permission(self, body: dict[str, Any]) -> None:
-        self.supervisor.answer_permission(
-            _text(body, "session"),
-            _text(body, "request_id"),
-            _choice(body, "answer", PermissionAnswer),
-            _optional_text(body, "reason") or "",
-            console=_name(_optional_text(body, "console") or ""),
-        )
-
-    def _say(self, body: dict[str, Any]) -> None:
-        self.supervisor.say(_text(body, "session"), _text(body, "text"))
-
-    def _add_task(self, body: dict[str, Any]) -> None:
-        self.supervisor.add_task(
-            _text(body, "name"),
-            _text(body, "task"),
-            Path(_text(body, "cwd")),
-            _optional_text(body, "profile") or "",
-        )
+    def _act(self, body: dict[str, Any]) -> None:
+        """What a person did at a console (core.operator_actions), validated as it enters."""
+        self.supervisor.act(action_from_json(body))
 
     async def _take_over(self, body: dict[str, Any]) -> dict[str, Any]:
         """The console that asks opens the session by hand: it is on this machine (the
@@ -396,29 +356,8 @@ class ControlChannel:
         """The run's named profiles a session added from a console may be given."""
         return web.json_response({"profiles": self.supervisor.profile_names()})
 
-    def _fork(self, body: dict[str, Any]) -> None:
-        self.supervisor.fork(_text(body, "parent"), _text(body, "name"), _text(body, "instruction"))
-
     def _hurry(self, body: dict[str, Any]) -> None:
         self.supervisor.hurry()
-
-    def _require_approval(self, body: dict[str, Any]) -> None:
-        required = body.get("required")
-        if not isinstance(required, bool):
-            raise ValueError("required: true or false")
-        self.supervisor.set_require_approval(_optional_text(body, "session"), required)
-
-    def _manage(self, body: dict[str, Any]) -> None:
-        self.supervisor.set_manage_mode(_text(body, "session"), _choice(body, "mode", ManageMode))
-
-    def _set_budget(self, body: dict[str, Any]) -> None:
-        limits = body.get("limits")
-        if not isinstance(limits, dict):
-            raise ValueError("limits: an object of budget limits")
-        session = _optional_text(body, "session")
-        if session is not None and session not in self.supervisor.runners:
-            raise KeyError(f"no session {session!r} in this run")
-        self.supervisor.set_budget(session, limits_from_json(limits))
 
     def _stop_run(self, body: dict[str, Any]) -> None:
         self._stop(_optional_text(body, "cause") or WHEN_STOPPED)
@@ -491,21 +430,6 @@ def limits_json(limits: BudgetLimits) -> dict[str, Any]:
     }
 
 
-def limits_from_json(data: dict[str, Any]) -> BudgetLimits:
-    """Budget limits from a request (raises ValueError for anything that is not one)."""
-    allowed = {"max_cost_usd", "max_turns", "max_minutes", "near_fraction"}
-    unknown = set(data) - allowed
-    if unknown:
-        raise ValueError(f"unknown budget limit {sorted(unknown)[0]!r}")
-    for key, value in data.items():
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
-            raise ValueError(f"{key}: a number or null")
-    turns = data.get("max_turns")
-    if turns is not None and not isinstance(turns, int):
-        raise ValueError("max_turns: a whole number or null")
-    return BudgetLimits(**data)
-
-
 def _journal_lines(supervisor: Supervisor, after: int, upto: int) -> list[str]:
     """The journal's lines numbered after `after` up to `upto`, read from its file."""
     journal = supervisor.journal
@@ -538,20 +462,6 @@ def _text(body: dict[str, Any], key: str) -> str:
     return value
 
 
-Choice = TypeVar("Choice", bound=StrEnum)
-
-
-def _choice(body: dict[str, Any], key: str, enum: type[Choice]) -> Choice:
-    """One of the core's values, from the string a console sent: where a request's string
-    becomes an enum, so that a bad one is refused here, saying what it may be."""
-    text = _text(body, key)
-    try:
-        return enum(text)
-    except ValueError:
-        known = ", ".join(member.value for member in enum)
-        raise ValueError(f"{key}: {shorten(text, 40)!r} is not one of {known}") from None
-
-
 def _optional_text(body: dict[str, Any], key: str) -> str | None:
     value = body.get(key)
     if value is not None and not isinstance(value, str):
@@ -559,16 +469,9 @@ def _optional_text(body: dict[str, Any], key: str) -> str | None:
     return value
 
 
-def _optional_int(body: dict[str, Any], key: str) -> int | None:
-    value = body.get(key)
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
-        raise ValueError(f"{key}: a whole number or null")
-    return value
-
-
 def _name(text: str) -> str:
     """A console's name as others are told it: one line, no control characters, short."""
-    return shorten(clean(text, one_line=True), NAME_CHARS)
+    return shorten(clean(text, one_line=True), CONSOLE_NAME_CHARS)
 
 
 __all__ = ["ChannelError", "ControlChannel"]

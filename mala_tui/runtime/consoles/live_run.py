@@ -34,15 +34,21 @@ from mala_tui.core import events as ev
 from mala_tui.core.breakdown import WindowContents
 from mala_tui.core.budget import BudgetCheck, BudgetLimits
 from mala_tui.core.calibration import Density
-from mala_tui.core.observations import Command, Decision
+from mala_tui.core.observations import Decision
+from mala_tui.core.operator_actions import (
+    AnswerApproval,
+    AnswerPermission,
+    OperatorAction,
+    SetBudget,
+    action_json,
+)
 from mala_tui.core.operator_messages import MessageError
 from mala_tui.core.permissions import AnsweredBy, PermissionAnswer
-from mala_tui.core.phases import ManageMode
 from mala_tui.core.session_records import BranchStatus
 from mala_tui.core.transcript import Transcript
 from mala_tui.core.view import RunState, SessionSnapshot
 from mala_tui.runtime.cluster.wire import message_from_json
-from mala_tui.runtime.consoles.channel import FELL_BEHIND, RUN_OVER, WHEN_STOPPED, limits_json
+from mala_tui.runtime.consoles.channel import FELL_BEHIND, RUN_OVER, WHEN_STOPPED
 from mala_tui.runtime.consoles.sockets import ChannelError, HostRecord, live_host
 from mala_tui.runtime.git.landing import LandingError, Target
 from mala_tui.runtime.journal.writer import EVENTS_FILE, JournalContents, read_events
@@ -296,53 +302,14 @@ class RemoteRun:
         _raise_refusal(status, answer)
         return None
 
-    def command(self, session: str, command: Command) -> None:
-        self._request("POST", "/command", {"session": session, "command": command.value})
-
-    def decide(
-        self,
-        session: str,
-        decision: Decision,
-        edited_text: str | None = None,
-        by: AnsweredBy = AnsweredBy.OPERATOR,
-        checkpoint_number: int | None = None,
-    ) -> None:
-        self._request(
-            "POST",
-            "/decide",
-            {
-                "session": session,
-                "decision": decision.value,
-                "edited_text": edited_text,
-                "checkpoint_number": checkpoint_number,
-                "console": self.name,
-            },
-        )
-
-    def answer_permission(
-        self, session: str, request_id: str, answer: PermissionAnswer, reason: str = ""
-    ) -> None:
-        self._request(
-            "POST",
-            "/permission",
-            {
-                "session": session,
-                "request_id": request_id,
-                "answer": answer.value,
-                "reason": reason,
-                "console": self.name,
-            },
-        )
-
-    def say(self, session: str, text: str) -> None:
-        self._request("POST", "/say", {"session": session, "text": text})
-
-    def add_task(self, name: str, task: str, cwd: Path, profile: str = "") -> None:
-        self._request(
-            "POST",
-            "/add_task",
-            {"name": name, "task": task, "cwd": str(cwd), "profile": profile},
-        )
+    def act(self, action: OperatorAction) -> None:
+        """Send what the person did to the run's host (POST `/act`), as the run's own
+        console would do it; an answer names this console, for whoever answers too late."""
+        if isinstance(action, AnswerApproval | AnswerPermission) and not action.console:
+            action = action.model_copy(update={"console": self.name})
+        self._request("POST", "/act", json.loads(action_json(action)))
+        if isinstance(action, SetBudget):
+            self._watch().set_limits(action.session, action.limits)
 
     async def take_over(self, session: str) -> Interactive:
         """The host ends the session's process; how to open it here, on the same machine."""
@@ -363,15 +330,6 @@ class RemoteRun:
         answer = self._request("GET", "/profiles")
         found = answer.get("profiles") if isinstance(answer, dict) else None
         return [str(name) for name in found] if isinstance(found, list) else []
-
-    def fork(self, parent: str, name: str, instruction: str) -> None:
-        self._request("POST", "/fork", {"parent": parent, "name": name, "instruction": instruction})
-
-    def set_require_approval(self, session: str | None, required: bool) -> None:
-        self._request("POST", "/require_approval", {"session": session, "required": required})
-
-    def set_manage_mode(self, session: str, mode: ManageMode) -> None:
-        self._request("POST", "/manage", {"session": session, "mode": ManageMode(mode).value})
 
     def stop_for(self, cause: str) -> None:
         """Stop the whole run, resumably (`mala-tui stop`, or stop chosen at `q`)."""
@@ -421,10 +379,6 @@ class RemoteRun:
 
     def budget_check(self, session: str) -> BudgetCheck:
         return self._watch().session_check(self.state.sessions[session], self.clock())
-
-    def set_budget(self, session: str | None, limits: BudgetLimits) -> None:
-        self._request("POST", "/budget", {"session": session, "limits": limits_json(limits)})
-        self._watch().set_limits(session, limits)
 
 
 def _limits(data: object) -> BudgetLimits:

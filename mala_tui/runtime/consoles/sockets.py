@@ -28,8 +28,9 @@ from pathlib import Path
 from typing import Final
 
 HOST_FILE: Final = "host.json"
-PROTOCOL: Final = 1
-"""The channel's protocol version, in `host.json` and `/info`."""
+PROTOCOL: Final = 2
+"""The channel's protocol version, in `host.json` and `/info` (2: what a person does is
+one value, POSTed to `/act`)."""
 SOCKET_PATH_BYTES: Final = 107
 """The longest socket path Linux takes (108 bytes with its terminating NUL)."""
 CONNECT_SECONDS: Final = 1.0

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from mala_tui.config import Settings
 from mala_tui.core import events as ev
-from mala_tui.core.observations import Command, SessionHandedBack
+from mala_tui.core.observations import SessionHandedBack
 from mala_tui.core.phases import Phase
 from mala_tui.core.view import RunState
 from mala_tui.runtime.backends.base import Backend
@@ -86,14 +86,10 @@ class HandOver:
                 "hand while it is running or paused"
             )
         moved = asyncio.Event()
-        refused: list[str] = []
 
         def heard(event: ev.Event) -> None:
-            if event.session != session:
-                return
-            if isinstance(event, ev.ErrorRecorded) and event.where is ev.Where.OPERATOR:
-                refused.append(event.message)  # the manager would not (it moved meanwhile)
-            moved.set()
+            if event.session == session:
+                moved.set()
 
         def handed_over() -> bool:
             # Ended meanwhile, or taken over and its process gone: nothing else writes
@@ -103,12 +99,14 @@ class HandOver:
 
         self.listeners.events.append(heard)
         try:
-            runner.command(Command.TAKE_OVER)
+            taken = runner.take_over()
+            taken.add_done_callback(lambda _: moved.set())
             bound = HAND_OVER_SECONDS + self.settings.idle.disconnect_timeout_seconds
             async with asyncio.timeout(bound):
                 while not handed_over():
-                    if refused:
-                        raise ValueError(refused[0])
+                    if taken.done() and taken.result():
+                        # The manager would not: it moved on meanwhile (a restart, say).
+                        raise ValueError(taken.result())
                     moved.clear()
                     await moved.wait()
         except TimeoutError:

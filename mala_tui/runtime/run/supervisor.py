@@ -7,7 +7,7 @@ tells a session near or over a budget through its runner's inbox, and the desk
 (runtime.questions.desk) withdraws the questions of a session that ended. Every question a
 person's answer is awaited for, a restart approval (runtime.questions.approvals) or a permission
 request (runtime.run.permission_requests), waits at that one desk; an answer from any
-console settles it there, once. Sessions can join the run while it runs (`add_task`).
+console settles it there, once. Sessions can join the run while it runs (`AddSession`).
 
 At most `agent.max_concurrent` sessions run at once; the rest wait in a queue, in
 the order given. A queued session is journaled with a warning saying so, and shows as
@@ -30,10 +30,20 @@ from mala_tui.core.actions import EndStatus
 from mala_tui.core.breakdown import WindowContents
 from mala_tui.core.budget import BudgetCheck, BudgetLimits
 from mala_tui.core.manager import ContextManager, Limits
-from mala_tui.core.observations import Command, Decision
+from mala_tui.core.observations import Command
+from mala_tui.core.operator_actions import (
+    AddSession,
+    AnswerApproval,
+    AnswerPermission,
+    ForkSession,
+    OperatorAction,
+    RequireApproval,
+    SayToAgent,
+    SessionCommand,
+    SetBudget,
+    SetManageMode,
+)
 from mala_tui.core.operator_messages import MessageError, checked_text
-from mala_tui.core.permissions import AnsweredBy, PermissionAnswer
-from mala_tui.core.phases import ManageMode
 from mala_tui.core.prompts import PromptSet
 from mala_tui.core.view import RunState, SessionSnapshot
 from mala_tui.runtime.backends.base import Backend, SessionSpec
@@ -55,6 +65,8 @@ from mala_tui.runtime.run.session_limits import limits_from
 from mala_tui.runtime.run.slots import Slots
 from mala_tui.runtime.session.by_hand import Interactive
 from mala_tui.runtime.session.processes import pid_alive
+
+STOPPED_BY_OPERATOR = "stopped by the operator"
 
 
 class Supervisor:
@@ -272,14 +284,6 @@ class Supervisor:
         """The run's named profiles a session added while it runs may be given."""
         return self.new_sessions.profile_names()
 
-    def add_task(self, name: str, task: str, cwd: Path, profile: str = "") -> None:
-        """A new task for the running run (runtime.run.new_sessions.NewSessions.add_task)."""
-        self.new_sessions.add_task(name, task, cwd, profile)
-
-    def fork(self, parent: str, name: str, instruction: str) -> None:
-        """A new session from `parent`'s conversation (runtime.run.new_sessions)."""
-        self.new_sessions.fork(parent, name, instruction)
-
     def result(self) -> RunResult:
         statuses: dict[str, EndStatus] = {}
         reasons: dict[str, str] = {}
@@ -302,26 +306,62 @@ class Supervisor:
     def alive_pids(self) -> list[int]:
         return [pid for pid in self.pids() if pid_alive(pid)]
 
-    # -- commands from the operator -------------------------------------------------------------
+    # -- what a person does ---------------------------------------------------------------------
 
-    def command(self, session: str, command: Command) -> None:
-        if command in (Command.STOP, Command.CANCEL) and session in self.queued:
-            self.slots.end_unstarted(session, EndStatus.STOPPED, "stopped by the operator")
-            return
-        self.runners[session].command(command)
-
-    def say(self, session: str, text: str) -> None:
-        """A message for the session's agent, at its next clean point.
+    def act(self, action: OperatorAction) -> None:
+        """Carry out what a person did (core.operator_actions): answers go to the desk, new
+        sessions and budgets to the run's own parts, the rest to the session's runner.
 
         Raises:
-            KeyError: no such session. MessageError: nothing to send, too much, or the
-                session has ended.
+            KeyError: no such session, or no such question was asked.
+            QuestionClosed: the question was answered already (it says by whom, and how).
+            MessageError: a message that cannot reach the agent (it says why).
+            ValueError: a session that cannot be added (it says why).
         """
-        runner = self.runners[session]
-        text = checked_text(text)
-        if runner.status is not None or session in self.slots.never_started:
-            raise MessageError(f"{session} has ended: a message cannot reach its agent")
-        runner.say(text)
+        match action:
+            case AnswerApproval():
+                self.approvals.decide(
+                    action.session,
+                    action.decision,
+                    action.edited_text,
+                    action.by,
+                    action.checkpoint_number,
+                    console=action.console,
+                )
+            case AnswerPermission():
+                self.permissions.answer(
+                    action.session,
+                    action.request_id,
+                    action.answer,
+                    action.reason,
+                    console=action.console,
+                )
+            case AddSession():
+                self.new_sessions.add_task(action.name, action.task, action.cwd, action.profile)
+            case ForkSession():
+                self.new_sessions.fork(action.parent, action.name, action.instruction)
+            case SetBudget():
+                if action.session is not None and action.session not in self.runners:
+                    raise KeyError(f"no session {action.session!r} in this run")
+                self.budget.set_limits(action.session, action.limits)
+            case RequireApproval():
+                names = list(self.runners) if action.session is None else [action.session]
+                for name in names:
+                    self.runners[name].apply(action)
+            case SayToAgent():
+                runner = self.runners[action.session]
+                text = checked_text(action.text)
+                if runner.status is not None or action.session in self.slots.never_started:
+                    raise MessageError(
+                        f"{action.session} has ended: a message cannot reach its agent"
+                    )
+                runner.apply(action.model_copy(update={"text": text}))
+            case SessionCommand(command=Command.STOP | Command.CANCEL) if (
+                action.session in self.queued
+            ):
+                self.slots.end_unstarted(action.session, EndStatus.STOPPED, STOPPED_BY_OPERATOR)
+            case SessionCommand() | SetManageMode():
+                self.runners[action.session].apply(action)
 
     def stop_for(self, cause: str) -> None:
         """Stop every session because of `cause` (a signal, a full disk): the results say so."""
@@ -342,10 +382,12 @@ class Supervisor:
             runner.hurry()
 
     def stop_all(self) -> None:
-        self.slots.end_queued(EndStatus.STOPPED, self.stop_cause or "stopped by the operator")
+        self.slots.end_queued(EndStatus.STOPPED, self.stop_cause or STOPPED_BY_OPERATOR)
         for name, runner in self.runners.items():
             if runner.status is None and name not in self.slots.never_started:
-                runner.command(Command.STOP, self.stop_cause or "")
+                runner.apply(
+                    SessionCommand(session=name, command=Command.STOP, reason=self.stop_cause)
+                )
 
     # -- a session by hand -------------------------------------------------------------------
 
@@ -368,60 +410,12 @@ class Supervisor:
             return None
         return self.backend.transcript_path(runner.spec, session_id)
 
-    def set_manage_mode(self, session: str, mode: ManageMode) -> None:
-        """Switch how much of one session's window is managed (full, mask, off)."""
-        self.runners[session].set_manage_mode(mode)
-
-    def set_require_approval(self, session: str | None, required: bool) -> None:
-        targets = self.runners.values() if session is None else [self.runners[session]]
-        for runner in targets:
-            runner.set_require_approval(required)
-
-    def decide(
-        self,
-        session: str,
-        decision: Decision,
-        edited_text: str | None = None,
-        by: AnsweredBy = AnsweredBy.OPERATOR,
-        checkpoint_number: int | None = None,
-        *,
-        console: str = "",
-    ) -> None:
-        """Answer a pending approval: approve, deny, or edit (approve `edited_text` instead).
-
-        `checkpoint_number`: the checkpoint answered (default: the session's latest asked).
-        `console`: which console answered, when not the run's own (runtime.questions.desk.Reply).
-
-        Raises:
-            QuestionClosed: it no longer waits (the message says who answered it, and how).
-            KeyError: no approval was asked of the session.
-        """
-        self.approvals.decide(
-            session, decision, edited_text, by, checkpoint_number, console=console
-        )
-
-    def answer_permission(
-        self,
-        session: str,
-        request_id: str,
-        answer: PermissionAnswer,
-        reason: str = "",
-        *,
-        console: str = "",
-    ) -> None:
-        """Raises QuestionClosed (answered already) or KeyError (never asked)."""
-        self.permissions.answer(session, request_id, answer, reason, console=console)
-
     def budget_limits(self, session: str) -> tuple[BudgetLimits, BudgetLimits]:
         """The session's limits and the run's."""
         return self.budget.limits_for(session), self.budget.run_limits
 
     def budget_check(self, session: str) -> BudgetCheck:
         return self.budget.session_check(self.state.sessions[session], self.clock())
-
-    def set_budget(self, session: str | None, limits: BudgetLimits) -> None:
-        """New limits for one session or (None) the run, judged from the next call on."""
-        self.budget.set_limits(session, limits)
 
     def window_contents(self, session: str) -> WindowContents | None:
         """What fills the session's window: its conversation and its calibration, now."""

@@ -47,12 +47,23 @@ class Answer:
 
 
 @dataclass(frozen=True)
+class Acknowledged:
+    """An operator's command whose asker waits to hear whether the manager took it: its
+    `answer` is "" once taken, or why it was refused (a take-over while the session moved
+    on to a restart, say)."""
+
+    command: OperatorCommand
+    answer: asyncio.Future[str]
+
+
+@dataclass(frozen=True)
 class PermissionWait:
     """A permission request began or ended: the idle timeout is off while one waits."""
 
 
 OperatorInput = (
     OperatorCommand
+    | Acknowledged
     | ManageModeChanged
     | BudgetReached
     | MessageForAgent

@@ -56,8 +56,15 @@ from mala_tui.core.observations import (
     TurnEnded,
     UsageObserved,
 )
+from mala_tui.core.operator_actions import (
+    RequireApproval,
+    SayToAgent,
+    SessionAction,
+    SessionCommand,
+    SetManageMode,
+)
 from mala_tui.core.permissions import AnsweredBy
-from mala_tui.core.phases import IllegalTransition, ManageMode
+from mala_tui.core.phases import IllegalTransition
 from mala_tui.runtime.backends.base import (
     Backend,
     MaskError,
@@ -72,6 +79,7 @@ from mala_tui.runtime.questions.desk import Desk, Reply
 from mala_tui.runtime.session.agent_process import AgentProcess, EventSink, uncancellable
 from mala_tui.runtime.session.cache_watch import CacheWatch
 from mala_tui.runtime.session.inbox import (
+    Acknowledged,
     Answer,
     FromAgent,
     Inbox,
@@ -182,16 +190,27 @@ class SessionRunner:
     stop_reason: str = ""
     """Why the session is being stopped, when cancelled for a cause (a signal, a full disk)."""
 
-    def command(self, command: Command, reason: str = "") -> None:
-        """`reason`: why, when it is not the operator's own doing (shown and journaled)."""
-        self._inbox.put_nowait(OperatorCommand(self._clock(), command, reason))
+    def apply(self, action: SessionAction) -> None:
+        """What a person did to this session (core.operator_actions), heard in order through
+        the inbox; a change of the approval setting is recorded at once (`_approval`)."""
+        match action:
+            case SessionCommand():
+                self._inbox.put_nowait(
+                    OperatorCommand(self._clock(), action.command, action.reason)
+                )
+            case SetManageMode():
+                self._inbox.put_nowait(ManageModeChanged(self._clock(), action.mode))
+            case SayToAgent():
+                self._inbox.put_nowait(MessageForAgent(self._clock(), action.text))
+            case RequireApproval():
+                self._approval(action.required)
 
     def hurry(self) -> None:
         """The stop was asked for again: kill the agent process now
         (runtime.session.agent_process)."""
         self._process.kill_now()
 
-    def set_require_approval(self, required: bool) -> None:
+    def _approval(self, required: bool) -> None:
         """Recorded at once, not queued behind what the session is busy with: the manager
         only takes note (its answer is an event, never an action), so every console shows
         the new setting now. Before the manager starts, the runner records it and tells
@@ -204,6 +223,15 @@ class SessionRunner:
             ev.ApprovalPolicySet(at=self._clock(), session=self.spec.name, required=required)
         )
 
+    def take_over(self) -> asyncio.Future[str]:
+        """Stop the turn and end the process so that a person can open the session by hand
+        (`Command.TAKE_OVER`); the future says "" once the manager took it, or why not."""
+        answer: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        self._inbox.put_nowait(
+            Acknowledged(OperatorCommand(self._clock(), Command.TAKE_OVER), answer)
+        )
+        return answer
+
     def hand_back(self, handed: SessionHandedBack) -> None:
         """The person is done with the session by hand (core's `SessionHandedBack`)."""
         self._inbox.put_nowait(handed)
@@ -213,17 +241,10 @@ class SessionRunner:
         """An agent process of this session is open now."""
         return self._process.current() is not None
 
-    def set_manage_mode(self, mode: ManageMode) -> None:
-        self._inbox.put_nowait(ManageModeChanged(self._clock(), mode))
-
     def work_in(self, cwd: Path) -> None:
         """Where the agent works, set before the session runs (a session host's own worktree,
         made once the host runs: runtime.cluster.mirror)."""
         self.spec = self._process.spec = replace(self.spec, cwd=cwd)
-
-    def say(self, text: str) -> None:
-        """A message for the agent, delivered at its next clean point (core.operator_messages)."""
-        self._inbox.put_nowait(MessageForAgent(self._clock(), text))
 
     def budget_reached(self, over: bool, reason: str) -> None:
         """Near a budget limit (wind down, checkpoint, stop) or at it (stop now)."""
@@ -360,9 +381,25 @@ class SessionRunner:
             self.approval_pending = None
             given = ApprovalGiven(self._clock(), item.decision, item.edited_text, item.decided_by)
             return self._feed.observe_quietly(given)
+        if isinstance(item, Acknowledged):
+            return self._acknowledge(item)
         if isinstance(item, FromAgent) and item.generation != self._process.generation:
             return None  # an earlier process's leftovers
         return self._feed.handle(item)
+
+    def _acknowledge(self, asked: Acknowledged) -> Outcome | None:
+        """The manager's outcome of a command whose asker waits for the answer: told ""
+        when taken, or the refusal (also journaled, as any refused operator input is)."""
+        refusal = ""
+        try:
+            outcome: Outcome | None = self._feed.observe(asked.command)
+        except IllegalTransition as exc:
+            refusal = str(exc)
+            self._feed.error(ev.Where.OPERATOR, refusal)
+            outcome = None
+        if not asked.answer.done():
+            asked.answer.set_result(refusal)
+        return outcome
 
     async def _permission_gate(self, ask: PermissionAsk) -> PermissionVerdict:
         """Asked by the agent before a tool outside its allowed set; it waits for the answer

@@ -15,6 +15,7 @@ from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane
 
 from mala_tui.core import events as ev
 from mala_tui.core.describe import changes_summary
+from mala_tui.core.operator_actions import SetBudget
 from mala_tui.core.text import tokens
 from mala_tui.core.view import SessionSnapshot, SessionState
 from mala_tui.ui.controller import ReadOnlyError
@@ -304,9 +305,9 @@ class DetailScreen(Screen[None]):
                 return
             try:
                 if change.session != session:
-                    controller.set_budget(self.session_name, change.session)
+                    controller.act(SetBudget(session=self.session_name, limits=change.session))
                 if change.run != run:
-                    controller.set_budget(None, change.run)
+                    controller.act(SetBudget(session=None, limits=change.run))
             except ReadOnlyError as exc:
                 self.notify(str(exc), severity="warning", markup=False)
                 return
