@@ -35,162 +35,32 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from mala_tui.bench.cluster_cli_run import real_cli
+from mala_tui.bench.cluster_figures import (
+    ClusterFigures,
+    CpuMeter,
+    host_rss_mb,
+    judge,
+    lines,
+    percentile,
+)
 from mala_tui.bench.netns import NetnsUnavailable, inside, private_network
 from mala_tui.bench.paced import paced_backend
 from mala_tui.bench.sim_cluster import SimCluster, simulated_cluster
 from mala_tui.config import Settings
 from mala_tui.core import events as ev
-from mala_tui.core.actions import EndStatus
 from mala_tui.runtime.backends.base import Backend, SessionSpec
 from mala_tui.runtime.journal.writer import RunJournal, read_events
 from mala_tui.runtime.questions.approvals import ApprovalMode
 from mala_tui.runtime.run.supervisor import Supervisor
-from mala_tui.runtime.session.processes import pid_alive
 
 #: Events a session journals per scripted step: usage, the call, the result (and more).
 HZ = 4.0
-
-
-@dataclass
-class ClusterFigures:
-    """What one scenario measured; `ok` when it met every target."""
-
-    scenario: str
-    sessions: int
-    nodes: int
-    finished: int = 0
-    lost_sessions: list[str] = field(default_factory=list)
-    restarted_from_checkpoint: list[str] = field(default_factory=list)
-    lines_lost: int = 0
-    unreadable_lines: int = 0
-    processes_left: int = 0
-    events: int = 0
-    seconds: float = 0.0
-    throughput: float = 0.0
-    lag_p50_ms: float | None = None
-    lag_p99_ms: float | None = None
-    host_rss_mb: float | None = None
-    to_new_host_s: list[float] = field(default_factory=list)
-    to_restart_s: list[float] = field(default_factory=list)
-    driver_cpu_s: float = 0.0
-    cluster_cpu_s: float | None = None
-    run_dir: str = ""
-    stderr: str = ""
-    """What `mala-tui run` printed on stderr (the `cli` scenario): Ray's own output never
-    belongs there."""
-    notes: list[str] = field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        lost = set(self.lost_sessions)
-        return (
-            self.finished == self.sessions
-            and lost == set(self.restarted_from_checkpoint)
-            and self.lines_lost == 0
-            and self.unreadable_lines == 0
-            and self.processes_left == 0
-        )
-
-
-def percentile(values: Sequence[float], share: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, math.ceil(share * len(ordered)) - 1))]
-
-
-def host_rss_mb() -> list[float]:
-    """RSS of every session host process on this machine (Ray names them after the actor)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes()
-            if not cmdline.startswith(b"ray::HostActor"):
-                continue
-            for line in (entry / "status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    found.append(int(line.split()[1]) / 1024)
-        except OSError:
-            continue
-    return found
-
-
-def cpu_of(pids: Sequence[int]) -> dict[int, float]:
-    """User + system CPU seconds of each of these processes so far."""
-    ticks = os.sysconf("SC_CLK_TCK")
-    found = {}
-    for pid in pids:
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        found[pid] = (int(fields[11]) + int(fields[12])) / ticks
-    return found
-
-
-class CpuMeter:
-    """The CPU a cluster's processes used, sampled every second: a process that ends
-    (a host released) counts with what it had used at its last sample."""
-
-    def __init__(self, cluster: SimCluster) -> None:
-        self._cluster = cluster
-        self._start = cpu_of(cluster.processes())
-        self._last: dict[int, float] = dict(self._start)
-
-    def sample(self) -> None:
-        self._last.update(cpu_of(self._cluster.processes()))
-
-    async def run(self) -> None:
-        while True:
-            self.sample()
-            await asyncio.sleep(1.0)
-
-    @property
-    def seconds(self) -> float:
-        return sum(self._last.values()) - sum(self._start.values())
-
-
-def judge(figures: ClusterFigures, events: Sequence[ev.Event], lost_at: float | None) -> None:
-    """Fill in what the journal says: who finished, who was lost and how they restarted."""
-    ended = {e.session: e for e in events if isinstance(e, ev.SessionEnded)}
-    figures.finished = sum(1 for e in ended.values() if e.status is EndStatus.DONE)
-    lost = sorted({e.session for e in events if isinstance(e, ev.HostLost)})
-    figures.lost_sessions = lost
-    figures.restarted_from_checkpoint = sorted(
-        {
-            e.session
-            for e in events
-            if isinstance(e, ev.Restarted) and e.trigger == "node_lost" and e.checkpoint_number
-        }
-    )
-    figures.lines_lost = sum(
-        1
-        for e in events
-        if isinstance(e, ev.ErrorRecorded) and "never reached the journal" in e.message
-    )
-    figures.events = len(events)
-    if lost_at is None:
-        return
-    for name in lost:
-        placed = [
-            e.at
-            for e in events
-            if isinstance(e, ev.HostPlaced) and e.session == name and e.attempt > 1
-        ]
-        restarted = [
-            e.at
-            for e in events
-            if isinstance(e, ev.Restarted) and e.session == name and e.trigger == "node_lost"
-        ]
-        if placed:
-            figures.to_new_host_s.append(round(min(placed) - lost_at, 2))
-        if restarted:
-            figures.to_restart_s.append(round(min(restarted) - lost_at, 2))
 
 
 # -- the scripted scenario, the driver in this process -------------------------------------
@@ -337,153 +207,6 @@ async def compare(sessions: int, steps: int, data: Path) -> list[ClusterFigures]
     remote.scenario, remote.nodes = "compare: ray engine", 1
     remote.processes_left = len(cluster.leftover)
     return [local, remote]
-
-
-# -- real Claude Code sessions, through `mala-tui run --engine ray` ----------------------
-
-
-def _tasks_file(folder: Path, server: Any, names: Sequence[str], scenario: Any) -> Path:
-    from mala_tui.loopback import materialize_workspace, offline_cli_env
-
-    lines = []
-    for name in names:
-        workspace = folder / name
-        workspace.mkdir()
-        materialize_workspace(scenario, workspace)
-        env = offline_cli_env(server.url_for(name), folder / "homes" / name)
-        table = ", ".join(f"{key} = {json.dumps(value)}" for key, value in sorted(env.items()))
-        lines += [
-            "[[task]]",
-            f'name = "{name}"',
-            f"task = {json.dumps(scenario.task)}",
-            f'cwd = "{workspace}"',
-            f"env = {{ {table} }}",
-            "",
-        ]
-    path = folder / "tasks.toml"
-    path.write_text("\n".join(lines))
-    return path
-
-
-async def real_cli(sessions: int, data: Path, *, delay: float = 1.0) -> ClusterFigures:
-    """`mala-tui run --engine ray` on `sessions` loopback sessions over 2 nodes, one lost."""
-    from mala_tui.loopback import LoopbackServer, load_scenario
-
-    scenario = load_scenario("quickstart")
-    names = [f"c{index}" for index in range(sessions)]
-    figures = ClusterFigures("cli", sessions, 2)
-    folder = Path(tempfile.mkdtemp(prefix="cli-", dir=data))
-    routes = {name: scenario for name in names}
-    async with LoopbackServer(routes, response_delay_s=delay) as server:
-        tasks = _tasks_file(folder, server, names, scenario)
-        with simulated_cluster(2, math.ceil(sessions / 2) + 1) as cluster:
-            env = dict(os.environ, MALA_TUI_STORAGE__DATA_DIR=str(data / "runs"))
-            env["MALA_TUI_AGENT__ALLOWED_TOOLS"] = json.dumps(list(scenario.tools))
-            command = [
-                sys.executable,
-                "-m",
-                "mala_tui",
-                "run",
-                "--tasks",
-                str(tasks),
-                "--headless",
-                "--approve",
-                "auto",
-                "--engine",
-                "ray",
-                "--ray-address",
-                cluster.address,
-            ]
-            process = await asyncio.create_subprocess_exec(
-                *command, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
-            )
-            lost_at = await _remove_a_busy_node(cluster, data / "runs", names, process)
-            _, err = await asyncio.wait_for(process.communicate(), 600)
-            said = err.decode(errors="replace")
-            figures.stderr = said
-            if process.returncode != 0:
-                figures.notes.append(f"mala-tui run exited {process.returncode}: {said[-400:]}")
-        figures.processes_left = len(cluster.leftover)
-    runs = sorted((data / "runs" / "runs").iterdir())
-    contents = read_events(runs[-1] / "events.jsonl")
-    figures.run_dir = str(runs[-1])
-    figures.unreadable_lines = len(contents.skipped)
-    judge(figures, contents.events, lost_at)
-    began = [e.at for e in contents.events if isinstance(e, ev.RunStarted)]
-    ended = [e.at for e in contents.events if isinstance(e, ev.RunEnded)]
-    if began and ended:
-        figures.seconds = round(ended[-1] - began[0], 2)
-        figures.throughput = round(figures.events / figures.seconds, 1)
-    pids = [e.pid for e in contents.events if isinstance(e, ev.ProcessStarted) and e.pid]
-    figures.processes_left += sum(1 for pid in pids if pid_alive(pid))
-    return figures
-
-
-async def _remove_a_busy_node(
-    cluster: SimCluster, runs: Path, names: Sequence[str], process: Any
-) -> float | None:
-    """Once every session has worked a little, remove the node with the most of them."""
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline and process.returncode is None:
-        await asyncio.sleep(0.5)
-        found = sorted((runs / "runs").glob("*/events.jsonl")) if (runs / "runs").is_dir() else []
-        if not found:
-            continue
-        events = read_events(found[-1]).events
-        placed = {e.session: e.node for e in events if isinstance(e, ev.HostPlaced)}
-        steps = Counter(
-            e.session
-            for e in events
-            if isinstance(e, ev.MessageRecorded) and e.kind == "tool_result"
-        )
-        if set(placed) == set(names) and all(steps[name] >= 2 for name in names):
-            busiest, _ = Counter(placed.values()).most_common(1)[0]
-            lost_at = time.time()
-            await asyncio.to_thread(cluster.remove, cluster.node_of(busiest))
-            return lost_at
-    return None
-
-
-# -- the report -----------------------------------------------------------------------------
-
-
-def lines(figures: ClusterFigures) -> list[str]:
-    said = [f"{figures.scenario}: {figures.sessions} sessions over {figures.nodes} node(s)"]
-    said.append(
-        f"  finished {figures.finished}/{figures.sessions}; lost with the node: "
-        f"{len(figures.lost_sessions)}, each restarted from a checkpoint: "
-        f"{len(figures.restarted_from_checkpoint)}"
-    )
-    said.append(
-        f"  journal lines lost {figures.lines_lost}, unreadable {figures.unreadable_lines}; "
-        f"processes left {figures.processes_left}"
-    )
-    lag = (
-        f"; lag p50 {figures.lag_p50_ms} ms, p99 {figures.lag_p99_ms} ms"
-        if figures.lag_p50_ms is not None
-        else ""
-    )
-    said.append(
-        f"  {figures.events} events in {figures.seconds} s: {figures.throughput} events/s at the "
-        f"driver{lag}"
-    )
-    if figures.host_rss_mb is not None:
-        said.append(f"  memory per session host: {figures.host_rss_mb} MB RSS")
-    if figures.to_new_host_s:
-        new, restart = figures.to_new_host_s, figures.to_restart_s or [0.0]
-        said.append(
-            f"  node removed -> new host: median {statistics.median(new):.1f} s, "
-            f"max {max(new):.1f} s; -> restarted: median {statistics.median(restart):.1f} s, "
-            f"max {max(restart):.1f} s"
-        )
-    if figures.driver_cpu_s:
-        said.append(
-            f"  CPU: driver {figures.driver_cpu_s} s"
-            + (f", cluster {figures.cluster_cpu_s} s" if figures.cluster_cpu_s is not None else "")
-        )
-    said += [f"  note: {note}" for note in figures.notes]
-    said.append(f"  targets {'met' if figures.ok else 'NOT met'}")
-    return said
 
 
 def main(argv: list[str] | None = None) -> int:
