@@ -90,3 +90,28 @@ class BackgroundWork:
 
     def describe(self) -> str:
         return describe_tasks(self.tasks, self.reports)
+
+    # -- its transitions: the turn flow's, but for the stop every restart and ending makes
+
+    def listed(self, tasks: tuple[BackgroundTask, ...], reports: int) -> None:
+        """The CLI's list of background work, as it changed."""
+        self.tasks, self.reports = tasks, reports
+        self.subagents_seen = self.subagents_seen or bool(tasks)
+
+    def expect_report(self) -> None:
+        """A report is on its way although none is counted (see `subagents_seen`)."""
+        self.reports = max(self.reports, 1)
+
+    def wait(self) -> None:
+        """The main thread's turn ended with work pending: wait for the CLI's next turn."""
+        self.waiting = True
+
+    def taken_in(self) -> None:
+        """The reports the CLI held were taken in (or will never come): nothing waits."""
+        self.waiting, self.reports = False, 0
+
+    def stop_all(self) -> tuple[BackgroundTask, ...]:
+        """The agent process closes and its work with it: what was running."""
+        tasks, self.tasks = self.tasks, ()
+        self.taken_in()
+        return tasks

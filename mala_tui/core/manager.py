@@ -40,7 +40,7 @@ from mala_tui.core.background import BackgroundWork
 from mala_tui.core.calibration import Density
 from mala_tui.core.checkpoint import Checkpoint
 from mala_tui.core.limits import Limits
-from mala_tui.core.manager_state import Counters, Fork, ManagerState, Outcome, StopFor
+from mala_tui.core.manager_state import ManagerState, Outcome
 from mala_tui.core.mask_economics import GrowthRate
 from mala_tui.core.masking_decisions import MaskingDecisions
 from mala_tui.core.observations import (
@@ -74,6 +74,7 @@ from mala_tui.core.prompts import PromptSet
 from mala_tui.core.recovery import Recovery
 from mala_tui.core.restart_flow import RestartFlow
 from mala_tui.core.resume_plan import SessionResume
+from mala_tui.core.state_parts import Counters, Fork, StopFor
 from mala_tui.core.transcript import Message, Transcript
 from mala_tui.core.turn_flow import TurnFlow
 from mala_tui.core.usage import ContextUsage, Zone
@@ -110,10 +111,6 @@ class ContextManager:
     @property
     def manage(self) -> ManageMode:
         return self._state.manage
-
-    @manage.setter
-    def manage(self, mode: ManageMode) -> None:
-        self._state.manage = mode
 
     @property
     def require_approval(self) -> bool:
@@ -220,9 +217,7 @@ class ContextManager:
         """
         if self._state.started:
             raise IllegalTransition(f"{self._state.name}: already started")
-        self._state.resume = (plan, gap_seconds, tuple(history))
-        if plan.carried.manage is not None:  # set now: the session's first event says it
-            self._state.manage = plan.carried.manage
+        self._state.plan_resume(plan, gap_seconds, history)
 
     def fork_from(
         self, session_id: str, history: Sequence[Message] = (), density: float | None = None

@@ -18,10 +18,9 @@ a session, rebuilt from its events.)
 
 from __future__ import annotations
 
-import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Final
 
 from mala_tui.core import events as ev
 from mala_tui.core.actions import Action, EndSession, EndStatus
@@ -30,11 +29,11 @@ from mala_tui.core.calibration import Calibration, Density
 from mala_tui.core.checkpoint import Checkpoint
 from mala_tui.core.limits import Limits
 from mala_tui.core.mask_economics import GrowthRate, cache_cold
-from mala_tui.core.masking import MaskPlan
 from mala_tui.core.operator_messages import Delivery, MessageQueue, messages_block
-from mala_tui.core.phases import TRANSITIONS, Cause, IllegalTransition, ManageMode, Phase, Trigger
+from mala_tui.core.phases import TRANSITIONS, IllegalTransition, ManageMode, Phase, Trigger
 from mala_tui.core.prompts import PromptKind, PromptSet
-from mala_tui.core.resume_plan import SessionResume
+from mala_tui.core.resume_plan import Carried, SessionResume
+from mala_tui.core.state_parts import Counters, Fork, Pending, TurnState
 from mala_tui.core.transcript import Message, Transcript
 from mala_tui.core.usage import (
     CHARS_PER_TOKEN,
@@ -46,8 +45,6 @@ from mala_tui.core.usage import (
     estimate_tokens,
 )
 from mala_tui.core.window import RefusalBounds, WindowSource, learn_from_refusal
-
-_DIGITS: Final = re.compile(r"[\d,.]+")
 
 
 class DecisionZone(StrEnum):
@@ -67,90 +64,6 @@ class Outcome:
 
     actions: tuple[Action, ...] = ()
     events: tuple[ev.Event, ...] = ()
-
-
-class StopFor(StrEnum):
-    """Why the turn in flight is being stopped: the one sub-state of a streaming turn."""
-
-    PROMPT = "prompt"
-    """Interrupted so that a prompt (wind-down, checkpoint request) goes next."""
-    MASK = "mask"
-    """Stopped at its next clean point for the pending mask."""
-    PAUSE = "pause"
-    EMERGENCY = "emergency"
-    """Stopped because the window is gone; a restart follows."""
-    PROJECTION = "projection"
-    """The post-tool hook was told to stop: decide at that clean point."""
-    MESSAGE = "message"
-    """Stopped at its next clean point so that the operator's message goes next."""
-
-
-@dataclass
-class TurnState:
-    """What is known of the turn in flight."""
-
-    prompt: str = ""
-    streaming: bool = False
-    tool_calls: int = 0
-    stopping: StopFor | None = None
-    then: str | None = None
-    """The prompt sent once the stopped turn has ended (StopFor.PROMPT)."""
-    seen_results: dict[str, int] = field(default_factory=dict)
-    """Results the post-tool hook reported (id -> characters) before they reach the transcript."""
-
-
-@dataclass
-class PendingMask:
-    plan: MaskPlan
-    trigger: Trigger
-    cause: Cause
-    floor: int
-    """Where masking means to bring the window down to, in tokens."""
-    resume: bool
-    """The turn was stopped for it: the session is resumed on the masked transcript."""
-    then_wind_down: bool = False
-    """Masked so that the wind-down request fits: wind down once it is applied."""
-    projected: int | None = None
-    """The next request's projected size, when decided at a tool result."""
-    idle_seconds: float | None = None
-    """Set when the prompt cache had gone cold (seconds since the last request): the mask
-    is free, as the next request writes the whole prompt anyway."""
-
-
-@dataclass
-class Pending:
-    mask: PendingMask | None = None
-    measure_from: int | None = None
-    skip_reason: str | None = None
-    skip_revision: int | None = None
-    """Transcript revision when masking last found nothing: unchanged, nothing to redo."""
-    work_ends_at: int | None = None
-    """Transcript length when the wind-down began: what follows is not work to carry over."""
-    restart_reason: str = ""
-    restart_cause: Cause | None = None
-
-
-@dataclass
-class Counters:
-    continuation: int = 0
-    checkpoints: int = 0
-    masked_total: int = 0
-    masked_session: int = 0
-    idle_retries: int = 0
-    mask_failures: int = 0
-    compactions: int = 0
-    refetched: int = 0
-    """Tool calls that fetched again what a mask had taken away."""
-
-
-@dataclass(frozen=True, slots=True)
-class Fork:
-    """Another session's conversation a new session starts from (the SDK's `fork_session`):
-    its agent session, what it held, and how its text measured in tokens."""
-
-    session_id: str
-    history: tuple[Message, ...]
-    density: float | None = None
 
 
 @dataclass(eq=False)
@@ -416,6 +329,85 @@ class ManagerState:
         self.transcript.append(Message.harness_prompt(prompt))
         self.tracker.observe_transcript_size(self.transcript.characters)
 
+    def turn_to_come(self, prompt: str) -> None:
+        """`prompt` is the next turn's, sent once a fresh agent session is up."""
+        self.turn = TurnState(prompt=prompt)
+
+    def cli_turn_begins(self) -> None:
+        """The CLI started a turn of its own (to hand the agent its background work's
+        reports): the session streams, with no prompt of mala-tui's."""
+        self.turn = TurnState(streaming=True)
+
+    def new_transcript(self, history: Sequence[Message] = ()) -> None:
+        """The agent's conversation is now `history` (a fresh agent session: nothing)."""
+        self.transcript = Transcript(history)
+
+    # -- a person at the session -------------------------------------------------------
+
+    def taken_over(self) -> None:
+        """A person has the session in the interactive Claude Code: nothing is sent to
+        the agent until it is handed back."""
+        self.by_hand = True
+
+    def handed_back(self, history: Sequence[Message]) -> None:
+        """The person is done by hand: the conversation is what they left."""
+        self.by_hand = False
+        self.new_transcript(history)
+        self.tracker.observe_transcript_size(self.transcript.characters)
+
+    # -- how a session starts ------------------------------------------------------------
+
+    def plan_resume(
+        self, plan: SessionResume, gap_seconds: float, history: Sequence[Message]
+    ) -> None:
+        """`start` continues where an interrupted run left the session (`mala-tui resume`),
+        under the management mode it last ran under, which its first event says."""
+        self.resume = (plan, gap_seconds, tuple(history))
+        if plan.carried.manage is not None:
+            self.manage = plan.carried.manage
+
+    def carry_over(self, carried: Carried) -> None:
+        """A resumed session's counts, density, learnt window and waiting messages go on
+        from the journal."""
+        self.counters.continuation = carried.restarts
+        self.counters.checkpoints = carried.checkpoints
+        self.counters.masked_total = carried.masked_total
+        if carried.density is not None:
+            self.calibration = Calibration(prior=carried.density)
+        if carried.refusal is not None:
+            self.refusal = RefusalBounds(*carried.refusal)
+            self.largest_accepted = self.refusal.accepted
+            self.settle_window()
+        self.messages.restore(carried.messages, carried.messages_said)
+
+    def go_on_in(
+        self, session_id: str, history: Sequence[Message], density: float | None = None
+    ) -> None:
+        """The agent goes on in an existing conversation (resumed by its id, or forked):
+        what it holds is the transcript, and its text measured `density`, if known."""
+        self.session_id = session_id
+        for message in history:
+            self.transcript.append(message)
+        if density is not None:
+            self.calibration = Calibration(prior=density)
+
+    def start_fresh_session(self, session_id: str | None) -> None:
+        """A restart's fresh agent session is up: its counts and measures start again, its
+        conversation holds only the first prompt (the one `turn_to_come` kept)."""
+        self.counters.fresh_session()
+        self.tracker.reset()
+        self.calibration.restart()
+        self.growth.restart()
+        self.chars_at_call = None
+        self.masked_keys.clear()
+        self.needed.clear()
+        self.session_id = session_id
+        self.pending = Pending()
+        self.awaiting_floor = True
+        prompt = self.turn.prompt
+        self.new_transcript()
+        self.begin_turn(prompt)
+
     def messages_prompt(self, at: float, how: Delivery) -> tuple[str, tuple[ev.Event, ...]]:
         """The waiting messages as a prompt, taken off the queue; ("", ()) when none wait."""
         if not self.messages:
@@ -444,17 +436,22 @@ class ManagerState:
 
     def background_stopped(self, at: float, reason: str) -> tuple[ev.Event, ...]:
         """The background work the agent process takes with it as it closes, said once."""
-        work = self.background
-        tasks, work.tasks, work.reports, work.waiting = work.tasks, (), 0, False
+        tasks = self.background.stop_all()
         if not tasks:
             return ()
         return (ev.BackgroundStopped(at=at, session=self.name, tasks=tasks, reason=reason),)
+
+    def reopen(self, at: float) -> ev.PhaseChanged:
+        """The operator restarts an ended session by hand: it has not ended any more."""
+        moved = self.move(at, Trigger.RESTART_BY_HAND)
+        self.end_status = None
+        return moved
 
     def end(self, at: float, trigger: Trigger, status: EndStatus, reason: str) -> Outcome:
         """The session ends (the move checked first): the runtime ends it, the journal says why."""
         moved = self.move(at, trigger)
         self.end_status = status
-        self.turn.streaming = False
+        self.turn.ended()
         return Outcome(
             (EndSession(status, reason),),
             (
@@ -470,9 +467,3 @@ class ManagerState:
                 ),
             ),
         )
-
-
-def news_key(reason: str) -> str:
-    """A reason with its figures taken out: "only ~21,545 tokens maskable" and "only
-    ~21,551" are the same news, said once."""
-    return _DIGITS.sub("#", reason)

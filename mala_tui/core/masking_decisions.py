@@ -28,18 +28,12 @@ the one other part it calls. The turn flow and operator handling call it.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Final
 
 from mala_tui.core import events as ev
 from mala_tui.core.actions import ApplyMask, SendPrompt, StopTurn
-from mala_tui.core.manager_state import (
-    DecisionZone,
-    ManagerState,
-    Outcome,
-    PendingMask,
-    StopFor,
-    news_key,
-)
+from mala_tui.core.manager_state import DecisionZone, ManagerState, Outcome
 from mala_tui.core.mask_economics import pays_for_itself, write_price
 from mala_tui.core.masking import MaskPlan, call_key, maskable, placeholder, plan_masking
 from mala_tui.core.observations import MaskConfirmed, MaskFailed, ToolResultSeen
@@ -47,6 +41,7 @@ from mala_tui.core.operator_messages import Delivery
 from mala_tui.core.phases import Cause, IllegalTransition, ManageMode, Phase, Trigger
 from mala_tui.core.prompts import PromptKind
 from mala_tui.core.restart_flow import RestartFlow
+from mala_tui.core.state_parts import PendingMask, StopFor
 
 #: Share of the window that results the agent fetched again may keep unmasked.
 NEEDED_SHARE: Final = 0.10
@@ -183,25 +178,24 @@ class MaskingDecisions:
         moved = self._state.move(at, trigger)
         stop = self._state.turn.streaming
         if stop:
-            self._state.turn.stopping = StopFor.MASK
-            self._state.turn.then = None
+            self._state.turn.stop_before(None, StopFor.MASK)  # the mask resumes the agent
         resume = (
             self._state.prompts.render(PromptKind.MASK_RESUME, masked_count=len(plan.ids))
             if (stop or resume_after) and not then_wind_down
             else None
         )
-        self._state.pending.mask = PendingMask(
-            plan,
-            trigger,
-            cause,
-            floor=tokens - goal,
-            resume=stop or resume_after,
-            then_wind_down=then_wind_down,
-            projected=tokens if cause is Cause.PROJECTION else None,
-            idle_seconds=idle_seconds,
+        self._state.pending.mask_decided(
+            PendingMask(
+                plan,
+                trigger,
+                cause,
+                floor=tokens - goal,
+                resume=stop or resume_after,
+                then_wind_down=then_wind_down,
+                projected=tokens if cause is Cause.PROJECTION else None,
+                idle_seconds=idle_seconds,
+            )
         )
-        self._state.pending.skip_reason = None
-        self._state.pending.skip_revision = None
         return Outcome((ApplyMask(plan, stop, resume),), (moved,))
 
     def replan_stopped_mask(self) -> Outcome:
@@ -217,7 +211,7 @@ class MaskingDecisions:
         goal = self._state.usage.tokens - pending.floor
         fresh = self.plan_mask(max(goal, 0), pending.cause)
         if fresh and set(pending.plan.ids) <= set(fresh.ids):
-            pending.plan = fresh
+            pending = self._state.pending.mask = replace(pending, plan=fresh)
         resume = self._state.prompts.render(
             PromptKind.MASK_RESUME, masked_count=len(pending.plan.ids)
         )
@@ -226,11 +220,9 @@ class MaskingDecisions:
     def _skip(self, at: float, tokens: int, reason: str) -> Outcome:
         # Say it once per kind of reason, not on every API call while the zone lasts:
         # "only ~21,545 tokens maskable" and "only ~21,551" are the same news.
-        self._state.pending.skip_revision = self._state.transcript.revision
-        kind = news_key(reason)
-        if kind == self._state.pending.skip_reason:
+        self._state.pending.nothing_maskable(self._state.transcript.revision)
+        if not self._state.pending.say_once(reason):
             return Outcome()
-        self._state.pending.skip_reason = kind
         return Outcome(
             events=(ev.MaskSkipped(at=at, session=self._state.name, reason=reason, tokens=tokens),)
         )
@@ -269,7 +261,7 @@ class MaskingDecisions:
             )
             if not plan or not (free or self._worth_it_now(plan, projected)):
                 return Outcome()
-        self._state.turn.stopping = StopFor.PROJECTION
+        self._state.turn.begin_stop(StopFor.PROJECTION)
         return Outcome(
             (
                 StopTurn(
@@ -387,7 +379,7 @@ class MaskingDecisions:
         tokens_before = (
             pending.projected if pending.projected is not None else self._state.usage.tokens
         )
-        self._state.pending.mask = None
+        self._state.pending.drop_mask()
         self._state.pending.measure_from = tokens_before
         events: list[ev.Event] = [
             moved,
@@ -414,7 +406,7 @@ class MaskingDecisions:
             return Outcome(wound.actions, (*events, *wound.events))
         if pending.resume:
             # The runtime resumed the session on the masked transcript with ApplyMask's prompt.
-            self._state.turn.stopping = None
+            self._state.turn.stop_over()
             self._state.begin_turn(
                 self._state.prompts.render(
                     PromptKind.MASK_RESUME, masked_count=len(pending.plan.ids)
@@ -424,15 +416,14 @@ class MaskingDecisions:
 
     def on_mask_failed(self, obs: MaskFailed) -> Outcome:
         """The mask did not happen: back to running, the agent sent on if it was stopped."""
-        pending = self._state.pending.mask
         moved = self._state.move(obs.at, Trigger.MASK_FAILED)
-        self._state.pending.mask = None
+        pending = self._state.pending.take_mask()
         self._state.counters.mask_failures += 1
         resume: tuple[SendPrompt, ...] = ()
         delivered: tuple[ev.Event, ...] = ()
         if pending is not None and pending.resume:
             # The turn was stopped for a mask that did not happen: let the agent carry on.
-            self._state.turn.stopping = None
+            self._state.turn.stop_over()
             kind, text, delivered = self._state.back_to_work(
                 obs.at, PromptKind.IDLE_RESUME, Delivery.RESUME, session_name=self._state.name
             )

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from mala_tui.core import events as ev
 from mala_tui.core.actions import Action, Disconnect, EndStatus, Interrupt, SendPrompt, StopTurn
-from mala_tui.core.manager_state import ManagerState, Outcome, StopFor
+from mala_tui.core.manager_state import ManagerState, Outcome
 from mala_tui.core.masking_decisions import MaskingDecisions
 from mala_tui.core.observations import (
     ApprovalPolicyChanged,
@@ -33,6 +33,7 @@ from mala_tui.core.operator_messages import Delivery, MessageError
 from mala_tui.core.phases import Cause, IllegalTransition, ManageMode, Phase, Trigger
 from mala_tui.core.prompts import PromptKind
 from mala_tui.core.restart_flow import RestartFlow
+from mala_tui.core.state_parts import StopFor
 
 
 class OperatorFlow:
@@ -80,7 +81,7 @@ class OperatorFlow:
         self._state.budget_stop = obs.reason
         if obs.over:
             return self._restart_flow.emergency(obs.at, obs.reason)
-        self._state.pending.mask = None
+        self._state.pending.drop_mask()
         return self._restart_flow.wind_down(obs.at, self._state.usage.tokens, Cause.BUDGET)
 
     # -- the operator ----------------------------------------------------------------
@@ -103,7 +104,7 @@ class OperatorFlow:
                 moved = self._state.move(at, Trigger.PAUSE)
                 stop = self._state.turn.streaming
                 if stop:
-                    self._state.turn.stopping = StopFor.PAUSE
+                    self._state.turn.begin_stop(StopFor.PAUSE)
                 return Outcome((Interrupt(),) if stop else (), (moved,))
             case Command.RESUME:
                 moved = self._state.move(at, Trigger.RESUME)
@@ -131,8 +132,7 @@ class OperatorFlow:
                     )
                     return self._restart_flow.restart_by_hand(at)
                 self._state.check(Trigger.OPERATOR_CHECKPOINT)
-                self._state.pending.restart_reason = "asked by the operator"
-                self._state.pending.restart_cause = Cause.OPERATOR
+                self._state.pending.restart_for("asked by the operator", Cause.OPERATOR)
                 return self._restart_flow.request_checkpoint(at, Trigger.OPERATOR_CHECKPOINT)
         raise IllegalTransition(f"{self._state.name}: unknown command {obs.command!r}")
 
@@ -152,9 +152,9 @@ class OperatorFlow:
         if state.phase is Phase.RUNNING:
             events.append(state.move(at, Trigger.PAUSE))
             if state.turn.streaming:
-                state.turn.stopping = StopFor.PAUSE
+                state.turn.begin_stop(StopFor.PAUSE)
                 actions.append(Interrupt())
-        state.by_hand = True
+        state.taken_over()
         events.append(ev.TakenOver(at=at, session=state.name))
         actions.append(Disconnect(state.limits.disconnect_timeout))
         return Outcome(tuple(actions), tuple(events))
@@ -178,7 +178,7 @@ class OperatorFlow:
             return Outcome()
         self._state.check(Trigger.HARD_PRESSURE)
         self._state.budget_stop = reason
-        self._state.pending.mask = None
+        self._state.pending.drop_mask()
         return self._restart_flow.wind_down(at, self._state.usage.tokens, Cause.OPERATOR)
 
     # -- settings --------------------------------------------------------------------
@@ -240,5 +240,5 @@ class OperatorFlow:
             or self._state.turn.stopping is not None
         ):
             return outcome
-        self._state.turn.stopping = StopFor.MESSAGE
+        self._state.turn.begin_stop(StopFor.MESSAGE)
         return Outcome((*outcome.actions, StopTurn("a message from the operator")), outcome.events)

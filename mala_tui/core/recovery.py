@@ -34,7 +34,6 @@ from mala_tui.core.retry import (
     decide_retry,
 )
 from mala_tui.core.text import clean, excerpt
-from mala_tui.core.transcript import Transcript
 
 
 class Recovery:
@@ -102,6 +101,14 @@ class Recovery:
         )
         return Outcome() if over is None else self._fail(obs.at, over)
 
+    def endpoint_answers(self) -> None:
+        """A call was taken: the endpoint is not failing (any more)."""
+        self._state.api_failing_since, self._state.api_said = None, ""
+
+    def turn_went_through(self) -> None:
+        """A turn ended well: the next hang is retried as the first."""
+        self._state.counters.idle_retries = 0
+
     def _failing(self, at: float, said: str) -> None:
         """A call failed: the failing run starts now unless it had already; say what it said."""
         if self._state.api_failing_since is None:
@@ -155,7 +162,7 @@ class Recovery:
             # Nothing happened that a fresh start could repeat: same prompt, new session.
             prompt = self._state.turn.prompt
             action = RetryTurn(RetryMode.FRESH, delay, prompt, None)
-            self._state.transcript = Transcript()
+            self._state.new_transcript()
         self._state.counters.idle_retries = retry
         self._state.begin_turn(prompt)
         return decision, Outcome((disconnect, action))

@@ -27,7 +27,6 @@ from mala_tui.core.actions import (
     StartFreshSession,
 )
 from mala_tui.core.background import BackgroundTask, describe_tasks
-from mala_tui.core.calibration import Calibration
 from mala_tui.core.checkpoint import (
     Checkpoint,
     CheckpointOrigin,
@@ -36,24 +35,17 @@ from mala_tui.core.checkpoint import (
     harness_checkpoint,
 )
 from mala_tui.core.describe import gap
-from mala_tui.core.manager_state import (
-    ManagerState,
-    Outcome,
-    Pending,
-    StopFor,
-    TurnState,
-    news_key,
-)
+from mala_tui.core.manager_state import ManagerState, Outcome
 from mala_tui.core.observations import ApprovalGiven, Decision, RestartCompleted
 from mala_tui.core.operator_messages import Delivery
 from mala_tui.core.permissions import AnsweredBy
 from mala_tui.core.phases import Cause, IllegalTransition, ManageMode, Trigger
 from mala_tui.core.prompts import PromptKind
 from mala_tui.core.resume_plan import ResumeFrom, SessionResume
+from mala_tui.core.state_parts import StopFor
 from mala_tui.core.text import clean
-from mala_tui.core.transcript import Message, Transcript
+from mala_tui.core.transcript import Message
 from mala_tui.core.usage import estimate_tokens
-from mala_tui.core.window import RefusalBounds
 
 
 class RestartFlow:
@@ -81,11 +73,11 @@ class RestartFlow:
             tokens_used=tokens,
             window=self._state.window,
         )
-        self._state.pending.restart_reason = (
+        self._state.pending.restart_for(
             f"{cause.value.replace('_', ' ')}: {tokens} of {self._state.window} tokens "
-            f"({percent:.0f}%)"
+            f"({percent:.0f}%)",
+            cause,
         )
-        self._state.pending.restart_cause = cause
         self._send_after_stop(text, stop)
         return Outcome(
             (SendPrompt(PromptKind.WIND_DOWN, text, interrupt_first=stop),),
@@ -107,17 +99,15 @@ class RestartFlow:
             f"past the hard threshold ({tokens:,} of {self._state.window:,} tokens) with nothing "
             "left to mask; management mode 'mask' does not restart"
         )
-        if news_key(reason) == self._state.pending.skip_reason:
+        if not self._state.pending.say_once(reason):
             return Outcome()
-        self._state.pending.skip_reason = news_key(reason)
         return Outcome(
             events=(ev.MaskSkipped(at=at, session=self._state.name, reason=reason, tokens=tokens),)
         )
 
     def _send_after_stop(self, text: str, stop: bool) -> None:
         if stop:
-            self._state.turn.stopping = StopFor.PROMPT
-            self._state.turn.then = text
+            self._state.turn.stop_before(text)
         else:
             self._state.begin_turn(text)
 
@@ -166,14 +156,13 @@ class RestartFlow:
             )
         self._state.check(self.checkpoint_trigger())
         checkpoint = self.harness_checkpoint(reason)
-        self._state.pending.restart_reason = f"emergency: {reason}"
-        self._state.pending.restart_cause = Cause.EMERGENCY
-        self._state.pending.mask = None
+        self._state.pending.restart_for(f"emergency: {reason}", Cause.EMERGENCY)
+        self._state.pending.drop_mask()
         streaming = self._state.turn.streaming
         outcome = self.checkpoint_ready(at, checkpoint)
         if streaming and not self._state.phase.terminal:
             # The window is gone mid-turn: stop the turn before restarting.
-            self._state.turn.stopping = StopFor.EMERGENCY
+            self._state.turn.begin_stop(StopFor.EMERGENCY)
             return Outcome((Interrupt(), *outcome.actions), outcome.events)
         return outcome
 
@@ -291,7 +280,7 @@ class RestartFlow:
         if said:
             # Said while the old session was winding down: the fresh one hears it.
             prompt = f"{prompt}\n\n{said}"
-        self._state.turn = TurnState(prompt=prompt)
+        self._state.turn_to_come(prompt)
         cause = self._state.pending.restart_cause or Cause.OPERATOR
         # The old agent process closes: its background work, if any, ends with it.
         stopped = self._state.background_stopped(at, "the session restarted fresh")
@@ -348,22 +337,7 @@ class RestartFlow:
     def on_restarted(self, obs: RestartCompleted) -> Outcome:
         """The fresh session is up: its first turn is the continuation prompt."""
         moved = self._state.move(obs.at, Trigger.RESTARTED)
-        self._state.counters.continuation += 1
-        self._state.counters.masked_session = 0
-        self._state.counters.idle_retries = 0
-        self._state.counters.mask_failures = 0
-        self._state.tracker.reset()
-        self._state.calibration.restart()
-        self._state.growth.restart()
-        self._state.chars_at_call = None
-        self._state.masked_keys.clear()
-        self._state.needed.clear()
-        self._state.session_id = obs.session_id
-        self._state.pending = Pending()
-        self._state.awaiting_floor = True
-        prompt = self._state.turn.prompt
-        self._state.transcript = Transcript()
-        self._state.begin_turn(prompt)
+        self._state.start_fresh_session(obs.session_id)
         return Outcome(events=(moved,))
 
     def restart_by_hand(self, at: float) -> Outcome:
@@ -376,10 +350,8 @@ class RestartFlow:
             )
             self._state.counters.checkpoints += 1
             events.append(self._checkpoint_event(at, self._state.checkpoint))
-        self._state.pending.restart_reason = "restarted by the operator"
-        self._state.pending.restart_cause = Cause.OPERATOR
-        self._state.end_status = None
-        events.append(self._state.move(at, Trigger.RESTART_BY_HAND))
+        self._state.pending.restart_for("restarted by the operator", Cause.OPERATOR)
+        events.append(self._state.reopen(at))
         restart = self._restart(at, approved_by=AnsweredBy.OPERATOR)
         return Outcome(restart.actions, (*events, *restart.events))
 
@@ -389,21 +361,10 @@ class RestartFlow:
         """The first prompt after `mala-tui resume`: the session's counts go on from the journal,
         and what the operator said that had not reached the agent goes with it."""
         carried = plan.carried
-        self._state.counters.continuation = carried.restarts
-        self._state.counters.checkpoints = carried.checkpoints
-        self._state.counters.masked_total = carried.masked_total
-        if carried.density is not None:
-            self._state.calibration = Calibration(prior=carried.density)
-        if carried.refusal is not None:
-            self._state.refusal = RefusalBounds(*carried.refusal)
-            self._state.largest_accepted = self._state.refusal.accepted
-            self._state.settle_window()
-        self._state.messages.restore(carried.messages, carried.messages_said)
+        self._state.carry_over(carried)
         events: tuple[ev.Event, ...] = ()
         if plan.how is ResumeFrom.SESSION_ID and plan.session_id:
-            self._state.session_id = plan.session_id
-            for message in history:
-                self._state.transcript.append(message)
+            self._state.go_on_in(plan.session_id, history)
             kind = PromptKind.RUN_RESUME
             prompt = self._state.prompts.render(
                 kind, session_name=self._state.name, gap=gap(gap_seconds)
@@ -464,8 +425,7 @@ class RestartFlow:
     ) -> Outcome:
         """The restart was waiting for a person when the run was interrupted (or its host
         was lost): ask, and on the answer restart (or end) as the approval would have done."""
-        self._state.pending.restart_reason = reason
-        self._state.pending.restart_cause = cause
+        self._state.pending.restart_for(reason, cause)
         moved = self._state.move(at, Trigger.CHECKPOINT_FOR_APPROVAL)
         assert self._state.checkpoint is not None
         asked = ev.ApprovalRequested(

@@ -17,16 +17,8 @@ from __future__ import annotations
 
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus, SendPrompt
-from mala_tui.core.calibration import Calibration
 from mala_tui.core.checkpoint import CheckpointError, extract_checkpoint
-from mala_tui.core.manager_state import (
-    DecisionZone,
-    Fork,
-    ManagerState,
-    Outcome,
-    StopFor,
-    TurnState,
-)
+from mala_tui.core.manager_state import DecisionZone, ManagerState, Outcome
 from mala_tui.core.masking import call_key
 from mala_tui.core.masking_decisions import MaskingDecisions
 from mala_tui.core.message_events import compaction_event, message_events
@@ -45,7 +37,8 @@ from mala_tui.core.phases import STREAMING, Cause, IllegalTransition, ManageMode
 from mala_tui.core.prompts import PromptKind
 from mala_tui.core.recovery import Recovery
 from mala_tui.core.restart_flow import RestartFlow
-from mala_tui.core.transcript import Role, Transcript
+from mala_tui.core.state_parts import Fork, StopFor
+from mala_tui.core.transcript import Role
 from mala_tui.core.usage import ContextUsage, estimate_tokens
 from mala_tui.core.window import WindowSource
 
@@ -84,11 +77,7 @@ class TurnFlow:
         session's id; the agent forks it into a session of its own): its task, the new
         instruction, said as the person's message, which is what it is."""
         state = self._state
-        state.session_id = fork.session_id
-        for message in fork.history:
-            state.transcript.append(message)
-        if fork.density is not None:
-            state.calibration = Calibration(prior=fork.density)
+        state.go_on_in(fork.session_id, fork.history, fork.density)
         try:
             queued = state.messages.add(at, state.task)
         except MessageError as exc:
@@ -107,9 +96,7 @@ class TurnFlow:
             raise IllegalTransition(f"{state.name} was not taken over by hand")
         if obs.go_on:
             state.check(Trigger.RESUME)
-        state.by_hand = False
-        state.transcript = Transcript(obs.history)
-        state.tracker.observe_transcript_size(state.transcript.characters)
+        state.handed_back(obs.history)
         events: list[ev.Event] = []
         if obs.call is not None:
             # The person's latest call is the window's measure now (its request kept the
@@ -145,8 +132,7 @@ class TurnFlow:
         a task done from a task whose subagents, shells or reports are still to come."""
         work = self._state.background
         before = {task.id for task in work.tasks}
-        work.tasks, work.reports = obs.tasks, obs.reports
-        work.subagents_seen = work.subagents_seen or bool(obs.tasks)
+        work.listed(obs.tasks, obs.reports)
         if before == {task.id for task in obs.tasks}:
             return Outcome()  # a report counted, or a description changed: no news
         listed = ev.BackgroundListed(at=obs.at, session=self._state.name, tasks=obs.tasks)
@@ -159,7 +145,7 @@ class TurnFlow:
         for them (they came in with the last one): the task is done."""
         work = self._state.background
         if not work.tasks:
-            work.reports, work.waiting = 0, False
+            work.taken_in()
             return self._state.end(
                 obs.at, Trigger.TASK_DONE, EndStatus.DONE, "the agent finished its task"
             )
@@ -174,8 +160,8 @@ class TurnFlow:
         work = self._state.background
         if work.waiting and not self._state.turn.streaming:
             # The turn takes in the reports the CLI held (it says so too, as it begins).
-            work.waiting, work.reports = False, 0
-            self._state.turn = TurnState(streaming=True)
+            work.taken_in()
+            self._state.cli_turn_begins()
 
     def _done_or_waiting(self, at: float) -> Outcome:
         """The main thread finished its turn: the task is done, unless background work
@@ -185,7 +171,7 @@ class TurnFlow:
             return self._state.end(
                 at, Trigger.TASK_DONE, EndStatus.DONE, "the agent finished its task"
             )
-        work.waiting = True
+        work.wait()
         waiting = ev.BackgroundWaiting(
             at=at, session=self._state.name, tasks=work.tasks, reports=work.reports
         )
@@ -205,7 +191,7 @@ class TurnFlow:
         """An API call's usage: record it, and act on the window it measures."""
         if obs.starts_call:
             self._injected_turn_begins()
-        self._state.api_failing_since, self._state.api_said = None, ""  # the endpoint answers
+        self._recovery.endpoint_answers()
         self._state.tracker.observe_call(obs.call)
         noted = self._state.note_accepted(obs.at, obs.call)
         self._state.calibration.observe(
@@ -217,15 +203,14 @@ class TurnFlow:
         if obs.starts_call or self._state.cache_refreshed_at is None:
             self._state.cache_refreshed_at = obs.at
         if self._state.turn.stopping is StopFor.PROJECTION and obs.starts_call:
-            self._state.turn.stopping = None  # a new request: the CLI did not stop at the hook
+            self._state.turn.stop_over()  # a new request: the CLI did not stop at the hook
         usage = self._state.usage
         events: list[ev.Event] = [
             self._usage_event(obs.at, usage, obs.notes, call_started=obs.starts_call),
             *noted,
         ]
-        if self._state.pending.measure_from is not None:
-            before = self._state.pending.measure_from
-            self._state.pending.measure_from = None
+        before = self._state.pending.take_measure_from()
+        if before is not None:
             events.append(
                 ev.MaskMeasured(
                     at=obs.at,
@@ -267,7 +252,7 @@ class TurnFlow:
         if self._state.phase is Phase.MASKING and self._decision_zone(usage) is DecisionZone.HARD:
             # The window jumped past hard before the mask landed: wind down instead.
             if self._state.manage is ManageMode.FULL:
-                self._state.pending.mask = None
+                self._state.pending.drop_mask()
             return self._restart_flow.wind_down(at, usage.tokens, Cause.HARD_THRESHOLD)
         return Outcome()
 
@@ -287,7 +272,7 @@ class TurnFlow:
             return self._restart_flow.wind_down(at, usage.tokens, Cause.HARD_THRESHOLD)
         if zone is not DecisionZone.NORMAL:
             return self._masking.mask(at, usage.tokens, Trigger.SOFT_PRESSURE, Cause.SOFT_THRESHOLD)
-        self._state.pending.skip_reason = None
+        self._state.pending.pressure_eased()
         return Outcome()
 
     # -- turns -----------------------------------------------------------------------
@@ -351,7 +336,8 @@ class TurnFlow:
         ):
             # Only our post-tool hook ends a turn this way: a stop it was asked for, whose
             # request to stop was lost on the way (say, to an item handled out of order).
-            stopping = self._state.turn.stopping = StopFor.PROJECTION
+            stopping = StopFor.PROJECTION
+            self._state.turn.begin_stop(stopping)
         if stopping is None:
             ordinary_end = self._state.phase in (
                 Phase.RUNNING,
@@ -383,7 +369,7 @@ class TurnFlow:
         if obs.session_id:
             self._state.session_id = obs.session_id
         self._state.tracker.observe_turn(obs.summed_usage)
-        self._state.turn.streaming = False
+        self._state.turn.ended()
         finished = not obs.is_error and obs.terminal_reason in _FINISHED
         if stopping is not None:
             return self._after_stop(obs, stopping, finished)
@@ -391,14 +377,14 @@ class TurnFlow:
             return self._restart_flow.emergency(obs.at, "the prompt is too long for the window")
         if obs.is_error:
             return self._recovery.on_turn_error(obs)
-        self._state.counters.idle_retries = 0
+        self._recovery.turn_went_through()
         if self._state.phase is Phase.RUNNING and self._state.messages:
             return self._deliver_now(obs.at)
         if self._state.phase is Phase.RUNNING:
             if obs.api_calls == 0 and self._state.background.subagents_seen:
                 # Seen with the real CLI when reports reach it together: a result with no
                 # call, then the turn that takes them in. Waited for as a report is.
-                self._state.background.reports = max(self._state.background.reports, 1)
+                self._state.background.expect_report()
             return self._done_or_waiting(obs.at)
         if self._state.phase is Phase.WINDING_DOWN:
             return self._restart_flow.request_checkpoint(obs.at, Trigger.WIND_DOWN_DONE)
@@ -414,11 +400,11 @@ class TurnFlow:
         A mask comes back planned anew, over the results the agent saw before it stopped;
         a stop asked of the hook is decided here, at the clean point it made.
         """
-        self._state.turn.stopping = None
+        self._state.turn.stop_over()
         if finished and self._state.phase in (Phase.RUNNING, Phase.MASKING):
             # The agent finished its task before the stop landed: nothing left to manage,
             # unless the operator has something to say to it.
-            self._state.pending.mask = None
+            self._state.pending.drop_mask()
             if self._state.phase is Phase.RUNNING and self._state.messages:
                 return self._deliver_now(obs.at)
             if self._state.phase is Phase.RUNNING:

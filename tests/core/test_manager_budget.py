@@ -95,8 +95,7 @@ def test_restarted_by_hand_the_session_is_judged_anew() -> None:
 
 
 def test_without_checkpoints_over_stops_and_near_is_left_to_the_limit() -> None:
-    m = manager()
-    m.manage = ManageMode.MASK
+    m = manager(manage=ManageMode.MASK)  # as a profile or the config's `context.manage` sets it
     m.observe(usage(20_000))
     assert m.observe(NEAR).actions == ()
     ended = m.observe(OVER)

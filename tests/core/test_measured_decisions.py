@@ -17,7 +17,6 @@ import pytest
 from mala_tui.core import events as ev
 from mala_tui.core.actions import ApplyMask, SendPrompt, StartFreshSession, StopTurn
 from mala_tui.core.manager import ContextManager, Outcome
-from mala_tui.core.manager_state import StopFor
 from mala_tui.core.mask_economics import pays_for_itself
 from mala_tui.core.observations import (
     Command,
@@ -30,6 +29,7 @@ from mala_tui.core.observations import (
 )
 from mala_tui.core.phases import Cause, Phase
 from mala_tui.core.prompts import PromptKind
+from mala_tui.core.state_parts import StopFor
 from mala_tui.core.usage import CallUsage, estimate_tokens
 from mala_tui.prompt_files import load_prompts
 from tests.support.factories import call, default_limits, result
