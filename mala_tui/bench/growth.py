@@ -31,7 +31,7 @@ from typing import Any
 
 from mala_tui.bench.arms import ArmResult, run_cli_arm, run_managed_arm, settings_with
 from mala_tui.bench.chart import growth_chart
-from mala_tui.bench.economy import COLOURS, LABELS, machine
+from mala_tui.bench.economy_report import COLOURS, LABELS, machine
 from mala_tui.bench.raw_projection import Increments, project_raw, step_increments
 from mala_tui.loopback import Scenario, load_scenario, read_jsonl
 from mala_tui.loopback.tokens import check_token_ratio

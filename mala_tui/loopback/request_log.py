@@ -86,6 +86,9 @@ class RequestRecord:
     """The agent that started this subagent, when Claude Code says (a nested one)."""
     subagent: str | None = None
     """The scenario's name for the subagent that answered (``[[subagents]]``)."""
+    head_tokens: int = 0
+    """Of the prompt, the tools and the system prompt: what every request of the
+    conversation carries before its first message (0 in logs written before it was kept)."""
 
     @property
     def from_subagent(self) -> bool:

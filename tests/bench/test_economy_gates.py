@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mala_tui.bench import economy
+from mala_tui.bench import economy, economy_options, economy_targets
 from mala_tui.bench.arms import ArmResult
 from mala_tui.config import Settings
 
@@ -57,7 +57,7 @@ def all_arms(**managed: int) -> dict[str, ArmResult]:
 
 
 def verdicts(arms: dict[str, ArmResult]) -> dict[str, bool]:
-    return {t.name: t.met for t in economy.check_targets(arms, SETTINGS)}
+    return {t.name: t.met for t in economy_targets.check_targets(arms, SETTINGS)}
 
 
 def test_every_target_met_when_mala_tui_wins_on_all() -> None:
@@ -88,7 +88,7 @@ def test_each_summarising_peer_bars_the_cost_and_the_fewest_re_reads_bar_re_read
         "cache-adjusted cost <= 0.8x server-side compaction at its best",
     ]
     arms["server-compaction"] = replace(arms["server-compaction"], rereads=3)
-    targets = {t.name: t for t in economy.check_targets(arms, SETTINGS)}
+    targets = {t.name: t for t in economy_targets.check_targets(arms, SETTINGS)}
     reread = targets["re-reads no more than the best summarising peer's"]
     assert not reread.met and reread.detail == "4 against 3 (server-side compaction)"
     assert targets["cache-adjusted cost <= 0.8x server-side compaction at its best"].detail == (
@@ -134,7 +134,7 @@ def test_the_compactions_best_setting_is_the_cheapest_that_finishes() -> None:
         arm("compaction", cost=900, compact_window=120_000),
         arm("compaction", cost=800, compact_window=160_000),
     ]
-    assert economy.best_compaction(sweep).compact_window == 160_000
+    assert economy_targets.best_compaction(sweep).compact_window == 160_000
 
 
 @pytest.mark.parametrize(
@@ -165,9 +165,9 @@ def test_bad_options_are_usage_errors_that_say_what_is_wrong(
 
 
 def test_the_shipped_set_loads_and_its_scenarios_need_the_past() -> None:
-    options = economy._options(economy._parser().parse_args([]), pytest.fail)
+    _, options = economy_options.parse_options([])
     names = [scenario.name for scenario in options.scenarios]
-    assert names == list(economy.SCENARIO_SET)
+    assert names == list(economy_options.SCENARIO_SET)
     needing = {s.name: sum(len(step.needs) for step in s.plan()) for s in options.scenarios}
     assert needing == {
         "economy-long": 0,
