@@ -175,7 +175,7 @@ class ContextManager:
 
     @property
     def refusal(self) -> RefusalBounds | None:
-        return self._state.refusal
+        return self._state.belief.refusal
 
     @property
     def window_reported(self) -> bool:

@@ -44,7 +44,8 @@ from mala_tui.core.usage import (
     Zone,
     estimate_tokens,
 )
-from mala_tui.core.window import RefusalBounds, WindowSource, learn_from_refusal
+from mala_tui.core.window import RefusalBounds, WindowSource
+from mala_tui.core.window_belief import WindowBelief
 
 
 class DecisionZone(StrEnum):
@@ -121,31 +122,31 @@ class ManagerState:
     """Fetched again after a mask: the agent needs it; its latest fetch stays unmasked."""
 
     # -- the window: as told, and as the API's answers bound it --------------------------
-    window: int = field(init=False)
-    window_source: WindowSource = field(init=False)
-    told_window: tuple[int, WindowSource] = field(init=False)
-    """The window as the session was started with it or the CLI reported it."""
-    refusal: RefusalBounds | None = None
-    """What the API's refusals said of a window smaller than the one told."""
+    belief: WindowBelief = field(init=False)
+    restart_floor: int | None = None
+    """The first request of the fresh session after the latest restart: where one
+    more restart would start again."""
+    awaiting_floor: bool = False
 
     # -- a failing model endpoint --------------------------------------------------------
     api_failing_since: float | None = None
     """When the API calls began to fail, none taken since; None while they succeed."""
     api_said: str = ""
     """What Claude Code said last of the failing calls (cleaned, one line)."""
-    largest_accepted: int = 0
-    """The largest context the API took in this session's life, restarts included."""
-    restart_floor: int | None = None
-    """The first request of the fresh session after the latest restart: where one
-    more restart would start again."""
-    awaiting_floor: bool = False
 
     def __post_init__(self) -> None:
         self.require_approval = self.limits.require_approval
         self.manage = self.limits.manage
-        self.window = self.limits.context_limit
-        self.window_source = self.limits.window_source
-        self.told_window = (self.limits.context_limit, self.limits.window_source)
+        self.belief = WindowBelief((self.limits.context_limit, self.limits.window_source))
+
+    @property
+    def window(self) -> int:
+        """The window decisions use (see `WindowBelief`)."""
+        return self.belief.window
+
+    @property
+    def window_source(self) -> WindowSource:
+        return self.belief.source
 
     # -- figures -------------------------------------------------------------------------
 
@@ -233,27 +234,10 @@ class ManagerState:
 
     # -- what the API accepts and refuses ------------------------------------------------
 
-    def set_told_window(self, tokens: int, source: WindowSource) -> None:
-        """A window figure from the session's start or the CLI's report: what the CLI
-        believes, which a refusal of the API's may have shown to be too large."""
-        self.told_window = (tokens, source)
-        self.settle_window()
-
-    def settle_window(self) -> None:
-        """The window decisions use: the one told, unless a refusal showed it smaller."""
-        told, source = self.told_window
-        if self.refusal is not None and self.refusal.window < told:
-            self.window, self.window_source = self.refusal.window, WindowSource.REFUSAL
-        else:
-            self.window, self.window_source = told, source
-
     def note_accepted(self, at: float, call: CallUsage) -> tuple[ev.Event, ...]:
         """A call the API took: it bounds the window from below, and the first of a fresh
         session says where a restart starts."""
-        self.largest_accepted = max(self.largest_accepted, call.context_tokens)
-        if self.refusal is not None:
-            self.refusal = self.refusal.accepting(call.context_tokens)  # None: dropped
-            self.settle_window()
+        self.belief.accepted(call.context_tokens)
         if not self.awaiting_floor:
             return ()
         self.awaiting_floor = False
@@ -276,17 +260,8 @@ class ManagerState:
         """The API refused a prompt of about `refused` tokens (projected before the
         turn's end changed anything): when the session's own thresholds let that
         prompt through, the window is smaller than believed (core.window)."""
-        told, source = self.told_window
-        learned = learn_from_refusal(
-            self.refusal,
-            accepted=self.largest_accepted,
-            refused=refused,
-            news_below=int(self.limits.hard_threshold * told),
-        )
-        if learned == self.refusal:
-            return ()
-        self.refusal = learned
-        self.settle_window()
+        told, source = self.belief.told
+        learned = self.belief.refused(refused, news_below=int(self.limits.hard_threshold * told))
         if learned is None:
             return ()
         return (
@@ -375,9 +350,7 @@ class ManagerState:
         if carried.density is not None:
             self.calibration = Calibration(prior=carried.density)
         if carried.refusal is not None:
-            self.refusal = RefusalBounds(*carried.refusal)
-            self.largest_accepted = self.refusal.accepted
-            self.settle_window()
+            self.belief.carried(RefusalBounds(*carried.refusal))
         self.messages.restore(carried.messages, carried.messages_said)
 
     def go_on_in(

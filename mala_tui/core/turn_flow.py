@@ -359,7 +359,7 @@ class TurnFlow:
             else None
         )
         if obs.context_window:
-            self._state.set_told_window(obs.context_window, WindowSource.CLI)
+            self._state.belief.tell(obs.context_window, WindowSource.CLI)
         outcome = self._turn_outcome(obs, stopping)
         # Learnt once the turn's end is known to be legal: a refused one changes nothing.
         learned = self._state.learn_from_refusal(obs.at, refused) if refused is not None else ()
