@@ -18,10 +18,9 @@ from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.background import describe_tasks
 from mala_tui.core.phases import ManageMode, Phase
-from mala_tui.core.pricing import PriceTable, Spend, SpendMeter, total_spend, totals_cost
+from mala_tui.core.pricing import PriceTable, Spend, total_spend
 from mala_tui.core.questions import (
     ApprovalQuestion,
-    PermissionQuestion,
     Question,
     approval_asked,
     permission_asked,
@@ -37,8 +36,9 @@ from mala_tui.core.session_records import (
     UsagePoint,
     WorktreeRecord,
 )
+from mala_tui.core.session_spend import SessionSpend
 from mala_tui.core.subagents import SubagentGauge, SubagentState
-from mala_tui.core.usage import CallUsage, UsageSource
+from mala_tui.core.usage import UsageSource
 from mala_tui.core.window import WindowSource
 
 #: Context samples kept for a card's trend line.
@@ -91,8 +91,7 @@ class SessionState:
     messages_waiting: set[int] = field(default_factory=set)
     prices: PriceTable = field(default_factory=PriceTable, repr=False)
     """List prices the spend is costed at (the `[pricing]` settings)."""
-    meter: SpendMeter = field(default_factory=lambda: SpendMeter(None), repr=False)
-    costs: list[CostPoint] = field(default_factory=list)
+    spent: SessionSpend = field(init=False)
     worktree: WorktreeRecord | None = None
     usage: list[UsagePoint] = field(default_factory=list)
     masks: list[MaskRecord] = field(default_factory=list)
@@ -111,10 +110,6 @@ class SessionState:
     """Hosts of this session lost with their node."""
     host_lost: str = ""
     """How the latest was lost."""
-    cli_costs: dict[str, float] = field(default_factory=dict)
-    """Claude Code's own cumulative figure, by agent session (a restart starts another)."""
-    cli_tokens: dict[str, CallUsage] = field(default_factory=dict)
-    """Claude Code's own cumulative token counts, by agent session."""
     subagents: dict[str, SubagentState] = field(default_factory=dict)
     """Its subagents by agent id, in the order they started (core.subagents)."""
     subagent_thresholds: tuple[float, float] | None = None
@@ -125,68 +120,29 @@ class SessionState:
     _trend: deque[float] = field(default_factory=lambda: deque(maxlen=TREND_POINTS))
     _await_after_restart: bool = False
 
+    def __post_init__(self) -> None:
+        self.spent = SessionSpend(self.prices)
+
     def apply(self, event: ev.Event) -> None:
+        """Take one event in: a flat table of what each kind of event changes."""
         self.updated_at = max(self.updated_at, event.at)
         self.log.append(event)
         match event:
             case ev.SessionStarted():
-                self.task, self.cwd, self.window = event.task, event.cwd, event.window
-                self.model = event.model
-                if self.started_at is None:  # a resumed session keeps what it spent
-                    self.meter = SpendMeter(self.prices.lookup(event.model))
-                self.started_at = event.at
-                self.soft_threshold, self.hard_threshold = (
-                    event.soft_threshold,
-                    event.hard_threshold,
-                )
-                self.max_restarts, self.require_approval = (
-                    event.max_restarts,
-                    event.require_approval,
-                )
-                self.window_source, self.manage = event.window_source, event.manage
-                self.cache_ttl_seconds = event.cache_ttl_seconds
-                self.subagent_thresholds = (
-                    (event.subagent_soft_threshold, event.subagent_hard_threshold)
-                    if event.subagent_soft_threshold is not None
-                    and event.subagent_hard_threshold is not None
-                    else None
-                )
+                self._started(event)
             case ev.ModelLearned():
                 self.model = event.model
-                self.meter.reprice(self.prices.lookup(event.model))
+                self.spent.model_learned(event.model)
             case ev.PhaseChanged():
                 self.phase = event.after
                 if event.after is not Phase.AWAITING_APPROVAL:
                     self.pending_approval = None
             case ev.UsageRecorded():
-                self.tokens, self.window, self.source = event.tokens, event.window, event.source
-                self.window_source = event.window_source
-                self.density, self.density_measured = event.density, event.density_measured
-                self.usage.append(UsagePoint(event.at, event.tokens, event.window))
-                self._trend.append(event.pressure)
-                self._observe_spend(event)
-                if event.call_started:
-                    self.cache_refreshed_at = event.at
-                    self.waiting_for = ""  # the CLI's next turn has begun
-                if self._await_after_restart and self.restarts:
-                    self.restarts[-1] = replace(self.restarts[-1], tokens_after=event.tokens)
-                    self._await_after_restart = False
+                self._usage(event)
             case ev.WindowLearned():
                 self.window, self.window_source = event.window, WindowSource.REFUSAL
             case ev.MaskApplied():
-                self.mask_failures, self.mask_problem = 0, ""
-                self.masked_total = event.total_masked
-                self.masked_session += event.count
-                self.masks.append(
-                    MaskRecord(
-                        event.at,
-                        event.count,
-                        event.tokens_before,
-                        event.estimated_tokens,
-                        event.placeholders,
-                        trigger=event.trigger,
-                    )
-                )
+                self._mask_applied(event)
             case ev.MaskMeasured():
                 if self.masks and self.masks[-1].reclaimed is None:
                     self.masks[-1] = replace(self.masks[-1], reclaimed=event.reclaimed)
@@ -219,22 +175,7 @@ class SessionState:
             case ev.MessageDelivered():
                 self.messages_waiting.difference_update(event.numbers)
             case ev.Restarted():
-                self.restarts.append(
-                    RestartRecord(
-                        event.at,
-                        event.continuation,
-                        event.reason,
-                        event.tokens_before,
-                        event.approved_by,
-                        event.checkpoint_number,
-                        trigger=event.trigger,
-                    )
-                )
-                self.masked_session = 0
-                self.idle_retries = 0
-                self.mask_failures, self.mask_problem = 0, ""
-                self.tokens, self.source = 0, UsageSource.DISABLED
-                self._await_after_restart = True
+                self._restarted(event)
             case ev.IdleTimeoutSeen():
                 self.idle_retries = event.retry
             case ev.BackgroundWaiting():
@@ -254,9 +195,7 @@ class SessionState:
             ):
                 self._subagent_event(event)
             case ev.CliCostReported():
-                self.cli_costs[event.session_id] = event.cost_usd
-                if event.usage is not None:
-                    self.cli_tokens[event.session_id] = event.usage
+                self.spent.cli_reported(event)
             case ev.SessionEnded():
                 self.status, self.end_reason = event.status, event.reason
                 self.waiting_for = ""
@@ -268,18 +207,11 @@ class SessionState:
                     self.mask_failures += 1
                     self.mask_problem = event.message
             case ev.WorktreeCreated():
-                self.worktree = WorktreeRecord(
-                    event.path,
-                    event.branch,
-                    event.base_commit,
-                    event.repository,
-                    base_branch=event.base_branch,
-                    base=event.base,
-                )
+                self.worktree = WorktreeRecord.created(event)
             case ev.WorktreeChanged() | ev.WorktreeLanded() | ev.WorktreePushed() if (
                 self.worktree is not None
             ):
-                self.worktree = _worktree_after(self.worktree, event)
+                self.worktree = self.worktree.after(event)
             case ev.WorktreeDiscarded() if self.worktree is not None:
                 self.set_branch_status(BranchStatus(0, False, discarded=True))
             case ev.ProcessStarted() if event.pid is not None:
@@ -297,6 +229,64 @@ class SessionState:
                 self.questions.clear()  # whoever waited went with the host; asked again
             case _:
                 pass
+
+    # -- the longer entries of `apply`'s table ------------------------------------------
+
+    def _started(self, event: ev.SessionStarted) -> None:
+        self.task, self.cwd, self.window = event.task, event.cwd, event.window
+        self.model = event.model
+        if self.started_at is None:  # a resumed session keeps what it spent
+            self.spent.started(event.model)
+        self.started_at = event.at
+        self.soft_threshold, self.hard_threshold = event.soft_threshold, event.hard_threshold
+        self.max_restarts, self.require_approval = event.max_restarts, event.require_approval
+        self.window_source, self.manage = event.window_source, event.manage
+        self.cache_ttl_seconds = event.cache_ttl_seconds
+        self.subagent_thresholds = (
+            (event.subagent_soft_threshold, event.subagent_hard_threshold)
+            if event.subagent_soft_threshold is not None
+            and event.subagent_hard_threshold is not None
+            else None
+        )
+
+    def _usage(self, event: ev.UsageRecorded) -> None:
+        self.tokens, self.window, self.source = event.tokens, event.window, event.source
+        self.window_source = event.window_source
+        self.density, self.density_measured = event.density, event.density_measured
+        self.usage.append(UsagePoint(event.at, event.tokens, event.window))
+        self._trend.append(event.pressure)
+        if event.usage.call is not None:
+            self.spent.meter.observe(event.usage.call)
+            self._cost_point(event.at)
+        if event.call_started:
+            self.cache_refreshed_at = event.at
+            self.waiting_for = ""  # the CLI's next turn has begun
+        if self._await_after_restart and self.restarts:
+            self.restarts[-1] = replace(self.restarts[-1], tokens_after=event.tokens)
+            self._await_after_restart = False
+
+    def _mask_applied(self, event: ev.MaskApplied) -> None:
+        self.mask_failures, self.mask_problem = 0, ""
+        self.masked_total = event.total_masked
+        self.masked_session += event.count
+        self.masks.append(
+            MaskRecord(
+                event.at,
+                event.count,
+                event.tokens_before,
+                event.estimated_tokens,
+                event.placeholders,
+                trigger=event.trigger,
+            )
+        )
+
+    def _restarted(self, event: ev.Restarted) -> None:
+        self.restarts.append(RestartRecord.of(event))
+        self.masked_session = 0
+        self.idle_retries = 0
+        self.mask_failures, self.mask_problem = 0, ""
+        self.tokens, self.source = 0, UsageSource.DISABLED
+        self._await_after_restart = True
 
     def _ask(self, question: Question) -> None:
         self.questions.pop(question.id, None)  # asked again: it goes to the back
@@ -322,16 +312,8 @@ class SessionState:
         self.tokens, self.source = 0, UsageSource.DISABLED
         self.questions.clear()  # whoever waited went with the old process; asked again
 
-    def _observe_spend(self, event: ev.UsageRecorded) -> None:
-        call = event.usage.call
-        if call is None:
-            return
-        self.meter.observe(call)
-        self._cost_point(event.at)
-
     def _cost_point(self, at: float) -> None:
-        spend = self.spend
-        self.costs.append(CostPoint(at, spend.cost_usd, spend.cache_hit_rate))
+        self.spent.cost_point(at, self.spend)
 
     def _subagent_event(
         self,
@@ -350,49 +332,23 @@ class SessionState:
             self._cost_point(event.at)
 
     @property
+    def costs(self) -> list[CostPoint]:
+        return self.spent.costs
+
+    @property
     def main_spend(self) -> Spend:
         """The main thread's calls only."""
-        return self.meter.spend
+        return self.spent.meter.spend
 
     @property
     def seen_spend(self) -> Spend:
         """The calls mala-tui saw: the main thread's and each subagent's."""
-        total = self.meter.spend
-        for subagent in self.subagents.values():
-            total = total + subagent.spend
-        return total
+        return self.spent.seen(subagent.spend for subagent in self.subagents.values())
 
     @property
     def unseen_spend(self) -> Spend:
-        """Tokens Claude Code counted that no call mala-tui saw holds (a subagent's
-        compaction, say: its summary request is in no transcript), priced at the
-        session's model: Claude Code's totals less what was seen, never below 0."""
-        if not self.cli_tokens:
-            return Spend()
-        said = CallUsage(
-            sum(usage.input_tokens for usage in self.cli_tokens.values()),
-            sum(usage.cache_creation_input_tokens for usage in self.cli_tokens.values()),
-            sum(usage.cache_read_input_tokens for usage in self.cli_tokens.values()),
-            sum(usage.output_tokens for usage in self.cli_tokens.values()),
-        )
-        seen = self.seen_spend
-        extra = CallUsage(
-            max(0, said.input_tokens - seen.input_tokens),
-            max(0, said.cache_creation_input_tokens - seen.cache_write_tokens),
-            max(0, said.cache_read_input_tokens - seen.cache_read_tokens),
-            max(0, said.output_tokens - seen.output_tokens),
-        )
-        if extra.prompt_tokens == 0 and extra.output_tokens == 0:
-            return Spend()
-        price = self.prices.lookup(self.model)
-        return Spend(
-            0,
-            extra.input_tokens,
-            extra.cache_creation_input_tokens,
-            extra.cache_read_input_tokens,
-            extra.output_tokens,
-            totals_cost(price, extra) if price is not None else None,
-        )
+        """What Claude Code counted beyond the calls seen (`SessionSpend.unseen`)."""
+        return self.spent.unseen(self.seen_spend, self.model)
 
     @property
     def spend(self) -> Spend:
@@ -403,79 +359,14 @@ class SessionState:
     @property
     def cli_cost_usd(self) -> float | None:
         """What Claude Code says the session cost (None: it has not said)."""
-        return sum(self.cli_costs.values()) if self.cli_costs else None
+        return self.spent.cli_cost_usd
 
     def subagent_gauges(self) -> tuple[SubagentGauge, ...]:
         return tuple(subagent.gauge() for subagent in self.subagents.values())
 
     def snapshot(self) -> SessionSnapshot:
-        return SessionSnapshot(
-            name=self.name,
-            task=self.task,
-            phase=self.phase,
-            tokens=self.tokens,
-            window=self.window,
-            source=self.source,
-            soft_threshold=self.soft_threshold,
-            hard_threshold=self.hard_threshold,
-            masked_session=self.masked_session,
-            masked_total=self.masked_total,
-            restarts=len(self.restarts),
-            max_restarts=self.max_restarts,
-            idle_retries=self.idle_retries,
-            require_approval=self.require_approval,
-            pending_approval=self.pending_approval,
-            trend=tuple(self._trend),
-            status=self.status,
-            end_reason=self.end_reason,
-            last_error=self.last_error,
-            mask_failures=self.mask_failures,
-            mask_problem=self.mask_problem,
-            updated_at=self.updated_at,
-            window_source=self.window_source,
-            density=self.density,
-            density_measured=self.density_measured,
-            manage=self.manage,
-            spend=self.spend,
-            subagents=self.subagent_gauges(),
-            subagent_thresholds=self.subagent_thresholds,
-            model=self.model,
-            messages_waiting=len(self.messages_waiting),
-            pending_permissions=sum(
-                isinstance(question, PermissionQuestion) for question in self.questions.values()
-            ),
-            worktree_status=self.worktree.status if self.worktree is not None else None,
-            forked_from=self.forked_from,
-            by_hand=self.by_hand,
-            host=self.host,
-            hosts_lost=self.hosts_lost,
-            host_lost=self.host_lost,
-            waiting_for=self.waiting_for,
-            cache_warm_until=(
-                self.cache_refreshed_at + self.cache_ttl_seconds
-                if self.cache_refreshed_at is not None and self.cache_ttl_seconds is not None
-                else None
-            ),
-        )
-
-
-def _worktree_after(
-    record: WorktreeRecord, event: ev.WorktreeChanged | ev.WorktreeLanded | ev.WorktreePushed
-) -> WorktreeRecord:
-    """The worktree's record once its changes were measured, or its branch landed or pushed."""
-    match event:
-        case ev.WorktreeChanged():
-            record = replace(record, files=event.files, error=event.error)
-            if event.commits_ahead is None:
-                return record
-            status = BranchStatus(event.commits_ahead, bool(event.uncommitted))
-            return replace(record, status=status)
-        case ev.WorktreeLanded():
-            return replace(record, landed=event, status=BranchStatus(0, False, merged=True))
-        case ev.WorktreePushed():
-            before = record.status or BranchStatus(0, False)
-            ahead = before.ahead + (1 if event.committed else 0)
-            return replace(record, pushed=event, status=BranchStatus(ahead, False))
+        """A small frozen copy for the dashboard (core.session_records)."""
+        return SessionSnapshot.of(self)
 
 
 @dataclass
