@@ -39,6 +39,7 @@ from mala_tui.core.actions import EndStatus
 from mala_tui.core.background import BackgroundWork
 from mala_tui.core.calibration import Density
 from mala_tui.core.checkpoint import Checkpoint
+from mala_tui.core.decision_figures import cache_warm_until, projected_tokens
 from mala_tui.core.limits import Limits
 from mala_tui.core.manager_state import ManagerState, Outcome
 from mala_tui.core.mask_economics import GrowthRate
@@ -159,11 +160,11 @@ class ContextManager:
 
     def cache_warm_until(self) -> float | None:
         """When the prompt cache goes cold unless a request comes first (None: unknown)."""
-        return self._state.cache_warm_until()
+        return cache_warm_until(self._state)
 
     def projected_tokens(self) -> int:
         """The next request's size, as decisions at a tool result see it."""
-        return self._state.projected_tokens()
+        return projected_tokens(self._state)
 
     @property
     def window(self) -> int:

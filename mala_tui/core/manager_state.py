@@ -23,7 +23,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from enum import StrEnum
 
 from mala_tui.core import events as ev
 from mala_tui.core.actions import Action, EndSession, EndStatus
@@ -31,7 +30,7 @@ from mala_tui.core.background import BackgroundWork
 from mala_tui.core.calibration import Calibration, Density
 from mala_tui.core.checkpoint import Checkpoint
 from mala_tui.core.limits import Limits
-from mala_tui.core.mask_economics import GrowthRate, cache_cold
+from mala_tui.core.mask_economics import GrowthRate
 from mala_tui.core.operator_messages import Delivery, MessageQueue, messages_block
 from mala_tui.core.phases import TRANSITIONS, IllegalTransition, ManageMode, Phase, Trigger
 from mala_tui.core.prompts import PromptKind, PromptSet
@@ -42,24 +41,11 @@ from mala_tui.core.usage import (
     CHARS_PER_TOKEN,
     CallUsage,
     ContextUsage,
-    UsageSource,
     UsageTracker,
-    Zone,
     estimate_tokens,
 )
 from mala_tui.core.window import RefusalBounds, WindowSource
 from mala_tui.core.window_belief import WindowBelief
-
-
-class DecisionZone(StrEnum):
-    """The zone the manager's decisions act on: the gauge's `Zone` of the same figure,
-    except that hard reads as soft while a restart would free nothing
-    (`ManagerState.restart_makes_room`). A type of its own, so that the zone a gauge shows
-    is never taken for the one a decision acts on."""
-
-    NORMAL = "normal"
-    SOFT = "soft"
-    HARD = "hard"
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,52 +156,6 @@ class ManagerState:
         """A token budget as characters of this session's text (its measured density)."""
         return max(1, round(tokens * CHARS_PER_TOKEN / self.density.ratio))
 
-    def projected_tokens(self) -> int:
-        """The next request's size: the latest measured window, plus what joined the
-        conversation since (calibrated), plus results the hook reported that have not
-        arrived yet. Without per-call usage: the estimate of it all."""
-        pending = sum(
-            chars
-            for tool_id, chars in self.turn.seen_results.items()
-            if not self.transcript.has_result(tool_id)
-        )
-        usage = self.usage
-        if usage.source is UsageSource.PER_CALL and self.chars_at_call is not None:
-            # Signed: a mask since the call shrank the conversation.
-            grown = estimate_tokens(self.transcript.characters) - estimate_tokens(
-                self.chars_at_call
-            )
-            now = max(0, usage.tokens + round(grown * self.density.ratio))
-        else:
-            now = usage.tokens
-        return now + self.calibrated(pending)
-
-    def cache_cold(self, at: float) -> bool:
-        """The prompt cache has gone cold by `at`: the next request writes the whole
-        prompt again, whatever masking does (core.mask_economics)."""
-        return cache_cold(self.cache_refreshed_at, at, self.limits.cache_ttl_seconds)
-
-    def cache_warm_until(self) -> float | None:
-        """When the prompt cache goes cold unless a request comes first (None: unknown)."""
-        if self.cache_refreshed_at is None:
-            return None
-        return self.cache_refreshed_at + self.limits.cache_ttl_seconds
-
-    def decision_zone_of(self, tokens: int) -> DecisionZone:
-        """The zone decisions act on at `tokens`."""
-        zone = ContextUsage(tokens, self.window, UsageSource.PER_CALL).zone(
-            self.limits.soft_threshold, self.limits.hard_threshold
-        )
-        return self.decision_zone(zone, tokens)
-
-    def decision_zone(self, zone: Zone, tokens: int) -> DecisionZone:
-        """The gauge's `zone` as decisions read it: hard is soft while a restart would free
-        nothing."""
-        # Past the whole window nothing can be sent: that stays hard whatever happens.
-        if zone is Zone.HARD and tokens < self.window and not self.restart_makes_room():
-            return DecisionZone.SOFT
-        return DecisionZone(zone.value)
-
     def restart_makes_room(self) -> bool:
         """A fresh session after a restart starts at its system prompt and checkpoint.
         When the latest one started past the hard threshold, winding down for another
@@ -223,14 +163,6 @@ class ManagerState:
         refused window restarts it."""
         floor = self.restart_floor
         return floor is None or floor < self.hard_tokens()
-
-    def nothing_taken(self) -> bool:
-        """No request of this agent session was taken yet: no call was measured, and its
-        transcript holds only what mala-tui sent (and Claude Code's errors). A refusal
-        now is of its first prompt, which a restart would only send again."""
-        return self.tracker.latest_call is None and all(
-            message.from_harness for message in self.transcript.messages
-        )
 
     def hard_tokens(self) -> int:
         return int(self.limits.hard_threshold * self.window)

@@ -33,7 +33,13 @@ from typing import Final
 
 from mala_tui.core import events as ev
 from mala_tui.core.actions import ApplyMask, SendPrompt, StopTurn
-from mala_tui.core.manager_state import DecisionZone, ManagerState, Outcome
+from mala_tui.core.decision_figures import (
+    DecisionZone,
+    cache_gone_cold,
+    decision_zone_of,
+    projected_tokens,
+)
+from mala_tui.core.manager_state import ManagerState, Outcome
 from mala_tui.core.mask_economics import pays_for_itself, write_price
 from mala_tui.core.masking import MaskPlan, call_key, maskable, placeholder, plan_masking
 from mala_tui.core.observations import MaskConfirmed, MaskFailed, ToolResultSeen
@@ -100,7 +106,7 @@ class MaskingDecisions:
         """In the soft zone, a mask waits until it pays for its cache rewrite
         (core.mask_economics), but never past halfway from soft to hard: a window kept
         near hard is one large result away from a restart, which costs far more."""
-        if self._state.decision_zone_of(tokens) is not DecisionZone.SOFT:
+        if decision_zone_of(self._state, tokens) is not DecisionZone.SOFT:
             return True
         halfway = (self._state.limits.soft_threshold + self._state.limits.hard_threshold) / 2
         if tokens >= halfway * self._state.window:
@@ -117,9 +123,9 @@ class MaskingDecisions:
         """Seconds since the last request when the prompt cache has gone cold and the
         window is in the soft zone (a mask now is free); None otherwise."""
         refreshed = self._state.cache_refreshed_at
-        if refreshed is None or not self._state.cache_cold(at):
+        if refreshed is None or not cache_gone_cold(self._state, at):
             return None
-        if self._state.decision_zone_of(tokens) is not DecisionZone.SOFT:
+        if decision_zone_of(self._state, tokens) is not DecisionZone.SOFT:
             return None
         return at - refreshed
 
@@ -240,8 +246,8 @@ class MaskingDecisions:
             or self._state.turn.stopping is not None
         ):
             return Outcome()
-        projected = self._state.projected_tokens()
-        zone = self._state.decision_zone_of(projected)
+        projected = projected_tokens(self._state)
+        zone = decision_zone_of(self._state, projected)
         if zone is DecisionZone.NORMAL:
             return Outcome()
         # Results still on their way are the newest: they count among those kept.
@@ -284,8 +290,8 @@ class MaskingDecisions:
         return Outcome((SendPrompt(kind, text),), (*decided.events, *delivered))
 
     def _act_at_clean_point(self, at: float) -> Outcome:
-        projected = self._state.projected_tokens()
-        zone = self._state.decision_zone_of(projected)
+        projected = projected_tokens(self._state)
+        zone = decision_zone_of(self._state, projected)
         hard = self._state.hard_tokens()
         if zone is not DecisionZone.NORMAL:
             idle = self._idle_if_cold(at, projected)
@@ -334,7 +340,7 @@ class MaskingDecisions:
         agent resumes on the masked transcript. None when there is nothing to do so."""
         if self._state.manage is ManageMode.OFF or self._state.phase is not Phase.RUNNING:
             return None
-        tokens = self._state.projected_tokens()
+        tokens = projected_tokens(self._state)
         idle = self._idle_if_cold(at, tokens)
         if idle is None:
             return None

@@ -34,6 +34,7 @@ from mala_tui.core.checkpoint import (
     checkpoint_for_prompt,
     harness_checkpoint,
 )
+from mala_tui.core.decision_figures import nothing_taken
 from mala_tui.core.describe import gap
 from mala_tui.core.manager_state import ManagerState, Outcome
 from mala_tui.core.observations import ApprovalGiven, Decision, RestartCompleted
@@ -132,7 +133,7 @@ class RestartFlow:
 
     def emergency_trigger(self) -> Trigger:
         """Where an emergency leads: a restart from a checkpoint, or the session's end."""
-        if self._state.manage is not ManageMode.FULL or self._state.nothing_taken():
+        if self._state.manage is not ManageMode.FULL or nothing_taken(self._state):
             return Trigger.FAIL
         return self.checkpoint_trigger()
 
@@ -143,7 +144,7 @@ class RestartFlow:
         the checkpoint a fresh session starts from) does not fit, and a checkpoint of
         nothing done would cut the task to fit or send the same prompt again. The
         session ends instead, saying so: never done on a task it could not read."""
-        if self._state.nothing_taken():
+        if nothing_taken(self._state):
             self._state.check(Trigger.FAIL)
             return self._state.end(at, Trigger.FAIL, EndStatus.FAILED, self._first_prompt_refused())
         if self._state.manage is not ManageMode.FULL:

@@ -18,7 +18,8 @@ from __future__ import annotations
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus, SendPrompt
 from mala_tui.core.checkpoint import CheckpointError, extract_checkpoint
-from mala_tui.core.manager_state import DecisionZone, ManagerState, Outcome
+from mala_tui.core.decision_figures import DecisionZone, decision_zone, projected_tokens
+from mala_tui.core.manager_state import ManagerState, Outcome
 from mala_tui.core.masking import call_key
 from mala_tui.core.masking_decisions import MaskingDecisions
 from mala_tui.core.message_events import compaction_event, message_events
@@ -257,7 +258,8 @@ class TurnFlow:
         return Outcome()
 
     def _decision_zone(self, usage: ContextUsage) -> DecisionZone:
-        return self._state.decision_zone(
+        return decision_zone(
+            self._state,
             usage.zone(self._state.limits.soft_threshold, self._state.limits.hard_threshold),
             usage.tokens,
         )
@@ -354,7 +356,7 @@ class TurnFlow:
                 self._state.check(self._restart_flow.emergency_trigger())
         # The request the API refused, as projected before this turn's end moves anything.
         refused = (
-            self._state.projected_tokens()
+            projected_tokens(self._state)
             if obs.refused_by_api and self._state.tracker.latest_call is not None
             else None
         )

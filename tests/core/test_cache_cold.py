@@ -16,6 +16,7 @@ import pytest
 
 from mala_tui.core import events as ev
 from mala_tui.core.actions import ApplyMask, Interrupt, SendPrompt, StopTurn
+from mala_tui.core.decision_figures import cache_warm_until
 from mala_tui.core.describe import summary
 from mala_tui.core.manager import ContextManager, Outcome
 from mala_tui.core.mask_economics import cache_cold, worthwhile_batch, write_price
@@ -180,7 +181,7 @@ def test_the_cache_goes_cold_a_lifetime_after_the_last_request() -> None:
     waiter = in_the_soft_zone()
     state = waiter.manager._state
     assert state.cache_refreshed_at is not None
-    assert state.cache_warm_until() == pytest.approx(state.cache_refreshed_at + TTL)
+    assert cache_warm_until(state) == pytest.approx(state.cache_refreshed_at + TTL)
 
 
 def test_the_hour_caches_dearer_writes_make_a_mask_wait_for_more() -> None:

@@ -15,8 +15,8 @@ import pytest
 
 from mala_tui.core import events as ev
 from mala_tui.core.actions import ApplyMask, SendPrompt, StartFreshSession, StopTurn
+from mala_tui.core.decision_figures import DecisionZone, decision_zone_of
 from mala_tui.core.manager import ContextManager, Outcome
-from mala_tui.core.manager_state import DecisionZone
 from mala_tui.core.observations import (
     MaskConfirmed,
     MessageObserved,
@@ -321,6 +321,6 @@ def test_the_decision_zone_reads_hard_as_soft_where_a_restart_frees_nothing() ->
     past_hard = state.hard_tokens() + 1
     gauge = ContextUsage(past_hard, state.window, UsageSource.PER_CALL)
     assert gauge.zone(limits.soft_threshold, limits.hard_threshold) is Zone.HARD
-    assert state.decision_zone_of(past_hard) is DecisionZone.SOFT
+    assert decision_zone_of(state, past_hard) is DecisionZone.SOFT
     # Past the whole window nothing can be sent: hard for decisions too.
-    assert state.decision_zone_of(state.window) is DecisionZone.HARD
+    assert decision_zone_of(state, state.window) is DecisionZone.HARD
