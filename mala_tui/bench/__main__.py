@@ -14,6 +14,7 @@ BENCHMARKS = {
     "faults": "mala_tui.bench.faults",
     "growth": "mala_tui.bench.growth",
     "latency": "mala_tui.bench.latency_bench",
+    "markers": "mala_tui.bench.marker_replay",
     "ui": "mala_tui.bench.ui_bench",
     "permissions": "mala_tui.bench.permission_bench",
     "subagents": "mala_tui.bench.subagents_bench",

@@ -12,8 +12,14 @@ Entries expire after a TTL that every hit refreshes: the API's 5-minute default,
 The server reads the time off its clock scaled by the scenario's ``time_scale``, so a wait
 of simulated minutes expires entries in seconds.
 
-Simplifications, on purpose: the cache is shared by all routes of one server (the API's is
-shared by an organisation) and the lookback is not limited to 20 blocks.
+The API's rules for breakpoints are kept: a request has at most four (the server refuses
+a fifth, api_errors.py), and a cached prefix is found only at a breakpoint or at one of the
+blocks just before it, ``LOOKBACK_BLOCKS`` in all: a prefix cached further back is not read,
+even though it is still there. A block written into the conversation with its own
+``cache_control`` marker is a breakpoint like the CLI's own.
+
+Simplification, on purpose: the cache is shared by all routes of one server (the API's is
+shared by an organisation).
 """
 
 from __future__ import annotations
@@ -29,6 +35,8 @@ DEFAULT_TTL_S = 300.0
 HOUR_TTL_S = 3600.0
 # The API does not cache prefixes shorter than this (1,024 tokens for Sonnet models).
 MIN_CACHEABLE_TOKENS = 1024
+#: How many blocks, ending at a breakpoint, the API checks for a cached prefix.
+LOOKBACK_BLOCKS = 20
 
 
 @dataclass(frozen=True)
@@ -98,14 +106,8 @@ class PromptCache:
         for block in blocks:
             running += block.tokens
             cumulative.append(running)
-        last_breakpoint = breakpoints[-1]
 
-        hit = -1
-        newest = last_breakpoint if invalid_from is None else min(last_breakpoint, invalid_from - 1)
-        for index in range(newest, -1, -1):
-            if keys[index] in self._expiry:
-                hit = index
-                break
+        hit = self._longest_hit(keys, breakpoints, invalid_from)
         read = cumulative[hit] if hit >= 0 else 0
         if hit >= 0:
             self._expiry[keys[hit]] = now + self._ttl_s
@@ -129,18 +131,28 @@ class PromptCache:
         rest as input. The server-side compaction's summarising step reads a prompt so."""
         self._expire(now)
         keys = prefix_keys(blocks)
-        read = 0
-        running = 0
-        hit: bytes | None = None
-        for key, block in zip(keys, blocks, strict=True):
-            running += block.tokens
-            if key in self._expiry:
-                read, hit = running, key
-        if hit is not None:
-            self._expiry[hit] = now + self._ttl_s
+        breakpoints = [index for index, block in enumerate(blocks) if block.breakpoint]
+        hit = self._longest_hit(keys, breakpoints, None)
+        total = sum(block.tokens for block in blocks)
+        read = sum(block.tokens for block in blocks[: hit + 1])
+        if hit >= 0:
+            self._expiry[keys[hit]] = now + self._ttl_s
         return CacheSplit(
-            input_tokens=running - read, cache_creation_input_tokens=0, cache_read_input_tokens=read
+            input_tokens=total - read, cache_creation_input_tokens=0, cache_read_input_tokens=read
         )
+
+    def _longest_hit(
+        self, keys: Sequence[bytes], breakpoints: Sequence[int], invalid_from: int | None
+    ) -> int:
+        """The last block of the longest cached prefix the API finds: at a breakpoint or
+        within ``LOOKBACK_BLOCKS`` blocks ending at one, never reaching ``invalid_from``;
+        -1 when there is none."""
+        newest = len(keys) - 1 if invalid_from is None else invalid_from - 1
+        for index in range(newest, -1, -1):
+            near = any(0 <= b - index < LOOKBACK_BLOCKS for b in breakpoints)
+            if near and keys[index] in self._expiry:
+                return index
+        return -1
 
     def _expire(self, now: float) -> None:
         stale = [key for key, expiry in self._expiry.items() if expiry <= now]

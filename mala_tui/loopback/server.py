@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -72,6 +73,9 @@ CONTEXT_1M_BETA = "context-1m"
 # Claude Code's spelling of a model on its 1M window: "claude-sonnet-4-5[1m]".
 MODEL_1M_SUFFIX = "[1m]"
 MODEL_IDS = ("claude-sonnet-4-5",)
+#: Set to "1", every server keeps its request bodies in its log unless told otherwise
+#: (``keep_bodies``): a benchmark bills a run's requests again from them (what-if billing).
+KEEP_BODIES_ENV = "MALA_TUI_LOOPBACK_KEEP_BODIES"
 AGENT_ID_HEADER = "x-claude-code-agent-id"
 PARENT_AGENT_ID_HEADER = "x-claude-code-parent-agent-id"
 
@@ -86,7 +90,8 @@ class LoopbackServer:
     ``response_delay_s``: overrides every scenario's pacing (tests pass 0).
     ``workspace``: where the workspace is when a request does not state its working
     directory (one path for all routes or a mapping per route).
-    ``keep_bodies``: keep each request body in its log record (memory-hungry on long runs).
+    ``keep_bodies``: keep each request body in its log record (memory-hungry on long runs;
+    by default, when ``MALA_TUI_LOOPBACK_KEEP_BODIES`` is "1").
     ``token_ratio``: token density for every route, overriding the scenarios' own
     ``token_ratio`` (counts are ``ratio`` times chars/4); ValueError unless positive, finite.
     ``clear_tool_uses``: apply the API's tool-result clearing to every request (a request's
@@ -108,7 +113,7 @@ class LoopbackServer:
         port: int = 0,
         response_delay_s: float | None = None,
         workspace: Path | Mapping[str, Path] | None = None,
-        keep_bodies: bool = False,
+        keep_bodies: bool | None = None,
         token_ratio: float | None = None,
         clear_tool_uses: ClearToolUses | None = None,
         server_compaction: ServerCompaction | None = None,
@@ -133,7 +138,9 @@ class LoopbackServer:
         self.server_compaction = server_compaction
         self.host = host
         self._port = port
-        self._keep_bodies = keep_bodies
+        self._keep_bodies = (
+            os.environ.get(KEEP_BODIES_ENV) == "1" if keep_bodies is None else keep_bodies
+        )
         self._clock = clock
         self._wall_clock = wall_clock
         self._cache = PromptCache(ttl_s=cache_ttl_s)

@@ -10,6 +10,8 @@ import aiohttp
 
 from mala_tui.loopback import LoopbackServer, Scenario
 from mala_tui.loopback.api_errors import MAX_BREAKPOINTS, breakpoints_in
+from mala_tui.loopback.cache import PromptCache
+from mala_tui.loopback.tokens import PromptBlock
 from tests.loopback.loopback_bodies import Conversation
 
 SCENARIO = Scenario.model_validate(
@@ -56,3 +58,40 @@ async def test_a_request_with_more_than_four_breakpoints_is_refused_as_the_api_d
     }
     # A refused request plays nothing: the scripted agent answered only the first.
     assert len(server.request_log) == 1
+
+
+def blocks(names: list[str], marked: frozenset[str] = frozenset()) -> list[PromptBlock]:
+    """A head of 2,000 tokens (its own breakpoint), then one 100-token block per name, the
+    last one a breakpoint as the CLI puts it, and the `marked` ones too."""
+    head = PromptBlock("system", b"head", 2_000, breakpoint=True)
+    body = [
+        PromptBlock("messages", name.encode(), 100, name in marked or i == len(names) - 1)
+        for i, name in enumerate(names)
+    ]
+    return [head, *body]
+
+
+def test_a_marker_kept_on_a_block_makes_its_prefix_read_after_a_later_change() -> None:
+    cache = PromptCache()
+    early = [f"step{i}" for i in range(10)]
+    cache.bill(blocks(early, marked=frozenset({"step5"})), now=0.0)
+    later = [*early[:9], "masked9", *(f"new{i}" for i in range(30))]
+    # The marker is still on step 5: the prefix up to it is found there, 30 blocks back.
+    split = cache.bill(blocks(later, marked=frozenset({"step5"})), now=1.0)
+    assert split.cache_read_input_tokens == 2_000 + 6 * 100
+    # Without it, the same prefix is cached but too far from any breakpoint to be found.
+    fresh = PromptCache()
+    fresh.bill(blocks(early, marked=frozenset({"step5"})), now=0.0)
+    assert fresh.bill(blocks(later), now=1.0).cache_read_input_tokens == 2_000
+
+
+def test_within_20_blocks_of_the_last_breakpoint_the_previous_prompt_is_read() -> None:
+    cache = PromptCache()
+    first = [f"step{i}" for i in range(10)]
+    cache.bill(blocks(first), now=0.0)
+    nineteen_more = [*first, *(f"new{i}" for i in range(19))]
+    assert cache.bill(blocks(nineteen_more), now=1.0).cache_read_input_tokens == 2_000 + 1_000
+    cache = PromptCache()
+    cache.bill(blocks(first), now=0.0)
+    twenty_more = [*first, *(f"new{i}" for i in range(20))]
+    assert cache.bill(blocks(twenty_more), now=1.0).cache_read_input_tokens == 2_000
