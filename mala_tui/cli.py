@@ -25,13 +25,8 @@ from mala_tui.commands import (
     serve_cmd,
 )
 from mala_tui.commands.internal_error import report_internal_error
-from mala_tui.config import (
-    ConfigError,
-    LoadedSettings,
-    absolute_path,
-    load_settings,
-    parse_override,
-)
+from mala_tui.config import absolute_path
+from mala_tui.config_loading import ConfigError, LoadedSettings, load_settings, parse_override
 from mala_tui.runtime.journal.writer import forget_opened_runs
 
 EXIT_USAGE = 2

@@ -32,7 +32,8 @@ from pathlib import Path
 from typing import Any, Final
 
 from mala_tui.bench.operator import CONTINUE, ScriptedOperator, SimulatedClock
-from mala_tui.config import LoadedSettings, Settings
+from mala_tui.config import Settings
+from mala_tui.config_loading import LoadedSettings
 from mala_tui.core import events as ev
 from mala_tui.core.events import RunMode
 from mala_tui.loopback import (

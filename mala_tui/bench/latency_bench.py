@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from mala_tui.config import load_settings
+from mala_tui.config_loading import load_settings
 from mala_tui.core import events as ev
 from mala_tui.core.phases import Phase
 from mala_tui.runtime.journal.writer import EVENTS_FILE, list_runs, read_events

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any, TextIO
 
-from mala_tui.config import CONFIG_FILE_ENV, LoadedSettings, no_config_file
+from mala_tui.config_loading import CONFIG_FILE_ENV, LoadedSettings, no_config_file
 
 
 def show(loaded: LoadedSettings, out: TextIO, *, as_json: bool = False) -> int:

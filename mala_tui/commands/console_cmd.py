@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Final, TextIO
 
 from mala_tui.commands.run_options import has_terminal, on_the_web
 from mala_tui.commands.running import cost_line
-from mala_tui.config import LoadedSettings
+from mala_tui.config_loading import LoadedSettings
 from mala_tui.core.events import RunMode
 
 if TYPE_CHECKING:

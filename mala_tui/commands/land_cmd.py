@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from mala_tui.config import LoadedSettings
+from mala_tui.config_loading import LoadedSettings
 from mala_tui.core import events as ev
 
 if TYPE_CHECKING:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from mala_tui.config import LoadedSettings
+from mala_tui.config_loading import LoadedSettings
 
 if TYPE_CHECKING:
     from mala_tui.runtime.session.by_hand import Interactive

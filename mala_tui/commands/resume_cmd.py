@@ -20,7 +20,7 @@ from mala_tui.commands.run_options import (
 )
 from mala_tui.commands.run_worktrees import fork_in_worktree, host_worktree_setter, in_worktree
 from mala_tui.commands.running import finish, supervise, until_done
-from mala_tui.config import LoadedSettings
+from mala_tui.config_loading import LoadedSettings
 from mala_tui.core.describe import gap
 
 if TYPE_CHECKING:

@@ -29,7 +29,7 @@ from mala_tui.commands.run_worktrees import (
     in_worktree,
 )
 from mala_tui.commands.running import finish, supervise, until_done
-from mala_tui.config import LoadedSettings
+from mala_tui.config_loading import LoadedSettings
 from mala_tui.core.events import RunMode
 from mala_tui.core.text import clean
 

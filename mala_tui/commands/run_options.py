@@ -14,7 +14,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TypeVar
 
-from mala_tui.config import LoadedSettings
+from mala_tui.config_loading import LoadedSettings
 from mala_tui.core.permissions import PermissionPolicy
 from mala_tui.runtime.questions.approvals import ApprovalMode
 

@@ -10,7 +10,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, TextIO
 
-from mala_tui.config import LoadedSettings, Settings
+from mala_tui.config import Settings
+from mala_tui.config_loading import LoadedSettings
 from mala_tui.core.pricing import PriceTable, Spend, format_cost
 from mala_tui.core.subagents import SubagentGauge
 from mala_tui.core.view import RunState, WorktreeRecord

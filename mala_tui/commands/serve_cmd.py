@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from mala_tui.config import LoadedSettings
+from mala_tui.config_loading import LoadedSettings
 
 if TYPE_CHECKING:
     from mala_tui.web.runs import RunChoice

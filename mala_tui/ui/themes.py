@@ -24,7 +24,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 from textual.color import Color, ColorParseError
 from textual.theme import Theme
 
-from mala_tui.config import user_config_dir
+from mala_tui.config_loading import user_config_dir
 from mala_tui.resources import shipped_folder
 from mala_tui.text_files import read_text
 

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from mala_tui.commands import run_cmd, run_options
-from mala_tui.config import load_settings
+from mala_tui.config_loading import load_settings
 
 
 def parse(*argv: str) -> argparse.Namespace:

@@ -21,13 +21,8 @@ from mala_tui import cli
 from mala_tui.commands import console_cmd, run_cmd
 from mala_tui.commands.running import finish, resume_command
 from mala_tui.commands.runs_cmd import worktree_lines
-from mala_tui.config import (
-    IdleSettings,
-    LoadedSettings,
-    Settings,
-    StorageSettings,
-    load_settings,
-)
+from mala_tui.config import IdleSettings, Settings, StorageSettings
+from mala_tui.config_loading import LoadedSettings, load_settings
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.observations import SessionIdentified

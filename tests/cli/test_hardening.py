@@ -242,7 +242,7 @@ def test_sessions_have_a_default_timeout() -> None:
 
 
 async def test_the_demos_files_are_private(tmp_path: Path) -> None:
-    from mala_tui.config import load_settings
+    from mala_tui.config_loading import load_settings
     from mala_tui.runtime.run.demo import demo_run
 
     loaded = load_settings(overrides=[("storage.data_dir", tmp_path / "data", "test")])

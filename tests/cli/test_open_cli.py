@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from mala_tui.commands import open_cmd
-from mala_tui.config import load_settings
+from mala_tui.config_loading import load_settings
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.runtime.journal.writer import RunJournal, read_events

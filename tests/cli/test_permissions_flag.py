@@ -7,7 +7,8 @@ import argparse
 import pytest
 
 from mala_tui.commands import run_cmd, run_options
-from mala_tui.config import AgentSettings, load_settings
+from mala_tui.config import AgentSettings
+from mala_tui.config_loading import load_settings
 
 
 def parse(*argv: str) -> argparse.Namespace:

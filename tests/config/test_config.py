@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from mala_tui.config import ConfigError, Settings, load_settings, parse_override
+from mala_tui.config import Settings
+from mala_tui.config_loading import ConfigError, load_settings, parse_override
 
 
 def write_config(text: str) -> Path:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mala_tui.config import ConfigError, load_settings
+from mala_tui.config_loading import ConfigError, load_settings
 
 
 def write_config(text: str) -> Path:

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from mala_tui.config import ConfigError, Settings, load_settings
+from mala_tui.config import Settings
+from mala_tui.config_loading import ConfigError, load_settings
 from mala_tui.core.subagent_window import SubagentLimits
 from mala_tui.runtime.run.launch import TaskPlan, agent_spec
 from mala_tui.runtime.run.profiles import ProfileError, parse_profile

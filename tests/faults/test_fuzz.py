@@ -17,7 +17,8 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mala_tui.config import SECTIONS, ConfigError, load_settings
+from mala_tui.config import SECTIONS
+from mala_tui.config_loading import ConfigError, load_settings
 from mala_tui.core import events as ev
 from mala_tui.loopback import ScenarioError, load_scenario
 from mala_tui.runtime.journal.writer import read_events
@@ -212,7 +213,8 @@ def test_journal_lines_of_any_json_shape_are_read_listed_and_shown(lines: list[i
     from argparse import Namespace
 
     from mala_tui.commands.runs_cmd import run_as_json, runs
-    from mala_tui.config import LoadedSettings, Settings
+    from mala_tui.config import Settings
+    from mala_tui.config_loading import LoadedSettings
     from mala_tui.core.view import RunState
     from mala_tui.runtime.journal.writer import list_runs
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from mala_tui.config import LoadedSettings, Settings
+from mala_tui.config import Settings
+from mala_tui.config_loading import LoadedSettings
 from mala_tui.core.budget import BudgetLimits
 from mala_tui.core.events import RunMode
 from mala_tui.core.phases import ManageMode

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from mala_tui.config import LoadedSettings, Settings
+from mala_tui.config import Settings
+from mala_tui.config_loading import LoadedSettings
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.checkpoint import CheckpointOrigin

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from mala_tui.config import user_config_dir
+from mala_tui.config_loading import user_config_dir
 from mala_tui.resources import shipped_folder
 from mala_tui.ui.themes import OWN_VARIABLES, load_theme_file, load_themes
 from mala_tui.ui.widgets.session_card import SessionCard

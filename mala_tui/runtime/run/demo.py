@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mala_tui.config import LoadedSettings, Settings
+from mala_tui.config import Settings
+from mala_tui.config_loading import LoadedSettings
 from mala_tui.core.events import RunMode
 from mala_tui.loopback import (
     MODEL,

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from mala_tui.config import LoadedSettings, Settings, suggest, user_config_dir
+from mala_tui.config import Settings
+from mala_tui.config_loading import LoadedSettings, suggest, user_config_dir
 from mala_tui.core import events as ev
 from mala_tui.core.limits import oversized_task
 from mala_tui.core.numbers import NumberOutOfRange, loads_json, loads_toml

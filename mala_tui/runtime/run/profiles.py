@@ -23,7 +23,8 @@ from typing import Any, Final
 
 from pydantic import BaseModel, ValidationError
 
-from mala_tui.config import Settings, SubagentSettings, allowed_range, suggest
+from mala_tui.config import Settings, SubagentSettings
+from mala_tui.config_loading import allowed_range, suggest
 from mala_tui.core.phases import ManageMode
 from mala_tui.runtime.backends.base import SessionSpec
 from mala_tui.runtime.run.session_limits import subagent_limits_for
