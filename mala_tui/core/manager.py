@@ -26,6 +26,7 @@ way, top to bottom:
   emergency;
 - core/recovery.py (`Recovery`): retries after a hang or an API error (the rules
   are core/retry.py's), and the failures that end a session;
+- core/resumed_start.py (`ResumedStart`): the first prompt after `mala-tui resume`;
 - core/manager_state.py (`ManagerState`): every field the manager keeps, and the
   moves every part shares: the legal-move check against the phase table
   (core/phases.py), the phase change, a turn begun, the session ended.
@@ -75,6 +76,7 @@ from mala_tui.core.prompts import PromptSet
 from mala_tui.core.recovery import Recovery
 from mala_tui.core.restart_flow import RestartFlow
 from mala_tui.core.resume_plan import SessionResume
+from mala_tui.core.resumed_start import ResumedStart
 from mala_tui.core.state_parts import Counters, Fork, StopFor
 from mala_tui.core.transcript import Message, Transcript
 from mala_tui.core.turn_flow import TurnFlow
@@ -92,6 +94,7 @@ class ContextManager:
         self._restart_flow = RestartFlow(self._state)
         self._masking = MaskingDecisions(self._state, self._restart_flow)
         self._recovery = Recovery(self._state)
+        self._resumed = ResumedStart(self._state)
         self._operator = OperatorFlow(self._state, self._masking, self._restart_flow)
         self._turns = TurnFlow(self._state, self._masking, self._restart_flow, self._recovery)
 
@@ -238,7 +241,7 @@ class ContextManager:
             raise IllegalTransition(f"{self._state.name}: already started")
         self._state.started = True
         if self._state.resume is not None:
-            return self._restart_flow.resumed_start(at, *self._state.resume)
+            return self._resumed.start(at, *self._state.resume)
         if self._state.fork is not None:
             return self._turns.forked_turn(at, self._state.fork)
         return self._turns.first_turn()

@@ -34,7 +34,7 @@ from mala_tui.core.mask_economics import GrowthRate
 from mala_tui.core.operator_messages import Delivery, MessageQueue, messages_block
 from mala_tui.core.phases import TRANSITIONS, IllegalTransition, ManageMode, Phase, Trigger
 from mala_tui.core.prompts import PromptKind, PromptSet
-from mala_tui.core.resume_plan import Carried, SessionResume
+from mala_tui.core.resume_plan import ResumeFrom, SessionResume
 from mala_tui.core.state_parts import Counters, Fork, Pending, TurnState
 from mala_tui.core.transcript import Message, Transcript
 from mala_tui.core.usage import (
@@ -276,9 +276,12 @@ class ManagerState:
         if plan.carried.manage is not None:
             self.manage = plan.carried.manage
 
-    def carry_over(self, carried: Carried) -> None:
+    def carry_over(self, plan: SessionResume) -> None:
         """A resumed session's counts, density, learnt window and waiting messages go on
-        from the journal."""
+        from the journal, and the checkpoint it restarts from, if it does."""
+        carried = plan.carried
+        if plan.how is ResumeFrom.CHECKPOINT and plan.checkpoint is not None:
+            self.checkpoint = plan.checkpoint
         self.counters.continuation = carried.restarts
         self.counters.checkpoints = carried.checkpoints
         self.counters.masked_total = carried.masked_total

@@ -6,9 +6,7 @@ max_restarts or on a denial. An emergency (the window already gone) skips the
 agent's part: mala-tui builds the checkpoint from the transcript itself.
 
 What goes into the fresh session is the checkpoint and the agent's own last
-complete steps, never mala-tui's prompts: carried over, a wind-down would tell the
-new session to wrap up too. Both are bounded in tokens, by the session's measured
-density, so a dense transcript cannot fill the fresh window on its own.
+complete steps (core.restart_prompts).
 
 A part of the ContextManager (core.manager): `RestartFlow` is given the session's
 state (core.manager_state) and calls no other part. The manager sends it the
@@ -26,27 +24,23 @@ from mala_tui.core.actions import (
     SendPrompt,
     StartFreshSession,
 )
-from mala_tui.core.background import BackgroundTask, describe_tasks
 from mala_tui.core.checkpoint import (
     Checkpoint,
     CheckpointOrigin,
-    carryover_text,
-    checkpoint_for_prompt,
-    harness_checkpoint,
 )
 from mala_tui.core.decision_figures import nothing_taken
-from mala_tui.core.describe import gap
 from mala_tui.core.manager_state import ManagerState, Outcome
 from mala_tui.core.observations import ApprovalGiven, Decision, RestartCompleted
 from mala_tui.core.operator_messages import Delivery
 from mala_tui.core.permissions import AnsweredBy
 from mala_tui.core.phases import Cause, IllegalTransition, ManageMode, Trigger
 from mala_tui.core.prompts import PromptKind
-from mala_tui.core.resume_plan import ResumeFrom, SessionResume
+from mala_tui.core.restart_prompts import (
+    checkpoint_from_transcript,
+    continuation_prompt,
+    first_prompt_refused,
+)
 from mala_tui.core.state_parts import StopFor
-from mala_tui.core.text import clean
-from mala_tui.core.transcript import Message
-from mala_tui.core.usage import estimate_tokens
 
 
 class RestartFlow:
@@ -146,7 +140,9 @@ class RestartFlow:
         session ends instead, saying so: never done on a task it could not read."""
         if nothing_taken(self._state):
             self._state.check(Trigger.FAIL)
-            return self._state.end(at, Trigger.FAIL, EndStatus.FAILED, self._first_prompt_refused())
+            return self._state.end(
+                at, Trigger.FAIL, EndStatus.FAILED, first_prompt_refused(self._state)
+            )
         if self._state.manage is not ManageMode.FULL:
             self._state.check(Trigger.FAIL)
             return self._state.end(
@@ -156,7 +152,7 @@ class RestartFlow:
                 f"{reason}; management mode {self._state.manage.value!r} does not restart",
             )
         self._state.check(self.checkpoint_trigger())
-        checkpoint = self.harness_checkpoint(reason)
+        checkpoint = checkpoint_from_transcript(self._state, reason)
         self._state.pending.restart_for(f"emergency: {reason}", Cause.EMERGENCY)
         self._state.pending.drop_mask()
         streaming = self._state.turn.streaming
@@ -166,37 +162,6 @@ class RestartFlow:
             self._state.turn.begin_stop(StopFor.EMERGENCY)
             return Outcome((Interrupt(), *outcome.actions), outcome.events)
         return outcome
-
-    def _first_prompt_refused(self) -> str:
-        messages = self._state.transcript.messages
-        first = messages[0].text if messages else self._state.turn.prompt
-        is_task = self._state.counters.continuation == 0 and first == self._state.task
-        what = "the task" if is_task else "this fresh session's first prompt"
-        return (
-            f"{what} ({len(first):,} characters, about {estimate_tokens(len(first)):,} tokens) "
-            "does not fit the window: its first request was refused as too long for the "
-            f"{self._state.window:,}-token window, and a restart would only send it again; "
-            + (
-                "shorten the task, or put its bulk in a file the agent reads"
-                if is_task
-                else "its checkpoint is kept"
-            )
-        )
-
-    def harness_checkpoint(self, reason: str) -> Checkpoint:
-        """A checkpoint built from the transcript, for when the agent cannot write one."""
-        # The goal is the task, not this session's first prompt (after a restart that
-        # is the continuation prompt); what earlier checkpoints listed stays listed;
-        # nothing from the wind-down on counts as work.
-        return harness_checkpoint(
-            self._state.transcript,
-            reason=reason,
-            carryover_turns=self._state.limits.carryover_turns,
-            goal=self._state.task,
-            previous=self._state.checkpoint,
-            before=self._state.pending.work_ends_at,
-            carryover_chars=self._state.tokens_as_chars(self._state.limits.carryover_tokens),
-        )
 
     def checkpoint_trigger(self) -> Trigger:
         """Where a checkpoint leads: a stop (at a budget, a cancel, or max restarts), a
@@ -250,33 +215,10 @@ class RestartFlow:
             text=checkpoint.text,
         )
 
-    def continuation_prompt(self, number: int) -> str:
-        """The fresh session's first prompt: the checkpoint and the agent's last steps."""
-        assert self._state.checkpoint is not None
-        carried = (
-            "(included in the checkpoint above)"
-            if self._state.checkpoint.harness_made
-            else carryover_text(
-                self._state.transcript.carryover(
-                    self._state.limits.carryover_turns, before=self._state.pending.work_ends_at
-                ),
-                max_chars=self._state.tokens_as_chars(self._state.limits.carryover_tokens),
-            )
-        )
-        return self._state.prompts.render(
-            PromptKind.CONTINUATION,
-            checkpoint=checkpoint_for_prompt(
-                self._state.checkpoint,
-                self._state.tokens_as_chars(self._state.limits.checkpoint_prompt_tokens),
-            ),
-            carryover=carried,
-            continuation_number=number,
-        )
-
     def _restart(self, at: float, *, approved_by: AnsweredBy) -> Outcome:
         assert self._state.checkpoint is not None
         number = self._state.counters.continuation + 1
-        prompt = self.continuation_prompt(number)
+        prompt = continuation_prompt(self._state, number)
         said, delivered = self._state.messages_prompt(at, Delivery.RESTART)
         if said:
             # Said while the old session was winding down: the fresh one hears it.
@@ -346,8 +288,8 @@ class RestartFlow:
         self._state.check(Trigger.RESTART_BY_HAND)
         events: list[ev.Event] = []
         if self._state.checkpoint is None:
-            self._state.checkpoint = self.harness_checkpoint(
-                "restarted by hand after the session ended without a checkpoint"
+            self._state.checkpoint = checkpoint_from_transcript(
+                self._state, "restarted by hand after the session ended without a checkpoint"
             )
             self._state.counters.checkpoints += 1
             events.append(self._checkpoint_event(at, self._state.checkpoint))
@@ -355,92 +297,3 @@ class RestartFlow:
         events.append(self._state.reopen(at))
         restart = self._restart(at, approved_by=AnsweredBy.OPERATOR)
         return Outcome(restart.actions, (*events, *restart.events))
-
-    def resumed_start(
-        self, at: float, plan: SessionResume, gap_seconds: float, history: tuple[Message, ...]
-    ) -> Outcome:
-        """The first prompt after `mala-tui resume`: the session's counts go on from the journal,
-        and what the operator said that had not reached the agent goes with it."""
-        carried = plan.carried
-        self._state.carry_over(carried)
-        events: tuple[ev.Event, ...] = ()
-        if plan.how is ResumeFrom.SESSION_ID and plan.session_id:
-            self._state.go_on_in(plan.session_id, history)
-            kind = PromptKind.RUN_RESUME
-            prompt = self._state.prompts.render(
-                kind, session_name=self._state.name, gap=gap(gap_seconds)
-            )
-            how = Delivery.RESUME
-        elif plan.how is ResumeFrom.CHECKPOINT and plan.checkpoint is not None:
-            self._state.checkpoint = plan.checkpoint
-            lost = plan.lost_host
-            if lost is not None and self._state.require_approval:
-                # A host lost is a restart like any other: a person approves it first.
-                return self._ask_again(at, plan.checkpoint_number, lost, Cause.NODE_LOST)
-            if plan.awaiting_approval is not None and self._state.require_approval:
-                return self._ask_again(at, plan.checkpoint_number, plan.awaiting_approval)
-            # A fresh session seeded with the checkpoint: a restart, numbered after the last.
-            number = carried.restarts + 1
-            self._state.counters.continuation = number
-            kind, prompt, how = (
-                PromptKind.CONTINUATION,
-                self.continuation_prompt(number),
-                Delivery.RESTART,
-            )
-            events = (
-                ev.Restarted(
-                    at=at,
-                    session=self._state.name,
-                    continuation=number,
-                    reason=lost
-                    or f"resumed after the run was interrupted ({gap(gap_seconds)} earlier)",
-                    tokens_before=0,
-                    checkpoint_number=plan.checkpoint_number,
-                    approved_by=AnsweredBy.AUTO if lost is not None else AnsweredBy.RESUME,
-                    trigger=Cause.NODE_LOST if lost is not None else Cause.RESUME,
-                ),
-            )
-        else:
-            kind, prompt, how = PromptKind.TASK, self._state.task, Delivery.RESTART
-        gone = carried.lost_background
-        if gone:
-            # Its reports will never come: the agent must know, or it waits for them.
-            prompt = f"{prompt}\n\n{lost_background_note(gone)}"
-            events = (
-                *events,
-                ev.BackgroundStopped(
-                    at=at,
-                    session=self._state.name,
-                    tasks=gone,
-                    reason="lost when the run stopped; the agent is told",
-                ),
-            )
-        said, delivered = self._state.messages_prompt(at, how)
-        if said:
-            prompt = f"{prompt}\n\n{said}"
-        self._state.begin_turn(prompt)
-        return Outcome((SendPrompt(kind, prompt),), (*events, *delivered))
-
-    def _ask_again(
-        self, at: float, number: int, reason: str, cause: Cause = Cause.OPERATOR
-    ) -> Outcome:
-        """The restart was waiting for a person when the run was interrupted (or its host
-        was lost): ask, and on the answer restart (or end) as the approval would have done."""
-        self._state.pending.restart_for(reason, cause)
-        moved = self._state.move(at, Trigger.CHECKPOINT_FOR_APPROVAL)
-        assert self._state.checkpoint is not None
-        asked = ev.ApprovalRequested(
-            at=at, session=self._state.name, checkpoint_number=number, reason=reason
-        )
-        return Outcome((RequestApproval(self._state.checkpoint, number, reason),), (moved, asked))
-
-
-def lost_background_note(tasks: tuple[BackgroundTask, ...]) -> str:
-    """What the agent is told of background work that ended with the run: each one by its
-    kind and description, so it can start it again or go on without it."""
-    lines = [f"- {task.kind}: {clean(task.description) or task.id}" for task in tasks]
-    return (
-        "Background work you had started was lost when the run stopped, and its reports "
-        f"will not come ({describe_tasks(tasks)}):\n" + "\n".join(lines) + "\n"
-        "Start it again if you still need it, or go on without it."
-    )

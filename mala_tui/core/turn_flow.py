@@ -38,6 +38,7 @@ from mala_tui.core.phases import STREAMING, Cause, IllegalTransition, ManageMode
 from mala_tui.core.prompts import PromptKind
 from mala_tui.core.recovery import Recovery
 from mala_tui.core.restart_flow import RestartFlow
+from mala_tui.core.restart_prompts import checkpoint_from_transcript
 from mala_tui.core.state_parts import Fork, StopFor
 from mala_tui.core.transcript import Role
 from mala_tui.core.usage import ContextUsage, estimate_tokens
@@ -393,7 +394,7 @@ class TurnFlow:
         try:
             checkpoint = extract_checkpoint(obs.result_text)
         except CheckpointError as exc:
-            checkpoint = self._restart_flow.harness_checkpoint(str(exc))
+            checkpoint = checkpoint_from_transcript(self._state, str(exc))
         return self._restart_flow.checkpoint_ready(obs.at, checkpoint)
 
     def _after_stop(self, obs: TurnEnded, stopping: StopFor, finished: bool) -> Outcome:

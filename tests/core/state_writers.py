@@ -254,7 +254,11 @@ def main() -> None:
         parts = len(set(modules) - own_modules(leaf))
         print(f"{len(modules)} ({parts} part)  {'.'.join(leaf):32} {where or '-'}")
     many = [leaf for leaf, modules in table.items() if len(modules) > 1]
-    print(f"{len(table)} written fields of {len(LEAVES)}; {len(many)} from two or more modules")
+    shared = [leaf for leaf, modules in table.items() if len(set(modules) - own_modules(leaf)) > 1]
+    print(
+        f"{len(table)} written fields of {len(LEAVES)}; {len(many)} from two or more modules, "
+        f"{len(shared)} from two or more parts"
+    )
 
 
 if __name__ == "__main__":

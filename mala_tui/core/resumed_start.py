@@ -1,0 +1,111 @@
+"""A session's first prompt after `mala-tui resume`: where the interrupted run left it.
+
+The session's counts, density, learnt window and waiting messages go on from the
+journal (core.resume_plan). It resumes its agent session by id when it can; else a
+fresh session starts on its latest checkpoint, a restart numbered after the last
+(asked of a person first when a restart waited for one, or its host was lost);
+else it starts afresh on its task. Background work the run's end took with it is
+said to the agent, which would otherwise wait for its reports.
+
+A part of the ContextManager (core.manager): `ResumedStart` is given the session's
+state (core.manager_state) and calls no other part; the manager calls it once, at
+`start`.
+"""
+
+from __future__ import annotations
+
+from mala_tui.core import events as ev
+from mala_tui.core.actions import RequestApproval, SendPrompt
+from mala_tui.core.describe import gap
+from mala_tui.core.manager_state import ManagerState, Outcome
+from mala_tui.core.operator_messages import Delivery
+from mala_tui.core.permissions import AnsweredBy
+from mala_tui.core.phases import Cause, Trigger
+from mala_tui.core.prompts import PromptKind
+from mala_tui.core.restart_prompts import continuation_prompt, lost_background_note
+from mala_tui.core.resume_plan import ResumeFrom, SessionResume
+from mala_tui.core.transcript import Message
+
+
+class ResumedStart:
+    """The manager's first prompt for a session an interrupted run left."""
+
+    def __init__(self, state: ManagerState) -> None:
+        self._state = state
+
+    def start(
+        self, at: float, plan: SessionResume, gap_seconds: float, history: tuple[Message, ...]
+    ) -> Outcome:
+        """The first prompt after `mala-tui resume`: the session's counts go on from the journal,
+        and what the operator said that had not reached the agent goes with it."""
+        carried = plan.carried
+        self._state.carry_over(plan)
+        events: tuple[ev.Event, ...] = ()
+        if plan.how is ResumeFrom.SESSION_ID and plan.session_id:
+            self._state.go_on_in(plan.session_id, history)
+            kind = PromptKind.RUN_RESUME
+            prompt = self._state.prompts.render(
+                kind, session_name=self._state.name, gap=gap(gap_seconds)
+            )
+            how = Delivery.RESUME
+        elif plan.how is ResumeFrom.CHECKPOINT and plan.checkpoint is not None:
+            lost = plan.lost_host
+            if lost is not None and self._state.require_approval:
+                # A host lost is a restart like any other: a person approves it first.
+                return self._ask_again(at, plan.checkpoint_number, lost, Cause.NODE_LOST)
+            if plan.awaiting_approval is not None and self._state.require_approval:
+                return self._ask_again(at, plan.checkpoint_number, plan.awaiting_approval)
+            # A fresh session seeded with the checkpoint: a restart, numbered after the last.
+            number = carried.restarts + 1
+            self._state.counters.continuation = number
+            kind, prompt, how = (
+                PromptKind.CONTINUATION,
+                continuation_prompt(self._state, number),
+                Delivery.RESTART,
+            )
+            events = (
+                ev.Restarted(
+                    at=at,
+                    session=self._state.name,
+                    continuation=number,
+                    reason=lost
+                    or f"resumed after the run was interrupted ({gap(gap_seconds)} earlier)",
+                    tokens_before=0,
+                    checkpoint_number=plan.checkpoint_number,
+                    approved_by=AnsweredBy.AUTO if lost is not None else AnsweredBy.RESUME,
+                    trigger=Cause.NODE_LOST if lost is not None else Cause.RESUME,
+                ),
+            )
+        else:
+            kind, prompt, how = PromptKind.TASK, self._state.task, Delivery.RESTART
+        gone = carried.lost_background
+        if gone:
+            # Its reports will never come: the agent must know, or it waits for them.
+            prompt = f"{prompt}\n\n{lost_background_note(gone)}"
+            events = (
+                *events,
+                ev.BackgroundStopped(
+                    at=at,
+                    session=self._state.name,
+                    tasks=gone,
+                    reason="lost when the run stopped; the agent is told",
+                ),
+            )
+        said, delivered = self._state.messages_prompt(at, how)
+        if said:
+            prompt = f"{prompt}\n\n{said}"
+        self._state.begin_turn(prompt)
+        return Outcome((SendPrompt(kind, prompt),), (*events, *delivered))
+
+    def _ask_again(
+        self, at: float, number: int, reason: str, cause: Cause = Cause.OPERATOR
+    ) -> Outcome:
+        """The restart was waiting for a person when the run was interrupted (or its host
+        was lost): ask, and on the answer restart (or end) as the approval would have done."""
+        self._state.pending.restart_for(reason, cause)
+        moved = self._state.move(at, Trigger.CHECKPOINT_FOR_APPROVAL)
+        assert self._state.checkpoint is not None
+        asked = ev.ApprovalRequested(
+            at=at, session=self._state.name, checkpoint_number=number, reason=reason
+        )
+        return Outcome((RequestApproval(self._state.checkpoint, number, reason),), (moved, asked))
