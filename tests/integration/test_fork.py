@@ -19,6 +19,7 @@ import pytest
 
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
+from mala_tui.core.operator_actions import ForkSession
 from mala_tui.loopback import LoopbackServer, load_scenario
 from mala_tui.runtime.backends.claude import ClaudeBackend
 from mala_tui.runtime.backends.claude_transcripts import find_transcript, project_folder
@@ -77,7 +78,7 @@ async def test_a_fork_starts_from_the_parents_conversation_and_runs_to_its_end(
                 git(tree.path, "add", "src/app.py")
                 git(tree.path, "commit", "-q", "-m", "bump")
                 (tree.path / "WIP.md").write_text("not committed\n")
-                sup.fork("parent", "parent-fork1", INSTRUCTION)
+                sup.act(ForkSession(parent="parent", name="parent-fork1", instruction=INSTRUCTION))
 
         sup.listeners.events.append(on_event)
         try:

@@ -19,6 +19,7 @@ import pytest
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.observations import Command
+from mala_tui.core.operator_actions import AddSession, SayToAgent, SessionCommand
 from mala_tui.core.operator_messages import Delivery
 from mala_tui.loopback import LoopbackServer, load_scenario, materialize_workspace
 from mala_tui.runtime.backends.base import SessionSpec
@@ -45,7 +46,9 @@ async def test_a_message_mid_task_changes_the_agents_next_step(tmp_path: Path) -
             recorded(event)
             if not said and isinstance(event, ev.MessageRecorded) and event.kind == "tool_result":
                 said.append(len(recorded.events))
-                session.say(MESSAGE)  # after the first step's result: the agent is at work
+                session.apply(
+                    SayToAgent(session="q", text=MESSAGE)
+                )  # after the first step's result: the agent is at work
             return event
 
         session, _ = runner(spec, default_limits(), sink=sink)
@@ -89,8 +92,8 @@ async def test_a_task_added_to_a_live_run_runs_and_a_cancelled_session_keeps_its
                 and event.kind == "tool_result"
                 and "second" not in sup.runners
             ):
-                sup.add_task("second", scenario.task, second_folder)
-                sup.command("first", Command.CANCEL)
+                sup.act(AddSession(name="second", task=scenario.task, cwd=second_folder))
+                sup.act(SessionCommand(session="first", command=Command.CANCEL))
 
         sup.listeners.events.append(on_event)
         try:
@@ -169,7 +172,7 @@ async def test_a_session_added_with_a_named_profile_reaches_the_model_with_it(
                 and event.kind == "tool_result"
                 and "second" not in sup.runners
             ):
-                sup.add_task("second", review.task, folder, profile="review")
+                sup.act(AddSession(name="second", task=review.task, cwd=folder, profile="review"))
 
         sup.listeners.events.append(on_event)
         try:

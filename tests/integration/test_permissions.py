@@ -16,6 +16,7 @@ import pytest
 
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
+from mala_tui.core.operator_actions import AnswerPermission
 from mala_tui.core.permissions import AnsweredBy, PermissionAnswer
 from mala_tui.core.questions import PermissionQuestion, Question
 from mala_tui.core.transcript import ToolCall, ToolResult
@@ -50,7 +51,13 @@ async def run_answering(
                     asked.append(request)
                     if isinstance(request, PermissionQuestion):  # any other fails below
                         loop.call_soon(
-                            sup.answer_permission, "p", request.request_id, answer, reason
+                            sup.act,
+                            AnswerPermission(
+                                session="p",
+                                request_id=request.request_id,
+                                answer=answer,
+                                reason=reason,
+                            ),
                         )
 
         sup.listeners.questions.append(seen)

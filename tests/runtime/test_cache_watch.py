@@ -10,6 +10,7 @@ from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.describe import summary
 from mala_tui.core.observations import MessageObserved, SessionIdentified, UsageObserved
+from mala_tui.core.operator_actions import AnswerPermission
 from mala_tui.core.permissions import PermissionAnswer
 from mala_tui.core.questions import PermissionQuestion
 from mala_tui.core.transcript import Message, Role, ToolCall, ToolResult
@@ -152,7 +153,11 @@ async def test_a_permission_request_waiting_past_half_the_lifetime_is_journaled(
         await asyncio.wait_for(cooling.wait(), 10)
         (request,) = sup.state.questions()
         assert isinstance(request, PermissionQuestion)
-        sup.answer_permission("a", request.request_id, PermissionAnswer.ALLOW_ONCE)
+        sup.act(
+            AnswerPermission(
+                session="a", request_id=request.request_id, answer=PermissionAnswer.ALLOW_ONCE
+            )
+        )
         outcome = await asyncio.wait_for(run, 10)
     finally:
         journal.close()

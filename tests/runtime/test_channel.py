@@ -16,6 +16,17 @@ import pytest
 
 from mala_tui.core import events as ev
 from mala_tui.core.observations import Command, Decision, SessionIdentified
+from mala_tui.core.operator_actions import (
+    AddSession,
+    AnswerApproval,
+    AnswerPermission,
+    ForkSession,
+    RequireApproval,
+    SayToAgent,
+    SessionCommand,
+    SetBudget,
+    SetManageMode,
+)
 from mala_tui.core.permissions import PermissionAnswer, PermissionPolicy
 from mala_tui.core.questions import ApprovalQuestion, PermissionQuestion
 from mala_tui.runtime.backends.base import Backend, PermissionAsk
@@ -85,7 +96,12 @@ async def test_a_console_follows_every_event_once_and_answers_at_the_host(tmp_pa
         (question,) = remote.state.questions()
         assert isinstance(question, ApprovalQuestion)
         await asyncio.to_thread(
-            remote.decide, "a", Decision.APPROVE, checkpoint_number=question.checkpoint_number
+            remote.act,
+            AnswerApproval(
+                session="a",
+                decision=Decision.APPROVE,
+                checkpoint_number=question.checkpoint_number,
+            ),
         )
         await asyncio.wait_for(run, 10)
         ended = await asyncio.wait_for(following, 10)
@@ -123,11 +139,17 @@ async def test_two_consoles_one_answer_the_second_is_told_who_answered(tmp_path:
         (question,) = second.state.questions()
         assert isinstance(question, PermissionQuestion)
         await asyncio.to_thread(
-            first.answer_permission, "a", question.request_id, PermissionAnswer.ALLOW_ONCE
+            first.act,
+            AnswerPermission(
+                session="a", request_id=question.request_id, answer=PermissionAnswer.ALLOW_ONCE
+            ),
         )
         with pytest.raises(QuestionClosed) as refused:
             await asyncio.to_thread(
-                second.answer_permission, "a", question.request_id, PermissionAnswer.DENY
+                second.act,
+                AnswerPermission(
+                    session="a", request_id=question.request_id, answer=PermissionAnswer.DENY
+                ),
             )
         await asyncio.wait_for(run, 10)
         await asyncio.wait_for(asyncio.gather(*following), 10)
@@ -174,7 +196,13 @@ async def test_a_console_let_go_for_falling_behind_comes_back_missing_nothing(
         await eventually(lambda: remote.reconnects >= 1)
         (question,) = sup.state.questions()
         assert isinstance(question, ApprovalQuestion)
-        sup.decide("a", Decision.APPROVE, checkpoint_number=question.checkpoint_number)
+        sup.act(
+            AnswerApproval(
+                session="a",
+                decision=Decision.APPROVE,
+                checkpoint_number=question.checkpoint_number,
+            )
+        )
         await asyncio.wait_for(run, 10)
         await asyncio.wait_for(following, 10)
     finally:
@@ -208,7 +236,13 @@ async def test_a_console_reconnecting_past_memory_is_caught_up_from_the_journal(
         await eventually(lambda: remote.reconnects >= 1)
         (question,) = sup.state.questions()
         assert isinstance(question, ApprovalQuestion)
-        sup.decide("a", Decision.APPROVE, checkpoint_number=question.checkpoint_number)
+        sup.act(
+            AnswerApproval(
+                session="a",
+                decision=Decision.APPROVE,
+                checkpoint_number=question.checkpoint_number,
+            )
+        )
         await asyncio.wait_for(run, 10)
         await asyncio.wait_for(following, 10)
     finally:
@@ -275,8 +309,12 @@ async def test_a_console_forks_a_session_at_the_host(tmp_path: Path) -> None:
         remote = RemoteRun.attach(sup.journal.directory)
         following = asyncio.create_task(remote.run())
         with pytest.raises(ValueError, match="a session is already named 'a'"):
-            await asyncio.to_thread(remote.fork, "a", "a", "Another way.")
-        await asyncio.to_thread(remote.fork, "a", "a-fork1", "Another way.")
+            await asyncio.to_thread(
+                remote.act, ForkSession(parent="a", name="a", instruction="Another way.")
+            )
+        await asyncio.to_thread(
+            remote.act, ForkSession(parent="a", name="a-fork1", instruction="Another way.")
+        )
         await eventually(lambda: sup.runners["a-fork1"].status is EndStatus.DONE)
         await eventually(lambda: "a-fork1" in remote.state.sessions)
         assert remote.state.sessions["a-fork1"].forked_from == "a"
@@ -337,23 +375,23 @@ async def test_every_operator_action_works_from_a_console(tmp_path: Path) -> Non
         def seen(kind: type) -> list[Any]:
             return [e for e in lines_of(events_path) if isinstance(e, kind)]
 
-        await act(remote.command, "a", Command.PAUSE)
+        await act(remote.act, SessionCommand(session="a", command=Command.PAUSE))
         await eventually(lambda: remote.state.sessions["a"].phase is Phase.PAUSED, what="paused")
-        await act(remote.command, "a", Command.RESUME)
+        await act(remote.act, SessionCommand(session="a", command=Command.RESUME))
         await eventually(lambda: remote.state.sessions["a"].phase is Phase.RUNNING, what="resumed")
-        await act(remote.say, "a", "skip the last step")
+        await act(remote.act, SayToAgent(session="a", text="skip the last step"))
         await eventually(lambda: seen(ev.MessageQueued), what="the message queued")
         with pytest.raises(MessageError):
-            await act(remote.say, "a", "   ")
+            await act(remote.act, SayToAgent(session="a", text="   "))
         with pytest.raises(KeyError):
-            await act(remote.command, "nobody", Command.STOP)
-        await act(remote.set_require_approval, None, True)
+            await act(remote.act, SessionCommand(session="nobody", command=Command.STOP))
+        await act(remote.act, RequireApproval(session=None, required=True))
         await eventually(lambda: remote.state.sessions["a"].require_approval, what="approval on")
-        await act(remote.set_manage_mode, "a", ManageMode.MASK)
+        await act(remote.act, SetManageMode(session="a", mode=ManageMode.MASK))
         await eventually(
             lambda: remote.state.sessions["a"].manage is ManageMode.MASK, what="mask only"
         )
-        await act(remote.set_budget, "a", BudgetLimits(max_turns=50))
+        await act(remote.act, SetBudget(session="a", limits=BudgetLimits(max_turns=50)))
         mine, whole_run = await act(remote.budget_limits, "a")
         assert (mine.max_turns, whole_run.max_turns) == (50, None)
         assert remote.budget_check("a").readings[0].allowed == 50
@@ -364,10 +402,10 @@ async def test_every_operator_action_works_from_a_console(tmp_path: Path) -> Non
         assert (contents.density, contents.root) == (hosts.density, hosts.root)
         assert await act(remote.transcript_path, "a") is None  # scripted: no transcript file
         with pytest.raises(ValueError, match="printable"):
-            await act(remote.add_task, "bad\nname", "task", tmp_path)
-        await act(remote.add_task, "b", "task b", tmp_path)
+            await act(remote.act, AddSession(name="bad\nname", task="task", cwd=tmp_path))
+        await act(remote.act, AddSession(name="b", task="task b", cwd=tmp_path))
         await eventually(lambda: "b" in remote.state.sessions, what="b added")
-        await act(remote.command, "b", Command.STOP)
+        await act(remote.act, SessionCommand(session="b", command=Command.STOP))
         await eventually(lambda: remote.state.sessions["b"].status is not None, what="b stopped")
         await act(remote.stop_for, "stopped from a console")
         await asyncio.wait_for(run, 20)
@@ -435,7 +473,7 @@ async def test_a_console_lands_at_the_host_while_the_run_lives_and_itself_once_i
         assert await asyncio.to_thread(remote.profile_names) == ["review"]
         with pytest.raises(LandingError, match="a is still running"):
             await remote.landings.land("a", "Bump")
-        sup.command("a", Command.STOP)
+        sup.act(SessionCommand(session="a", command=Command.STOP))
         await eventually(lambda: remote.state.sessions["a"].status is not None)
         assert remote.landings.draft("a").startswith("task a\n")  # drafted here
         landed = await remote.landings.land("a", "Bump the version\n")  # b still runs
@@ -477,7 +515,7 @@ async def test_json_nested_too_deeply_is_refused_in_one_line(
     try:
         async with (
             aiohttp.ClientSession(connector=aiohttp.UnixConnector(path=str(path))) as session,
-            session.post("http://host/command", data=nested) as response,
+            session.post("http://host/act", data=nested) as response,
         ):
             assert response.status == 400
             assert (await response.json())["error"] == "the request's JSON is nested too deeply"
@@ -488,18 +526,23 @@ async def test_json_nested_too_deeply_is_refused_in_one_line(
 
 
 @pytest.mark.parametrize(
-    ("route", "body", "error"),
+    ("body", "error"),
     [
-        ("/decide", {"session": "a", "decision": "maybe"}, "decision: 'maybe' is not one of "
-         "approve, deny, edit"),
-        ("/permission", {"session": "a", "request_id": "1", "answer": "sometimes"},
+        ({"kind": "approval", "session": "a", "decision": "maybe"},
+         "decision: 'maybe' is not one of approve, deny, edit"),
+        ({"kind": "permission", "session": "a", "request_id": "1", "answer": "sometimes"},
          "answer: 'sometimes' is not one of allow_once, allow_session, deny"),
-        ("/manage", {"session": "a", "mode": "loud"}, "mode: 'loud' is not one of "),
-        ("/command", {"session": "a", "command": "dance"}, "command: 'dance' is not one of "),
+        ({"kind": "manage_mode", "session": "a", "mode": "loud"}, "mode: 'loud' is not one of "),
+        ({"kind": "command", "session": "a", "command": "dance"},
+         "command: 'dance' is not one of "),
+        ({"session": "a", "command": "stop"}, "kind: an action needs one (one of command, "),
+        ({"kind": "dance", "session": "a"}, "kind: 'dance' is not one of command, "),
+        ({"kind": "say", "session": "a", "text": "hi", "loud": True}, "loud: "),
+        ({"kind": "say", "session": "a"}, "text: "),
     ],
 )  # fmt: skip
-async def test_a_value_outside_its_enum_is_refused_saying_what_it_may_be(
-    tmp_path: Path, route: str, body: dict[str, str], error: str
+async def test_an_action_that_is_not_one_is_refused_in_one_line_naming_what_is_wrong(
+    tmp_path: Path, body: dict[str, object], error: str
 ) -> None:
     sup = hosted(tmp_path, PerSession({"a": hard_session("sa")}), ["a"])
     assert sup.journal is not None
@@ -508,7 +551,7 @@ async def test_a_value_outside_its_enum_is_refused_saying_what_it_may_be(
     try:
         async with (
             aiohttp.ClientSession(connector=aiohttp.UnixConnector(path=str(path))) as session,
-            session.post(f"http://host{route}", json=body) as response,
+            session.post("http://host/act", json=body) as response,
         ):
             assert response.status == 400
             refused = await response.json()

@@ -11,6 +11,7 @@ from mala_tui.config import AgentSettings, IdleSettings, Settings, max_concurren
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.observations import Command, SessionIdentified
+from mala_tui.core.operator_actions import SessionCommand
 from mala_tui.runtime.backends.scripted import HANG, ScriptedClient, finished
 from mala_tui.runtime.run.supervisor import Supervisor
 from mala_tui.ui.format import state_label
@@ -98,7 +99,7 @@ async def test_queued_sessions_show_as_queued_until_a_slot_frees(tmp_path: Path)
     assert labels == {"s0": "running", "s1": "queued", "s2": "queued"}
     assert sup.queued == ["s1", "s2"]
     second = sessions_started(sup, 1)
-    sup.command("s0", Command.STOP)
+    sup.act(SessionCommand(session="s0", command=Command.STOP))
     await second.wait()
     assert state_label(sup.snapshots()["s1"]) == "running"
     assert sup.queued == ["s2"]
@@ -137,7 +138,7 @@ async def test_stopping_one_queued_session_ends_it_at_once(tmp_path: Path) -> No
     started = sessions_started(sup, 1)
     run = asyncio.create_task(sup.run())
     await started.wait()
-    sup.command("s2", Command.STOP)
+    sup.act(SessionCommand(session="s2", command=Command.STOP))
     assert sup.snapshots()["s2"].status == "stopped"
     assert sup.queued == ["s1"]
     sup.stop_all()

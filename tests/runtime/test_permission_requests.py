@@ -17,6 +17,7 @@ from mala_tui.config import AgentSettings, ContextSettings, IdleSettings, Settin
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.observations import Command, SessionIdentified, UsageObserved
+from mala_tui.core.operator_actions import AnswerPermission, SessionCommand
 from mala_tui.core.permissions import AnsweredBy, PermissionAnswer
 from mala_tui.core.questions import PermissionQuestion, Question
 from mala_tui.core.usage import CallUsage
@@ -81,7 +82,11 @@ async def test_allow_for_the_session_answers_the_next_request_without_asking(
     assert isinstance(request, PermissionQuestion)
     assert (request.session, request.tool, request.summary) == ("a", "Bash", "make")
     assert sup.snapshots()["a"].pending_permissions == 1
-    sup.answer_permission("a", request.request_id, PermissionAnswer.ALLOW_SESSION)
+    sup.act(
+        AnswerPermission(
+            session="a", request_id=request.request_id, answer=PermissionAnswer.ALLOW_SESSION
+        )
+    )
     result = await asyncio.wait_for(run, 10)
     assert result.statuses == {"a": EndStatus.DONE}
     assert client.verdicts == [PermissionVerdict(True), PermissionVerdict(True)]
@@ -100,7 +105,14 @@ async def test_a_deny_carries_the_operators_reason_to_the_agent(tmp_path: Path) 
     waiting = requests_reach(sup, 1)
     run = asyncio.create_task(sup.run())
     await asyncio.wait_for(waiting.wait(), 10)
-    sup.answer_permission("a", "1", PermissionAnswer.DENY, "never delete the root")
+    sup.act(
+        AnswerPermission(
+            session="a",
+            request_id="1",
+            answer=PermissionAnswer.DENY,
+            reason="never delete the root",
+        )
+    )
     await asyncio.wait_for(run, 10)
     (verdict,) = client.verdicts
     assert not verdict.allow
@@ -147,7 +159,7 @@ async def test_stopping_the_session_denies_what_waits_with_the_reason(tmp_path: 
     waiting = requests_reach(sup, 1)
     run = asyncio.create_task(sup.run())
     await asyncio.wait_for(waiting.wait(), 10)
-    sup.command("a", Command.STOP)
+    sup.act(SessionCommand(session="a", command=Command.STOP))
     result = await asyncio.wait_for(run, 10)
     assert result.statuses == {"a": EndStatus.STOPPED}
     (answer,) = journaled(sup, ev.PermissionDecided)
@@ -190,11 +202,13 @@ async def test_answers_to_nothing_waiting_or_not_an_answer_are_refused(tmp_path:
     run = asyncio.create_task(sup.run())
     await asyncio.wait_for(waiting.wait(), 10)
     with pytest.raises(KeyError, match="no permission request '9' is waiting in 'a'"):
-        sup.answer_permission("a", "9", PermissionAnswer.ALLOW_ONCE)
+        sup.act(AnswerPermission(session="a", request_id="9", answer=PermissionAnswer.ALLOW_ONCE))
     with pytest.raises(KeyError, match="no permission request is waiting in 'nobody'"):
-        sup.answer_permission("nobody", "1", PermissionAnswer.ALLOW_ONCE)
+        sup.act(
+            AnswerPermission(session="nobody", request_id="1", answer=PermissionAnswer.ALLOW_ONCE)
+        )
     assert len(sup.state.questions()) == 1
-    sup.answer_permission("a", "1", PermissionAnswer.ALLOW_ONCE)
+    sup.act(AnswerPermission(session="a", request_id="1", answer=PermissionAnswer.ALLOW_ONCE))
     await asyncio.wait_for(run, 10)
 
 
@@ -262,7 +276,7 @@ async def test_only_a_request_that_waits_calls_for_the_operators_attention(
     await asyncio.wait_for(waiting.wait(), 10)
     assert rung == [BEL]
     # Allowed for the session: the second request is answered by that rule, nobody called.
-    sup.answer_permission("a", "1", PermissionAnswer.ALLOW_SESSION)
+    sup.act(AnswerPermission(session="a", request_id="1", answer=PermissionAnswer.ALLOW_SESSION))
     await asyncio.wait_for(run, 10)
     assert rung == [BEL]
     assert sup.journal is not None
@@ -291,7 +305,7 @@ async def test_allow_for_the_session_holds_across_the_sessions_restart(tmp_path:
     waiting = requests_reach(sup, 1)
     run = asyncio.create_task(sup.run())
     await asyncio.wait_for(waiting.wait(), 10)
-    sup.answer_permission("a", "1", PermissionAnswer.ALLOW_SESSION)
+    sup.act(AnswerPermission(session="a", request_id="1", answer=PermissionAnswer.ALLOW_SESSION))
     result = await asyncio.wait_for(run, 10)
     assert result.statuses == {"a": EndStatus.DONE}
     assert sup.state.sessions["a"].restarts, "the session should have restarted"

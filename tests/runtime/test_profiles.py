@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from mala_tui.config import Settings
-from mala_tui.config_loading import LoadedSettings
+from mala_tui.config import LoadedSettings, Settings
 from mala_tui.core.budget import BudgetLimits
 from mala_tui.core.events import RunMode
+from mala_tui.core.operator_actions import AddSession
 from mala_tui.core.phases import ManageMode
 from mala_tui.runtime.backends.base import SessionSpec
 from mala_tui.runtime.backends.claude import build_options
@@ -333,5 +333,5 @@ def test_a_session_added_with_a_profile_the_run_lacks_is_refused_before_anything
 
     supervisor.new_sessions.spec_for_new = counted
     with pytest.raises(ValueError, match=r"^this run has no profile 'reveiw'; profiles: review$"):
-        supervisor.add_task("late", "x", tmp_path, profile="reveiw")
+        supervisor.act(AddSession(name="late", task="x", cwd=tmp_path, profile="reveiw"))
     assert made == []  # no worktree (nor anything else) was made for it

@@ -28,6 +28,13 @@ from mala_tui.core.observations import (
     SessionIdentified,
     UsageObserved,
 )
+from mala_tui.core.operator_actions import (
+    AnswerApproval,
+    AnswerPermission,
+    SayToAgent,
+    SessionCommand,
+    action_json,
+)
 from mala_tui.core.permissions import PermissionAnswer
 from mala_tui.core.phases import Cause, Phase
 from mala_tui.core.questions import ApprovalQuestion, PermissionQuestion
@@ -175,9 +182,9 @@ async def test_commands_messages_and_approvals_go_to_the_host_and_back(tmp_path:
     await asyncio.sleep(0.3)  # the question reaches the driver's desk with its batch
     (question,) = sup.state.questions()
     assert question.session == "a"
-    sup.decide("a", Decision.APPROVE)
+    sup.act(AnswerApproval(session="a", decision=Decision.APPROVE))
     with pytest.raises(KeyError, match="answered already: approved by the operator"):
-        sup.decide("a", Decision.DENY)
+        sup.act(AnswerApproval(session="a", decision=Decision.DENY))
     result = await asyncio.wait_for(run, 20)
     assert result.statuses == {"a": EndStatus.DONE}
     events = journaled(sup)
@@ -201,7 +208,14 @@ async def test_a_permission_request_is_answered_at_the_drivers_desk(tmp_path: Pa
     await until(sup, lambda e: isinstance(e, ev.PermissionRequested))
     (question,) = sup.state.questions()
     assert isinstance(question, PermissionQuestion)
-    sup.answer_permission("a", question.request_id, PermissionAnswer.DENY, "not today")
+    sup.act(
+        AnswerPermission(
+            session="a",
+            request_id=question.request_id,
+            answer=PermissionAnswer.DENY,
+            reason="not today",
+        )
+    )
     result = await asyncio.wait_for(run, 20)
     assert result.statuses == {"a": EndStatus.DONE}
     assert [v.allow for v in client.verdicts] == [False]
@@ -214,8 +228,8 @@ async def test_a_stop_from_the_operator_reaches_a_busy_host(tmp_path: Path) -> N
     sup = supervisor(tmp_path, PerSession({"a": [client]}), ["a"], engine)
     run = asyncio.create_task(sup.run())
     await until(sup, lambda e: isinstance(e, ev.UsageRecorded))
-    sup.say("a", "look at b.py too")
-    sup.command("a", Command.STOP)
+    sup.act(SayToAgent(session="a", text="look at b.py too"))
+    sup.act(SessionCommand(session="a", command=Command.STOP))
     result = await asyncio.wait_for(run, 20)
     assert result.statuses == {"a": EndStatus.STOPPED}
     assert of(journaled(sup), ev.MessageQueued)[0].text == "look at b.py too"
@@ -288,7 +302,7 @@ async def test_a_lost_host_asks_for_approval_first_when_approval_is_on(tmp_path:
     assert isinstance(question, ApprovalQuestion)
     assert "was lost" in question.reason
     assert sup.state.sessions["a"].phase is Phase.AWAITING_APPROVAL
-    sup.decide("a", Decision.APPROVE)
+    sup.act(AnswerApproval(session="a", decision=Decision.APPROVE))
     result = await asyncio.wait_for(run, 20)
     assert result.statuses == {"a": EndStatus.DONE}
     (restart,) = of(journaled(sup), ev.Restarted)
@@ -317,7 +331,11 @@ async def test_the_latest_checkpoint_is_used_when_nothing_was_done_since(tmp_pat
     await asyncio.sleep(0.3)
     (question,) = sup.state.questions()
     assert isinstance(question, ApprovalQuestion)
-    sup.decide("a", Decision.APPROVE, checkpoint_number=question.checkpoint_number)
+    sup.act(
+        AnswerApproval(
+            session="a", decision=Decision.APPROVE, checkpoint_number=question.checkpoint_number
+        )
+    )
     result = await asyncio.wait_for(run, 20)
     assert result.statuses == {"a": EndStatus.DONE}
     events = journaled(sup)
@@ -369,7 +387,8 @@ async def test_a_new_driver_takes_a_live_host_up_again_missing_nothing_twice(
     assert first.journal is not None
     first.journal.close()
     host = link.host
-    host.say("said while no driver was there")  # the host goes on meanwhile
+    # The host goes on meanwhile.
+    host.apply(action_json(SayToAgent(session="a", text="said while no driver was there")))
     before = read_events(first.journal.events_path).events
     # A new driver on the same journal (what `mala-tui resume` does for a Ray run).
     journal = RunJournal.reopen(first.journal.directory)
@@ -393,7 +412,7 @@ async def test_a_new_driver_takes_a_live_host_up_again_missing_nothing_twice(
     runner.reattach = True
     resumed = asyncio.create_task(second.run())
     await until(second, lambda e: isinstance(e, ev.MessageQueued))
-    second.command("a", Command.STOP)
+    second.act(SessionCommand(session="a", command=Command.STOP))
     result = await asyncio.wait_for(resumed, 20)
     assert result.statuses == {"a": EndStatus.STOPPED}
     events = read_events(journal.events_path).events
@@ -660,7 +679,7 @@ async def test_a_question_waiting_on_a_live_host_is_answered_from_the_new_driver
     assert question.session == "a" and second.state.sessions["a"].phase is Phase.AWAITING_APPROVAL
     for _ in range(50):  # the host asks again, on the new connection
         try:
-            second.decide("a", Decision.APPROVE, checkpoint_number=1)
+            second.act(AnswerApproval(session="a", decision=Decision.APPROVE, checkpoint_number=1))
             break
         except KeyError:
             await asyncio.sleep(0.1)

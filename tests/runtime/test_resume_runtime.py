@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from mala_tui.config import Settings
-from mala_tui.config_loading import LoadedSettings
+from mala_tui.config import LoadedSettings, Settings
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.checkpoint import CheckpointOrigin
 from mala_tui.core.manager import ContextManager
 from mala_tui.core.observations import Decision, SessionIdentified
+from mala_tui.core.operator_actions import AnswerApproval
 from mala_tui.core.permissions import AnsweredBy, PermissionAnswer
 from mala_tui.core.questions import ApprovalQuestion
 from mala_tui.core.resume_plan import ResumeFrom, TaskRecord, plan_resume
@@ -371,7 +371,7 @@ async def test_a_restart_waiting_for_approval_at_the_kill_is_asked_again_then_ru
     assert isinstance(request, ApprovalQuestion)
     assert (request.checkpoint_number, request.checkpoint_text) == (1, "## Goal\nG")
     assert fresh.queries == []  # nothing runs before the answer
-    supervisor.decide("a", Decision.APPROVE)
+    supervisor.act(AnswerApproval(session="a", decision=Decision.APPROVE))
     result = await asyncio.wait_for(run, 10)
     assert result.statuses == {"a": EndStatus.DONE}
     (prompt,) = fresh.queries

@@ -30,6 +30,7 @@ from mala_tui.core.observations import (
     TurnEnded,
     UsageObserved,
 )
+from mala_tui.core.operator_actions import SessionCommand
 from mala_tui.core.phases import IllegalTransition
 from mala_tui.core.prompts import PromptKind
 from mala_tui.core.transcript import Message, Role, TextBlock, ToolCall, ToolResult
@@ -37,6 +38,8 @@ from mala_tui.core.usage import CallUsage
 from mala_tui.prompt_files import load_prompts
 from mala_tui.runtime.backends.base import SessionSpec
 from mala_tui.runtime.backends.scripted import HANG, ScriptedBackend, ScriptedClient, finished
+from mala_tui.runtime.questions.approvals import Approvals
+from mala_tui.runtime.questions.desk import Desk
 from mala_tui.runtime.session.runner import SessionRunner
 from tests.support.factories import default_limits, default_runner_limits
 
@@ -72,6 +75,8 @@ class Harness:
         self.events: list[ev.Event] = []
         self._recorded = asyncio.Event()
         self.sleeps: list[float] = []
+        self.approvals = Approvals(Desk())
+        """The desk restart approvals are asked at and answered through."""
         self.manager = manager_class(
             name="s1", task=TASK, limits=default_limits(**settings), prompts=PROMPTS
         )
@@ -88,6 +93,7 @@ class Harness:
             sink=self.sink,
             clock=clock,
             sleep=self.sleep,
+            approvals=self.approvals,
         )
 
     def sink(self, event: ev.Event) -> ev.Event:
@@ -195,7 +201,7 @@ async def test_idle_timeout_non_query_phases_skip_the_query_block() -> None:
     await asyncio.sleep(IDLE * 6)
     assert h.of_type(ev.IdleTimeoutSeen) == []
     assert (len(h.backend.created), len(first.queries)) == (created, queries)
-    h.runner.answer_approval(Decision.APPROVE)
+    h.approvals.decide("s1", Decision.APPROVE)
     assert await task is EndStatus.DONE
     assert second.queries[0].startswith("CONTINUING FROM A PREVIOUS SESSION")
 
@@ -389,7 +395,7 @@ async def test_operator_stop_ends_a_streaming_session() -> None:
     h = Harness(ScriptedBackend([client]))
     task = asyncio.create_task(h.run())
     await h.until(ev.ProcessStarted)
-    h.runner.command(Command.STOP)
+    h.runner.apply(SessionCommand(session="s1", command=Command.STOP))
     assert await asyncio.wait_for(task, 5) is EndStatus.STOPPED
     assert client.disconnected
 

@@ -17,6 +17,7 @@ from mala_tui.config import IdleSettings, Settings
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.observations import Command, SessionIdentified
+from mala_tui.core.operator_actions import SessionCommand
 from mala_tui.runtime.backends.scripted import HANG, ScriptedClient
 from mala_tui.runtime.journal.writer import RunJournal, read_events
 from mala_tui.runtime.run.resume import plan_for, read_source
@@ -167,7 +168,7 @@ async def test_a_session_stopped_with_x_stays_ended_when_ctrl_c_stops_the_rest(
             lambda: {e.session for e in seen if isinstance(e, ev.SessionStarted)} == {"a", "b"},
             what="both sessions started",
         )
-        sup.command("a", Command.STOP)  # `x` on a's card
+        sup.act(SessionCommand(session="a", command=Command.STOP))  # `x` on a's card
         await eventually(
             lambda: any(isinstance(e, ev.SessionEnded) for e in seen), what="a session ended"
         )

@@ -12,6 +12,13 @@ from mala_tui.config import AgentSettings, ContextSettings, IdleSettings, Settin
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.observations import Command, Decision, SessionIdentified, UsageObserved
+from mala_tui.core.operator_actions import (
+    AnswerApproval,
+    ForkSession,
+    RequireApproval,
+    SayToAgent,
+    SessionCommand,
+)
 from mala_tui.core.operator_messages import MessageError
 from mala_tui.core.permissions import AnsweredBy
 from mala_tui.core.questions import ApprovalQuestion
@@ -104,9 +111,13 @@ async def test_approvals_queue_and_each_answer_reaches_its_session(tmp_path: Pat
         isinstance(p, ApprovalQuestion) and p.checkpoint_text.startswith("## Goal\nG")
         for p in sup.state.questions()
     )
-    sup.decide("a", Decision.APPROVE)
-    sup.decide("b", Decision.DENY)
-    sup.decide("c", Decision.EDIT, "## Goal\nOnly the edited plan.")
+    sup.act(AnswerApproval(session="a", decision=Decision.APPROVE))
+    sup.act(AnswerApproval(session="b", decision=Decision.DENY))
+    sup.act(
+        AnswerApproval(
+            session="c", decision=Decision.EDIT, edited_text="## Goal\nOnly the edited plan."
+        )
+    )
     result = await asyncio.wait_for(run, 10)
     assert result.statuses == {"a": EndStatus.DONE, "b": EndStatus.DENIED, "c": EndStatus.DONE}
     assert sup.state.questions() == []
@@ -116,7 +127,7 @@ async def test_approvals_queue_and_each_answer_reaches_its_session(tmp_path: Pat
     decided = journaled(sup, ev.ApprovalDecided)
     assert sorted(d.decision for d in decided) == [Decision.APPROVE, Decision.DENY, Decision.EDIT]
     with pytest.raises(KeyError, match="no approval is pending"):
-        sup.decide("a", Decision.APPROVE)
+        sup.act(AnswerApproval(session="a", decision=Decision.APPROVE))
 
 
 async def test_deny_policy_answers_without_a_person(tmp_path: Path) -> None:
@@ -154,7 +165,7 @@ async def test_an_answer_after_the_timeout_answered_is_refused_saying_so(tmp_pat
     )
     await asyncio.wait_for(sup.run(), 10)
     with pytest.raises(QuestionClosed) as refused:
-        sup.decide("a", Decision.DENY, checkpoint_number=1)
+        sup.act(AnswerApproval(session="a", decision=Decision.DENY, checkpoint_number=1))
     assert str(refused.value) == (
         "no approval is pending for 'a': checkpoint #1 of a was answered already: "
         "approved by its timeout (no answer within 0.1 s)"
@@ -185,9 +196,9 @@ async def test_switching_approval_is_recorded_at_once_busy_or_queued(tmp_path: P
     await asyncio.wait_for(started.wait(), 10)
     assert sup.queued == ["b"]
     # "a" is mid-turn, "b" waits for a slot: neither reads its inbox now, and yet.
-    sup.set_require_approval(None, True)
+    sup.act(RequireApproval(session=None, required=True))
     assert all(snap.require_approval for snap in sup.snapshots().values())
-    sup.command("a", Command.STOP)
+    sup.act(SessionCommand(session="a", command=Command.STOP))
     await asyncio.wait_for(b_started.wait(), 10)
     (started_b,) = [e for e in sup.state.sessions["b"].log if isinstance(e, ev.SessionStarted)]
     assert started_b.require_approval
@@ -243,7 +254,7 @@ async def test_stop_all_ends_every_session_and_disconnects(tmp_path: Path) -> No
     assert isinstance(ended[-1], ev.RunEnded) and not ended[-1].ok
     # A message to a session that has ended is refused, not lost on the way.
     with pytest.raises(MessageError, match="has ended"):
-        sup.say("a", "Are you there?")
+        sup.act(SayToAgent(session="a", text="Are you there?"))
 
 
 async def test_cancelling_the_run_stops_every_session(tmp_path: Path) -> None:
@@ -342,19 +353,19 @@ async def test_a_fork_resumes_its_parents_agent_session_and_is_refused_without_o
     )
     sup = supervisor(tmp_path, backend, ["a"])
     with pytest.raises(ValueError, match=r"^a has no agent session yet: there is nothing to fork$"):
-        sup.fork("a", "a-fork1", "Do it another way.")
+        sup.act(ForkSession(parent="a", name="a-fork1", instruction="Do it another way."))
     with pytest.raises(ValueError, match=r"^no session is named 'nope'$"):
-        sup.fork("nope", "a-fork1", "Do it another way.")
+        sup.act(ForkSession(parent="nope", name="a-fork1", instruction="Do it another way."))
     refused: list[str] = []
 
     def on_end(event: ev.Event) -> None:
         if event.session == "a" and isinstance(event, ev.SessionEnded):
             for name, text in (("a", "x"), ("a-fork1", " ")):
                 try:
-                    sup.fork("a", name, text)
+                    sup.act(ForkSession(parent="a", name=name, instruction=text))
                 except ValueError as exc:
                     refused.append(str(exc))
-            sup.fork("a", "a-fork1", "Do it another way.")
+            sup.act(ForkSession(parent="a", name="a-fork1", instruction="Do it another way."))
 
     sup.listeners.events.append(on_end)
     result = await asyncio.wait_for(sup.run(), 10)
@@ -366,7 +377,7 @@ async def test_a_fork_resumes_its_parents_agent_session_and_is_refused_without_o
     (query,) = backend.by_name["a-fork1"].clients[0].queries
     assert "Do it another way." in query
     with pytest.raises(ValueError, match="the run is not running"):
-        sup.fork("a", "a-fork2", "Again.")
+        sup.act(ForkSession(parent="a", name="a-fork2", instruction="Again."))
 
 
 async def test_a_session_taken_over_by_hand_is_handed_back_and_goes_on(tmp_path: Path) -> None:

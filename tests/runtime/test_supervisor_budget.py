@@ -10,6 +10,7 @@ from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.budget import BudgetLimits
 from mala_tui.core.observations import SessionIdentified, UsageObserved
+from mala_tui.core.operator_actions import SetBudget
 from mala_tui.core.usage import CallUsage
 from mala_tui.runtime.backends.base import StreamItem
 from mala_tui.runtime.backends.scripted import HANG, ScriptedClient
@@ -64,7 +65,7 @@ async def test_a_raised_limit_is_judged_from_the_next_call(tmp_path: Path) -> No
         settings=budget_settings(BudgetSettings(max_turns=2)),
     )
     assert sup.budget_limits("a") == (BudgetLimits(max_turns=2), BudgetLimits())
-    sup.set_budget("a", BudgetLimits(max_turns=50))
+    sup.act(SetBudget(session="a", limits=BudgetLimits(max_turns=50)))
     run = asyncio.create_task(sup.run())
     await eventually(
         lambda: "a" in sup.state.sessions and sup.state.sessions["a"].spend.calls == 3,

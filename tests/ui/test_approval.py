@@ -7,6 +7,7 @@ from textual.widgets import TextArea
 
 from mala_tui.core import events as ev
 from mala_tui.core.observations import Decision
+from mala_tui.core.operator_actions import AnswerApproval, OperatorAction
 from mala_tui.core.permissions import AnsweredBy
 from mala_tui.core.questions import approval_id
 from mala_tui.dev.fake_source import T0, FakeLiveSource
@@ -232,10 +233,16 @@ async def test_an_answer_the_run_refuses_says_who_answered_first(
     app = make_app(supervisor)
     first = Reply(Decision.DENY, AnsweredBy.TIMEOUT, "no answer within 60 s")
 
-    def answered_meanwhile(session: str, *_args: object, **_kwargs: object) -> None:
+    act = supervisor.act
+
+    def answered_meanwhile(action: OperatorAction) -> None:
+        if not isinstance(action, AnswerApproval):
+            act(action)
+            return
+        session = action.session
         raise QuestionClosed(approval_id(session, 2), f"checkpoint #2 of {session}", first)
 
-    monkeypatch.setattr(supervisor, "decide", answered_meanwhile)
+    monkeypatch.setattr(supervisor, "act", answered_meanwhile)
     async with app.run_test(notifications=True) as pilot:
         await pilot.press("a", "a")
         await pilot.pause()

@@ -9,6 +9,7 @@ from textual.app import App
 
 from mala_tui.core import events as ev
 from mala_tui.core.observations import Decision
+from mala_tui.core.operator_actions import AnswerApproval
 from mala_tui.core.questions import ApprovalQuestion
 from mala_tui.core.view import SessionSnapshot
 from mala_tui.dev.fake_source import T0, FakeLiveSource
@@ -66,10 +67,22 @@ async def test_an_answered_approval_leaves_the_queue_and_is_not_answered_twice()
     controller = Controller(supervisor)
     (request,) = controller.pending()
     assert isinstance(request, ApprovalQuestion)
-    controller.decide(request, Decision.APPROVE)
+    controller.act(
+        AnswerApproval(
+            session=request.session,
+            decision=Decision.APPROVE,
+            checkpoint_number=request.checkpoint_number,
+        )
+    )
     assert controller.pending() == []  # the decision is recorded, the question closed
     with pytest.raises(KeyError, match="no approval is pending for 'settings-form'"):
-        controller.decide(request, Decision.DENY)
+        controller.act(
+            AnswerApproval(
+                session=request.session,
+                decision=Decision.DENY,
+                checkpoint_number=request.checkpoint_number,
+            )
+        )
     supervisor.record(  # asked again (a new request with the same number)
         ev.ApprovalRequested(
             at=T0 + 700, session="settings-form", checkpoint_number=2, reason="hard threshold"

@@ -7,6 +7,7 @@ from textual.widgets import Input
 
 from mala_tui.core import events as ev
 from mala_tui.core.budget import BudgetCheck, BudgetLimits
+from mala_tui.core.operator_actions import OperatorAction, SetBudget
 from mala_tui.core.usage import CallUsage
 from mala_tui.dev.fake_source import FakeLiveSource
 from mala_tui.runtime.run.budget_watch import BudgetWatch
@@ -31,9 +32,12 @@ class LiveWithBudget(FakeLiveSource):
     def budget_check(self, session: str) -> BudgetCheck:
         return self.watch.session_check(self.state.sessions[session], 100.0)
 
-    def set_budget(self, session: str | None, limits: BudgetLimits) -> None:
-        self.calls.append(("budget", session or "*", repr(limits)))
-        self.watch.set_limits(session, limits)
+    def act(self, action: OperatorAction) -> None:
+        if not isinstance(action, SetBudget):
+            super().act(action)
+            return
+        self.calls.append(("budget", action.session or "*", repr(action.limits)))
+        self.watch.set_limits(action.session, action.limits)
 
 
 def events() -> list[ev.Event]:

@@ -15,6 +15,7 @@ from mala_tui.config import ContextSettings, IdleSettings, Settings
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.observations import SessionIdentified, UsageObserved
+from mala_tui.core.operator_actions import AnswerPermission
 from mala_tui.core.permissions import PermissionAnswer
 from mala_tui.core.questions import PermissionQuestion
 from mala_tui.core.usage import CallUsage
@@ -221,7 +222,14 @@ async def test_a_question_answered_elsewhere_is_withdrawn_and_the_next_line_is_t
     (first,) = sup.state.questions()
     assert isinstance(first, PermissionQuestion)
     # Another console answers it while this terminal waits for a line.
-    sup.answer_permission("a", first.request_id, PermissionAnswer.ALLOW_ONCE, console="console 2")
+    sup.act(
+        AnswerPermission(
+            session="a",
+            request_id=first.request_id,
+            answer=PermissionAnswer.ALLOW_ONCE,
+            console="console 2",
+        )
+    )
     await eventually(lambda: out.getvalue().count(ALLOW_PROMPT) == 2, what="the second question")
     assert (
         f"--- request #{first.request_id} of a (Bash) was answered elsewhere: allowed once "
