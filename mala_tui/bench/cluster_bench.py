@@ -113,8 +113,8 @@ async def drive(
         approval_mode=ApprovalMode.AUTO,
         engine=engine,
         host_backend=paced_backend(steps, HZ) if engine is not None else None,
+        max_concurrent=sessions,
     )
-    sup.max_concurrent = sessions
     for index in range(sessions):
         sup.add_session(SessionSpec(name=f"s{index:03d}", task="read every module", cwd=data))
     nodes = len(cluster.nodes) if cluster else 0

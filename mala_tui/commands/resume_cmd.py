@@ -18,7 +18,6 @@ from mala_tui.commands.run_options import (
     with_budget_flags,
     with_permissions_flag,
 )
-from mala_tui.commands.run_worktrees import fork_in_worktree, host_worktree_setter, in_worktree
 from mala_tui.commands.running import finish, supervise, until_done
 from mala_tui.config_loading import LoadedSettings
 from mala_tui.core.describe import gap
@@ -110,7 +109,6 @@ def _resume_on(
     engine: RayEngine | None,
 ) -> int:
     from mala_tui.runtime.backends.claude import ClaudeBackend
-    from mala_tui.runtime.git.worktree import WorktreeTracker
     from mala_tui.runtime.journal.writer import StorageError
     from mala_tui.runtime.run.resume import ResumeError, prepare
     from mala_tui.ui.headless import one_line
@@ -135,19 +133,6 @@ def _resume_on(
         _say(str(exc))
         return EXIT_STORAGE
     journal, supervisor = resumed.journal, resumed.supervisor
-    trackers = [t for t in supervisor.listeners.events if isinstance(t, WorktreeTracker)]
-    if trackers and supervisor.runners:
-        # A session added to the resumed run gets a worktree of its own, as in `run`.
-        on_hosts = engine is not None
-        worktrees = trackers[0].worktrees
-        if on_hosts:  # added ones too: their hosts make their worktrees (runtime.cluster.mirror)
-            supervisor.on_added.append(host_worktree_setter(worktrees, journal.run_id))
-        supervisor.new_sessions.spec_for_new = in_worktree(
-            resumed.template, worktrees, journal, on_hosts=on_hosts
-        )
-        supervisor.new_sessions.spec_for_fork = fork_in_worktree(
-            worktrees, journal, on_hosts=on_hosts
-        )
     try:
         event = supervisor.resumed
         pause = gap(event.gap_seconds) if event is not None else "?"

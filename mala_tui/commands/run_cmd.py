@@ -22,12 +22,6 @@ from mala_tui.commands.run_options import (
     with_budget_flags,
     with_permissions_flag,
 )
-from mala_tui.commands.run_worktrees import (
-    ended_on_host,
-    fork_in_worktree,
-    host_worktrees,
-    in_worktree,
-)
 from mala_tui.commands.running import finish, supervise, until_done
 from mala_tui.config_loading import LoadedSettings
 from mala_tui.core.events import RunMode
@@ -207,6 +201,13 @@ def _run_on(
     from mala_tui.runtime.git.worktree import WorktreeError, WorktreeTracker, create_all
     from mala_tui.runtime.journal.writer import StorageError
     from mala_tui.runtime.run.launch import agent_spec, build_supervisor, open_journal, plain_spec
+    from mala_tui.runtime.run.new_sessions import Joining
+    from mala_tui.runtime.run.runners import HostPlan
+    from mala_tui.runtime.run.worktree_sessions import (
+        ended_on_host,
+        host_workspaces,
+        worktree_joining,
+    )
 
     settings = loaded.settings
     where: dict[str, object] = {}
@@ -254,40 +255,38 @@ def _run_on(
         ]
     specs = [agent_spec(plan, settings, model=args.model) for plan in plans]
     template = plain_spec(plans[0], settings, model=args.model)
-    try:
-        supervisor = build_supervisor(
-            loaded=loaded,
-            backend=ClaudeBackend.for_run(journal.directory),
-            journal=journal,
-            specs=specs,
-            approval_mode=args.approve,
-            mode=RunMode.RUN,
-            profiles={plan.name: plan.profile for plan in plans},
-            template=template,
-            engine=engine,
-            host_backend=ClaudeBackend.for_run if engine is not None else None,
+    on_hosts = engine is not None
+    joining = Joining(profiles=profiles)
+    if worktrees:
+        joining = worktree_joining(
+            template, worktrees, journal, on_hosts=on_hosts, profiles=profiles, base=args.base or ""
         )
-        supervisor.new_sessions.profiles = profiles
+    try:
+        try:
+            supervisor = build_supervisor(
+                loaded=loaded,
+                backend=ClaudeBackend.for_run(journal.directory),
+                journal=journal,
+                specs=specs,
+                approval_mode=args.approve,
+                mode=RunMode.RUN,
+                profiles={plan.name: plan.profile for plan in plans},
+                template=template,
+                joining=joining,
+                engine=engine,
+                host_backend=ClaudeBackend.for_run if on_hosts else None,
+                hosts=HostPlan(workspace_for=host_workspaces(worktrees, journal.run_id)),
+            )
+        except WorktreeError as exc:  # a repository its host's worktree cannot be made from
+            print(f"mala-tui run: {exc}", file=sys.stderr)
+            return EXIT_STORAGE
         if worktrees:
-            on_hosts = engine is not None
-            if on_hosts:
-                try:
-                    host_worktrees(supervisor, worktrees, journal.run_id)
-                except WorktreeError as exc:
-                    print(f"mala-tui run: {exc}", file=sys.stderr)
-                    return EXIT_STORAGE
             supervisor.listeners.events.append(
                 WorktreeTracker(
                     worktrees,
                     supervisor.record,
                     prepare=ended_on_host(journal.run_id) if on_hosts else None,
                 )
-            )
-            supervisor.new_sessions.spec_for_new = in_worktree(
-                template, worktrees, journal, on_hosts=on_hosts, base=args.base or ""
-            )
-            supervisor.new_sessions.spec_for_fork = fork_in_worktree(
-                worktrees, journal, on_hosts=on_hosts
             )
         out.write(f"run {journal.run_id}: journal in {journal.directory}\n")
         for name, worktree in worktrees.items():

@@ -26,6 +26,8 @@ from mala_tui.runtime.backends.claude_transcripts import find_transcript, projec
 from mala_tui.runtime.backends.cli_env import config_dir
 from mala_tui.runtime.git.worktree import WorktreeTracker, create
 from mala_tui.runtime.journal.writer import RunJournal, read_events
+from mala_tui.runtime.run.new_sessions import Joining
+from mala_tui.runtime.run.worktree_sessions import fork_in_worktree
 from tests.integration.harness import session_spec
 from tests.support.factories import default_limits
 from tests.support.supervisors import build_supervisor
@@ -60,14 +62,14 @@ async def test_a_fork_starts_from_the_parents_conversation_and_runs_to_its_end(
         journal = RunJournal.create(tmp_path / "data", "run-1", {"mode": "test"})
         tree = create(repo, "run-1", "parent", journal.directory / "worktrees")
         worktrees = {"parent": tree}
-        sup = build_supervisor(ClaudeBackend(), journal=journal)
+        sup = build_supervisor(
+            ClaudeBackend(),
+            journal=journal,
+            joining=Joining(spec_for_fork=fork_in_worktree(worktrees, journal, on_hosts=False)),
+        )
         sup.listeners.events.append(WorktreeTracker(worktrees, sup.record))
         parent = replace(spec, cwd=tree.cwd)
         sup.add_session(parent, limits=default_limits())
-
-        from mala_tui.commands.run_worktrees import fork_in_worktree
-
-        sup.new_sessions.spec_for_fork = fork_in_worktree(worktrees, journal, on_hosts=False)
         parent_id: list[str] = []
 
         def on_event(event: ev.Event) -> None:

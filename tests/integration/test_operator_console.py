@@ -26,6 +26,7 @@ from mala_tui.runtime.backends.base import SessionSpec
 from mala_tui.runtime.backends.claude import ClaudeBackend
 from mala_tui.runtime.journal.writer import RunJournal, read_events
 from mala_tui.runtime.run.launch import like
+from mala_tui.runtime.run.new_sessions import Joining
 from tests.integration.harness import Recorded, runner, session_spec
 from tests.support.factories import default_limits
 from tests.support.supervisors import build_supervisor
@@ -77,9 +78,8 @@ async def test_a_task_added_to_a_live_run_runs_and_a_cancelled_session_keeps_its
     async with LoopbackServer(scenario, response_delay_s=0.2) as server:
         first = session_spec("first", scenario, server, tmp_path)
         journal = RunJournal.create(tmp_path / "data", "run-1", {"mode": "test"})
-        sup = build_supervisor(ClaudeBackend(), journal=journal)
+        sup = build_supervisor(ClaudeBackend(), journal=journal, joining=Joining(like(first)))
         sup.add_session(first, limits=default_limits())
-        sup.new_sessions.spec_for_new = like(first)
         second_folder = tmp_path / "second" / "workspace"
         second_folder.mkdir(parents=True)
         materialize_workspace(scenario, second_folder)
@@ -142,8 +142,6 @@ async def test_a_session_added_with_a_named_profile_reaches_the_model_with_it(
     async with LoopbackServer(routes, response_delay_s=0.2, keep_bodies=True) as server:
         first = session_spec("first", quick, server, tmp_path, route="first")
         journal = RunJournal.create(tmp_path / "data", "run-1", {"mode": "test"})
-        sup = build_supervisor(ClaudeBackend(), journal=journal)
-        sup.add_session(first, limits=default_limits())
         home = tmp_path / "second" / "home"
 
         def new_spec(name: str, task: str, cwd: Path) -> SessionSpec:
@@ -157,10 +155,10 @@ async def test_a_session_added_with_a_named_profile_reaches_the_model_with_it(
                 private_home=home,
             )
 
-        sup.new_sessions.spec_for_new = new_spec
-        sup.new_sessions.profiles = {
-            "review": Profile("review", {"model": "claude-haiku-4-5", "permission_mode": "plan"})
-        }
+        review_profile = Profile("review", {"model": "claude-haiku-4-5", "permission_mode": "plan"})
+        joining = Joining(spec_for_new=new_spec, profiles={"review": review_profile})
+        sup = build_supervisor(ClaudeBackend(), journal=journal, joining=joining)
+        sup.add_session(first, limits=default_limits())
         folder = tmp_path / "second" / "workspace"
         folder.mkdir(parents=True)
         (folder / "README.md").write_text("# A project\nThis project is small.\n")

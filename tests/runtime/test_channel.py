@@ -50,6 +50,7 @@ from mala_tui.runtime.consoles.sockets import (
 from mala_tui.runtime.journal.writer import read_events
 from mala_tui.runtime.questions.approvals import ApprovalMode
 from mala_tui.runtime.questions.desk import QuestionClosed
+from mala_tui.runtime.run.new_sessions import Joining
 from mala_tui.runtime.run.supervisor import Supervisor
 from tests.runtime.test_supervisor import hard_session, settings
 from tests.support.backends import PerSession
@@ -353,8 +354,8 @@ async def test_every_operator_action_works_from_a_console(tmp_path: Path) -> Non
             ]
         )
     )
-    sup = hosted(tmp_path, backend, ["a"])
-    sup.new_sessions.spec_for_new = like(SessionSpec(name="a", task="task a", cwd=tmp_path))
+    joining = Joining(like(SessionSpec(name="a", task="task a", cwd=tmp_path)))
+    sup = hosted(tmp_path, backend, ["a"], joining=joining)
     assert sup.journal is not None
     channel = ControlChannel(sup, sup.journal.directory)
     await channel.start()
@@ -447,8 +448,8 @@ async def test_a_console_lands_at_the_host_while_the_run_lives_and_itself_once_i
     backend = PerSession(
         {name: [ScriptedClient([[SessionIdentified(0, f"s{name}"), HANG]])] for name in "ab"}
     )
-    sup = hosted(tmp_path, backend, ["a", "b"])
-    sup.new_sessions.profiles = {"review": Profile("review", {"model": "m"})}
+    joining = Joining(profiles={"review": Profile("review", {"model": "m"})})
+    sup = hosted(tmp_path, backend, ["a", "b"], joining=joining)
     assert sup.journal is not None
     channel = ControlChannel(sup, sup.journal.directory)
     await channel.start()

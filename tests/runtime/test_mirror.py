@@ -110,8 +110,8 @@ def test_a_source_the_host_cannot_reach_ends_the_session_failed_saying_why(
 def test_forking_a_session_whose_worktree_is_on_its_host_is_refused_in_one_line(
     tmp_path: Path,
 ) -> None:
-    from mala_tui.commands.run_worktrees import fork_in_worktree
     from mala_tui.runtime.journal.writer import RunJournal
+    from mala_tui.runtime.run.worktree_sessions import fork_in_worktree
 
     repo = tmp_path / "repo"
     make_repo(repo)

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from mala_tui.config import LoadedSettings, Settings
+from mala_tui.config import Settings
+from mala_tui.config_loading import LoadedSettings
 from mala_tui.core.budget import BudgetLimits
 from mala_tui.core.events import RunMode
 from mala_tui.core.operator_actions import AddSession
@@ -20,11 +21,13 @@ from mala_tui.runtime.run.launch import (
     TaskFileError,
     agent_spec,
     build_supervisor,
+    like,
     open_journal,
     plain_spec,
     plan_run,
     plan_tasks,
 )
+from mala_tui.runtime.run.new_sessions import Joining
 from mala_tui.runtime.run.profiles import Profile, ProfileError
 
 TASKS = """
@@ -129,8 +132,8 @@ def test_the_supervisor_gives_each_session_its_profiles_limits_and_budget(
             template=plain_spec(plans[0], run_settings),
         )
     # A session added while the run runs gets the run's settings, not the first task's profile.
-    assert supervisor.new_sessions.spec_for_new is not None
-    added = supervisor.new_sessions.spec_for_new("added", "a new task", tmp_path)
+    assert supervisor.new_sessions.joining.spec_for_new is not None
+    added = supervisor.new_sessions.joining.spec_for_new("added", "a new task", tmp_path)
     assert (added.model, added.permission_mode, added.disallowed_tools, dict(added.env)) == (
         None,
         "acceptEdits",
@@ -314,24 +317,24 @@ def test_a_session_added_with_a_profile_the_run_lacks_is_refused_before_anything
     run_settings = Settings.model_validate({"storage": {"data_dir": str(tmp_path / "data")}})
     plans = plan_tasks(["a task"], None, tmp_path, run_settings)
     made: list[str] = []
-    with open_journal(loaded(run_settings), RunMode.RUN, plans) as journal:
-        supervisor = build_supervisor(
-            loaded=loaded(run_settings),
-            backend=ScriptedBackend([]),
-            journal=journal,
-            specs=[agent_spec(plan, run_settings) for plan in plans],
-            approval_mode=ApprovalMode.AUTO,
-            mode=RunMode.RUN,
-        )
-    supervisor.new_sessions.profiles = {"review": Profile("review", {"model": "m"})}
-    template = supervisor.new_sessions.spec_for_new
-    assert template is not None
+    specs = [agent_spec(plan, run_settings) for plan in plans]
+    template = like(specs[0])
 
     def counted(name: str, task: str, cwd: Path) -> SessionSpec:
         made.append(name)
         return template(name, task, cwd)
 
-    supervisor.new_sessions.spec_for_new = counted
+    joining = Joining(spec_for_new=counted, profiles={"review": Profile("review", {"model": "m"})})
+    with open_journal(loaded(run_settings), RunMode.RUN, plans) as journal:
+        supervisor = build_supervisor(
+            loaded=loaded(run_settings),
+            backend=ScriptedBackend([]),
+            journal=journal,
+            specs=specs,
+            approval_mode=ApprovalMode.AUTO,
+            mode=RunMode.RUN,
+            joining=joining,
+        )
     with pytest.raises(ValueError, match=r"^this run has no profile 'reveiw'; profiles: review$"):
         supervisor.act(AddSession(name="late", task="x", cwd=tmp_path, profile="reveiw"))
     assert made == []  # no worktree (nor anything else) was made for it

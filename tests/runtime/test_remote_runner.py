@@ -51,6 +51,7 @@ from mala_tui.runtime.backends.scripted import (
 )
 from mala_tui.runtime.journal.writer import RunJournal, read_events
 from mala_tui.runtime.questions.approvals import ApprovalMode
+from mala_tui.runtime.run.runners import HostPlan
 from mala_tui.runtime.run.supervisor import Supervisor
 from tests.runtime.host_engine import InProcessEngine
 from tests.support.backends import NoLocalBackend, PerSession
@@ -393,6 +394,10 @@ async def test_a_new_driver_takes_a_live_host_up_again_missing_nothing_twice(
     # A new driver on the same journal (what `mala-tui resume` does for a Ray run).
     journal = RunJournal.reopen(first.journal.directory)
     OPEN.append(journal)
+    # As `resume` gives it: the session's history, then the run picked up again.
+    back = ev.RunResumed(
+        at=time.time(), run_id="run-1", gap_seconds=0.5, resumed={"a": "task"}, pid=1
+    )
     second = Supervisor(
         settings=Settings(context=ContextSettings(context_limit=100_000)),
         backend=NoLocalBackend(),
@@ -401,15 +406,13 @@ async def test_a_new_driver_takes_a_live_host_up_again_missing_nothing_twice(
         approval_mode=ApprovalMode.AUTO,
         engine=engine,
         host_backend=lambda folder: NoLocalBackend(),
+        hosts=HostPlan(
+            history={"a": [*(e for e in before if e.session == "a"), back]},
+            reattach=frozenset({"a"}),
+        ),
     )
     runner = second.add_session(SessionSpec(name="a", task="task a", cwd=tmp_path))
     assert isinstance(runner, remote_runner.RemoteRunner)
-    # As `resume` gives it: the session's history, then the run picked up again.
-    back = ev.RunResumed(
-        at=time.time(), run_id="run-1", gap_seconds=0.5, resumed={"a": "task"}, pid=1
-    )
-    runner.remember([*(e for e in before if e.session == "a"), back])
-    runner.reattach = True
     resumed = asyncio.create_task(second.run())
     await until(second, lambda e: isinstance(e, ev.MessageQueued))
     second.act(SessionCommand(session="a", command=Command.STOP))
@@ -489,11 +492,12 @@ async def test_a_session_wound_down_while_no_driver_was_there_goes_on_when_one_i
         approval_mode=ApprovalMode.AUTO,
         engine=engine,
         host_backend=lambda folder: backend,
+        hosts=HostPlan(
+            history={"a": [e for e in before if e.session == "a"]}, reattach=frozenset({"a"})
+        ),
     )
     runner = second.add_session(SessionSpec(name="a", task="task a", cwd=tmp_path))
     assert isinstance(runner, remote_runner.RemoteRunner)
-    runner.remember([e for e in before if e.session == "a"])
-    runner.reattach = True
     result = await asyncio.wait_for(second.run(), 20)
     assert result.statuses == {"a": EndStatus.DONE}
     events = [e for e in read_events(again_journal.events_path).events if e.session == "a"]
@@ -580,10 +584,10 @@ async def test_a_host_works_in_its_own_mirror_and_its_successor_restores_the_pus
         approval_mode=ApprovalMode.AUTO,
         engine=engine,
         host_backend=lambda folder: Agent(),
+        hosts=HostPlan(workspace_for=lambda name: workspace(worktree, "run-1")),
     )
     runner = sup.add_session(SessionSpec(name="a", task="task a", cwd=worktree.cwd))
     assert isinstance(runner, RemoteRunner)
-    runner.workspace = workspace(worktree, "run-1")
     sup.listeners.events.append(
         WorktreeTracker(
             {"a": worktree},
@@ -659,6 +663,7 @@ async def test_a_question_waiting_on_a_live_host_is_answered_from_the_new_driver
     before = read_events(first.journal.events_path).events
     journal = RunJournal.reopen(first.journal.directory)
     OPEN.append(journal)
+    back = ev.RunResumed(at=time.time(), run_id="run-1", gap_seconds=1.0, resumed={})
     second = Supervisor(
         settings=Settings(context=ContextSettings(context_limit=100_000)),
         backend=NoLocalBackend(),
@@ -667,13 +672,16 @@ async def test_a_question_waiting_on_a_live_host_is_answered_from_the_new_driver
         approval_mode=ApprovalMode.ASK,
         engine=engine,
         host_backend=lambda folder: NoLocalBackend(),
+        # As `resume` gives it; the session is not reset.
+        hosts=HostPlan(
+            history={"a": [*(e for e in before if e.session == "a"), back]},
+            reattach=frozenset({"a"}),
+        ),
+        resumed=back,
+        past=before,
     )
     runner = second.add_session(SessionSpec(name="a", task="task a", cwd=tmp_path))
     assert isinstance(runner, remote_runner.RemoteRunner)
-    second.state.apply_all(before)  # as `resume` does; the session is not reset
-    second.resumed = ev.RunResumed(at=time.time(), run_id="run-1", gap_seconds=1.0, resumed={})
-    runner.remember([*(e for e in before if e.session == "a"), second.resumed])
-    runner.reattach = True
     resumed = asyncio.create_task(second.run())
     (question,) = second.state.questions()
     assert question.session == "a" and second.state.sessions["a"].phase is Phase.AWAITING_APPROVAL

@@ -27,9 +27,11 @@ from dataclasses import replace
 
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
+from mala_tui.core.breakdown import WindowContents
+from mala_tui.core.calibration import Density
 from mala_tui.core.checkpoint import Checkpoint, harness_checkpoint
 from mala_tui.core.manager import ContextManager
-from mala_tui.core.observations import Command
+from mala_tui.core.observations import Command, SessionHandedBack
 from mala_tui.core.operator_actions import (
     RequireApproval,
     SessionAction,
@@ -46,6 +48,7 @@ from mala_tui.core.resume_plan import (
     plan_resume,
 )
 from mala_tui.core.transcript import Role, Transcript
+from mala_tui.core.view import RunState
 from mala_tui.runtime.backends.base import PermissionGate, SessionSpec
 from mala_tui.runtime.cluster.host_link import HostEngine, HostLink, HostLostError
 from mala_tui.runtime.cluster.host_questions import HostQuestions
@@ -84,8 +87,14 @@ class RemoteRunner:
         orphan_seconds: float = 30 * 60.0,
         clock: Callable[[], float] = time.time,
         history: Sequence[ev.Event] = (),
+        reattach: bool = False,
+        workspace: Workspace | None = None,
     ) -> None:
-        """`history`: the session's events journaled before (a resumed run's)."""
+        """`history`: the session's events journaled before (a resumed run's); `reattach`:
+        its latest host may still run (a resumed run's), taken up again first; `workspace`:
+        in a worktree run, the worktree each host makes from its mirror of the repository
+        (runtime.cluster.mirror), from the last snapshot when one was pushed (a host after
+        a lost one), pushing one after each turn."""
         self.spec = spec
         self.manager = manager
         """The manager the session starts with (the host runs its copy; a restart after a
@@ -118,23 +127,12 @@ class RemoteRunner:
             (e.attempt for e in self._events if isinstance(e, ev.HostPlaced)), default=0
         )
         """Hosts placed for the session so far (a resumed run's count goes on)."""
-        self.reattach = False
-        """Set by `resume`: the session's latest host may still run; take it up again first."""
+        self.reattach = reattach
         self._replayed: list[str] | None = None
         """After a reattach: the journal's last events of the session, which the host's
         first batch may repeat (acknowledged by no driver before it went)."""
         self.stop_reason = ""
-        self.workspace: Workspace | None = None
-        """Set in a worktree run: each host makes the session's worktree from its mirror of
-        the repository (runtime.cluster.mirror), from the last snapshot when one was pushed (a host
-        after a lost one), and pushes one after each turn."""
-
-    def remember(self, history: Sequence[ev.Event]) -> None:
-        """The session's events journaled before (a resumed run's), before it runs."""
-        self._events = [*history, *self._events]
-        self.attempts = max(
-            (e.attempt for e in self._events if isinstance(e, ev.HostPlaced)), default=0
-        )
+        self.workspace = workspace
 
     # -- what the supervisor reads -------------------------------------------------------------
 
@@ -150,6 +148,38 @@ class RemoteRunner:
     def pids(self) -> list[int]:
         """Every agent process the session's hosts started (pids on their machines)."""
         return sorted(self._pids)
+
+    @property
+    def elsewhere(self) -> str:
+        """The node of the session's latest host (or "another host" before one)."""
+        placed = [e.node for e in self._events if isinstance(e, ev.HostPlaced) and e.node]
+        return placed[-1] if placed else "another host"
+
+    @property
+    def process_open(self) -> bool:
+        """Its agent's process is on its host, never here."""
+        return False
+
+    def window(self, state: RunState) -> WindowContents:
+        """Its transcript as the host sent it; the calibration from the run's view (the
+        manager runs on the host)."""
+        session = state.sessions.get(self.spec.name)
+        density = Density(1.0, False)
+        if session is not None:
+            density = Density(session.density, session.density_measured)
+        return WindowContents(self.mirror, density, str(self.spec.cwd))
+
+    def take_over(self) -> asyncio.Future[str]:
+        raise ValueError(self._kept_there())
+
+    def hand_back(self, handed: SessionHandedBack) -> None:
+        raise ValueError(self._kept_there())
+
+    def _kept_there(self) -> str:
+        return (
+            f"{self.spec.name} runs on {self.elsewhere}, which keeps its transcript: it "
+            "cannot be opened by hand from here"
+        )
 
     # -- commands, relayed to the host ---------------------------------------------------------
 
@@ -320,7 +350,7 @@ class RemoteRunner:
     def _record(self, event: ev.Event) -> None:
         self._sink(event)
 
-    def observe(self, event: ev.Event) -> None:
+    def recorded(self, event: ev.Event) -> None:
         """An event of this session, as the run recorded it (from its host, from here, or
         from elsewhere in the driver: its worktree, its permission requests)."""
         self._events.append(event)

@@ -14,12 +14,10 @@ from mala_tui.config import Settings
 from mala_tui.core import events as ev
 from mala_tui.core.observations import SessionHandedBack
 from mala_tui.core.phases import Phase
-from mala_tui.core.view import RunState
 from mala_tui.runtime.backends.base import Backend
-from mala_tui.runtime.cluster.driver_runner import RemoteRunner
 from mala_tui.runtime.run.recorder import Listeners
 from mala_tui.runtime.session.by_hand import Interactive, interactive, read_back, size_of
-from mala_tui.runtime.session.runner import SessionRunner
+from mala_tui.runtime.run.runners import Runner
 
 #: How long a session taken over by hand may take to stop its turn (past the disconnect's
 #: own bound).
@@ -32,8 +30,7 @@ class HandOver:
     def __init__(
         self,
         *,
-        runners: dict[str, SessionRunner | RemoteRunner],
-        state: RunState,
+        runners: dict[str, Runner],
         listeners: Listeners,
         backend: Backend,
         settings: Settings,
@@ -41,7 +38,6 @@ class HandOver:
         clock: Callable[[], float],
     ) -> None:
         self.runners = runners
-        self.state = state
         self.listeners = listeners
         self.backend = backend
         self.settings = settings
@@ -64,11 +60,10 @@ class HandOver:
         runner = self.runners.get(session)
         if runner is None:
             raise ValueError(f"no session is named {session!r}")
-        if not isinstance(runner, SessionRunner):
-            where = self.state.sessions[session].host or "another host"
+        if runner.elsewhere:
             raise ValueError(
-                f"{session} runs on {where}, which keeps its transcript: it cannot be opened "
-                "by hand from here"
+                f"{session} runs on {runner.elsewhere}, which keeps its transcript: it cannot "
+                "be opened by hand from here"
             )
         manager = runner.manager
         session_id = manager.session_id
@@ -120,7 +115,7 @@ class HandOver:
         self._by_hand[session] = size_of(self._transcript_of(runner))
         return how
 
-    def _transcript_of(self, runner: SessionRunner) -> Path | None:
+    def _transcript_of(self, runner: Runner) -> Path | None:
         session_id = runner.manager.session_id
         return self.backend.transcript_path(runner.spec, session_id) if session_id else None
 
@@ -134,7 +129,7 @@ class HandOver:
             ValueError: no such session, or one that was not open by hand.
         """
         runner = self.runners.get(session)
-        if not isinstance(runner, SessionRunner):
+        if runner is None or runner.elsewhere:
             raise ValueError(f"no session is named {session!r} here")
         path = self._transcript_of(runner)
         if runner.status is None and not runner.manager.by_hand:

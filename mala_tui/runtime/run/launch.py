@@ -38,7 +38,9 @@ from mala_tui.runtime.run.profiles import (
     profiles_json,
     shown,
 )
+from mala_tui.runtime.run.new_sessions import Joining
 from mala_tui.runtime.run.run_types import RunResult
+from mala_tui.runtime.run.runners import HostPlan
 from mala_tui.runtime.run.session_limits import limits_from, subagent_limits_for
 from mala_tui.runtime.run.supervisor import Supervisor
 from mala_tui.text_files import read_text
@@ -367,12 +369,24 @@ def build_supervisor(
     mode: ev.RunMode,
     profiles: Mapping[str, Profile] | None = None,
     template: SessionSpec | None = None,
+    joining: Joining | None = None,
     engine: HostEngine | None = None,
     host_backend: BackendFactory | None = None,
+    hosts: HostPlan | None = None,
+    resumed: ev.RunResumed | None = None,
+    past: Sequence[ev.Event] = (),
 ) -> Supervisor:
-    """The run's supervisor with a session per spec; a session with a profile gets the
-    thresholds, management mode and budgets of its profile. Sessions added while it runs
-    are made like `template` (default: the first spec)."""
+    """The run's supervisor, built whole, with a session per spec; a session with a
+    profile gets the thresholds, management mode and budgets of its profile. Sessions
+    added while it runs join as `joining` says, by default made like `template` (or the
+    first spec). `hosts`, `resumed`, `past`: as `Supervisor` takes them.
+
+    Raises:
+        WorktreeError: a session's host cannot be given its worktree (`hosts`).
+    """
+    joining = joining or Joining()
+    if joining.spec_for_new is None and (template is not None or specs):
+        joining = replace(joining, spec_for_new=like(template or specs[0]))
     supervisor = Supervisor(
         settings=loaded.settings,
         backend=backend,
@@ -382,23 +396,32 @@ def build_supervisor(
         mode=mode,
         engine=engine,
         host_backend=host_backend,
+        hosts=hosts,
+        joining=joining,
+        max_concurrent=_cluster_slots(loaded, engine) if engine is not None else None,
+        resumed=resumed,
+        past=past,
     )
-    if engine is not None:  # a cluster runs as many as it has slots for, unless capped
-        capped = loaded.sources.get("agent.max_concurrent", "default") != "default"
-        cap = loaded.settings.agent.max_concurrent if capped else engine.slots
-        supervisor.max_concurrent = max(1, min(engine.slots, cap))
     for spec in specs:
         profile = (profiles or {}).get(spec.name)
         if profile is None or profile.empty:
             supervisor.add_session(spec)
             continue
         task_settings = profile.apply(loaded.settings)
-        supervisor.add_session(spec, limits=limits_from(task_settings, spec.model, spec.betas))
-        if task_settings.budget != loaded.settings.budget:
-            supervisor.budget.set_limits(spec.name, task_settings.budget.session_limits())
-    if template is not None or specs:
-        supervisor.new_sessions.spec_for_new = like(template or specs[0])
+        budget = task_settings.budget
+        supervisor.add_session(
+            spec,
+            limits=limits_from(task_settings, spec.model, spec.betas),
+            budget=budget.session_limits() if budget != loaded.settings.budget else None,
+        )
     return supervisor
+
+
+def _cluster_slots(loaded: LoadedSettings, engine: HostEngine) -> int:
+    """A cluster runs as many sessions at once as it has slots for, unless capped."""
+    capped = loaded.sources.get("agent.max_concurrent", "default") != "default"
+    cap = loaded.settings.agent.max_concurrent if capped else engine.slots
+    return max(1, min(engine.slots, cap))
 
 
 def plain_spec(plan: TaskPlan, settings: Settings, **extra: Any) -> SessionSpec:

@@ -1,14 +1,14 @@
 """Sessions joining a running run: a new task (with one of the run's profiles), or a fork.
 
-The supervisor owns one `NewSessions`; the launcher sets how a new or forked session is
-made (`spec_for_new`, `spec_for_fork`: in a worktree run, in a worktree of its own) and
-the run's named profiles.
+The supervisor owns one `NewSessions`, built with the run's `Joining`: how a new or
+forked session is made (in a worktree run, in a worktree of its own) and the run's named
+profiles, which the launcher knows.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from mala_tui.config import Settings
@@ -21,10 +21,24 @@ from mala_tui.runtime.run.profiles import Profile, ProfileError, with_profile
 from mala_tui.runtime.run.runners import Runner
 from mala_tui.runtime.run.session_limits import limits_from
 from mala_tui.runtime.run.slots import Slots
-from mala_tui.runtime.session.runner import SessionRunner
 
 #: The longest session name a new task may have (a card's title).
 MAX_NAME = 60
+
+
+@dataclass(frozen=True)
+class Joining:
+    """How sessions that join a running run are made, as the launcher knows it."""
+
+    spec_for_new: Callable[[str, str, Path], SessionSpec] | None = None
+    """How a session added while the run runs is made (name, task, cwd): like the run's
+    others (its model, environment, worktrees). None: the run takes no new sessions."""
+    spec_for_fork: Callable[[SessionSpec, str, str], SessionSpec] | None = None
+    """How a fork's session is made from its parent's (spec, name, instruction); in a
+    worktree run, with a worktree of its own. None: in the parent's folder."""
+    profiles: Mapping[str, Profile] = field(default_factory=dict)
+    """The run's named profiles (a tasks file's `[profile.NAME]`) a session added while
+    it runs may be given."""
 
 
 class NewSessions:
@@ -41,6 +55,7 @@ class NewSessions:
         record: Callable[[ev.Event], ev.Event],
         clock: Callable[[], float],
         stop_cause: Callable[[], str],
+        joining: Joining,
     ) -> None:
         self.settings = settings
         self.runners = runners
@@ -50,19 +65,11 @@ class NewSessions:
         self.record = record
         self.clock = clock
         self.stop_cause = stop_cause
-        self.spec_for_fork: Callable[[SessionSpec, str, str], SessionSpec] | None = None
-        """How a fork's session is made from its parent's (spec, name, instruction); in a
-        worktree run, with a worktree of its own. Default: in the parent's folder."""
-        self.spec_for_new: Callable[[str, str, Path], SessionSpec] | None = None
-        """How a session added while the run runs is made (name, task, cwd); set by the
-        launcher, which knows the run's model, environment and worktrees."""
-        self.profiles: dict[str, Profile] = {}
-        """The run's named profiles (a tasks file's `[profile.NAME]`) a session added while
-        it runs may be given."""
+        self.joining = joining
 
     def profile_names(self) -> list[str]:
         """The run's named profiles a session added while it runs may be given."""
-        return list(self.profiles)
+        return list(self.joining.profiles)
 
     def _new_name(self, name: str) -> str:
         """A name for a session joining the run, stripped; refused when unusable or taken."""
@@ -81,7 +88,8 @@ class NewSessions:
             ValueError: a bad name, task, folder or profile, a name taken, or the run not
                 running.
         """
-        if self.spec_for_new is None:
+        make = self.joining.spec_for_new
+        if make is None:
             raise ValueError("this run cannot take new sessions")
         name, task = self._new_name(name), task.strip()
         if not task:
@@ -94,15 +102,15 @@ class NewSessions:
             raise ValueError(f"{str(cwd)!r} is not a folder")
         chosen, task_settings = None, self.settings
         if profile:  # checked before the session's worktree is made
-            chosen = self.profiles.get(profile)
+            chosen = self.joining.profiles.get(profile)
             if chosen is None:
-                known = ", ".join(self.profiles) or "none (a tasks file's [profile.NAME])"
+                known = ", ".join(self.joining.profiles) or "none (a tasks file's [profile.NAME])"
                 raise ValueError(f"this run has no profile {profile!r}; profiles: {known}")
             try:
                 task_settings = chosen.apply(self.settings)
             except ProfileError as exc:
                 raise ValueError(f"profile {profile}: {exc}") from None
-        spec = self.spec_for_new(name, task, folder)
+        spec = make(name, task, folder)
         if chosen is None:
             self.add_live(spec)
             return
@@ -127,10 +135,10 @@ class NewSessions:
         runner = self.runners.get(parent)
         if runner is None:
             raise ValueError(f"no session is named {parent!r}")
-        if not isinstance(runner, SessionRunner):
+        if runner.elsewhere:
             raise ValueError(
-                f"{parent} runs on another host, which keeps its conversation: it cannot "
-                "be forked from here"
+                f"{parent} runs on {runner.elsewhere}, which keeps its conversation: it "
+                "cannot be forked from here"
             )
         session_id = runner.manager.session_id
         if session_id is None:
@@ -141,7 +149,7 @@ class NewSessions:
         except MessageError as exc:
             raise ValueError(f"the instruction: {exc}") from None
         self._check_running()  # before a worktree is made for it
-        make = self.spec_for_fork or _in_the_same_folder
+        make = self.joining.spec_for_fork or _in_the_same_folder
         spec = replace(make(runner.spec, name, instruction), fork_of=session_id)
         manager = runner.manager
         forked = self.add_session(spec, limits=manager.limits)

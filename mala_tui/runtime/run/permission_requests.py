@@ -17,7 +17,7 @@ deny with that reason, so nothing is left waiting for an answer that goes nowher
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from mala_tui.core import events as ev
@@ -31,6 +31,7 @@ from mala_tui.core.permissions import (
     policy_verdict,
 )
 from mala_tui.core.questions import permission_id
+from mala_tui.core.resume_plan import permission_history
 from mala_tui.runtime.backends.base import PermissionAsk, PermissionGate, PermissionVerdict
 from mala_tui.runtime.questions.desk import Desk, Reply
 from mala_tui.runtime.session.agent_process import EventSink
@@ -81,6 +82,13 @@ class PermissionRequests:
             record=record,
             clock=clock,
         )
+
+    def remember(self, past: Sequence[ev.Event]) -> None:
+        """A resumed run's books as its journal left them: how many requests each session
+        asked, and the tools allowed for the rest of it."""
+        for session in dict.fromkeys(e.session for e in past if e.session):
+            book = self.book(session)
+            book.asked, book.session_tools = permission_history(past, session)
 
     def book(self, session: str) -> PermissionBook:
         """The session's book: one per session name, kept across the session's restarts."""

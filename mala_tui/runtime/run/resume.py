@@ -21,16 +21,13 @@ from mala_tui.core.resume_plan import (
     ResumeFrom,
     ResumePlan,
     TranscriptCheck,
-    permission_history,
     plan_resume,
 )
 from mala_tui.runtime.backends.base import Backend, SessionSpec
 from mala_tui.runtime.backends.claude_history import read_conversation
-from mala_tui.runtime.cluster.driver_runner import RemoteRunner
 from mala_tui.runtime.cluster.host_link import HostEngine
-from mala_tui.runtime.cluster.mirror import materialize, plan_all, workspace
+from mala_tui.runtime.cluster.mirror import plan_all
 from mala_tui.runtime.cluster.session_host import BackendFactory
-from mala_tui.runtime.git.wip import wip_ref
 from mala_tui.runtime.git.worktree import (
     Worktree,
     WorktreeError,
@@ -48,6 +45,7 @@ from mala_tui.runtime.run.launch import (
     build_supervisor,
     plain_spec,
 )
+from mala_tui.runtime.run.new_sessions import Joining
 from mala_tui.runtime.run.profiles import Profile, ProfileError, profiles_from_json
 from mala_tui.runtime.run.run_source import (
     PID_KEY,
@@ -57,7 +55,13 @@ from mala_tui.runtime.run.run_source import (
     still_live,
     writer_pid,
 )
+from mala_tui.runtime.run.runners import HostPlan
 from mala_tui.runtime.run.supervisor import Supervisor
+from mala_tui.runtime.run.worktree_sessions import (
+    ended_on_host,
+    host_workspaces,
+    worktree_joining,
+)
 
 
 def plan_for(source: ResumeSource, check: TranscriptCheck | None = None) -> ResumePlan:
@@ -319,43 +323,14 @@ def _carry_on(
     host_backend: BackendFactory | None = None,
     hosts: set[str] | None = None,
 ) -> Supervisor:
-    """The supervisor of the resumed sessions, its view holding the run's history so far.
+    """The supervisor of the resumed sessions, built whole: its view holding the run's
+    history so far, sessions added to it made as in the run (in a worktree run, each in a
+    worktree of its own).
 
     `hosts`: sessions whose host still runs on the cluster: taken up again there."""
-    now = time.time()
-    supervisor = build_supervisor(
-        loaded=loaded,
-        backend=backend,
-        journal=journal,
-        specs=[specs[s.name] for s in plan.resuming],
-        approval_mode=mode,
-        mode=run_mode(source),
-        profiles=profiles,
-        template=template,
-        engine=engine,
-        host_backend=host_backend,
-    )
-    # For sessions added to the resumed run.
-    supervisor.new_sessions.profiles = named_profiles(source)
-    supervisor.state.apply_all(source.events)  # the history so far, in the app too
-    if worktrees:  # what each session changed is measured again when it ends
-        prepare = None
-        if engine is not None:  # made here from what its host pushed (runtime.cluster.mirror)
-            run_id = plan.run_id
-            prepare = lambda w: materialize(w, wip_ref(run_id, w.session))  # noqa: E731
-        supervisor.listeners.events.append(
-            WorktreeTracker(worktrees, supervisor.record, prepare=prepare)
-        )
-    gap = plan.gap(now)
-    for session in plan.resuming:
-        history = []
-        if session.session_id is not None and session.how is ResumeFrom.SESSION_ID:
-            path = backend.transcript_path(specs[session.name], session.session_id)
-            history = read_conversation(path) if path is not None else []
-        supervisor.runners[session.name].manager.resume_from(session, gap, history)
-        book = supervisor.permissions.book(session.name)
-        book.asked, book.session_tools = permission_history(source.events, session.name)
-    supervisor.resumed = ev.RunResumed(
+    now, gap = time.time(), plan.gap(time.time())
+    on_hosts = engine is not None
+    resumed = ev.RunResumed(
         at=now,
         run_id=plan.run_id,
         gap_seconds=round(gap, 3),
@@ -368,15 +343,49 @@ def _carry_on(
         },
         pid=os.getpid(),
     )
-    for name, runner in supervisor.runners.items():
-        if isinstance(runner, RemoteRunner):  # its history, for a restart after a loss
-            runner.remember([*(e for e in source.events if e.session == name), supervisor.resumed])
-            runner.reattach = name in (hosts or set())
-            if name in worktrees:  # its host makes its worktree, as in the run
-                try:
-                    runner.workspace = workspace(worktrees[name], plan.run_id)
-                except WorktreeError as exc:
-                    raise ResumeError(str(exc)) from None
+    joining = Joining(profiles=named_profiles(source))
+    if worktrees:
+        joining = worktree_joining(
+            template, worktrees, journal, on_hosts=on_hosts, profiles=joining.profiles
+        )
+    try:
+        supervisor = build_supervisor(
+            loaded=loaded,
+            backend=backend,
+            journal=journal,
+            specs=[specs[s.name] for s in plan.resuming],
+            approval_mode=mode,
+            mode=run_mode(source),
+            profiles=profiles,
+            template=template,
+            joining=joining,
+            engine=engine,
+            host_backend=host_backend,
+            hosts=HostPlan(
+                workspace_for=host_workspaces(worktrees, plan.run_id),
+                # Its history, for a restart after a loss.
+                history={
+                    s.name: [*(e for e in source.events if e.session == s.name), resumed]
+                    for s in plan.resuming
+                },
+                reattach=frozenset(hosts or ()),
+            ),
+            resumed=resumed,
+            past=source.events,
+        )
+    except WorktreeError as exc:
+        raise ResumeError(str(exc)) from None
+    if worktrees:  # what each session changed is measured again when it ends
+        prepare = ended_on_host(plan.run_id) if on_hosts else None
+        supervisor.listeners.events.append(
+            WorktreeTracker(worktrees, supervisor.record, prepare=prepare)
+        )
+    for session in plan.resuming:
+        history = []
+        if session.session_id is not None and session.how is ResumeFrom.SESSION_ID:
+            path = backend.transcript_path(specs[session.name], session.session_id)
+            history = read_conversation(path) if path is not None else []
+        supervisor.runners[session.name].manager.resume_from(session, gap, history)
     return supervisor
 
 

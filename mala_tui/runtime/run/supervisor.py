@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -47,7 +47,6 @@ from mala_tui.core.operator_messages import MessageError, checked_text
 from mala_tui.core.prompts import PromptSet
 from mala_tui.core.view import RunState, SessionSnapshot
 from mala_tui.runtime.backends.base import Backend, SessionSpec
-from mala_tui.runtime.cluster.driver_runner import RemoteRunner
 from mala_tui.runtime.cluster.host_link import HostEngine
 from mala_tui.runtime.cluster.session_host import BackendFactory
 from mala_tui.runtime.journal.writer import RunJournal, describe_os_error
@@ -56,11 +55,11 @@ from mala_tui.runtime.questions.desk import Desk
 from mala_tui.runtime.run.budget_watch import BudgetListener, BudgetNotice, BudgetWatch
 from mala_tui.runtime.run.hand_over import HandOver
 from mala_tui.runtime.run.landings import Landings
-from mala_tui.runtime.run.new_sessions import NewSessions
+from mala_tui.runtime.run.new_sessions import Joining, NewSessions
 from mala_tui.runtime.run.permission_requests import PermissionRequests
 from mala_tui.runtime.run.recorder import Listeners, RunRecorder
 from mala_tui.runtime.run.run_types import RunResult
-from mala_tui.runtime.run.runners import Runner, RunnerMaker, window_contents
+from mala_tui.runtime.run.runners import HostPlan, Runner, RunnerMaker
 from mala_tui.runtime.run.session_limits import limits_from
 from mala_tui.runtime.run.slots import Slots
 from mala_tui.runtime.session.by_hand import Interactive
@@ -82,9 +81,20 @@ class Supervisor:
         mode: ev.RunMode = ev.RunMode.RUN,
         engine: HostEngine | None = None,
         host_backend: BackendFactory | None = None,
+        hosts: HostPlan | None = None,
+        joining: Joining | None = None,
+        max_concurrent: int | None = None,
+        resumed: ev.RunResumed | None = None,
+        past: Sequence[ev.Event] = (),
     ) -> None:
-        """`engine`: place each session on a host of a cluster (runtime.cluster.driver_runner),
-        whose backend `host_backend` makes there; None: every session runs here."""
+        """Everything the run needs, given here: nothing is set on it afterwards.
+
+        `engine`: place each session on a host of a cluster (runtime.cluster.driver_runner),
+        whose backend `host_backend` makes there, given what `hosts` says; None: every
+        session runs here. `joining`: how sessions added while it runs are made (none
+        can be without it). `max_concurrent`: at most this many sessions at once (default
+        `agent.max_concurrent`). `resumed`: the run goes on in its journal, opened by this
+        event instead of a `run_started`, its events so far `past`."""
         self.settings = settings
         self.backend = backend
         self.prompts = prompts
@@ -108,24 +118,34 @@ class Supervisor:
         )
         self.listeners.events.append(BudgetListener(self.budget, self.state, self._tell_budget))
         self.listeners.events.append(self.desk.observe)
-        self.listeners.events.append(self._tell_remote)
-        self.on_added: list[Callable[[str, Runner], object]] = []
-        """Called with each session's runner on a cluster as it is added (before it runs)."""
+        self.listeners.events.append(self._tell_runner)
         self.stop_cause = ""
         """Set when the run is stopped from outside its sessions: a signal, a full disk."""
-        self.resumed: ev.RunResumed | None = None
-        """Set by `runtime.run.resume`: the run goes on in its journal, opened by this event
-        instead of a `run_started`."""
-        self._own_parts(backend, engine, host_backend, journal.run_id if journal else "")
+        self.resumed = resumed
+        """The run goes on in its journal, opened by this event instead of a `run_started`."""
+        self.state.apply_all(past)  # the history so far, in the app too
+        self.permissions.remember(past)
+        self._own_parts(
+            backend=backend,
+            engine=engine,
+            host_backend=host_backend,
+            run_id=journal.run_id if journal else "",
+            hosts=hosts or HostPlan(),
+            joining=joining or Joining(),
+        )
+        self.slots.max_concurrent = max_concurrent or settings.agent.max_concurrent
         self.landings = Landings(self.state, self.record, self._still_running)
         """The worktree sessions' work, landed or discarded once each session has ended."""
 
     def _own_parts(
         self,
+        *,
         backend: Backend,
         engine: HostEngine | None,
         host_backend: BackendFactory | None,
         run_id: str,
+        hosts: HostPlan,
+        joining: Joining,
     ) -> None:
         """The parts the supervisor owns past its recorder, desk and budget watch."""
         self.maker = RunnerMaker(
@@ -140,11 +160,11 @@ class Supervisor:
             engine=engine,
             host_backend=host_backend,
             run_id=run_id,
+            hosts=hosts,
         )
         """Makes each session's runner, here or on a cluster's host (runtime.run.runners)."""
         self.slots = Slots(record=self.record, clock=self.clock)
         """Which sessions run, which wait for a slot (runtime.run.slots)."""
-        self.slots.max_concurrent = self.settings.agent.max_concurrent
         self.new_sessions = NewSessions(
             settings=self.settings,
             runners=self.runners,
@@ -154,11 +174,11 @@ class Supervisor:
             record=self.record,
             clock=self.clock,
             stop_cause=lambda: self.stop_cause,
+            joining=joining,
         )
         """Sessions joining the run while it runs (runtime.run.new_sessions)."""
         self.hand_over = HandOver(
             runners=self.runners,
-            state=self.state,
             listeners=self.listeners,
             backend=backend,
             settings=self.settings,
@@ -192,10 +212,6 @@ class Supervisor:
         """At most this many sessions run at once (agent.max_concurrent, or a cluster's)."""
         return self.slots.max_concurrent
 
-    @max_concurrent.setter
-    def max_concurrent(self, value: int) -> None:
-        self.slots.max_concurrent = value
-
     @property
     def queued(self) -> list[str]:
         """Sessions waiting for a slot, in the order they will start."""
@@ -221,11 +237,11 @@ class Supervisor:
             return "still running"
         return None
 
-    def _tell_remote(self, event: ev.Event) -> None:
+    def _tell_runner(self, event: ev.Event) -> None:
         """A session on a cluster's host keeps its own events: what it restarts from."""
         runner = self.runners.get(event.session) if event.session else None
-        if isinstance(runner, RemoteRunner):
-            runner.observe(event)
+        if runner is not None:
+            runner.recorded(event)
 
     def _tell_budget(self, notice: BudgetNotice) -> None:
         runner = self.runners.get(notice.session)
@@ -234,7 +250,15 @@ class Supervisor:
 
     # -- building the run -----------------------------------------------------------------------
 
-    def add_session(self, spec: SessionSpec, *, limits: Limits | None = None) -> Runner:
+    def add_session(
+        self,
+        spec: SessionSpec,
+        *,
+        limits: Limits | None = None,
+        budget: BudgetLimits | None = None,
+    ) -> Runner:
+        """A session of the run, with its profile's `limits` and `budget` when it has one
+        (the run's settings when not)."""
         if spec.name in self.runners:
             raise ValueError(f"two sessions are named {spec.name!r}")
         limits = limits or limits_from(self.settings, spec.model, spec.betas)
@@ -247,9 +271,8 @@ class Supervisor:
         )
         runner = self.maker.make(spec, manager)
         self.runners[spec.name] = runner
-        if isinstance(runner, RemoteRunner):
-            for added in self.on_added:
-                added(spec.name, runner)
+        if budget is not None:
+            self.budget.set_limits(spec.name, budget)
         return runner
 
     # -- running ---------------------------------------------------------------------------------
@@ -420,7 +443,7 @@ class Supervisor:
     def window_contents(self, session: str) -> WindowContents | None:
         """What fills the session's window: its conversation and its calibration, now."""
         runner = self.runners.get(session)
-        return None if runner is None else window_contents(runner, self.state)
+        return None if runner is None else runner.window(self.state)
 
 
 def _with(limits: Limits, **changes: bool) -> Limits:

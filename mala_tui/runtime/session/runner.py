@@ -36,6 +36,7 @@ from mala_tui.core.actions import (
     StartFreshSession,
     StopTurn,
 )
+from mala_tui.core.breakdown import WindowContents
 from mala_tui.core.manager import ContextManager, Outcome
 from mala_tui.core.observations import (
     AgentFailed,
@@ -65,6 +66,7 @@ from mala_tui.core.operator_actions import (
 )
 from mala_tui.core.permissions import AnsweredBy
 from mala_tui.core.phases import IllegalTransition
+from mala_tui.core.view import RunState
 from mala_tui.runtime.backends.base import (
     Backend,
     MaskError,
@@ -170,6 +172,8 @@ class SessionRunner:
         """Approval switched before the manager started: it is told as it starts."""
         self.approval_pending: int | None = None
         """The checkpoint number an approval is awaited for; answers to nothing else count."""
+        self._mask_notes: list[str] = []
+        """The resume notes sent after masks: the next fold takes them out."""
 
     @property
     def status(self) -> EndStatus | None:
@@ -235,6 +239,18 @@ class SessionRunner:
     def hand_back(self, handed: SessionHandedBack) -> None:
         """The person is done with the session by hand (core's `SessionHandedBack`)."""
         self._inbox.put_nowait(handed)
+
+    @property
+    def elsewhere(self) -> str:
+        """It runs here."""
+        return ""
+
+    def recorded(self, event: ev.Event) -> None:
+        """Its manager made or heard every event of its own already: nothing to keep."""
+
+    def window(self, state: RunState) -> WindowContents:
+        """Its manager's transcript and calibration, now."""
+        return WindowContents(self.manager.transcript, self.manager.density, str(self.spec.cwd))
 
     @property
     def process_open(self) -> bool:
@@ -494,9 +510,40 @@ class SessionRunner:
             failed = self._feed.observe(MaskFailed(self._clock(), str(exc)))
             return failed if failed.actions else None
         confirmed = self._feed.observe(MaskConfirmed(self._clock(), action.plan.ids))
+        await self._fold(session_id)
         if action.resume_prompt is not None:
+            self._mask_notes.append(action.resume_prompt)
             await self._process.query(action.resume_prompt, resume=session_id)
         return confirmed if confirmed.actions else None
+
+    async def _fold(self, session_id: str) -> None:
+        """Fold the masked steps into the transcript's digest (core.fold); a fold that
+        fails leaves the masked transcript as it was, which resumes as well."""
+        try:
+            report = await self.backend.fold_transcript(self.spec, session_id, self._mask_notes)
+        except MaskError as exc:
+            self._feed.emit(
+                ev.WarningRecorded(
+                    at=self._clock(),
+                    session=self.spec.name,
+                    where=ev.Where.MASKING,
+                    message=f"the masked steps were not folded: {exc}",
+                )
+            )
+            return
+        if report is not None:
+            self._feed.emit(
+                ev.TranscriptFolded(
+                    at=self._clock(),
+                    session=self.spec.name,
+                    steps=report.steps,
+                    notes=report.notes,
+                    digest_lines=report.digest_lines,
+                    tokens_before=report.tokens_before,
+                    tokens_after=report.tokens_after,
+                    digest_tokens=report.digest_tokens,
+                )
+            )
 
     # -- stopping a turn -------------------------------------------------------------------------
 

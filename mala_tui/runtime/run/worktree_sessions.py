@@ -7,51 +7,51 @@ makes it from its own mirror of the repository (runtime.cluster.mirror).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from mala_tui.runtime.backends.base import SessionSpec
-    from mala_tui.runtime.git.worktree import Worktree
-    from mala_tui.runtime.journal.writer import RunJournal
-    from mala_tui.runtime.run.supervisor import Supervisor
-
-
-def host_worktrees(supervisor: Supervisor, worktrees: dict[str, Worktree], run_id: str) -> None:
-    """On a cluster, each session's host makes its worktree from its own mirror of the
-    repository (runtime.cluster.mirror): the sessions there now, and those added later.
-
-    Raises:
-        WorktreeError: a repository cannot be written (its base ref).
-    """
-    set_up = host_worktree_setter(worktrees, run_id)
-    for name, runner in supervisor.runners.items():
-        set_up(name, runner)
-    supervisor.on_added.append(set_up)
+from mala_tui.runtime.backends.base import SessionSpec
+from mala_tui.runtime.cluster.mirror import Workspace, materialize, plan, workspace
+from mala_tui.runtime.git.wip import wip_ref
+from mala_tui.runtime.git.worktree import Worktree, WorktreeError, create, fork
+from mala_tui.runtime.journal.writer import RunJournal
+from mala_tui.runtime.run.new_sessions import Joining
+from mala_tui.runtime.run.profiles import Profile
 
 
-def host_worktree_setter(
+def worktree_joining(
+    template: SessionSpec,
+    worktrees: dict[str, Worktree],
+    journal: RunJournal,
+    *,
+    on_hosts: bool,
+    profiles: Mapping[str, Profile],
+    base: str = "",
+) -> Joining:
+    """How sessions join a worktree run: each added or forked one in a worktree of its own."""
+    return Joining(
+        spec_for_new=in_worktree(template, worktrees, journal, on_hosts=on_hosts, base=base),
+        spec_for_fork=fork_in_worktree(worktrees, journal, on_hosts=on_hosts),
+        profiles=profiles,
+    )
+
+
+def host_workspaces(
     worktrees: dict[str, Worktree], run_id: str
-) -> Callable[[str, object], None]:
-    """Hands a session's runner on a cluster the worktree its host is to make (raises
-    WorktreeError when the repository cannot be written)."""
-    from mala_tui.runtime.cluster.driver_runner import RemoteRunner
-    from mala_tui.runtime.cluster.mirror import workspace
+) -> Callable[[str], Workspace | None]:
+    """On a cluster, the worktree each session's host makes from its own mirror of the
+    repository (runtime.cluster.mirror), for the sessions there now and those added later
+    (raises WorktreeError when the repository cannot be written)."""
 
-    def set_up(name: str, runner: object) -> None:
-        if isinstance(runner, RemoteRunner) and name in worktrees:
-            runner.workspace = workspace(worktrees[name], run_id)
+    def workspace_for(name: str) -> Workspace | None:
+        return workspace(worktrees[name], run_id) if name in worktrees else None
 
-    return set_up
+    return workspace_for
 
 
 def ended_on_host(run_id: str) -> Callable[[Worktree], object]:
     """The driver's worktree of a session its host ran, made as the session ends."""
-    from mala_tui.runtime.cluster.mirror import materialize
-    from mala_tui.runtime.git.wip import wip_ref
-
     return lambda worktree: materialize(worktree, wip_ref(run_id, worktree.session))
 
 
@@ -65,8 +65,6 @@ def in_worktree(
 ) -> Callable[[str, str, Path], SessionSpec]:
     """A session added to a worktree run gets a worktree of its own, like the others (on a
     cluster, one its host makes), from the run's `--base` branch when it was given one."""
-    from mala_tui.runtime.cluster.mirror import plan
-    from mala_tui.runtime.git.worktree import WorktreeError, create
 
     def spec(name: str, task: str, cwd: Path) -> SessionSpec:
         try:
@@ -84,7 +82,6 @@ def fork_in_worktree(
     worktrees: dict[str, Worktree], journal: RunJournal, *, on_hosts: bool
 ) -> Callable[[SessionSpec, str, str], SessionSpec]:
     """A fork in a worktree run gets a worktree of its own, made from its parent's."""
-    from mala_tui.runtime.git.worktree import WorktreeError, fork
 
     def spec(parent: SessionSpec, name: str, instruction: str) -> SessionSpec:
         made = worktrees.get(parent.name)
