@@ -11,6 +11,7 @@ it may be (`invalid_action`).
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated, Literal, get_args
 
@@ -157,10 +158,11 @@ def action_from_json(data: str | bytes | dict[str, object]) -> OperatorAction:
     Raises:
         ValueError: it is not one, saying what is wrong in one line (`invalid_action`).
     """
+    # Strict, and always from JSON text: `true` is not a number nor "50" a count, while an
+    # enum is still read from its string (a decoded dict is read back as the JSON it was).
+    text = json.dumps(data) if isinstance(data, dict) else data
     try:
-        if isinstance(data, dict):
-            return _ACTIONS.validate_python(data)
-        return _ACTIONS.validate_json(data)
+        return _ACTIONS.validate_json(text, strict=True)
     except ValidationError as exc:
         raise ValueError(invalid_action(exc)) from None
 
@@ -173,7 +175,8 @@ def invalid_action(exc: ValidationError) -> str:
         return f"kind: an action needs one (one of {kinds})"
     if error["type"] == "union_tag_invalid":
         given = error["input"].get("kind", "") if isinstance(error["input"], dict) else ""
-        return f"kind: {shorten(str(given), 40)!r} is not one of {kinds}"
+        shown = repr(shorten(given, 40)) if isinstance(given, str) else shorten(str(given), 40)
+        return f"kind: {shown} is not one of {kinds}"
     where = ".".join(str(part) for part in error["loc"][1:] or error["loc"])
     given = error.get("input")
     allowed = _enum_values(error)

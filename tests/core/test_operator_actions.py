@@ -95,6 +95,18 @@ def test_an_enum_crosses_the_wire_as_its_value_and_comes_back_an_enum() -> None:
         ({"kind": "budget", "session": None, "limits": {"max_turns": -1}},
          "limits: max_turns = -1: a limit must be a number above 0"),
         ({"kind": "budget", "session": None, "limits": {"max_tokens": 3}}, "limits.max_tokens: "),
+        # Strict: what only looks like a number, a count or a yes is not taken for one.
+        ({"kind": "budget", "session": None, "limits": {"max_turns": True}},
+         "limits.max_turns: Input should be a valid integer"),
+        ({"kind": "budget", "session": None, "limits": {"max_turns": "50"}},
+         "limits.max_turns: Input should be a valid integer"),
+        ({"kind": "budget", "session": None, "limits": {"max_cost_usd": "2"}},
+         "limits.max_cost_usd: Input should be a valid number"),
+        ({"kind": "require_approval", "session": None, "required": "yes"},
+         "required: Input should be a valid boolean"),
+        ({"kind": "approval", "session": "a", "decision": "approve", "checkpoint_number": True},
+         "checkpoint_number: Input should be a valid integer"),
+        ({"kind": 5, "session": "a"}, "kind: 5 is not one of command, "),
     ],
 )  # fmt: skip
 def test_what_is_not_an_action_is_refused_in_one_line_naming_the_field(
