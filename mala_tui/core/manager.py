@@ -17,19 +17,24 @@ given the state and, explicitly, the few other parts it calls; the calls run one
 way, top to bottom:
 
 - core/turn_flow.py (`TurnFlow`): usage, the agent's messages, a turn's end;
-  calls masking decisions, the restart flow and recovery;
+  calls masking decisions, the restart flow, the background flow and recovery;
 - core/operator_flow.py (`OperatorFlow`): the operator's commands, messages and
   settings, and the budgets' limits; calls masking decisions and the restart flow;
 - core/masking_decisions.py (`MaskingDecisions`): when to mask and how much,
   including the projection at each tool result; calls the restart flow;
 - core/restart_flow.py (`RestartFlow`): wind-down, checkpoint, approval, restart,
-  emergency;
+  emergency (what a restart says is core/restart_prompts.py's);
+- core/background_flow.py (`BackgroundFlow`): the agent's background work, and
+  whether a turn's end is the task's; calls recovery;
 - core/recovery.py (`Recovery`): retries after a hang or an API error (the rules
   are core/retry.py's), and the failures that end a session;
-- core/resumed_start.py (`ResumedStart`): the first prompt after `mala-tui resume`;
+- core/session_start.py (`SessionStart`): the first prompt: the task, a fork's new
+  instruction, or where a resumed run left the session;
 - core/manager_state.py (`ManagerState`): every field the manager keeps, and the
   moves every part shares: the legal-move check against the phase table
-  (core/phases.py), the phase change, a turn begun, the session ended.
+  (core/phases.py), the phase change, a turn begun, a fresh session started, the
+  session ended. Its parts (core/state_parts.py, core/window_belief.py) change
+  through named transitions; core/decision_figures.py reads the figures off it.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ from collections.abc import Sequence
 
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.background import BackgroundWork
+from mala_tui.core.background_flow import BackgroundFlow
 from mala_tui.core.calibration import Density
 from mala_tui.core.checkpoint import Checkpoint
 from mala_tui.core.decision_figures import cache_warm_until, projected_tokens
@@ -76,7 +82,7 @@ from mala_tui.core.prompts import PromptSet
 from mala_tui.core.recovery import Recovery
 from mala_tui.core.restart_flow import RestartFlow
 from mala_tui.core.resume_plan import SessionResume
-from mala_tui.core.resumed_start import ResumedStart
+from mala_tui.core.session_start import SessionStart
 from mala_tui.core.state_parts import Counters, Fork, StopFor
 from mala_tui.core.transcript import Message, Transcript
 from mala_tui.core.turn_flow import TurnFlow
@@ -94,9 +100,12 @@ class ContextManager:
         self._restart_flow = RestartFlow(self._state)
         self._masking = MaskingDecisions(self._state, self._restart_flow)
         self._recovery = Recovery(self._state)
-        self._resumed = ResumedStart(self._state)
+        self._background = BackgroundFlow(self._state, self._recovery)
+        self._start = SessionStart(self._state)
         self._operator = OperatorFlow(self._state, self._masking, self._restart_flow)
-        self._turns = TurnFlow(self._state, self._masking, self._restart_flow, self._recovery)
+        self._turns = TurnFlow(
+            self._state, self._masking, self._restart_flow, self._recovery, self._background
+        )
 
     # -- what the UI and runtime read ------------------------------------------------
 
@@ -241,10 +250,10 @@ class ContextManager:
             raise IllegalTransition(f"{self._state.name}: already started")
         self._state.started = True
         if self._state.resume is not None:
-            return self._resumed.start(at, *self._state.resume)
+            return self._start.resumed_turn(at, *self._state.resume)
         if self._state.fork is not None:
-            return self._turns.forked_turn(at, self._state.fork)
-        return self._turns.first_turn()
+            return self._start.forked_turn(at, self._state.fork)
+        return self._start.first_turn()
 
     def observe(self, observation: Observation) -> Outcome:
         """Take one fact in, decide. Raises IllegalTransition, changing nothing, when refused."""
@@ -273,7 +282,7 @@ class ContextManager:
             case RestartCompleted():
                 return self._restart_flow.on_restarted(observation)
             case IdleTimedOut() if self._state.background.waiting:
-                return self._turns.on_idle_while_waiting(observation)
+                return self._background.on_idle_while_waiting(observation)
             case IdleTimedOut():
                 return self._recovery.on_idle(observation)
             case SessionTimedOut():
@@ -297,5 +306,5 @@ class ContextManager:
             case ManageModeChanged():
                 return self._operator.on_manage_mode(observation)
             case BackgroundChanged():
-                return self._turns.on_background(observation)
+                return self._background.on_background(observation)
         raise TypeError(f"not an observation: {observation!r}")

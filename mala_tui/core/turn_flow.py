@@ -9,14 +9,15 @@ retried (core.recovery), or, for a turn stopped at a clean point, what the
 window needs is decided there (core.masking_decisions).
 
 A part of the ContextManager (core.manager): `TurnFlow` is given the session's
-state (core.manager_state), masking decisions, the restart flow and recovery,
-and calls only those.
+state (core.manager_state), masking decisions, the restart flow, recovery and the
+background flow, and calls only those.
 """
 
 from __future__ import annotations
 
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus, SendPrompt
+from mala_tui.core.background_flow import BackgroundFlow
 from mala_tui.core.checkpoint import CheckpointError, extract_checkpoint
 from mala_tui.core.decision_figures import DecisionZone, decision_zone, projected_tokens
 from mala_tui.core.manager_state import ManagerState, Outcome
@@ -24,22 +25,20 @@ from mala_tui.core.masking import call_key
 from mala_tui.core.masking_decisions import MaskingDecisions
 from mala_tui.core.message_events import compaction_event, message_events
 from mala_tui.core.observations import (
-    BackgroundChanged,
     CompactionObserved,
-    IdleTimedOut,
     MessageObserved,
     SessionHandedBack,
     SessionIdentified,
     TurnEnded,
     UsageObserved,
 )
-from mala_tui.core.operator_messages import Delivery, MessageError
+from mala_tui.core.operator_messages import Delivery
 from mala_tui.core.phases import STREAMING, Cause, IllegalTransition, ManageMode, Phase, Trigger
 from mala_tui.core.prompts import PromptKind
 from mala_tui.core.recovery import Recovery
 from mala_tui.core.restart_flow import RestartFlow
 from mala_tui.core.restart_prompts import checkpoint_from_transcript
-from mala_tui.core.state_parts import Fork, StopFor
+from mala_tui.core.state_parts import StopFor
 from mala_tui.core.transcript import Role
 from mala_tui.core.usage import ContextUsage, estimate_tokens
 from mala_tui.core.window import WindowSource
@@ -54,7 +53,7 @@ class TurnFlow:
     """The manager's handlers for usage, the agent's messages and a turn's end.
 
     Given the session's state and the parts it hands decisions to: masking
-    decisions, the restart flow and recovery.
+    decisions, the restart flow, recovery and the background flow.
     """
 
     def __init__(
@@ -63,31 +62,13 @@ class TurnFlow:
         masking: MaskingDecisions,
         restart_flow: RestartFlow,
         recovery: Recovery,
+        background: BackgroundFlow,
     ) -> None:
         self._state = state
+        self._background = background
         self._masking = masking
         self._restart_flow = restart_flow
         self._recovery = recovery
-
-    def first_turn(self) -> Outcome:
-        """The session's first prompt: its task."""
-        self._state.begin_turn(self._state.task)
-        return Outcome((SendPrompt(PromptKind.TASK, self._state.task),))
-
-    def forked_turn(self, at: float, fork: Fork) -> Outcome:
-        """A fork's first prompt, in the conversation it was forked from (resumed by that
-        session's id; the agent forks it into a session of its own): its task, the new
-        instruction, said as the person's message, which is what it is."""
-        state = self._state
-        state.go_on_in(fork.session_id, fork.history, fork.density)
-        try:
-            queued = state.messages.add(at, state.task)
-        except MessageError as exc:
-            raise IllegalTransition(f"{state.name}: {exc}") from None
-        said = ev.MessageQueued(at=at, session=state.name, number=queued.number, text=queued.text)
-        prompt, delivered = state.messages_prompt(at, Delivery.FORK)
-        state.begin_turn(prompt)
-        return Outcome((SendPrompt(PromptKind.OPERATOR_MESSAGE, prompt),), (said, *delivered))
 
     def on_handed_back(self, obs: SessionHandedBack) -> Outcome:
         """The person is done with the session by hand: the conversation is what its
@@ -124,60 +105,8 @@ class TurnFlow:
 
     def on_session_identified(self, obs: SessionIdentified) -> Outcome:
         self._state.session_id = obs.session_id
-        self._injected_turn_begins()
+        self._background.injected_turn_begins()
         return Outcome()
-
-    # -- background work ---------------------------------------------------------------
-
-    def on_background(self, obs: BackgroundChanged) -> Outcome:
-        """The CLI's list of background work changed: kept, so that a turn's end can tell
-        a task done from a task whose subagents, shells or reports are still to come."""
-        work = self._state.background
-        before = {task.id for task in work.tasks}
-        work.listed(obs.tasks, obs.reports)
-        if before == {task.id for task in obs.tasks}:
-            return Outcome()  # a report counted, or a description changed: no news
-        listed = ev.BackgroundListed(at=obs.at, session=self._state.name, tasks=obs.tasks)
-        return Outcome(events=(listed,))
-
-    def on_idle_while_waiting(self, obs: IdleTimedOut) -> Outcome:
-        """Nothing came from the agent's background work for the idle timeout. With
-        subagents out, that is a hang: recovered as one (the process goes, and its
-        subagents with it: said so). With only reports left, the CLI started no turn
-        for them (they came in with the last one): the task is done."""
-        work = self._state.background
-        if not work.tasks:
-            work.taken_in()
-            return self._state.end(
-                obs.at, Trigger.TASK_DONE, EndStatus.DONE, "the agent finished its task"
-            )
-        stopped = self._state.background_stopped(obs.at, "silent past the idle timeout")
-        recovered = self._recovery.on_idle(obs)
-        return Outcome(recovered.actions, (*stopped, *recovered.events))
-
-    def _injected_turn_begins(self) -> None:
-        """The CLI started a turn of its own while the session waited on its background
-        work (a report handed to the agent): the session streams again, with no prompt
-        of mala-tui's."""
-        work = self._state.background
-        if work.waiting and not self._state.turn.streaming:
-            # The turn takes in the reports the CLI held (it says so too, as it begins).
-            work.taken_in()
-            self._state.cli_turn_begins()
-
-    def _done_or_waiting(self, at: float) -> Outcome:
-        """The main thread finished its turn: the task is done, unless background work
-        is still to report, in which case the session waits for the CLI's next turn."""
-        work = self._state.background
-        if not work.pending:
-            return self._state.end(
-                at, Trigger.TASK_DONE, EndStatus.DONE, "the agent finished its task"
-            )
-        work.wait()
-        waiting = ev.BackgroundWaiting(
-            at=at, session=self._state.name, tasks=work.tasks, reports=work.reports
-        )
-        return Outcome(events=(waiting,))
 
     def on_compaction(self, obs: CompactionObserved) -> Outcome:
         self._state.counters.compactions += 1
@@ -192,7 +121,7 @@ class TurnFlow:
     def on_usage(self, obs: UsageObserved) -> Outcome:
         """An API call's usage: record it, and act on the window it measures."""
         if obs.starts_call:
-            self._injected_turn_begins()
+            self._background.injected_turn_begins()
         self._recovery.endpoint_answers()
         self._state.tracker.observe_call(obs.call)
         noted = self._state.note_accepted(obs.at, obs.call)
@@ -388,7 +317,7 @@ class TurnFlow:
                 # Seen with the real CLI when reports reach it together: a result with no
                 # call, then the turn that takes them in. Waited for as a report is.
                 self._state.background.expect_report()
-            return self._done_or_waiting(obs.at)
+            return self._background.done_or_waiting(obs.at)
         if self._state.phase is Phase.WINDING_DOWN:
             return self._restart_flow.request_checkpoint(obs.at, Trigger.WIND_DOWN_DONE)
         try:
@@ -411,7 +340,7 @@ class TurnFlow:
             if self._state.phase is Phase.RUNNING and self._state.messages:
                 return self._deliver_now(obs.at)
             if self._state.phase is Phase.RUNNING:
-                return self._done_or_waiting(obs.at)
+                return self._background.done_or_waiting(obs.at)
             return self._state.end(
                 obs.at, Trigger.TASK_DONE, EndStatus.DONE, "the agent finished its task"
             )

@@ -30,6 +30,7 @@ from mala_tui.core.actions import (
     RetryTurn,
     SendPrompt,
 )
+from mala_tui.core.background_flow import BackgroundFlow
 from mala_tui.core.checkpoint import Checkpoint, CheckpointOrigin
 from mala_tui.core.manager_state import ManagerState
 from mala_tui.core.masking_decisions import MaskingDecisions
@@ -145,7 +146,9 @@ def test_operator_handling_alone_pauses_a_streaming_turn() -> None:
 def test_the_turn_flow_alone_takes_the_agents_messages() -> None:
     state = working_state()
     restart_flow = RestartFlow(state)
-    turns = TurnFlow(state, MaskingDecisions(state, restart_flow), restart_flow, Recovery(state))
+    recovery = Recovery(state)
+    masking = MaskingDecisions(state, restart_flow)
+    turns = TurnFlow(state, masking, restart_flow, recovery, BackgroundFlow(state, recovery))
     turns.on_message(MessageObserved(1.0, call("t000")))
     turns.on_message(MessageObserved(1.1, result("t000", "y" * 800)))
     assert state.turn.tool_calls == 1
@@ -190,7 +193,8 @@ PARTS: dict[str, set[str]] = {
         "masking_decisions",
         "restart_flow",
         "recovery",
-        "resumed_start",
+        "background_flow",
+        "session_start",
     },
     "turn_flow": {
         "manager_state",
@@ -200,11 +204,13 @@ PARTS: dict[str, set[str]] = {
         "restart_flow",
         "restart_prompts",
         "recovery",
+        "background_flow",
     },
     "operator_flow": {"manager_state", "state_parts", "masking_decisions", "restart_flow"},
     "masking_decisions": {"manager_state", "state_parts", "decision_figures", "restart_flow"},
     "restart_flow": {"manager_state", "state_parts", "decision_figures", "restart_prompts"},
-    "resumed_start": {"manager_state", "restart_prompts"},
+    "session_start": {"manager_state", "state_parts", "restart_prompts"},
+    "background_flow": {"manager_state", "recovery"},
     "restart_prompts": {"manager_state"},
     "recovery": {"manager_state"},
     "decision_figures": {"manager_state"},

@@ -1,13 +1,15 @@
-"""A session's first prompt after `mala-tui resume`: where the interrupted run left it.
+"""A session's first prompt: its task, a fork's new instruction, or where a run left it.
 
-The session's counts, density, learnt window and waiting messages go on from the
+A new session starts on its task. A fork goes on in the conversation it was forked
+from, its task said as the person's next message. After `mala-tui resume`, the
+session's counts, density, learnt window and waiting messages go on from the
 journal (core.resume_plan). It resumes its agent session by id when it can; else a
 fresh session starts on its latest checkpoint, a restart numbered after the last
 (asked of a person first when a restart waited for one, or its host was lost);
 else it starts afresh on its task. Background work the run's end took with it is
 said to the agent, which would otherwise wait for its reports.
 
-A part of the ContextManager (core.manager): `ResumedStart` is given the session's
+A part of the ContextManager (core.manager): `SessionStart` is given the session's
 state (core.manager_state) and calls no other part; the manager calls it once, at
 `start`.
 """
@@ -18,22 +20,43 @@ from mala_tui.core import events as ev
 from mala_tui.core.actions import RequestApproval, SendPrompt
 from mala_tui.core.describe import gap
 from mala_tui.core.manager_state import ManagerState, Outcome
-from mala_tui.core.operator_messages import Delivery
+from mala_tui.core.operator_messages import Delivery, MessageError
 from mala_tui.core.permissions import AnsweredBy
-from mala_tui.core.phases import Cause, Trigger
+from mala_tui.core.phases import Cause, IllegalTransition, Trigger
 from mala_tui.core.prompts import PromptKind
 from mala_tui.core.restart_prompts import continuation_prompt, lost_background_note
 from mala_tui.core.resume_plan import ResumeFrom, SessionResume
+from mala_tui.core.state_parts import Fork
 from mala_tui.core.transcript import Message
 
 
-class ResumedStart:
-    """The manager's first prompt for a session an interrupted run left."""
+class SessionStart:
+    """The manager's first prompt for a session."""
 
     def __init__(self, state: ManagerState) -> None:
         self._state = state
 
-    def start(
+    def first_turn(self) -> Outcome:
+        """The session's first prompt: its task."""
+        self._state.begin_turn(self._state.task)
+        return Outcome((SendPrompt(PromptKind.TASK, self._state.task),))
+
+    def forked_turn(self, at: float, fork: Fork) -> Outcome:
+        """A fork's first prompt, in the conversation it was forked from (resumed by that
+        session's id; the agent forks it into a session of its own): its task, the new
+        instruction, said as the person's message, which is what it is."""
+        state = self._state
+        state.go_on_in(fork.session_id, fork.history, fork.density)
+        try:
+            queued = state.messages.add(at, state.task)
+        except MessageError as exc:
+            raise IllegalTransition(f"{state.name}: {exc}") from None
+        said = ev.MessageQueued(at=at, session=state.name, number=queued.number, text=queued.text)
+        prompt, delivered = state.messages_prompt(at, Delivery.FORK)
+        state.begin_turn(prompt)
+        return Outcome((SendPrompt(PromptKind.OPERATOR_MESSAGE, prompt),), (said, *delivered))
+
+    def resumed_turn(
         self, at: float, plan: SessionResume, gap_seconds: float, history: tuple[Message, ...]
     ) -> Outcome:
         """The first prompt after `mala-tui resume`: the session's counts go on from the journal,
