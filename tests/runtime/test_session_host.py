@@ -129,9 +129,9 @@ async def test_an_orphaned_host_winds_its_session_down_to_a_checkpoint_and_exits
     assert session.end is not None and session.end.status is EndStatus.STOPPED
     assert "its driver has been gone for" in session.end.reason
     # Its last events are still there for a driver that comes back.
-    kinds = [json.loads(line)["type"] for line in session._outbox]
+    kinds = [json.loads(line)["type"] for line in session.outbox.lines]
     assert "checkpoint_saved" in kinds and kinds[-1] in {"session_ended", "process_ended"}
-    saved = [ev.parse_event(json.loads(line)) for line in session._outbox]
+    saved = [ev.parse_event(json.loads(line)) for line in session.outbox.lines]
     assert any(isinstance(e, ev.CheckpointSaved) and "Read /ws/a.py" in e.text for e in saved)
 
 

@@ -2,34 +2,30 @@
 
 `RemoteRunner` stands in the supervisor where a local `SessionRunner` would: the same
 commands, the same status, the same `run()`. It has a host placed for the session
-(runtime.cluster.session_host, through a `HostEngine`: runtime.cluster.ray_engine), reads the host's
-batches and records every event through the run's recorder, so the journal, the app,
-`show` and `resume` see what a local session would show them. The questions the
-session waits on are asked at the driver's desk, and the answers go back to the host.
+(runtime.cluster.session_host, through a `HostEngine`: runtime.cluster.ray_engine), and
+relays commands to it. Its parts: a `HostFollower` (runtime.cluster.host_follower) reads
+the host's batches and records every event through the run's recorder, so the journal,
+the app, `show` and `resume` see what a local session would show them; the questions the
+session waits on are asked at the driver's desk (runtime.cluster.host_questions), and the
+answers go back to the host; a `RestartPlanner` (runtime.cluster.restart_planner) keeps the
+session's events and plans from them how the session goes on when its host is lost.
 
-When the host is lost with its node, the session is restarted on another host from
-a checkpoint: its latest, or, when the agent has worked since, one built from the
-transcript the driver received (the latest listed as done before it). The restart is
-a `node_lost` one and goes through the usual approval when approval is on. Before a
-new host is placed the old one is killed, so a session never runs twice; the events
-received before the loss stay in the journal. After `max_restarts`, or in a
-management mode that does not restart, the session ends failed instead.
+When the host is lost with its node, the session is restarted on another host from a
+checkpoint. Before a new host is placed the old one is killed, so a session never runs
+twice; the events received before the loss stay in the journal.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.breakdown import WindowContents
 from mala_tui.core.calibration import Density
-from mala_tui.core.checkpoint import Checkpoint, harness_checkpoint
 from mala_tui.core.manager import ContextManager
 from mala_tui.core.observations import Command, SessionHandedBack
 from mala_tui.core.operator_actions import (
@@ -38,31 +34,23 @@ from mala_tui.core.operator_actions import (
     SessionCommand,
     action_json,
 )
-from mala_tui.core.phases import ManageMode
 from mala_tui.core.prompts import PromptSet
-from mala_tui.core.resume_plan import (
-    ORPHANED,
-    ResumeFrom,
-    SessionResume,
-    TaskRecord,
-    plan_resume,
-)
-from mala_tui.core.transcript import Role, Transcript
+from mala_tui.core.resume_plan import ORPHANED
 from mala_tui.core.view import RunState
 from mala_tui.runtime.backends.base import PermissionGate, SessionSpec
+from mala_tui.runtime.cluster.host_follower import HostFollower
 from mala_tui.runtime.cluster.host_link import HostEngine, HostLink, HostLostError
 from mala_tui.runtime.cluster.host_questions import HostQuestions
 from mala_tui.runtime.cluster.mirror import Workspace
-from mala_tui.runtime.cluster.replay import from_current_host, overlap
+from mala_tui.runtime.cluster.replay import from_current_host
+from mala_tui.runtime.cluster.restart_planner import RestartPlanner
 from mala_tui.runtime.cluster.session_host import BackendFactory, HostSetup
-from mala_tui.runtime.cluster.wire import Batch, HostEnd, message_from_json
+from mala_tui.runtime.cluster.wire import HostEnd
 from mala_tui.runtime.questions.approvals import Approvals
 from mala_tui.runtime.questions.desk import Desk
 from mala_tui.runtime.session.agent_process import EventSink, uncancellable
 from mala_tui.runtime.session.runner import RunnerLimits
 
-#: How often the driver tells each host it is there and what it has journaled.
-ACK_SECONDS = 1.0
 #: How long a stopping driver waits for a host to say how its session ended.
 STOP_WAIT_SECONDS = 60.0
 
@@ -103,34 +91,26 @@ class RemoteRunner:
         self._run_id = run_id
         self._runner_limits = runner_limits
         self._backend = backend
-        self._prompts = prompts
         self._sink = sink
         self._desk = desk
         self._questions = HostQuestions(spec.name, approvals, desk, permissions)
         """The questions its host waits on, asked at the driver's desk."""
         self._orphan_seconds = orphan_seconds
         self._clock = clock
-        self._events: list[ev.Event] = list(history)
-        """Every event of this session so far: what a restart after a loss is planned from."""
-        self.mirror = Transcript()
-        """The transcript of the session's current agent session, as its host sent it."""
+        self._follower = HostFollower(
+            session=spec.name, sink=sink, clock=clock, questions=self._questions
+        )
+        self._planner = RestartPlanner(
+            spec=spec, manager=manager, prompts=prompts, sink=sink, clock=clock, history=history
+        )
         self._link: HostLink | None = None
-        self._position = 0
         self._waiting: list[tuple[str, tuple[object, ...]]] = []
         """Calls made before a host was up: sent to it once it is."""
-        self._require_approval = manager.require_approval
-        self._pids: set[int] = set()
         self._status: EndStatus | None = None
         self._end_reason = ""
-        self._last_ack = 0.0
-        self.attempts = max(
-            (e.attempt for e in self._events if isinstance(e, ev.HostPlaced)), default=0
-        )
+        self.attempts = max((e.attempt for e in self._planner.placed()), default=0)
         """Hosts placed for the session so far (a resumed run's count goes on)."""
         self.reattach = reattach
-        self._replayed: list[str] | None = None
-        """After a reattach: the journal's last events of the session, which the host's
-        first batch may repeat (acknowledged by no driver before it went)."""
         self.stop_reason = ""
         self.workspace = workspace
 
@@ -147,12 +127,12 @@ class RemoteRunner:
     @property
     def pids(self) -> list[int]:
         """Every agent process the session's hosts started (pids on their machines)."""
-        return sorted(self._pids)
+        return sorted(self._follower.pids)
 
     @property
     def elsewhere(self) -> str:
         """The node of the session's latest host (or "another host" before one)."""
-        placed = [e.node for e in self._events if isinstance(e, ev.HostPlaced) and e.node]
+        placed = [e.node for e in self._planner.placed() if e.node]
         return placed[-1] if placed else "another host"
 
     @property
@@ -167,7 +147,7 @@ class RemoteRunner:
         density = Density(1.0, False)
         if session is not None:
             density = Density(session.density, session.density_measured)
-        return WindowContents(self.mirror, density, str(self.spec.cwd))
+        return WindowContents(self._follower.mirror, density, str(self.spec.cwd))
 
     def take_over(self) -> asyncio.Future[str]:
         raise ValueError(self._kept_there())
@@ -181,6 +161,11 @@ class RemoteRunner:
             "cannot be opened by hand from here"
         )
 
+    def recorded(self, event: ev.Event) -> None:
+        """An event of this session, as the run recorded it (from its host, from here, or
+        from elsewhere in the driver: its worktree, its permission requests)."""
+        self._planner.recorded(event)
+
     # -- commands, relayed to the host ---------------------------------------------------------
 
     def _tell(self, method: str, *args: object) -> None:
@@ -193,7 +178,7 @@ class RemoteRunner:
         """What a person did to the session, relayed to its host as JSON (its enums
         serialized by pydantic); one told before the host runs waits for it."""
         if isinstance(action, RequireApproval):
-            self._require_approval = action.required
+            self._planner.require_approval = action.required
         self._tell("apply", action_json(action))
 
     def hurry(self) -> None:
@@ -211,13 +196,13 @@ class RemoteRunner:
             if self.reattach and self.attempts:
                 link = await self._engine.find(self.spec.name, self.attempts)
                 if link is not None:
-                    self._replayed = from_current_host(self._events)
+                    self._follower.replayed = from_current_host(self._planner.events)
                     manager = await self._host(link, reattached=True)
                 else:  # gone since `resume` saw it: a lost host, placed anew from the plan
-                    last = [e for e in self._events if isinstance(e, ev.HostPlaced)][-1:]
+                    last = self._planner.placed()[-1:]
                     node, address = (last[0].node, last[0].address) if last else ("", "")
                     gone = "gone before the driver came back"
-                    self._record_loss(node, address, gone, restart=True)
+                    self._planner.record_loss(node, address, gone, restart=True)
                     self._desk.withdraw_session(self.spec.name, "its host is gone")
             while manager is not None:
                 self.attempts += 1
@@ -247,8 +232,9 @@ class RemoteRunner:
 
     async def _host(self, link: HostLink, *, reattached: bool = False) -> ContextManager | None:
         """Follow one placed host to the session's end; after a loss, the next manager."""
-        self._link, self._position = link, 0
-        self._record(
+        self._link = link
+        self._follower.position = 0  # a new host's outbox
+        self._sink(
             ev.HostPlaced(
                 at=self._clock(),
                 session=self.spec.name,
@@ -262,102 +248,24 @@ class RemoteRunner:
         for method, args in waiting:
             link.tell(method, *args)
         try:
-            end = await self._follow(link)
+            end = await self._follower.follow(link)
         except HostLostError as lost:
             self._link = None
             with contextlib.suppress(Exception):
                 await link.kill()  # gone already, normally; never beside its successor
             return self._after_loss(lost, link)
-        self._check_received(end)
+        self._follower.check_received(end)
         with contextlib.suppress(Exception):
             await link.release()
         self._link = None
         if reattached and end.status is EndStatus.STOPPED and end.reason.startswith(ORPHANED):
             # Wound down while no driver was there: the driver is back, the session goes on.
-            manager = self._orphan_resumed()
+            manager = self._planner.orphan_resumed()
             if manager is not None:
+                self._follower.forget_transcript()
                 return manager
         self._finish(end)
         return None
-
-    def _orphan_resumed(self) -> ContextManager | None:
-        """The manager that restarts a session its host wound down (from its checkpoint),
-        as `resume` would have; None when there is nothing to restart from."""
-        plan = self._plan()
-        if plan is None or plan.how is not ResumeFrom.CHECKPOINT:
-            return None
-        limits = replace(self.manager.limits, require_approval=self._require_approval)
-        manager = ContextManager(
-            name=self.spec.name, task=self.spec.task, limits=limits, prompts=self._prompts
-        )
-        manager.resume_from(plan, 0.0)
-        self.mirror = Transcript()
-        return manager
-
-    async def _follow(self, link: HostLink) -> HostEnd:
-        ticker = asyncio.create_task(self._keep_telling(link), name=f"ack {self.spec.name}")
-        try:
-            for _ in range(3):  # a stream that ends early is asked again from where it was
-                async for batch in link.batches(self._position):
-                    self._take(batch, link)
-                    if batch.end is not None:
-                        return batch.end
-            raise HostLostError("its event stream kept ending before the session did")
-        finally:
-            ticker.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await ticker
-
-    async def _keep_telling(self, link: HostLink) -> None:
-        """Tell the host, now and then, that its driver is there even when nothing happens."""
-        while True:
-            await asyncio.sleep(ACK_SECONDS * 5)
-            link.tell("ack", self._position)
-
-    def _take(self, batch: Batch, link: HostLink) -> None:
-        lines = batch.events
-        if self._replayed is not None:
-            lines = lines[overlap(self._replayed, lines) :]
-            self._replayed = None
-        for line in lines:
-            try:
-                event = ev.parse_event(json.loads(line))
-            except (ValueError, ev.UnknownEventError, ev.BadEventError) as exc:
-                self._record(
-                    ev.ErrorRecorded(
-                        at=self._clock(),
-                        session=self.spec.name,
-                        where=ev.Where.HOST,
-                        message=f"an event from the host could not be read: {exc}",
-                    )
-                )
-                continue
-            self._record(event)
-        if batch.events:
-            self._position = batch.last
-        if batch.transcript_reset:
-            self.mirror = Transcript()
-        for message in batch.messages:
-            self.mirror.append(message_from_json(message))
-        self._pids.update(batch.pids)
-        for ask in batch.asks:
-            self._questions.ask(ask, link)
-        now = time.monotonic()
-        if batch.end is None and now - self._last_ack >= ACK_SECONDS:
-            self._last_ack = now
-            link.tell("ack", self._position)
-
-    def _record(self, event: ev.Event) -> None:
-        self._sink(event)
-
-    def recorded(self, event: ev.Event) -> None:
-        """An event of this session, as the run recorded it (from its host, from here, or
-        from elsewhere in the driver: its worktree, its permission requests)."""
-        self._events.append(event)
-        if isinstance(event, ev.ApprovalPolicySet):
-            self._require_approval = event.required
-
-    # -- a host lost ---------------------------------------------------------------------------
 
     def _after_loss(
         self, lost: HostLostError, link: HostLink | None = None
@@ -368,116 +276,23 @@ class RemoteRunner:
         where = f" on {address}" if address else ""
         reason = f"its host{where} was lost ({lost.reason})"
         self._questions.drop(reason)
-        plan = self._plan()
-        limits = replace(self.manager.limits, require_approval=self._require_approval)
-        ended = plan.ended if plan is not None else None
-        if ended is not None:  # it ended before its host went: nothing to restart
-            self._record_loss(node, address, lost.reason, restart=False)
-            self._status = ended
-            return None
-        why_not = ""
-        if plan is None:
-            why_not = "its task is not known"
-        elif plan.carried.manage not in (None, ManageMode.FULL):
-            why_not = f"management mode {plan.carried.manage.value!r} does not restart"
-        elif plan.carried.restarts >= limits.max_restarts:
-            why_not = f"max restarts ({limits.max_restarts}) reached"
-        if plan is None or why_not:
-            self._record_loss(node, address, lost.reason, restart=False)
-            self._finish(HostEnd(EndStatus.FAILED, f"{reason}; {why_not}"), record=True)
-            return None
-        self._record_loss(node, address, lost.reason, restart=True)
-        checkpoint, number = self._checkpoint_after_loss(plan, limits.carryover_turns, reason)
-        carried = replace(plan.carried, checkpoints=max(plan.carried.checkpoints, number))
-        resume = replace(
-            plan,
-            how=ResumeFrom.CHECKPOINT,
-            reason=reason,
-            session_id=None,
-            checkpoint=checkpoint,
-            checkpoint_number=number,
-            carried=carried,
-            awaiting_approval=None,
-            lost_host=reason,
-        )
-        manager = ContextManager(
-            name=self.spec.name, task=self.spec.task, limits=limits, prompts=self._prompts
-        )
-        manager.resume_from(resume, 0.0)
-        self.mirror = Transcript()
-        return manager
-
-    def _record_loss(self, node: str, address: str, reason: str, *, restart: bool) -> None:
-        self._record(
-            ev.HostLost(
-                at=self._clock(),
-                session=self.spec.name,
-                node=node,
-                address=address,
-                reason=reason,
-                restart=restart,
-            )
-        )
-
-    def _plan(self) -> SessionResume | None:
-        """The session as its events leave it (core.resume_plan), its transcript gone."""
-        record = TaskRecord(self.spec.name, self.spec.task, str(self.spec.cwd))
-        plan = plan_resume(self._events, [record], lambda _name, _id: False)
-        found = [session for session in plan.sessions if session.name == self.spec.name]
-        return found[0] if found else None
-
-    def _checkpoint_after_loss(
-        self, plan: SessionResume, carryover_turns: int, reason: str
-    ) -> tuple[Checkpoint, int]:
-        """The latest checkpoint when the agent has done nothing since; else one built from
-        the transcript received (journaled as a harness-made checkpoint)."""
-        latest = plan.checkpoint
-        since_restart = [
-            e for e in reversed(self._events) if isinstance(e, ev.Restarted | ev.CheckpointSaved)
-        ]
-        covered = bool(since_restart) and isinstance(since_restart[0], ev.CheckpointSaved)
-        worked = any(m.role is Role.ASSISTANT and not m.from_harness for m in self.mirror)
-        if latest is not None and (covered or not worked):
-            return latest, plan.checkpoint_number
-        built = harness_checkpoint(
-            self.mirror,
-            reason=reason,
-            carryover_turns=carryover_turns,
-            goal=self.spec.task,
-            previous=latest,
-        )
-        number = plan.carried.checkpoints + 1
-        self._record(
-            ev.CheckpointSaved(
-                at=self._clock(),
-                session=self.spec.name,
-                number=number,
-                origin=built.origin,
-                text=built.text,
-            )
-        )
-        return built, number
+        after = self._planner.after_loss(node, address, lost.reason, reason, self._follower.mirror)
+        if isinstance(after, ContextManager):
+            self._follower.forget_transcript()
+            return after
+        if isinstance(after, HostEnd):
+            self._finish(after, record=True)
+        else:  # it had ended before its host went
+            self._status = after
+        return None
 
     # -- the end -------------------------------------------------------------------------------
 
-    def _check_received(self, end: HostEnd) -> None:
-        """Every event the host made reached the journal: said when not (never expected)."""
-        if end.sent != self._position:
-            missing = end.sent - self._position
-            self._record(
-                ev.ErrorRecorded(
-                    at=self._clock(),
-                    session=self.spec.name,
-                    where=ev.Where.HOST,
-                    message=f"{missing} of the host's {end.sent} events never reached the journal",
-                )
-            )
-
     def _finish(self, end: HostEnd, *, record: bool = False) -> None:
         self._status, self._end_reason = end.status, end.reason
-        self._pids.update(end.pids)
+        self._follower.pids.update(end.pids)
         if record:
-            self._record(
+            self._sink(
                 ev.SessionEnded(
                     at=self._clock(), session=self.spec.name, status=end.status, reason=end.reason
                 )
@@ -496,7 +311,7 @@ class RemoteRunner:
         link.tell("apply", action_json(stop))
         try:
             async with asyncio.timeout(STOP_WAIT_SECONDS):
-                end = await self._follow(link)
+                end = await self._follower.follow(link)
         except (HostLostError, TimeoutError) as exc:
             reason = f"{self.stop_reason or 'stopped'}; its host did not say how it ended: {exc}"
             self._finish(HostEnd(EndStatus.STOPPED, reason), record=True)

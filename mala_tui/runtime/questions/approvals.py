@@ -44,7 +44,8 @@ def effective_mode(given: ApprovalMode | None, settings: Settings) -> ApprovalMo
 
 class ApprovalAsker(Protocol):
     """How a session's runner asks for, and hands on, restart approvals: the run's
-    `Approvals`, or on a cluster's host a relay to the driver (runtime.cluster.session_host)."""
+    `Approvals`, or on a cluster's host a relay to the driver
+    (runtime.cluster.relayed_questions)."""
 
     def ask(
         self, session: str, checkpoint_number: int, on_answer: Callable[[Reply], None]
