@@ -133,10 +133,11 @@ def _prepare(args: argparse.Namespace, loaded: LoadedSettings) -> _Opening:
     from mala_tui.core.view import RunState
     from mala_tui.runtime.backends.claude import ClaudeBackend
     from mala_tui.runtime.journal.writer import JournalError, find_run
-    from mala_tui.runtime.run.launch import TaskPlan, agent_spec
+    from mala_tui.runtime.run.launch import agent_spec
     from mala_tui.runtime.run.profiles import Profile, ProfileError
     from mala_tui.runtime.run.resume import profiles_of
     from mala_tui.runtime.run.run_source import ResumeError, read_source, still_live
+    from mala_tui.runtime.run.task_plans import TaskPlan
     from mala_tui.runtime.session.by_hand import interactive
     from mala_tui.ui.headless import one_line
 

@@ -31,11 +31,11 @@ if TYPE_CHECKING:
     from mala_tui.runtime.cluster.ray_engine import RayEngine
     from mala_tui.runtime.git.worktree import Worktree
     from mala_tui.runtime.journal.writer import RunJournal
-    from mala_tui.runtime.run.launch import TaskPlan
     from mala_tui.runtime.run.profiles import Profile
     from mala_tui.runtime.run.run_types import RunResult
     from mala_tui.runtime.run.signals import Shutdown
     from mala_tui.runtime.run.supervisor import Supervisor
+    from mala_tui.runtime.run.task_plans import TaskPlan
 
 # The runtime (and with it the SDK) is imported inside the commands: `--help` stays fast.
 EXIT_USAGE = 2
@@ -125,7 +125,8 @@ def run(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.stdo
 def _run(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO, shutdown: Shutdown) -> int:
     loaded = with_permissions_flag(args, with_budget_flags(args, loaded))
     from mala_tui.runtime.git.worktree import WorktreeError, base_tip, repository_root
-    from mala_tui.runtime.run.launch import TaskFileError, oversized, plan_run, with_base
+    from mala_tui.runtime.run.launch import oversized
+    from mala_tui.runtime.run.task_plans import TaskFileError, plan_run, with_base
 
     try:
         plans, profiles = plan_run(args.tasks, args.tasks_file, args.cwd, loaded.settings)
@@ -156,7 +157,8 @@ def _run(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO, shutdown
             return EXIT_USAGE
     engine = None
     if args.engine == "ray":
-        from mala_tui.runtime.cluster.ray_engine import EngineRefused, RayEngine
+        from mala_tui.runtime.cluster.ray_engine import RayEngine
+        from mala_tui.runtime.cluster.ray_refusals import EngineRefused
 
         try:
             engine = RayEngine.connect(
@@ -198,7 +200,8 @@ def _run_on(
     `profiles`: the tasks file's named profiles, which a session added later may take."""
     from mala_tui.runtime.backends.claude import ClaudeBackend
     from mala_tui.runtime.cluster.mirror import plan_all
-    from mala_tui.runtime.git.worktree import WorktreeError, WorktreeTracker, create_all
+    from mala_tui.runtime.git.worktree import WorktreeError, create_all
+    from mala_tui.runtime.git.worktree_journal import WorktreeTracker
     from mala_tui.runtime.journal.writer import StorageError
     from mala_tui.runtime.run.launch import agent_spec, build_supervisor, open_journal, plain_spec
     from mala_tui.runtime.run.new_sessions import Joining

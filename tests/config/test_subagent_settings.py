@@ -10,8 +10,9 @@ import pytest
 from mala_tui.config import Settings
 from mala_tui.config_loading import ConfigError, load_settings
 from mala_tui.core.subagent_window import SubagentLimits
-from mala_tui.runtime.run.launch import TaskPlan, agent_spec
+from mala_tui.runtime.run.launch import agent_spec
 from mala_tui.runtime.run.profiles import ProfileError, parse_profile
+from mala_tui.runtime.run.task_plans import TaskPlan
 
 
 def loaded(tmp_path: Path, text: str = "", **env: str) -> Settings:

@@ -245,7 +245,7 @@ def test_journal_lines_of_any_json_shape_are_read_listed_and_shown(lines: list[i
 
 @given(st.binary(max_size=300), st.sampled_from(["tasks.toml", "tasks.json", "tasks"]))
 def test_any_bytes_as_a_tasks_file_are_tasks_or_one_clear_error(data: bytes, name: str) -> None:
-    from mala_tui.runtime.run.launch import TaskFileError, plan_tasks
+    from mala_tui.runtime.run.task_plans import TaskFileError, plan_tasks
 
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / name
@@ -279,7 +279,7 @@ with_profiles = st.fixed_dictionaries(
 
 @given(st.lists(tasks_entry, max_size=4) | with_profiles | json_values)
 def test_any_json_as_a_tasks_file_is_tasks_or_one_clear_error(value: Any) -> None:
-    from mala_tui.runtime.run.launch import TaskFileError, plan_tasks
+    from mala_tui.runtime.run.task_plans import TaskFileError, plan_tasks
 
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "tasks.json"

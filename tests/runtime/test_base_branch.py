@@ -13,18 +13,11 @@ from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.view import RunState
 from mala_tui.runtime.git.landing import LandingError, Target, land, status
-from mala_tui.runtime.git.worktree import (
-    Worktree,
-    WorktreeError,
-    WorktreeTracker,
-    base_tip,
-    changes,
-    compared_with,
-    create,
-    create_all,
-)
-from mala_tui.runtime.run.launch import TaskFileError, plan_run, with_base
+from mala_tui.runtime.git.worktree import Worktree, WorktreeError, base_tip, create, create_all
+from mala_tui.runtime.git.worktree_diffs import changes, compared_with
+from mala_tui.runtime.git.worktree_journal import WorktreeTracker
 from mala_tui.runtime.run.profiles import Profile, ProfileError, parse_profile
+from mala_tui.runtime.run.task_plans import TaskFileError, plan_run, with_base
 from tests.support.usage_events import started
 
 

@@ -54,7 +54,8 @@ def test_the_clis_own_retries_are_fitted_to_the_api_failure_bound_unless_set() -
 
 def test_a_run_fits_the_clis_retries_to_its_setting() -> None:
     from mala_tui.config import Settings
-    from mala_tui.runtime.run.launch import TaskPlan, agent_spec
+    from mala_tui.runtime.run.launch import agent_spec
+    from mala_tui.runtime.run.task_plans import TaskPlan
 
     settings = Settings.model_validate({"idle": {"api_failure_seconds": 600}})
     plan = TaskPlan("s", "t", Path("/ws"))

@@ -17,18 +17,10 @@ from mala_tui.runtime.backends.base import SessionSpec
 from mala_tui.runtime.backends.claude import build_options
 from mala_tui.runtime.backends.scripted import ScriptedBackend
 from mala_tui.runtime.questions.approvals import ApprovalMode
-from mala_tui.runtime.run.launch import (
-    TaskFileError,
-    agent_spec,
-    build_supervisor,
-    like,
-    open_journal,
-    plain_spec,
-    plan_run,
-    plan_tasks,
-)
+from mala_tui.runtime.run.launch import agent_spec, build_supervisor, like, open_journal, plain_spec
 from mala_tui.runtime.run.new_sessions import Joining
 from mala_tui.runtime.run.profiles import Profile, ProfileError
+from mala_tui.runtime.run.task_plans import TaskFileError, plan_run, plan_tasks
 
 TASKS = """
 [profile.review]

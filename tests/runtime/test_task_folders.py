@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from mala_tui.runtime.run.launch import TaskFileError, TaskPlan, plan_tasks
+from mala_tui.runtime.run.task_plans import TaskFileError, TaskPlan, plan_tasks
 
 TASKS = """
 [[task]]

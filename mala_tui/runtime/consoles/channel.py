@@ -1,13 +1,13 @@
 """The run's control channel: how consoles attach to a live run, from any terminal.
 
-Whoever runs the supervisor (the run's host, or a foreground run's own process)
-serves this channel: HTTP on a Unix domain socket (aiohttp), readable only by its
-owner, in a short per-user folder (runtime.consoles.sockets), its path recorded in the run's
-folder (`host.json`). A console sends what the operator does as one JSON value
-(POST `/act`: core.operator_actions, validated as it enters, then `Supervisor.act`),
-and follows the run on a WebSocket, `/events?after=N`: every event whose sequence
-number is above N, as its journal line, then each new one as it is recorded. A
-console reads the journal itself first (it is a file of its own user's), then asks for what came after its last
+Whoever runs the supervisor (the run's host, or a foreground run's own process) serves
+this channel: HTTP on a Unix domain socket (aiohttp), readable only by its owner, in a
+short per-user folder (runtime.consoles.sockets), its path recorded in the run's folder
+(`host.json`). A console sends what the operator does as one JSON value (POST `/act`:
+core.operator_actions, validated as it enters, then `Supervisor.act`), and follows the
+run on a WebSocket, `/events?after=N`: every event whose sequence number is above N, as
+its journal line, then each new one as it is recorded. A console reads the journal
+itself first (it is a file of its own user's), then asks for what came after its last
 line: it misses no event and gets none twice, however often it reconnects.
 
 The host keeps the most recent lines in memory for those reconnects; older ones are

@@ -32,8 +32,9 @@ from mala_tui.loopback import (
 from mala_tui.runtime.backends.claude import ClaudeBackend
 from mala_tui.runtime.journal.writer import RunJournal, StorageError, describe_os_error
 from mala_tui.runtime.questions.approvals import ApprovalMode
-from mala_tui.runtime.run.launch import TaskPlan, agent_spec, build_supervisor, open_journal
+from mala_tui.runtime.run.launch import agent_spec, build_supervisor, open_journal
 from mala_tui.runtime.run.supervisor import Supervisor
+from mala_tui.runtime.run.task_plans import TaskPlan
 
 DEMO_SCENARIOS = ("soft-zone-reader", "hard-zone-long-task", "stall-once", "normal-zone-helpers")
 

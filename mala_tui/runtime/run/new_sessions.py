@@ -13,13 +13,14 @@ from pathlib import Path
 
 from mala_tui.config import Settings
 from mala_tui.core import events as ev
+from mala_tui.core.budget import BudgetLimits
 from mala_tui.core.manager import Limits
 from mala_tui.core.operator_messages import MessageError, checked_text
 from mala_tui.runtime.backends.base import SessionSpec
 from mala_tui.runtime.run.budget_watch import BudgetWatch
 from mala_tui.runtime.run.profiles import Profile, ProfileError, with_profile
 from mala_tui.runtime.run.runners import Runner
-from mala_tui.runtime.run.session_limits import limits_from
+from mala_tui.runtime.run.session_limits import task_limits
 from mala_tui.runtime.run.slots import Slots
 
 #: The longest session name a new task may have (a card's title).
@@ -115,11 +116,8 @@ class NewSessions:
             self.add_live(spec)
             return
         spec = with_profile(spec, chosen, self.settings)
-        self.add_live(
-            spec, limits=limits_from(task_settings, spec.model, spec.betas), profile=profile
-        )
-        if task_settings.budget != self.settings.budget:
-            self.budget.set_limits(name, task_settings.budget.session_limits())
+        limits, budget = task_limits(task_settings, self.settings, spec)
+        self.add_live(spec, limits=limits, budget=budget, profile=profile)
 
     def fork(self, parent: str, name: str, instruction: str) -> None:
         """A new session from `parent`'s conversation as it stands, told `instruction` instead
@@ -152,9 +150,10 @@ class NewSessions:
         make = self.joining.spec_for_fork or _in_the_same_folder
         spec = replace(make(runner.spec, name, instruction), fork_of=session_id)
         manager = runner.manager
-        forked = self.add_session(spec, limits=manager.limits)
+        forked = self.add_session(
+            spec, limits=manager.limits, budget=self.budget.limits_for(parent)
+        )
         forked.manager.fork_from(session_id, manager.transcript.messages, manager.density.ratio)
-        self.budget.set_limits(name, self.budget.limits_for(parent))
         self._join(
             spec,
             forked,
@@ -169,16 +168,21 @@ class NewSessions:
         )
 
     def add_live(
-        self, spec: SessionSpec, *, limits: Limits | None = None, profile: str = ""
+        self,
+        spec: SessionSpec,
+        *,
+        limits: Limits | None = None,
+        budget: BudgetLimits | None = None,
+        profile: str = "",
     ) -> Runner:
         """A session joining the run while it runs; it waits for a slot like the others.
-        `limits`, `profile`: its profile's (the run's settings when not given).
+        `limits`, `budget`, `profile`: its profile's (the run's settings when not given).
 
         Raises:
             ValueError: the run is not running (over, or not started), or the name is taken.
         """
         self._check_running()
-        runner = self.add_session(spec, limits=limits)
+        runner = self.add_session(spec, limits=limits, budget=budget)
         self._join(
             spec,
             runner,

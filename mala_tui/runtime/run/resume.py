@@ -28,19 +28,13 @@ from mala_tui.runtime.backends.claude_history import read_conversation
 from mala_tui.runtime.cluster.host_link import HostEngine
 from mala_tui.runtime.cluster.mirror import plan_all
 from mala_tui.runtime.cluster.session_host import BackendFactory
-from mala_tui.runtime.git.worktree import (
-    Worktree,
-    WorktreeError,
-    WorktreeTracker,
-    create_all,
-    remove,
-)
+from mala_tui.runtime.git.worktree import Worktree, WorktreeError, create_all, remove
+from mala_tui.runtime.git.worktree_journal import WorktreeTracker
 from mala_tui.runtime.journal.writer import JournalInUse, RunJournal
 from mala_tui.runtime.questions.approvals import ApprovalMode
 from mala_tui.runtime.run.launch import (
     PROFILES_KEY,
     WORKTREE_KEY,
-    TaskPlan,
     agent_spec,
     build_supervisor,
     plain_spec,
@@ -57,6 +51,7 @@ from mala_tui.runtime.run.run_source import (
 )
 from mala_tui.runtime.run.runners import HostPlan
 from mala_tui.runtime.run.supervisor import Supervisor
+from mala_tui.runtime.run.task_plans import TaskPlan
 from mala_tui.runtime.run.worktree_sessions import (
     ended_on_host,
     host_workspaces,

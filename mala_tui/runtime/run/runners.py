@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
 
@@ -18,7 +18,7 @@ from mala_tui.config import Settings
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.breakdown import WindowContents
-from mala_tui.core.manager import ContextManager
+from mala_tui.core.manager import ContextManager, Limits
 from mala_tui.core.observations import SessionHandedBack
 from mala_tui.core.operator_actions import SessionAction
 from mala_tui.core.prompts import PromptSet
@@ -28,7 +28,7 @@ from mala_tui.runtime.cluster.driver_runner import RemoteRunner
 from mala_tui.runtime.cluster.host_link import HostEngine
 from mala_tui.runtime.cluster.mirror import Workspace
 from mala_tui.runtime.cluster.session_host import BackendFactory
-from mala_tui.runtime.questions.approvals import Approvals
+from mala_tui.runtime.questions.approvals import ApprovalMode, Approvals
 from mala_tui.runtime.questions.desk import Desk
 from mala_tui.runtime.run.permission_requests import PermissionRequests
 from mala_tui.runtime.run.session_limits import runner_limits_from
@@ -126,6 +126,7 @@ class RunnerMaker:
         host_backend: BackendFactory | None,
         run_id: str,
         hosts: HostPlan,
+        approval_mode: ApprovalMode,
     ) -> None:
         self.settings = settings
         self.backend = backend
@@ -139,8 +140,18 @@ class RunnerMaker:
         self.host_backend = host_backend
         self.run_id = run_id
         self.hosts = hosts
+        self.approval_mode = approval_mode
 
-    def make(self, spec: SessionSpec, manager: ContextManager) -> Runner:
+    def make(self, spec: SessionSpec, limits: Limits) -> Runner:
+        """The session's manager, under `limits` as the run's approval mode has them (a
+        mode given on the command line overrides the settings), and its runner."""
+        if self.approval_mode in {ApprovalMode.ASK, ApprovalMode.DENY}:
+            limits = replace(limits, require_approval=True)
+        elif self.approval_mode is ApprovalMode.AUTO:
+            limits = replace(limits, require_approval=False)
+        manager = ContextManager(
+            name=spec.name, task=spec.task, limits=limits, prompts=self.prompts
+        )
         if self.engine is not None:
             return RemoteRunner(
                 spec=spec,

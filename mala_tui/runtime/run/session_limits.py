@@ -7,6 +7,7 @@ request (core.window); everything else is the config's, layered as it says.
 from __future__ import annotations
 
 from mala_tui.config import Settings
+from mala_tui.core.budget import BudgetLimits
 from mala_tui.core.limits import Limits
 from mala_tui.core.phases import ManageMode
 from mala_tui.core.subagent_window import SubagentLimits
@@ -16,7 +17,19 @@ from mala_tui.core.window import (
     Window,
     resolve_window,
 )
+from mala_tui.runtime.backends.base import SessionSpec
 from mala_tui.runtime.session.runner import RunnerLimits
+
+
+def task_limits(
+    task_settings: Settings, run_settings: Settings, spec: SessionSpec
+) -> tuple[Limits, BudgetLimits | None]:
+    """A task's limits under its profile (`task_settings`, the profile over the run's), and
+    its own budget when the profile changes it (None: the run's applies): the one place a
+    profile's limits are made, for the run's tasks and those added while it runs."""
+    limits = limits_from(task_settings, spec.model, spec.betas)
+    budget = task_settings.budget
+    return limits, budget.session_limits() if budget != run_settings.budget else None
 
 
 def subagent_limits_for(

@@ -13,6 +13,7 @@ from typing import Protocol
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.text import plural
+from mala_tui.runtime.run.run_types import RunResult
 
 #: Why a session ended unstarted, after the cause: the run stopped while it waited for a
 #: slot, or before the run had started any.
@@ -24,6 +25,19 @@ class Runs(Protocol):
     """A session's runner, as a slot runs it."""
 
     async def run(self) -> EndStatus: ...
+
+
+class Ends(Protocol):
+    """A session's runner, as the run's result reads it."""
+
+    @property
+    def status(self) -> EndStatus | None: ...
+
+    @property
+    def end_reason(self) -> str: ...
+
+    @property
+    def pids(self) -> list[int]: ...
 
 
 class Slots:
@@ -107,6 +121,20 @@ class Slots:
         self._tasks[name] = group.create_task(
             self._run_in_slot(name, runner, slots), name=f"session {name}"
         )
+
+    def result(self, runners: Mapping[str, Ends], stop_cause: str) -> RunResult:
+        """How each session ended, as journaled: a session stopped with the run gives the
+        run's cause, one stopped on its own (`x`) says so, whatever stopped the run later."""
+        statuses: dict[str, EndStatus] = {}
+        reasons: dict[str, str] = {}
+        for name, runner in runners.items():
+            if name in self.never_started:
+                statuses[name], reasons[name] = self.never_started[name]
+                continue
+            statuses[name] = runner.status or EndStatus.FAILED
+            reasons[name] = runner.end_reason
+        pids = [pid for runner in runners.values() for pid in runner.pids]
+        return RunResult(statuses=statuses, reasons=reasons, pids=pids, stop_cause=stop_cause)
 
     def end_queued(self, status: EndStatus, reason: str) -> None:
         """End every session still waiting for a slot: it never started, and never will."""

@@ -21,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from pathlib import Path
 
 from mala_tui.config import Settings
@@ -29,21 +28,12 @@ from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.breakdown import WindowContents
 from mala_tui.core.budget import BudgetCheck, BudgetLimits
-from mala_tui.core.manager import ContextManager, Limits
+from mala_tui.core.manager import Limits
 from mala_tui.core.observations import Command
 from mala_tui.core.operator_actions import (
-    AddSession,
-    AnswerApproval,
-    AnswerPermission,
-    ForkSession,
     OperatorAction,
-    RequireApproval,
-    SayToAgent,
     SessionCommand,
-    SetBudget,
-    SetManageMode,
 )
-from mala_tui.core.operator_messages import MessageError, checked_text
 from mala_tui.core.prompts import PromptSet
 from mala_tui.core.view import RunState, SessionSnapshot
 from mala_tui.runtime.backends.base import Backend, SessionSpec
@@ -56,6 +46,7 @@ from mala_tui.runtime.run.budget_watch import BudgetListener, BudgetNotice, Budg
 from mala_tui.runtime.run.hand_over import HandOver
 from mala_tui.runtime.run.landings import Landings
 from mala_tui.runtime.run.new_sessions import Joining, NewSessions
+from mala_tui.runtime.run.operator_routes import STOPPED_BY_OPERATOR, OperatorRoutes
 from mala_tui.runtime.run.permission_requests import PermissionRequests
 from mala_tui.runtime.run.recorder import Listeners, RunRecorder
 from mala_tui.runtime.run.run_types import RunResult
@@ -64,8 +55,6 @@ from mala_tui.runtime.run.session_limits import limits_from
 from mala_tui.runtime.run.slots import Slots
 from mala_tui.runtime.session.by_hand import Interactive
 from mala_tui.runtime.session.processes import pid_alive
-
-STOPPED_BY_OPERATOR = "stopped by the operator"
 
 
 class Supervisor:
@@ -161,6 +150,7 @@ class Supervisor:
             host_backend=host_backend,
             run_id=run_id,
             hosts=hosts,
+            approval_mode=self.approval_mode,
         )
         """Makes each session's runner, here or on a cluster's host (runtime.run.runners)."""
         self.slots = Slots(record=self.record, clock=self.clock)
@@ -186,6 +176,15 @@ class Supervisor:
             clock=self.clock,
         )
         """Sessions opened by hand and handed back (runtime.run.hand_over)."""
+        self.routes = OperatorRoutes(
+            runners=self.runners,
+            approvals=self.approvals,
+            permissions=self.permissions,
+            new_sessions=self.new_sessions,
+            budget=self.budget,
+            slots=self.slots,
+        )
+        """Where each thing a person does goes (runtime.run.operator_routes)."""
 
     # -- the recorder's, read here ---------------------------------------------------------------
 
@@ -206,11 +205,6 @@ class Supervisor:
     def storage_failure(self) -> OSError | None:
         """The first error writing the run's files, once there has been one."""
         return self.recorder.storage_failure
-
-    @property
-    def max_concurrent(self) -> int:
-        """At most this many sessions run at once (agent.max_concurrent, or a cluster's)."""
-        return self.slots.max_concurrent
 
     @property
     def queued(self) -> list[str]:
@@ -261,15 +255,7 @@ class Supervisor:
         (the run's settings when not)."""
         if spec.name in self.runners:
             raise ValueError(f"two sessions are named {spec.name!r}")
-        limits = limits or limits_from(self.settings, spec.model, spec.betas)
-        if self.approval_mode in {ApprovalMode.ASK, ApprovalMode.DENY}:
-            limits = _with(limits, require_approval=True)
-        elif self.approval_mode is ApprovalMode.AUTO:
-            limits = _with(limits, require_approval=False)
-        manager = ContextManager(
-            name=spec.name, task=spec.task, limits=limits, prompts=self.prompts
-        )
-        runner = self.maker.make(spec, manager)
+        runner = self.maker.make(spec, limits or limits_from(self.settings, spec.model, spec.betas))
         self.runners[spec.name] = runner
         if budget is not None:
             self.budget.set_limits(spec.name, budget)
@@ -308,23 +294,12 @@ class Supervisor:
         return self.new_sessions.profile_names()
 
     def result(self) -> RunResult:
-        statuses: dict[str, EndStatus] = {}
-        reasons: dict[str, str] = {}
-        for name, runner in self.runners.items():
-            if name in self.slots.never_started:
-                statuses[name], reasons[name] = self.slots.never_started[name]
-                continue
-            # As journaled: a session stopped with the run gives the run's cause, one
-            # stopped on its own (`x`) says so, whatever stopped the run later.
-            statuses[name] = runner.status or EndStatus.FAILED
-            reasons[name] = runner.end_reason
-        return RunResult(
-            statuses=statuses, reasons=reasons, pids=self.pids(), stop_cause=self.stop_cause
-        )
+        """How each session ended, as journaled (runtime.run.slots)."""
+        return self.slots.result(self.runners, self.stop_cause)
 
     def pids(self) -> list[int]:
         """Every agent process any session started."""
-        return [pid for runner in self.runners.values() for pid in runner.pids]
+        return self.result().pids
 
     def alive_pids(self) -> list[int]:
         return [pid for pid in self.pids() if pid_alive(pid)]
@@ -341,50 +316,7 @@ class Supervisor:
             MessageError: a message that cannot reach the agent (it says why).
             ValueError: a session that cannot be added (it says why).
         """
-        match action:
-            case AnswerApproval():
-                self.approvals.decide(
-                    action.session,
-                    action.decision,
-                    action.edited_text,
-                    action.by,
-                    action.checkpoint_number,
-                    console=action.console,
-                )
-            case AnswerPermission():
-                self.permissions.answer(
-                    action.session,
-                    action.request_id,
-                    action.answer,
-                    action.reason,
-                    console=action.console,
-                )
-            case AddSession():
-                self.new_sessions.add_task(action.name, action.task, action.cwd, action.profile)
-            case ForkSession():
-                self.new_sessions.fork(action.parent, action.name, action.instruction)
-            case SetBudget():
-                if action.session is not None and action.session not in self.runners:
-                    raise KeyError(f"no session {action.session!r} in this run")
-                self.budget.set_limits(action.session, action.limits)
-            case RequireApproval():
-                names = list(self.runners) if action.session is None else [action.session]
-                for name in names:
-                    self.runners[name].apply(action)
-            case SayToAgent():
-                runner = self.runners[action.session]
-                text = checked_text(action.text)
-                if runner.status is not None or action.session in self.slots.never_started:
-                    raise MessageError(
-                        f"{action.session} has ended: a message cannot reach its agent"
-                    )
-                runner.apply(action.model_copy(update={"text": text}))
-            case SessionCommand(command=Command.STOP | Command.CANCEL) if (
-                action.session in self.queued
-            ):
-                self.slots.end_unstarted(action.session, EndStatus.STOPPED, STOPPED_BY_OPERATOR)
-            case SessionCommand() | SetManageMode():
-                self.runners[action.session].apply(action)
+        self.routes.act(action)
 
     def stop_for(self, cause: str) -> None:
         """Stop every session because of `cause` (a signal, a full disk): the results say so."""
@@ -444,7 +376,3 @@ class Supervisor:
         """What fills the session's window: its conversation and its calibration, now."""
         runner = self.runners.get(session)
         return None if runner is None else runner.window(self.state)
-
-
-def _with(limits: Limits, **changes: bool) -> Limits:
-    return replace(limits, **changes)  # type: ignore[arg-type]
