@@ -54,7 +54,8 @@ from mala_tui.runtime.backends.claude import ClaudeBackend
 from mala_tui.runtime.backends.cli_stderr import StderrLog
 from mala_tui.runtime.journal.writer import RunJournal, new_run_id
 from mala_tui.runtime.questions.approvals import ApprovalMode
-from mala_tui.runtime.run.launch import TaskPlan, agent_spec
+from mala_tui.runtime.run.launch import agent_spec
+from mala_tui.runtime.run.task_plans import TaskPlan
 from mala_tui.runtime.run.supervisor import Supervisor
 
 REQUEST_LOG = "loopback-requests.jsonl"
