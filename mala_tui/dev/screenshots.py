@@ -1,7 +1,7 @@
 """`python -m mala_tui.dev.screenshots [DIR]`: render the main screens of the real app to SVG.
 
 Like Harlequin's export_screenshots.py: the app runs headless on the fixed
-sample run (`dev.fake_source`), each screen is reached with the keys a person would
+sample run (`dev.sample_run`), each screen is reached with the keys a person would
 press, and `save_screenshot` writes it. The README shows the results, which are
 committed in `screenshots/`.
 """
@@ -17,7 +17,8 @@ from pathlib import Path
 from textual.pilot import Pilot
 
 from mala_tui.config import Settings, UiSettings
-from mala_tui.dev.fake_source import FakeLiveSource, sample_permission_request, sample_state
+from mala_tui.dev.fake_source import FakeLiveSource
+from mala_tui.dev.sample_run import sample_permission_request, sample_state
 from mala_tui.ui.app import MalaApp
 
 SIZE = (140, 44)

@@ -17,7 +17,9 @@ from mala_tui.core import events as ev
 from mala_tui.core.checkpoint import CheckpointOrigin
 from mala_tui.core.phases import Phase, Trigger
 from mala_tui.core.view import RunState
-from mala_tui.dev.fake_source import T0, FakeLiveSource, sample_events
+from mala_tui.dev.fake_source import FakeLiveSource
+from mala_tui.dev.sample_run import sample_events
+from mala_tui.dev.sample_session import T0
 from mala_tui.ui.app import MalaApp
 from mala_tui.ui.screens.dashboard import DashboardScreen
 from mala_tui.ui.source import Source

@@ -49,7 +49,7 @@ async def test_pause_mask_and_restart_go_to_the_focused_session() -> None:
 
 async def test_pause_becomes_resume_on_a_paused_session() -> None:
     from mala_tui.core import events as ev
-    from mala_tui.dev.fake_source import T0
+    from mala_tui.dev.sample_session import T0
 
     supervisor = FakeLiveSource()
     supervisor.record(

@@ -10,7 +10,8 @@ from mala_tui.core.observations import Decision
 from mala_tui.core.operator_actions import AnswerApproval, OperatorAction
 from mala_tui.core.permissions import AnsweredBy
 from mala_tui.core.questions import approval_id
-from mala_tui.dev.fake_source import T0, FakeLiveSource
+from mala_tui.dev.fake_source import FakeLiveSource
+from mala_tui.dev.sample_session import T0
 from mala_tui.runtime.questions.desk import QuestionClosed, Reply
 from mala_tui.ui.screens.approval import ApprovalScreen
 from mala_tui.ui.screens.dashboard import DashboardScreen

@@ -8,7 +8,8 @@ from mala_tui.core import events as ev
 from mala_tui.core.permissions import AnsweredBy, PermissionAnswer
 from mala_tui.core.usage import UsageSource
 from mala_tui.core.view import RunState, SessionSnapshot
-from mala_tui.dev.fake_source import T0, FakeLiveSource
+from mala_tui.dev.fake_source import FakeLiveSource
+from mala_tui.dev.sample_session import T0
 from mala_tui.ui.format import cache_text
 from mala_tui.ui.screens.dashboard import DashboardScreen
 from mala_tui.ui.widgets.session_card import SessionCard

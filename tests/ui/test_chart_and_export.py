@@ -6,7 +6,8 @@ from pathlib import Path
 
 from textual.widgets import Input
 
-from mala_tui.dev.fake_source import CHECKPOINT_2, T0
+from mala_tui.dev.sample_run import CHECKPOINT_2
+from mala_tui.dev.sample_session import T0
 from mala_tui.ui.screens.checkpoints import CheckpointScreen
 from mala_tui.ui.screens.export import ExportScreen
 from mala_tui.ui.widgets.context_chart import ChartData, ContextChart

@@ -126,7 +126,7 @@ async def test_a_finished_run_offers_no_message_and_no_new_session() -> None:
 async def test_an_approval_that_comes_in_and_a_failure_call_for_the_operator() -> None:
     from mala_tui.core import events as ev
     from mala_tui.core.actions import EndStatus
-    from mala_tui.dev.fake_source import T0
+    from mala_tui.dev.sample_session import T0
 
     supervisor = FakeLiveSource()
     app = make_app(supervisor)

@@ -20,7 +20,8 @@ from textual.widgets import Input, Static
 from mala_tui.config import Settings, UiSettings
 from mala_tui.core import events as ev
 from mala_tui.core.checkpoint import CheckpointOrigin
-from mala_tui.dev.fake_source import T0, FakeLiveSource
+from mala_tui.dev.fake_source import FakeLiveSource
+from mala_tui.dev.sample_session import T0
 from mala_tui.runtime.consoles.live_run import RemoteRun
 from mala_tui.runtime.consoles.sockets import HostRecord
 from mala_tui.runtime.git.worktree import Worktree, create

@@ -8,7 +8,8 @@ from mala_tui.core.phases import Phase, Trigger
 from mala_tui.core.transcript import Role
 from mala_tui.core.usage import UsageSource
 from mala_tui.core.view import RunState
-from mala_tui.dev.fake_source import T0, WINDOW, FakeLiveSource
+from mala_tui.dev.fake_source import FakeLiveSource
+from mala_tui.dev.sample_session import T0, WINDOW
 from mala_tui.ui.screens.approval import ApprovalScreen
 from tests.support.polling import eventually
 

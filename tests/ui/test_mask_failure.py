@@ -6,7 +6,7 @@ import io
 
 from mala_tui.core import events as ev
 from mala_tui.core.view import RunState
-from mala_tui.dev.fake_source import T0, WINDOW
+from mala_tui.dev.sample_session import T0, WINDOW
 from mala_tui.ui.headless import printer
 
 from .helpers import make_app, screen_text

@@ -8,7 +8,8 @@ from textual.widgets import Input
 from mala_tui.config import Settings, UiSettings
 from mala_tui.core import events as ev
 from mala_tui.core.permissions import AnsweredBy, PermissionAnswer
-from mala_tui.dev.fake_source import T0, FakeLiveSource
+from mala_tui.dev.fake_source import FakeLiveSource
+from mala_tui.dev.sample_session import T0
 from mala_tui.ui.app import MalaApp
 from mala_tui.ui.screens.dashboard import DashboardScreen
 from mala_tui.ui.screens.permission import ASK_REASON, PermissionScreen

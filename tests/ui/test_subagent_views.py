@@ -9,7 +9,9 @@ from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.events.subagents import SubagentEnd
 from mala_tui.core.view import RunState
-from mala_tui.dev.fake_source import T0, FakeLiveSource, sample_events
+from mala_tui.dev.fake_source import FakeLiveSource
+from mala_tui.dev.sample_run import sample_events
+from mala_tui.dev.sample_session import T0
 from mala_tui.ui.app import MalaApp
 from mala_tui.ui.screens.dashboard import DashboardScreen, _state_changed
 from mala_tui.ui.screens.detail import DetailScreen
