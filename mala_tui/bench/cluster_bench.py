@@ -88,6 +88,9 @@ class PerSession:
     async def mask_transcript(self, spec: SessionSpec, session_id: str, placeholders: Any) -> int:
         return 0
 
+    async def fold_transcript(self, spec: SessionSpec, session_id: str, notes: Any) -> None:
+        return None
+
 
 async def drive(
     data: Path,

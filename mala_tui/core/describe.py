@@ -52,6 +52,13 @@ def summary(event: ev.Event) -> str:
             return f"reclaimed {tokens(event.reclaimed)}: {change}"
         case ev.MaskSkipped():
             return f"{event.reason} at {tokens(event.tokens)}"
+        case ev.TranscriptFolded():
+            notes = f" and {plural(event.notes, 'resume note')}" if event.notes else ""
+            return (
+                f"folded {plural(event.steps, 'masked step')}{notes} into the digest "
+                f"({plural(event.digest_lines, 'line')}, ~{tokens(event.digest_tokens)}): "
+                f"~{tokens(event.tokens_before)} -> ~{tokens(event.tokens_after)}"
+            )
         case ev.WindDownSent():
             return f"at {tokens(event.tokens)} / {tokens(event.window)} ({event.trigger})"
         case ev.CheckpointRequested():

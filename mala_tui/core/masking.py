@@ -57,20 +57,32 @@ def _count_lines(content: str) -> int:
     return sum(1 for line in content.splitlines() if line.strip())
 
 
+def placeholder_argument(call: ToolCall) -> str:
+    """How a placeholder names its call's argument, at its start ("" when it names none)."""
+    # One line, bounded: a path or pattern with newlines must not break the placeholder.
+    argument = shorten(flatten(primary_argument(call)), 160)
+    if call.name in ("Read", "Edit", "Write", "MultiEdit", "NotebookEdit"):
+        return argument
+    if call.name == "Bash":
+        return f"`{_head(argument)}`"
+    if call.name in ("Grep", "Glob"):
+        return repr(_head(argument))
+    return ""
+
+
 def placeholder(call: ToolCall, result: ToolResult) -> str:
     """A short line saying what was there, specific to the tool that produced it."""
     content = result.content
     size = human_size(len(content))
-    # One line, bounded: a path or pattern with newlines must not break the placeholder.
-    argument = shorten(flatten(primary_argument(call)), 160)
+    argument = placeholder_argument(call)
     if call.name == "Read":
         lines = len(content.splitlines())
         detail = f"{argument}, {lines} lines"
     elif call.name == "Bash":
-        detail = f"`{_head(argument)}`, {_exit_status(result)}, {size}"
+        detail = f"{argument}, {_exit_status(result)}, {size}"
     elif call.name in ("Grep", "Glob"):
         noun = "files" if call.name == "Glob" else "matches"
-        detail = f"{_head(argument)!r}, {_match_count(content)} {noun}"
+        detail = f"{argument}, {_match_count(content)} {noun}"
     elif call.name in ("Edit", "Write", "MultiEdit", "NotebookEdit"):
         detail = argument or size
     else:

@@ -190,10 +190,18 @@ class Progress:
         return self._status(step, after=position)
 
     def read_succeeded_after(self, path: str, message_index: int) -> bool:
-        """A Read of ``path`` after ``message_index`` shows its content, or shows it is absent."""
-        return any(
+        """A Read of ``path`` after ``message_index`` shows its content, or shows it is absent;
+        or a Write or Edit of it succeeded then: the agent knows what it wrote, and Claude
+        Code says so ("file state is current in your context -- no need to Read it back")."""
+        if any(
             (call.succeeded or call.found_nothing) and call.message_index > message_index
             for call in self._calls.get(("Read", path), ())
+        ):
+            return True
+        return any(
+            call.succeeded and call.message_index > message_index
+            for tool in ("Write", "Edit")
+            for call in self._calls.get((tool, path), ())
         )
 
     def _read_records(self) -> tuple[set[tuple[str, str]], list[str]]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+from mala_tui.core.fold import FoldReport
 from mala_tui.core.observations import MessageObserved
 from mala_tui.core.transcript import Message, Role, ToolCall, ToolResult
 from mala_tui.runtime.backends.base import PermissionAsk, SessionSpec, StreamItem
@@ -51,6 +52,11 @@ class PerSession:
     ) -> int:
         return 0
 
+    async def fold_transcript(
+        self, spec: SessionSpec, session_id: str, notes: Sequence[str]
+    ) -> FoldReport | None:
+        return None
+
 
 def bash(command: str, tool_id: str) -> list[StreamItem | AskPermission]:
     """A Bash call the agent asks permission for before it runs, then the call's result
@@ -78,3 +84,8 @@ class NoLocalBackend:
         self, spec: SessionSpec, session_id: str, placeholders: Mapping[str, str]
     ) -> int:
         raise AssertionError(f"{spec.name} was masked here, not on a host")
+
+    async def fold_transcript(
+        self, spec: SessionSpec, session_id: str, notes: Sequence[str]
+    ) -> FoldReport | None:
+        raise AssertionError(f"{spec.name} was folded here, not on a host")

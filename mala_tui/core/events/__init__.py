@@ -41,6 +41,7 @@ from mala_tui.core.events.context import (
     MessageKind,
     MessageRecorded,
     Restarted,
+    TranscriptFolded,
     UsageRecorded,
     WindDownSent,
 )
@@ -113,6 +114,7 @@ Event = Annotated[
     | MaskApplied
     | MaskMeasured
     | MaskSkipped
+    | TranscriptFolded
     | WindDownSent
     | CheckpointRequested
     | CheckpointSaved
@@ -260,6 +262,7 @@ __all__ = [
     "SubagentStarted",
     "SubagentWoundDown",
     "TakenOver",
+    "TranscriptFolded",
     "UnknownEventError",
     "UsageRecorded",
     "WarningRecorded",

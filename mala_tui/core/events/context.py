@@ -133,6 +133,24 @@ class MaskMeasured(EventBase):
     reclaimed: int
 
 
+class TranscriptFolded(EventBase):
+    """A mask's fold (core.fold): the masked steps' calls and placeholders, and earlier
+    masks' resume notes, left the transcript for one digest line per step."""
+
+    type: Literal["transcript_folded"] = "transcript_folded"
+    steps: int
+    """Steps folded by this fold."""
+    notes: int = 0
+    """Earlier masks' resume notes folded with them."""
+    digest_lines: int = 0
+    """Lines of the digest after the fold (every step folded so far)."""
+    tokens_before: int = 0
+    """The conversation's estimated size (chars/4) after the mask, before the fold."""
+    tokens_after: int = 0
+    """...and after it, digest included."""
+    digest_tokens: int = 0
+
+
 class MaskSkipped(EventBase):
     type: Literal["mask_skipped"] = "mask_skipped"
     reason: str

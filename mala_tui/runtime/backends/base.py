@@ -8,12 +8,13 @@ mask, an idle timeout) is a new client.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from mala_tui.core import events as ev
+from mala_tui.core.fold import FoldReport
 from mala_tui.core.observations import (
     ApiRetrying,
     BackgroundChanged,
@@ -200,6 +201,17 @@ class Backend(Protocol):
         self, spec: SessionSpec, session_id: str, placeholders: Mapping[str, str]
     ) -> int:
         """Replace these tool results in the stored session; returns how many were replaced.
+
+        Raises:
+            MaskError: the session's transcript could not be found or rewritten.
+        """
+
+    async def fold_transcript(
+        self, spec: SessionSpec, session_id: str, notes: Sequence[str]
+    ) -> FoldReport | None:
+        """Fold the stored session's masked steps into its digest (core.fold), after a mask;
+        `notes` are the resume notes sent after earlier masks. None when nothing folded
+        (or the agent keeps no transcript to fold).
 
         Raises:
             MaskError: the session's transcript could not be found or rewritten.

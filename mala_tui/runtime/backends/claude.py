@@ -36,7 +36,7 @@ import asyncio
 import contextlib
 import time
 import warnings
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast
@@ -59,6 +59,7 @@ from claude_agent_sdk import (
 )
 
 from mala_tui.core import events as ev
+from mala_tui.core.fold import FoldReport
 from mala_tui.core.observations import (
     BackgroundChanged,
     CompactionObserved,
@@ -77,6 +78,7 @@ from mala_tui.runtime.backends.base import (
     StreamItem,
     ToolGate,
 )
+from mala_tui.runtime.backends.claude_fold import fold_transcript
 from mala_tui.runtime.backends.claude_stream import (
     StreamConverter,
     model_usage_totals,
@@ -454,3 +456,10 @@ class ClaudeBackend:
     ) -> int:
         path = find_transcript(config_dir(spec), session_id)
         return await asyncio.to_thread(rewrite_transcript, path, placeholders, self.backup_dir)
+
+    async def fold_transcript(
+        self, spec: SessionSpec, session_id: str, notes: Sequence[str]
+    ) -> FoldReport | None:
+        # The mask just before kept the original: the fold needs no copy of its own.
+        path = find_transcript(config_dir(spec), session_id)
+        return await asyncio.to_thread(fold_transcript, path, notes)

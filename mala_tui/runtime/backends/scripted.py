@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Final
 
 from mala_tui.core import events as ev
+from mala_tui.core.fold import FoldReport
 from mala_tui.core.observations import MessageObserved, TurnEnded
 from mala_tui.core.transcript import ToolCall, ToolResult
 from mala_tui.runtime.backends.base import (
@@ -236,3 +237,8 @@ class ScriptedBackend:
             raise MaskError(self.mask_error)
         self.masked.append(dict(placeholders))
         return len(placeholders)
+
+    async def fold_transcript(
+        self, spec: SessionSpec, session_id: str, notes: Sequence[str]
+    ) -> FoldReport | None:
+        return None  # a scripted session keeps no transcript to fold

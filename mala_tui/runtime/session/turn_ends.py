@@ -3,9 +3,10 @@ working tree aside then): every call goes to the backend it wraps, unchanged."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from pathlib import Path
 
+from mala_tui.core.fold import FoldReport
 from mala_tui.core.observations import TurnEnded
 from mala_tui.runtime.backends.base import (
     AgentClient,
@@ -76,3 +77,8 @@ class TurnEnds:
         self, spec: SessionSpec, session_id: str, placeholders: Mapping[str, str]
     ) -> int:
         return await self._inner.mask_transcript(spec, session_id, placeholders)
+
+    async def fold_transcript(
+        self, spec: SessionSpec, session_id: str, notes: Sequence[str]
+    ) -> FoldReport | None:
+        return await self._inner.fold_transcript(spec, session_id, notes)

@@ -1,0 +1,207 @@
+"""Folding what masks leave behind: each masked step becomes one line of a digest.
+
+A mask replaces old results by placeholders, but the structure of every step stays: the
+call, its placeholder, the resume note of each mask. That structure only grows, and each
+mask rewrites all of it at the cache-write price. A summary would drop it; a fold drops it
+without a model call, since the mask rewrites the transcript anyway: the masked steps'
+calls and placeholders, and the resume notes of earlier masks, leave the conversation,
+and each step leaves one line in a digest placed once, after the task:
+
+    - Bash `pytest -q`, exit 1, 3.1 KB, masked
+
+The digest is append-only: each later fold adds its lines at the end, and a line once
+written is never rewritten or summarised (contexts grown by small appended entries keep
+more than contexts rewritten whole).
+
+What stays whole:
+- the agent's own words (its text blocks: the facts it noted live there);
+- results it fetched again (the latest fetch is never masked, so never folded);
+- the newest step;
+- the latest successful step of each file the agent read, wrote or edited: Claude Code
+  rebuilds its read-file state on resume from those calls and their results (the newest
+  per path), and refuses to edit a file it believes it has not read. Folded away, an
+  Edit right after the fold would be refused.
+
+Pure: the runtime reads the CLI's transcript into `Message`s, asks `plan_fold`, and
+applies the plan to its own file format (runtime/backends/claude_fold.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from mala_tui.core.masking import PLACEHOLDER_PATTERN, is_masked, placeholder_argument
+from mala_tui.core.text import flatten, shorten
+from mala_tui.core.transcript import (
+    Message,
+    Role,
+    TextBlock,
+    ToolCall,
+    ToolExchange,
+    ToolResult,
+    Transcript,
+    primary_argument,
+)
+
+#: The digest's first line: how it is found again, and what it tells the agent. It names
+#: no tool, so no reader takes it for a step.
+DIGEST_HEADER: Final = "[Steps folded, oldest first; output masked, run one again to see it:]"
+#: Tools whose latest successful call per path Claude Code reads back into its read-file
+#: state on resume (it knows Read, Write and Edit; the others are kept to be safe).
+FILE_STATE_TOOLS: Final = frozenset({"Read", "Write", "Edit", "MultiEdit", "NotebookEdit"})
+_TARGET_CHARS: Final = 160
+
+
+def is_digest(text: str) -> bool:
+    """Whether a text block is a fold's digest."""
+    return text.startswith(DIGEST_HEADER)
+
+
+def digest_line(call: ToolCall, masked: str) -> str:
+    """One line for a folded step: its tool, its target, its size or exit status, "masked".
+
+    The status is read off the step's placeholder (what masking saw of the result); the
+    target is the call's own argument, longer than the placeholder's head of a command,
+    so the line names the step exactly.
+    """
+    target = shorten(flatten(primary_argument(call)), _TARGET_CHARS)
+    if call.name == "Bash":
+        target = f"`{target}`"
+    head = f"- {call.name} {target}".rstrip()
+    status = _status(call, masked)
+    return f"{head}, {status}, masked" if status else f"{head}, masked"
+
+
+def _status(call: ToolCall, masked: str) -> str:
+    """The placeholder's detail without the argument it opens with."""
+    found = PLACEHOLDER_PATTERN.match(masked.strip())
+    if found is None:
+        return ""
+    detail = found.group(2)
+    argument = placeholder_argument(call)
+    if argument and detail.startswith(argument):
+        detail = detail[len(argument) :]
+    return detail.lstrip(", ").strip()
+
+
+def extend_digest(digest: str, lines: Sequence[str]) -> str:
+    """The digest with `lines` added at its end (a new digest when `digest` is empty)."""
+    if not lines:
+        return digest
+    head = digest if is_digest(digest) else DIGEST_HEADER
+    return "\n".join((head, *lines))
+
+
+def digest_lines(digest: str) -> tuple[str, ...]:
+    """The step lines of a digest (none for a text that is not one)."""
+    if not is_digest(digest):
+        return ()
+    return tuple(line for line in digest.splitlines()[1:] if line.strip())
+
+
+@dataclass(frozen=True, slots=True)
+class FoldPlan:
+    """What a fold removes, and the digest it leaves."""
+
+    folded: tuple[str, ...] = ()
+    """Tool-use ids whose call and result leave the conversation, oldest first."""
+    notes: tuple[int, ...] = ()
+    """Indices (in the messages planned on) of earlier masks' resume notes, which leave too."""
+    digest: str = ""
+    """The whole digest after the fold: the earlier one and the new lines."""
+    new_lines: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.folded or self.notes)
+
+
+@dataclass(frozen=True, slots=True)
+class FoldReport:
+    """What a fold did: steps and notes folded, the digest's lines, and the conversation's
+    estimated size (chars/4) before and after it, and the digest's."""
+
+    steps: int
+    notes: int
+    digest_lines: int
+    tokens_before: int
+    tokens_after: int
+    digest_tokens: int
+
+
+def plan_fold(
+    messages: Sequence[Message], *, digest: str = "", notes: frozenset[str] = frozenset()
+) -> FoldPlan:
+    """Which steps fold, given the conversation as the mask left it (placeholders in).
+
+    `digest` is the one an earlier fold left (empty if none); `notes` are the texts of the
+    resume notes mala-tui sent after earlier masks, found by their exact text.
+    """
+    exchanges = [obs for obs in Transcript(messages).exchanges() if obs.result is not None]
+    if not exchanges:
+        return FoldPlan(digest=digest)
+    kept = _file_state_steps(exchanges) | {exchanges[-1].call.id}
+    folded = [
+        obs
+        for obs in exchanges
+        if obs.call.id not in kept and obs.result is not None and is_masked(obs.result.content)
+    ]
+    note_indices = tuple(
+        index
+        for index, message in enumerate(messages)
+        if message.role is Role.USER
+        and not message.tool_results
+        and message.text.strip()
+        and message.text.strip() in notes
+    )
+    lines = tuple(digest_line(obs.call, obs.result.content) for obs in folded if obs.result)
+    return FoldPlan(
+        folded=tuple(obs.call.id for obs in folded),
+        notes=note_indices,
+        digest=extend_digest(digest, lines),
+        new_lines=lines,
+    )
+
+
+def _file_state_steps(exchanges: Sequence[ToolExchange]) -> set[str]:
+    """The latest successful file step per path: what the CLI rebuilds its read-file
+    state from on resume (it keeps the newest entry per path)."""
+    latest: dict[str, str] = {}
+    for obs in exchanges:
+        if obs.call.name not in FILE_STATE_TOOLS or obs.result is None or obs.result.is_error:
+            continue
+        path = primary_argument(obs.call)
+        if path:
+            latest[path] = obs.call.id
+    return set(latest.values())
+
+
+def apply_fold(messages: Sequence[Message], plan: FoldPlan) -> list[Message]:
+    """The conversation after `plan`: folded calls and results and old notes out, the
+    digest in the first prompt (after the task), every other block as it was."""
+    gone = set(plan.folded)
+    notes = set(plan.notes)
+    folded: list[Message] = []
+    digest_placed = not plan.digest
+    for index, message in enumerate(messages):
+        if index in notes:
+            continue
+        blocks = tuple(block for block in message.blocks if not _folded_block(block, gone))
+        if not digest_placed and message.is_prompt:
+            blocks = (
+                *(b for b in blocks if not (isinstance(b, TextBlock) and is_digest(b.text))),
+                TextBlock(plan.digest),
+            )
+            digest_placed = True
+        if blocks:
+            folded.append(Message(message.role, blocks, message.from_harness))
+    return folded
+
+
+def _folded_block(block: TextBlock | ToolCall | ToolResult, gone: set[str]) -> bool:
+    if isinstance(block, ToolCall):
+        return block.id in gone
+    if isinstance(block, ToolResult):
+        return block.tool_use_id in gone
+    return False
