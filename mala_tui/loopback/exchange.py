@@ -28,6 +28,12 @@ from mala_tui.loopback.request_view import RequestView, parse_request, subagent_
 from mala_tui.loopback.scenario import Scenario
 from mala_tui.loopback.tokens import PromptBlock, text_tokens
 
+# With the ``context-1m-2025-08-07`` beta the API allows a 1M-token prompt.
+WINDOW_1M = 1_000_000
+CONTEXT_1M_BETA = "context-1m"
+# Claude Code's spelling of a model on its 1M window: "claude-sonnet-4-5[1m]".
+MODEL_1M_SUFFIX = "[1m]"
+
 
 @dataclass
 class Player:
@@ -170,6 +176,37 @@ def shared_time_scale(routes: Mapping[str, Route], time_scale: float | None) -> 
     if not math.isfinite(time_scale) or time_scale <= 0:
         raise ValueError(f"time_scale must be above 0, got {time_scale!r}")
     return time_scale
+
+
+def window_for(headers: Mapping[str, str], body: Mapping[str, Any], window: int) -> int:
+    """The window a request gets: the server's, or 1M with the 1M beta or a ``[1m]``
+    model, as the API."""
+    model = str(body.get("model") or "")
+    beta = headers.get("anthropic-beta", "")
+    if CONTEXT_1M_BETA in beta or model.lower().endswith(MODEL_1M_SUFFIX):
+        return max(window, WINDOW_1M)
+    return window
+
+
+def only_route(routes: Mapping[str, Route]) -> str:
+    """The name of the only route; KeyError when there are several."""
+    if len(routes) != 1:
+        raise KeyError(f"several routes ({', '.join(routes)}): name one")
+    return next(iter(routes))
+
+
+def route_of(routes: Mapping[str, Route], name: str | None) -> Route:
+    """The route a request's path names (``/agents/<route>``), or the only one; 404
+    otherwise, as the API answers a path it does not serve."""
+    if name is None:
+        try:
+            name = only_route(routes)
+        except KeyError as exc:
+            raise ApiError(404, "not_found_error", f"{exc.args[0]}; use /agents/<route>") from exc
+    route = routes.get(name)
+    if route is None:
+        raise ApiError(404, "not_found_error", f"no route {name!r}; routes: {', '.join(routes)}")
+    return route
 
 
 def subagent_player(route: Route, agent_id: str, body: Mapping[str, Any]) -> Player:

@@ -7,6 +7,7 @@ clock and says whether the server is stopping (then the connection is dropped).
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import struct
 from collections.abc import Awaitable, Callable, Sequence
@@ -16,9 +17,31 @@ from aiohttp import web
 from mala_tui.loopback import wire
 from mala_tui.loopback.exchange import Answer, Exchange
 from mala_tui.loopback.faults import BROKEN_STREAM_TEXT
+from mala_tui.loopback.request_book import RequestBook
 
 #: Waits the given seconds (None: until the server stops); True when the server is stopping.
 Pause = Callable[[float | None], Awaitable[bool]]
+
+
+async def deliver(
+    exchange: Exchange, answer: Answer, pause: Pause, book: RequestBook
+) -> web.StreamResponse:
+    """Send the answer, streamed or whole; a client that goes away meanwhile is noted in
+    the book as an abandoned request."""
+    index = len(book)
+    try:
+        if exchange.view.stream:
+            return await stream(exchange, answer, pause)
+        return await respond_whole(exchange, answer, pause)
+    except asyncio.CancelledError:
+        # handler_cancellation: the client hung up while we were answering.
+        book.abandon(index)
+        raise
+    except ConnectionResetError:
+        # The client went away mid-stream (an interrupt, a disconnect): nothing to
+        # answer any more, and nothing wrong with the server.
+        book.abandon(index)
+        return web.Response(status=499)
 
 
 async def stream(exchange: Exchange, answer: Answer, pause: Pause) -> web.StreamResponse:

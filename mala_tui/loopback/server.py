@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self
+from typing import Self
 
 from aiohttp import web
 
@@ -54,24 +54,22 @@ from mala_tui.loopback.exchange import (
     make_routes,
     new_exchange,
     note_played,
+    only_route,
     request_record,
+    route_of,
     shared_time_scale,
     subagent_player,
+    window_for,
 )
 from mala_tui.loopback.faults import HTTP_ERROR_STATUS, FaultSpec
 from mala_tui.loopback.request_book import RequestBook
 from mala_tui.loopback.request_log import RequestRecord
 from mala_tui.loopback.request_view import session_id_of
-from mala_tui.loopback.responding import models_response, respond_whole, stream
+from mala_tui.loopback.responding import deliver, models_response
 from mala_tui.loopback.scenario import Scenario
 from mala_tui.loopback.tokens import check_token_ratio, output_tokens, prompt_blocks
 
 DEFAULT_WINDOW = 200_000
-# With the ``context-1m-2025-08-07`` beta the API allows a 1M-token prompt.
-WINDOW_1M = 1_000_000
-CONTEXT_1M_BETA = "context-1m"
-# Claude Code's spelling of a model on its 1M window: "claude-sonnet-4-5[1m]".
-MODEL_1M_SUFFIX = "[1m]"
 MODEL_IDS = ("claude-sonnet-4-5",)
 #: Set to "1", every server keeps its request bodies in its log unless told otherwise
 #: (``keep_bodies``): a benchmark bills a run's requests again from them (what-if billing).
@@ -272,25 +270,10 @@ class LoopbackServer:
     # -- handlers ------------------------------------------------------------------------
 
     def _only_route(self) -> str:
-        if len(self._routes) != 1:
-            raise KeyError(f"several routes ({', '.join(self._routes)}): name one")
-        return next(iter(self._routes))
+        return only_route(self._routes)
 
     def _route_of(self, request: web.Request) -> Route:
-        name = request.match_info.get("route")
-        if name is None:
-            try:
-                name = self._only_route()
-            except KeyError as exc:
-                raise ApiError(
-                    404, "not_found_error", f"{exc.args[0]}; use /agents/<route>"
-                ) from exc
-        route = self._routes.get(name)
-        if route is None:
-            raise ApiError(
-                404, "not_found_error", f"no route {name!r}; routes: {', '.join(self._routes)}"
-            )
-        return route
+        return route_of(self._routes, request.match_info.get("route"))
 
     async def _health(self, request: web.Request) -> web.Response:
         return web.Response(
@@ -312,14 +295,6 @@ class LoopbackServer:
         self._count_tokens_requests += 1
         blocks = prompt_blocks(body, route.token_ratio)
         return web.json_response({"input_tokens": sum(b.tokens for b in blocks)})
-
-    def _window_for(self, request: web.Request, body: Mapping[str, Any]) -> int:
-        """The window a request gets: 1M with the 1M beta or a ``[1m]`` model, as the API."""
-        model = str(body.get("model") or "")
-        beta = request.headers.get("anthropic-beta", "")
-        if CONTEXT_1M_BETA in beta or model.lower().endswith(MODEL_1M_SUFFIX):
-            return max(self.window, WINDOW_1M)
-        return self.window
 
     async def _messages(self, request: web.Request) -> web.StreamResponse:
         route = self._route_of(request)
@@ -345,7 +320,7 @@ class LoopbackServer:
             edited.body,
             edited.blocks,
             route=route,
-            window=self._window_for(request, edited.body),
+            window=window_for(request.headers, edited.body, self.window),
             cleared=edited.cleared,
             default_model=MODEL_IDS[0],
             agent_id=agent_id,
@@ -384,24 +359,7 @@ class LoopbackServer:
         answer = Answer(reply, split, output_tokens(reply.content, route.token_ratio), fault)
         redone = note_played(player, sent, reply)
         self._record(exchange, answer, status=200, redone=redone)
-        return await self._deliver(exchange, answer)
-
-    async def _deliver(self, exchange: Exchange, answer: Answer) -> web.StreamResponse:
-        """Send the answer, streamed or whole; a client that goes away meanwhile is noted."""
-        index = len(self._book)
-        try:
-            if exchange.view.stream:
-                return await stream(exchange, answer, self._pause)
-            return await respond_whole(exchange, answer, self._pause)
-        except asyncio.CancelledError:
-            # handler_cancellation: the client hung up while we were answering.
-            self._book.abandon(index)
-            raise
-        except ConnectionResetError:
-            # The client went away mid-stream (an interrupt, a disconnect): nothing to
-            # answer any more, and nothing wrong with the server.
-            self._book.abandon(index)
-            return web.Response(status=499)
+        return await deliver(exchange, answer, self._pause, self._book)
 
     def _record(
         self,
