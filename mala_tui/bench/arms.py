@@ -26,37 +26,29 @@ from __future__ import annotations
 import asyncio
 import time
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
-from mala_tui.bench.operator import CONTINUE, ScriptedOperator, SimulatedClock
+from mala_tui.bench.cli_client import cli_ending, cli_options, converse
+from mala_tui.bench.loopback_session import for_scenario, loopback_spec, loopback_supervisor
+from mala_tui.bench.operator import ScriptedOperator, SimulatedClock
 from mala_tui.config import Settings
 from mala_tui.config_loading import LoadedSettings
 from mala_tui.core import events as ev
 from mala_tui.core.events import RunMode
 from mala_tui.loopback import (
-    MODEL,
     ClearToolUses,
     LoopbackServer,
     RequestRecord,
     Scenario,
     ServerCompaction,
     materialize_workspace,
-    offline_cli_env,
     summarize,
 )
 from mala_tui.loopback.compaction import DEFAULT_TRIGGER_INPUT_TOKENS
-from mala_tui.prompt_files import load_prompts
-from mala_tui.runtime.backends.base import SessionSpec
-from mala_tui.runtime.backends.claude import ClaudeBackend
-from mala_tui.runtime.backends.cli_stderr import StderrLog
 from mala_tui.runtime.journal.writer import RunJournal, new_run_id
-from mala_tui.runtime.questions.approvals import ApprovalMode
-from mala_tui.runtime.run.launch import agent_spec
-from mala_tui.runtime.run.task_plans import TaskPlan
-from mala_tui.runtime.run.supervisor import Supervisor
 
 REQUEST_LOG = "loopback-requests.jsonl"
 """The model server's request log, in each arm's folder."""
@@ -64,14 +56,11 @@ ARMS = ("raw", "unmanaged", "compaction", "server-compaction", "clearing", "mana
 CLI_ARMS = ("raw", "unmanaged", "compaction", "server-compaction", "clearing")
 #: The arms that summarise the conversation: mala-tui is judged against each at its best.
 SUMMARISING = ("compaction", "server-compaction")
-BETA_1M: Final = "context-1m-2025-08-07"
 WINDOW = 200_000
 COMPACT_WINDOW = 200_000
 # An arm that has not ended after this long is stopped and counted as not finished: a
 # benchmark that hangs on one arm reports nothing at all.
 ARM_TIMEOUT_S = 1_200.0
-CLI_STDERR = "stderr.log"
-"""What a CLI-only arm's Claude Code printed on stderr, kept in its folder (cleaned)."""
 
 
 @dataclass(frozen=True)
@@ -196,6 +185,38 @@ def _finished_on_model_side(server: LoopbackServer) -> bool:
     return any(r.response_kind == "final" for r in server.request_log)
 
 
+def _workspace(folder: Path, scenario: Scenario) -> Path:
+    """The arm's own copy of the scenario's workspace, in ``folder``."""
+    workspace = folder / "workspace"
+    workspace.mkdir(parents=True)
+    materialize_workspace(scenario, workspace)
+    return workspace
+
+
+def _arm_server(
+    scenario: Scenario,
+    workspace: Path,
+    clock: SimulatedClock,
+    token_ratio: float | None,
+    *,
+    clear_tool_uses: ClearToolUses | None = None,
+    server_compaction: ServerCompaction | None = None,
+) -> LoopbackServer:
+    """The arm's own model server, answering at once on the simulated clock (the scripted
+    operator's waits are in its time), with the API's clearing or server-side compaction
+    for the arms that use them."""
+    return LoopbackServer(
+        scenario,
+        workspace=workspace,
+        response_delay_s=0.0,
+        token_ratio=token_ratio,
+        clear_tool_uses=clear_tool_uses,
+        server_compaction=server_compaction,
+        time_scale=1.0,
+        clock=clock.monotonic,
+    )
+
+
 async def run_cli_arm(
     arm: str,
     scenario: Scenario,
@@ -209,63 +230,33 @@ async def run_cli_arm(
     """``raw``, ``unmanaged``, ``compaction``, ``server-compaction`` or ``clearing``: the
     CLI alone, as people run it today (``compact_window`` is the compaction arm's setting,
     ``compact_trigger`` the server-side compaction's)."""
-    from claude_agent_sdk import (
-        CanUseToolShadowedWarning,
-        ClaudeAgentOptions,
-        ClaudeSDKClient,
-        PermissionResult,
-        PermissionResultAllow,
-        ResultMessage,
-        ToolPermissionContext,
-    )
+    from claude_agent_sdk import CanUseToolShadowedWarning, ClaudeSDKClient, ResultMessage
 
     if arm not in CLI_ARMS:
         raise ValueError(f"not a CLI-only arm: {arm!r}")
-    workspace = folder / "workspace"
-    workspace.mkdir(parents=True)
-    materialize_workspace(scenario, workspace)
+    workspace = _workspace(folder, scenario)
     clock = SimulatedClock()
-    server = LoopbackServer(
+    server = _arm_server(
         scenario,
-        workspace=workspace,
-        response_delay_s=0.0,
-        token_ratio=token_ratio,
+        workspace,
+        clock,
+        token_ratio,
         clear_tool_uses=ClearToolUses() if arm == "clearing" else None,
         server_compaction=(
             ServerCompaction(compact_trigger) if arm == "server-compaction" else None
         ),
-        time_scale=1.0,
-        clock=clock.monotonic,
     )
     async with server:
         operator = ScriptedOperator(scenario, clock)
-
-        async def can_use_tool(
-            tool: str, tool_input: dict[str, Any], context: ToolPermissionContext
-        ) -> PermissionResult:
-            await operator.permission_delay(tool, tool_input)
-            return PermissionResultAllow()
-
-        env = offline_cli_env(
+        auto_compact_window = compact_window if arm == "compaction" else None
+        options = cli_options(
+            scenario,
+            workspace,
             server.base_url,
-            folder / "home",
-            auto_compact=arm == "compaction",
-            auto_compact_window=compact_window if arm == "compaction" else None,
-        )
-        options = ClaudeAgentOptions(
-            cwd=str(workspace),
-            model=MODEL,
-            # The CLI's default tool set, as in the managed arm: the tool definitions are
-            # part of every prompt, so the arms must carry the same ones.
-            allowed_tools=list(scenario.allowed_tools),
-            permission_mode="acceptEdits",
-            env=env,
-            setting_sources=[],
-            betas=[BETA_1M] if arm == "raw" else [],
-            can_use_tool=can_use_tool,
-            # Kept as the runtime keeps it (cleaned, redacted, in a file): what an endpoint
-            # says can reach the CLI's stderr, and must never reach the terminal raw.
-            stderr=_kept_in(StderrLog(folder / CLI_STDERR)),
+            folder,
+            operator,
+            auto_compact_window=auto_compact_window,
+            one_million_window=arm == "raw",
         )
         started = time.monotonic()
         result: ResultMessage | None = None
@@ -277,7 +268,7 @@ async def run_cli_arm(
             await client.connect()
         try:
             async with asyncio.timeout(timeout_s):
-                result = await _converse(client, scenario.task, operator, server)
+                result = await converse(client, scenario.task, operator, server)
         except TimeoutError:
             timed_out = True
         finally:
@@ -285,15 +276,9 @@ async def run_cli_arm(
             await client.disconnect()
         wall = time.monotonic() - started
         server.write_log(folder / REQUEST_LOG)
+    ending = cli_ending(result, timeout_s if timed_out else None)
     if timed_out:
         result = None
-        ending = f"timed out after {timeout_s:g} s"
-    elif result is None:
-        ending = "no result from the CLI"
-    elif result.is_error:
-        ending = f"{result.terminal_reason or result.subtype}: {(result.result or '')[:80]}"
-    else:
-        ending = "completed"
     finished = result is not None and not result.is_error and _finished_on_model_side(server)
     return _result(
         arm,
@@ -306,53 +291,6 @@ async def run_cli_arm(
         compact_trigger=compact_trigger if arm == "server-compaction" else None,
         waited_s=sum(seconds for _, seconds in operator.waited),
     )
-
-
-def _kept_in(log: StderrLog) -> Callable[[str], None]:
-    def keep(line: str) -> None:
-        log.add(line)
-
-    return keep
-
-
-async def _converse(
-    client: Any, task: str, operator: ScriptedOperator, server: LoopbackServer
-) -> Any:
-    """The task to the CLI and its answer; the operator's pauses interrupt it and, after
-    the wait, tell it to continue. Returns the last ResultMessage (None without one)."""
-    from claude_agent_sdk import ResultMessage
-
-    prompts: asyncio.Queue[str] = asyncio.Queue()
-    prompts.put_nowait(task)
-    interrupted = False
-    turn_over = asyncio.Event()
-
-    async def pause() -> None:
-        nonlocal interrupted
-        interrupted = True
-        turn_over.clear()
-        await client.interrupt()
-        await turn_over.wait()  # paused once the interrupted turn has ended
-
-    async def resume() -> None:
-        prompts.put_nowait(CONTINUE)
-
-    pausing = operator.play_pauses(server, pause, resume) if operator.pauses else None
-    pauses = asyncio.ensure_future(pausing) if pausing is not None else None
-    result = None
-    try:
-        while True:
-            await client.query(await prompts.get())
-            async for message in client.receive_response():
-                if isinstance(message, ResultMessage):
-                    result = message
-            turn_over.set()
-            if not interrupted:
-                return result
-            interrupted = False  # the pause ended this turn: wait to be told to go on
-    finally:
-        if pauses is not None:
-            pauses.cancel()
 
 
 async def run_managed_arm(
@@ -371,21 +309,12 @@ async def run_managed_arm(
     its prompt cache by the server's lifetime (`context.cache_ttl_seconds`), and the agent
     asks about the tools the scenario leaves out of its allowed ones, as in the other arms.
     """
-    workspace = folder / "workspace"
-    workspace.mkdir(parents=True)
-    materialize_workspace(scenario, workspace)
+    workspace = _workspace(folder, scenario)
     journal = RunJournal.create(
         folder / "data", new_run_id(), {"mode": "bench", "arm": label, "scenario": scenario.name}
     )
     clock = SimulatedClock()
-    server = LoopbackServer(
-        scenario,
-        workspace=workspace,
-        response_delay_s=0.0,
-        token_ratio=token_ratio,
-        time_scale=1.0,
-        clock=clock.monotonic,
-    )
+    server = _arm_server(scenario, workspace, clock, token_ratio)
     settings = for_scenario(settings, scenario, server)
     async with server:
         operator = ScriptedOperator(scenario, clock)
@@ -436,55 +365,6 @@ async def run_managed_arm(
         waited_s=sum(seconds for _, seconds in operator.waited),
         restarts=sum(1 for e in events if isinstance(e, ev.Restarted)),
         settings=settings.context.model_dump(mode="json"),
-    )
-
-
-def for_scenario(settings: Settings, scenario: Scenario, server: LoopbackServer) -> Settings:
-    """The settings a managed session of `scenario` runs under on `server`: its prompt
-    cache's lifetime (in the server's time), and the scenario's allowed tools."""
-    context = settings.context.model_copy(
-        update={"cache_ttl_seconds": server.cache_ttl_s / server.time_scale}
-    )
-    agent = settings.agent.model_copy(update={"allowed_tools": tuple(scenario.allowed_tools)})
-    return settings.model_copy(update={"context": context, "agent": agent})
-
-
-def loopback_supervisor(
-    settings: Settings,
-    journal: RunJournal,
-    mode: RunMode,
-    *,
-    clock: Callable[[], float] = time.time,
-) -> Supervisor:
-    """A supervisor for sessions on a loopback model: restarts approved, journaled."""
-    return Supervisor(
-        settings=settings,
-        backend=ClaudeBackend.for_run(journal.directory),
-        prompts=load_prompts(),
-        clock=clock,
-        journal=journal,
-        approval_mode=ApprovalMode.AUTO,
-        mode=mode,
-    )
-
-
-def loopback_spec(
-    name: str,
-    scenario: Scenario,
-    workspace: Path,
-    url: str,
-    home: Path,
-    *,
-    settings: Settings | None = None,
-    env: Mapping[str, str] | None = None,
-) -> SessionSpec:
-    """A session of `scenario` on the model at `url`, its CLI's files under `home`."""
-    return agent_spec(
-        TaskPlan(name, scenario.task, workspace),
-        settings or Settings(),
-        model=MODEL,
-        env={**offline_cli_env(url, home), **(env or {})},
-        private_home=home,
     )
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from mala_tui.bench.arms import loopback_spec, loopback_supervisor
+from mala_tui.bench.loopback_session import loopback_spec, loopback_supervisor
 from mala_tui.config import Settings
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus

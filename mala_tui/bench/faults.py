@@ -32,13 +32,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
-import json
-import os
-import re
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -46,188 +41,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from mala_tui.bench.fault_harness import (
-    Expect,
-    Planned,
-    TrialRow,
-    agent_processes_under,
-    run_trial,
-    trial_settings,
+from mala_tui.bench.fault_harness import Expect, TrialRow, run_trial, trial_settings
+from mala_tui.bench.fuzzing import run_fuzz
+from mala_tui.bench.kill_trial import kill_mid_run, kills_table
+from mala_tui.bench.model_faults import (
+    TIGHT_WINDOW,
+    error_sessions,
+    reset_sessions,
+    stall_sessions,
+    too_long_sessions,
 )
-from mala_tui.loopback import (
-    FaultSpec,
-    Scenario,
-    load_scenario,
-)
-from mala_tui.loopback.faults import FaultKind
-from mala_tui.runtime.journal.writer import EVENTS_FILE, read_events
-
-# -- the trials --------------------------------------------------------------------------------
-
-STALLS: tuple[FaultKind, ...] = ("stall_after_message_start", "stall_before_bytes")
-
-
-def stall_sessions(sessions: int, over_limit: int) -> list[Planned]:
-    """Two stalls each (within max_idle_retries), and `over_limit` sessions with three."""
-    base = load_scenario("quickstart")
-    planned = []
-    for index in range(sessions + over_limit):
-        steps = ("s002", "s004", "s006") if index >= sessions else ("s002", "s005")
-        faults = tuple(
-            FaultSpec(kind=STALLS[(index + n) % 2], at_step=step) for n, step in enumerate(steps)
-        )
-        planned.append(Planned(f"stall-{index:02d}", base, faults))
-    return planned
-
-
-def error_sessions(kind: FaultKind, sessions: int, storm: int, cli_retries: int) -> list[Planned]:
-    """`storm` errors in a row at one step: more than the CLI's own retries, so mala-tui's
-    retry policy has to carry the session over the rest of the storm."""
-    base = load_scenario("quickstart")
-    return [
-        Planned(
-            f"{kind}-{index:02d}",
-            base,
-            (FaultSpec(kind=kind, at_step=f"s00{2 + index % 5}", times=storm),),
-            {"CLAUDE_CODE_MAX_RETRIES": str(cli_retries)},
-        )
-        for index in range(sessions)
-    ]
-
-
-def reset_sessions(sessions: int) -> list[Planned]:
-    base = load_scenario("quickstart")
-    return [
-        Planned(
-            f"reset-{index:02d}",
-            base,
-            (FaultSpec(kind="connection_reset", at_step=f"s00{2 + index % 5}", times=2),),
-        )
-        for index in range(sessions)
-    ]
-
-
-#: Six 1,000-token notes and a digest: past a 19,000-token window partway through.
-TIGHT = Scenario.model_validate(
-    {
-        "name": "tight",
-        "task": "Read the six notes and write a digest to DIGEST.md.",
-        "goal": "Read notes/n_1..6.txt, write DIGEST.md.",
-        "final_answer": "DIGEST.md written.",
-        "workspace": {
-            "files": [{"path": "notes/n_{i}.txt", "count": 6, "size": 4000, "kind": "text"}]
-        },
-        "steps": [
-            {"tool": "Read", "path": "notes/n_{i}.txt", "count": 6},
-            {"tool": "Write", "path": "DIGEST.md", "content": "digest\n"},
-        ],
-    }
-)
-TIGHT_WINDOW = 19_000
-
-
-def too_long_sessions(sessions: int) -> list[Planned]:
-    return [Planned(f"tight-{index:02d}", TIGHT) for index in range(sessions)]
-
-
-# -- kill -9 of mala-tui itself ---------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class KillRow:
-    killed_after_lines: int
-    processes_left: int
-    journal_lines: int
-    journal_lines_lost: int
-    torn_last_line: bool
-    runs_lists_it: bool
-    show_json_ok: bool
-    sessions_in_show: int
-
-
-def kill_mid_run(folder: Path, *, after_lines: int = 40, mala_tui: Sequence[str] = ()) -> KillRow:
-    """`kill -9` a headless demo mid-run, then read its journal back with `runs` and `show`."""
-    command = list(mala_tui) or [sys.executable, "-m", "mala_tui"]
-    data = folder / "data"
-    env = dict(os.environ, MALA_TUI_CONFIG_FILE=str(folder / "none.toml"))
-    process = subprocess.Popen(
-        [*command, "demo", "--headless", "--data-dir", str(data)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env=env,
-        start_new_session=True,
-    )
-    try:
-        deadline = time.monotonic() + 120
-        journal: Path | None = None
-        while time.monotonic() < deadline and process.poll() is None:
-            found = list((data / "runs").glob(f"*/{EVENTS_FILE}")) if data.exists() else []
-            if found and _line_count(found[0]) >= after_lines:
-                journal = found[0]
-                break
-            time.sleep(0.05)
-        if journal is None:
-            raise RuntimeError("the demo wrote too few journal lines before the kill")
-        os.kill(process.pid, signal.SIGKILL)
-        process.wait(10)
-    finally:
-        if process.poll() is None:
-            process.kill()
-    # The agent CLIs lose their parent with it: their stdin closes and they must go.
-    left: list[int] = []
-    for _ in range(100):
-        left = agent_processes_under(data)
-        if not left:
-            break
-        time.sleep(0.1)
-    for pid in left:  # reported above; not left running after the trial either
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-    raw = journal.read_bytes()
-    lines = [line for line in raw.split(b"\n") if line.strip()]
-    torn = bool(raw) and not raw.endswith(b"\n")
-    contents = read_events(journal)
-    lost = len(lines) - len(contents.events) - (1 if torn else 0)
-    run_id = journal.parent.name
-    runs = subprocess.run(
-        [*command, "runs", "--data-dir", str(data)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-        check=False,
-    )
-    show = subprocess.run(
-        [*command, "show", run_id, "--json", "--data-dir", str(data)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-        check=False,
-    )
-    sessions = 0
-    if show.returncode == 0:
-        sessions = len(json.loads(show.stdout).get("sessions", []))
-    return KillRow(
-        killed_after_lines=len(lines),
-        processes_left=len(left),
-        journal_lines=len(lines),
-        journal_lines_lost=lost,
-        torn_last_line=torn,
-        runs_lists_it=runs.returncode == 0 and run_id in runs.stdout,
-        show_json_ok=show.returncode == 0,
-        sessions_in_show=sessions,
-    )
-
-
-def _line_count(path: Path) -> int:
-    try:
-        return path.read_bytes().count(b"\n")
-    except OSError:
-        return 0
-
-
-# -- the command -------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -260,12 +83,15 @@ STOPPED_BY_SIGNAL = r"^stopped by SIG(TERM|HUP)$"
 
 async def run_suite(scale: Scale, root: Path) -> list[tuple[TrialRow, Expect]]:
     """Every trial, each with what it must come to."""
-    from mala_tui.bench import own_faults
+    return [*await _model_trials(scale, root), *await _own_world_trials(scale, root)]
 
+
+async def _model_trials(scale: Scale, root: Path) -> list[tuple[TrialRow, Expect]]:
+    """The trials of a model that misbehaves on cue."""
     # One idle timeout for every trial: a storm's retries, a resumed CLI starting on a
     # loaded machine, are not stalls, and must not be taken for one.
     settings = trial_settings(idle_timeout_seconds=scale.idle_timeout)
-    rows = [
+    return [
         (
             await run_trial(
                 "stalls (after message_start / before any byte)",
@@ -312,27 +138,37 @@ async def run_suite(scale: Scale, root: Path) -> list[tuple[TrialRow, Expect]]:
             ),
             Expect(scale.too_long_sessions, 0),
         ),
+    ]
+
+
+async def _own_world_trials(scale: Scale, root: Path) -> list[tuple[TrialRow, Expect]]:
+    """The trials of a hostile endpoint and of mala-tui's own world."""
+    from mala_tui.bench.own_faults import many_tasks, poisoned_journal, signals
+    from mala_tui.bench.own_faults.disk_full import DISK_FULL_REASON, disk_full_trial
+    from mala_tui.bench.own_faults.hostile_endpoint import AUTH_FAILED, hostile_endpoint_trial
+
+    rows = [
         (
-            await own_faults.hostile_endpoint_trial(root / "hostile", scale.hostile_each),
-            Expect(scale.hostile_each, scale.hostile_each, (own_faults.AUTH_FAILED,)),
+            await hostile_endpoint_trial(root / "hostile", scale.hostile_each),
+            Expect(scale.hostile_each, scale.hostile_each, (AUTH_FAILED,)),
         ),
         (
-            await own_faults.disk_full_trial(root / "disk_full", scale.disk_sessions),
-            Expect(0, scale.disk_sessions, (own_faults.DISK_FULL_REASON,)),
+            await disk_full_trial(root / "disk_full", scale.disk_sessions),
+            Expect(0, scale.disk_sessions, (DISK_FULL_REASON,)),
         ),
     ]
     for number in (signal.SIGTERM, signal.SIGHUP):
         row = await asyncio.to_thread(
-            own_faults.signal_mid_run, root / f"signal-{number.name}", number
+            signals.signal_mid_run, root / f"signal-{number.name}", number
         )
-        rows.append((row, Expect(0, own_faults.DEMO_SESSIONS, (STOPPED_BY_SIGNAL,))))
+        rows.append((row, Expect(0, signals.DEMO_SESSIONS, (STOPPED_BY_SIGNAL,))))
     rows += await stop_trials(scale, root)
     rows.append(
-        (await own_faults.poisoned_journal_trial(root / "poisoned"), Expect(1, 0)),
+        (await poisoned_journal.poisoned_journal_trial(root / "poisoned"), Expect(1, 0)),
     )
     rows.append(
         (
-            await own_faults.many_tasks_trial(root / "many", scale.many_tasks),
+            await many_tasks.many_tasks_trial(root / "many", scale.many_tasks),
             Expect(scale.many_tasks, 0),
         )
     )
@@ -342,16 +178,17 @@ async def run_suite(scale: Scale, root: Path) -> list[tuple[TrialRow, Expect]]:
 async def stop_trials(scale: Scale, root: Path) -> list[tuple[TrialRow, Expect]]:
     """Stops that must stay resumable: Ctrl-C (once, and twice to hurry it) mid-run, and
     SIGTERM during start-up; `resume` must then finish every session."""
-    from mala_tui.bench import own_faults
+    from mala_tui.bench.own_faults.stops import (
+        ctrl_c_then_resume_trial,
+        sigterm_during_start_up_trial,
+    )
 
     sessions = scale.stop_sessions
     rows = []
     for presses in (1, 2):
-        row = await own_faults.ctrl_c_then_resume_trial(
-            root / f"ctrl-c-{presses}", sessions, presses=presses
-        )
+        row = await ctrl_c_then_resume_trial(root / f"ctrl-c-{presses}", sessions, presses=presses)
         rows.append((row, Expect(sessions, 0)))
-    row = await own_faults.sigterm_during_start_up_trial(root / "start-up", sessions + 1)
+    row = await sigterm_during_start_up_trial(root / "start-up", sessions + 1)
     rows.append((row, Expect(sessions + 1, 0)))
     return rows
 
@@ -378,74 +215,6 @@ def rows_table(rows: Sequence[TrialRow], expected: Sequence[Expect] = ()) -> str
             line += " yes |" if not misses else f" NO: {'; '.join(misses)} |"
         lines.append(line)
     return "\n".join(lines)
-
-
-def kills_table(kills: Sequence[KillRow]) -> str:
-    lines = [
-        "| kill -9 after | processes left | journal lines lost | torn last line "
-        "| `runs` lists it | `show --json` | sessions shown |",
-        "| ---: | ---: | ---: | --- | --- | --- | ---: |",
-    ]
-    for k in kills:
-        lines.append(
-            f"| {k.killed_after_lines} lines | {k.processes_left} | {k.journal_lines_lost} "
-            f"| {'yes' if k.torn_last_line else 'no'} | {'yes' if k.runs_lists_it else 'NO'} "
-            f"| {'ok' if k.show_json_ok else 'FAILED'} | {k.sessions_in_show} |"
-        )
-    return "\n".join(lines)
-
-
-#: The property tests that fuzz every parser of outside input (run from a checkout).
-FUZZ_TESTS = (
-    "tests/faults/test_fuzz.py",
-    "tests/core/test_checkpoint.py",
-    "tests/core/test_usage.py",
-    "tests/core/test_masking.py",
-    "tests/core/test_transcript.py",
-    "tests/loopback/test_tokens.py",
-)
-_TEST_HEADER = re.compile(r"^tests/\S+::(\S+):$", re.MULTILINE)
-_PHASE_COUNTS = re.compile(r"- (\d+) passing, (\d+) failing")
-
-
-def fuzz_counts(statistics: str) -> list[tuple[str, int, int]]:
-    """(test, passing, failing) summed over the phases of hypothesis' statistics output."""
-    headers = list(_TEST_HEADER.finditer(statistics))
-    counts = []
-    for index, header in enumerate(headers):
-        end = headers[index + 1].start() if index + 1 < len(headers) else len(statistics)
-        phases = _PHASE_COUNTS.findall(statistics[header.end() : end])
-        counts.append(
-            (header.group(1), sum(int(p) for p, _ in phases), sum(int(f) for _, f in phases))
-        )
-    return counts
-
-
-def run_fuzz(checkout: Path) -> tuple[str, bool]:
-    """The fuzz tests at 5,000 examples each (hypothesis profile "long"); a table, and ok."""
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            "--hypothesis-show-statistics",
-            *FUZZ_TESTS,
-        ],
-        cwd=checkout,
-        env=dict(os.environ, HYPOTHESIS_PROFILE="long"),
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    rows = ["| fuzzed | examples | crashes or losses |", "| --- | ---: | ---: |"]
-    for test, passing, failing in fuzz_counts(done.stdout):
-        rows.append(f"| {test} | {passing} | {failing} |")
-    if done.returncode != 0:
-        rows.append(f"\n{done.stdout[-3000:]}")
-    return "\n".join(rows), done.returncode == 0
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -35,13 +35,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal, Self
 
-from pydantic import (
-    Field,
-    PrivateAttr,
-    ValidationError,
-    field_validator,
-    model_validator,
-)
+from pydantic import Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from mala_tui.loopback.faults import FaultSpec
 from mala_tui.loopback.scenario_sections import (

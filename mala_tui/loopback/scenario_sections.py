@@ -10,12 +10,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Literal, Self
 
-from pydantic import (
-    Field,
-    StrictBool,
-    field_validator,
-    model_validator,
-)
+from pydantic import Field, StrictBool, field_validator, model_validator
 
 from mala_tui.loopback.content import ContentKind, generate_content
 from mala_tui.loopback.scenario_steps import (

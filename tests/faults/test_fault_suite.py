@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from mala_tui.bench.fault_harness import TrialRow, run_trial
-from mala_tui.bench.faults import (
+from mala_tui.bench.kill_trial import kill_mid_run
+from mala_tui.bench.model_faults import (
     TIGHT_WINDOW,
     error_sessions,
-    kill_mid_run,
     reset_sessions,
     stall_sessions,
     too_long_sessions,

@@ -12,16 +12,11 @@ import pytest
 
 from mala_tui.bench.fault_harness import Expect
 from mala_tui.bench.faults import STOPPED_BY_SIGNAL
-from mala_tui.bench.own_faults import (
-    AUTH_FAILED,
-    DEMO_SESSIONS,
-    DISK_FULL_REASON,
-    disk_full_trial,
-    hostile_endpoint_trial,
-    many_tasks_trial,
-    poisoned_journal_trial,
-    signal_mid_run,
-)
+from mala_tui.bench.own_faults.disk_full import DISK_FULL_REASON, disk_full_trial
+from mala_tui.bench.own_faults.hostile_endpoint import AUTH_FAILED, hostile_endpoint_trial
+from mala_tui.bench.own_faults.many_tasks import many_tasks_trial
+from mala_tui.bench.own_faults.poisoned_journal import poisoned_journal_trial
+from mala_tui.bench.own_faults.signals import DEMO_SESSIONS, signal_mid_run
 
 pytestmark = [pytest.mark.integration, pytest.mark.alone]
 

@@ -9,12 +9,8 @@ from pathlib import Path
 import pytest
 
 from mala_tui.bench.fault_harness import Expect
-from mala_tui.bench.own_faults import (
-    PLANTED_KEY,
-    ctrl_c_then_resume_trial,
-    exposure,
-    sigterm_during_start_up_trial,
-)
+from mala_tui.bench.own_faults.headless_cli import PLANTED_KEY, exposure
+from mala_tui.bench.own_faults.stops import ctrl_c_then_resume_trial, sigterm_during_start_up_trial
 
 pytestmark = pytest.mark.alone
 

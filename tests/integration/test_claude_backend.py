@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from mala_tui.bench.faults import TIGHT, TIGHT_WINDOW
+from mala_tui.bench.model_faults import TIGHT, TIGHT_WINDOW
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.observations import TurnEnded, UsageObserved

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mala_tui.bench.own_faults import fill, small_disk
+from mala_tui.bench.own_faults.disk_full import fill, small_disk
 from mala_tui.runtime.backends.base import MaskError
 from mala_tui.runtime.backends.claude_transcripts import rewrite_transcript
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from mala_tui.bench.own_faults import SimulatedFullDisk, fill, small_disk
+from mala_tui.bench.own_faults.disk_full import SimulatedFullDisk, fill, small_disk
 from mala_tui.config import IdleSettings, Settings
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
