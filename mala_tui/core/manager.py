@@ -17,11 +17,15 @@ given the state and, explicitly, the few other parts it calls; the calls run one
 way, top to bottom:
 
 - core/turn_flow.py (`TurnFlow`): usage, the agent's messages, a turn's end;
-  calls masking decisions, the restart flow, the background flow and recovery;
+  calls the projection, masking decisions, the restart flow, the background flow
+  and recovery;
 - core/operator_flow.py (`OperatorFlow`): the operator's commands, messages and
   settings, and the budgets' limits; calls masking decisions and the restart flow;
-- core/masking_decisions.py (`MaskingDecisions`): when to mask and how much,
-  including the projection at each tool result; calls the restart flow;
+- core/projection.py (`Projection`): the next request projected at each tool
+  result, and the turn stopped before it passes a threshold; calls masking
+  decisions and the restart flow;
+- core/masking_decisions.py (`MaskingDecisions`): when to mask and how much; calls
+  the restart flow;
 - core/restart_flow.py (`RestartFlow`): wind-down, checkpoint, approval, restart,
   emergency (what a restart says is core/restart_prompts.py's);
 - core/background_flow.py (`BackgroundFlow`): the agent's background work, and
@@ -78,6 +82,7 @@ from mala_tui.core.observations import (
 from mala_tui.core.operator_flow import OperatorFlow
 from mala_tui.core.operator_messages import MessageQueue
 from mala_tui.core.phases import IllegalTransition, ManageMode, Phase
+from mala_tui.core.projection import Projection
 from mala_tui.core.prompts import PromptSet
 from mala_tui.core.recovery import Recovery
 from mala_tui.core.restart_flow import RestartFlow
@@ -99,12 +104,18 @@ class ContextManager:
         self._state = ManagerState(name=name, task=task, limits=limits, prompts=prompts)
         self._restart_flow = RestartFlow(self._state)
         self._masking = MaskingDecisions(self._state, self._restart_flow)
+        self._projection = Projection(self._state, self._masking, self._restart_flow)
         self._recovery = Recovery(self._state)
         self._background = BackgroundFlow(self._state, self._recovery)
         self._start = SessionStart(self._state)
         self._operator = OperatorFlow(self._state, self._masking, self._restart_flow)
         self._turns = TurnFlow(
-            self._state, self._masking, self._restart_flow, self._recovery, self._background
+            self._state,
+            masking=self._masking,
+            projection=self._projection,
+            restart_flow=self._restart_flow,
+            recovery=self._recovery,
+            background=self._background,
         )
 
     # -- what the UI and runtime read ------------------------------------------------
@@ -268,7 +279,7 @@ class ContextManager:
             case MessageObserved():
                 return self._turns.on_message(observation)
             case ToolResultSeen():
-                return self._masking.on_tool_result_seen(observation)
+                return self._projection.on_tool_result_seen(observation)
             case SessionIdentified():
                 return self._turns.on_session_identified(observation)
             case TurnEnded():

@@ -1,14 +1,9 @@
 """When to mask, and how much: the manager's masking decisions, in measured tokens.
 
 Three ways in. The soft threshold, read from a call's measured usage (the mask
-lands at the turn's next clean point). The operator's `m`. And the projection:
-the post-tool hook reports each result before the model request that would
-carry it; the manager adds it (calibrated) to the window last measured, and when
-that next request would pass a threshold it stops the turn right there, so
-the result never reaches the model unmasked past the threshold. At that clean
-point it masks; when masking the old results cannot bring the request under the
-hard threshold, it masks the new ones too and winds the agent down on the masked
-transcript; only when even that would not fit is it an emergency.
+lands at the turn's next clean point). The operator's `m`. And the projection
+at each tool result (core.projection), which stops the turn before a request past
+a threshold and masks at that clean point.
 
 Every size a decision uses is a chars/4 estimate scaled by the session's measured
 density (core.calibration), so the batch minimum and what a mask frees mean the
@@ -23,7 +18,8 @@ request, whatever its size, and journaled as free (`MaskApplied.free`).
 
 A part of the ContextManager (core.manager): `MaskingDecisions` is given the
 session's state (core.manager_state) and the restart flow (core.restart_flow),
-the one other part it calls. The turn flow and operator handling call it.
+the one other part it calls. The turn flow, operator handling and the projection
+call it.
 """
 
 from __future__ import annotations
@@ -32,7 +28,7 @@ from dataclasses import replace
 from typing import Final
 
 from mala_tui.core import events as ev
-from mala_tui.core.actions import ApplyMask, SendPrompt, StopTurn
+from mala_tui.core.actions import ApplyMask, SendPrompt
 from mala_tui.core.decision_figures import (
     DecisionZone,
     cache_gone_cold,
@@ -42,7 +38,7 @@ from mala_tui.core.decision_figures import (
 from mala_tui.core.manager_state import ManagerState, Outcome
 from mala_tui.core.mask_economics import pays_for_itself, write_price
 from mala_tui.core.masking import MaskPlan, call_key, maskable, placeholder, plan_masking
-from mala_tui.core.observations import MaskConfirmed, MaskFailed, ToolResultSeen
+from mala_tui.core.observations import MaskConfirmed, MaskFailed
 from mala_tui.core.operator_messages import Delivery
 from mala_tui.core.phases import Cause, IllegalTransition, ManageMode, Phase, Trigger
 from mala_tui.core.prompts import PromptKind
@@ -102,7 +98,7 @@ class MaskingDecisions:
             self._state.limits.mask_min_batch_tokens, int(MIN_BATCH_SHARE * self._state.window)
         )
 
-    def _worth_it_now(self, plan: MaskPlan, tokens: int) -> bool:
+    def worth_it_now(self, plan: MaskPlan, tokens: int) -> bool:
         """In the soft zone, a mask waits until it pays for its cache rewrite
         (core.mask_economics), but never past halfway from soft to hard: a window kept
         near hard is one large result away from a restart, which costs far more."""
@@ -119,7 +115,7 @@ class MaskingDecisions:
             write_price(self._state.limits.cache_ttl_seconds),
         )
 
-    def _idle_if_cold(self, at: float, tokens: int) -> float | None:
+    def idle_if_cold(self, at: float, tokens: int) -> float | None:
         """Seconds since the last request when the prompt cache has gone cold and the
         window is in the soft zone (a mask now is free); None otherwise."""
         refreshed = self._state.cache_refreshed_at
@@ -129,7 +125,7 @@ class MaskingDecisions:
             return None
         return at - refreshed
 
-    def _target_tokens(self) -> int:
+    def target_tokens(self) -> int:
         return int(self._state.limits.mask_target_threshold * self._state.window)
 
     # -- deciding --------------------------------------------------------------------------
@@ -160,7 +156,7 @@ class MaskingDecisions:
             return self._skip(
                 at, tokens, f"waiting: {work.describe()} running in the background would end"
             )
-        goal = tokens - self._target_tokens() if cause is not Cause.OPERATOR else 0
+        goal = tokens - self.target_tokens() if cause is not Cause.OPERATOR else 0
         if self._state.counters.mask_failures >= self._state.limits.max_mask_failures:
             return self._skip(at, tokens, "masking failed twice in a row; not tried again")
         if (
@@ -174,7 +170,7 @@ class MaskingDecisions:
         plan = plan if plan is not None else self.plan_mask(goal, cause, any_size=free)
         if not plan:
             return self._skip(at, tokens, plan.skipped_reason or "nothing to mask")
-        if cause is not Cause.OPERATOR and not free and not self._worth_it_now(plan, tokens):
+        if cause is not Cause.OPERATOR and not free and not self.worth_it_now(plan, tokens):
             return self._skip(
                 at,
                 tokens,
@@ -233,105 +229,6 @@ class MaskingDecisions:
             events=(ev.MaskSkipped(at=at, session=self._state.name, reason=reason, tokens=tokens),)
         )
 
-    # -- the projection at each tool result ------------------------------------------------
-
-    def on_tool_result_seen(self, obs: ToolResultSeen) -> Outcome:
-        """The post-tool hook reports a result: stop the turn there if the next request
-        would pass a threshold (see the module's docstring)."""
-        self._state.turn.seen_results[obs.tool_use_id] = max(0, obs.characters)
-        if (
-            self._state.manage is ManageMode.OFF
-            or self._state.phase is not Phase.RUNNING
-            or not self._state.turn.streaming
-            or self._state.turn.stopping is not None
-        ):
-            return Outcome()
-        projected = projected_tokens(self._state)
-        zone = decision_zone_of(self._state, projected)
-        if zone is DecisionZone.NORMAL:
-            return Outcome()
-        # Results still on their way are the newest: they count among those kept.
-        arriving = sum(
-            1
-            for tool_id in self._state.turn.seen_results
-            if not self._state.transcript.has_result(tool_id)
-        )
-        keep = max(0, self._state.limits.keep_recent_observations - arriving)
-        if zone is DecisionZone.SOFT:
-            free = self._idle_if_cold(obs.at, projected) is not None
-            plan = self.plan_mask(
-                projected - self._target_tokens(),
-                Cause.PROJECTION,
-                keep_recent=keep,
-                any_size=free,
-            )
-            if not plan or not (free or self._worth_it_now(plan, projected)):
-                return Outcome()
-        self._state.turn.begin_stop(StopFor.PROJECTION)
-        return Outcome(
-            (
-                StopTurn(
-                    f"next request projected at {projected:,} of {self._state.window:,} tokens "
-                    f"({zone.value} zone)"
-                ),
-            )
-        )
-
-    def decide_at_clean_point(self, at: float) -> Outcome:
-        """The hook stopped the turn before the next request: mask, wind down, or resume."""
-        decided = self._act_at_clean_point(at)
-        if decided.actions:
-            return decided
-        # Nothing to do after all (the figures moved between the hook and here): the
-        # turn was stopped, so it must be sent on its way again.
-        kind, text, delivered = self._state.back_to_work(
-            at, PromptKind.STOPPED_RESUME, Delivery.CLEAN_POINT, session_name=self._state.name
-        )
-        return Outcome((SendPrompt(kind, text),), (*decided.events, *delivered))
-
-    def _act_at_clean_point(self, at: float) -> Outcome:
-        projected = projected_tokens(self._state)
-        zone = decision_zone_of(self._state, projected)
-        hard = self._state.hard_tokens()
-        if zone is not DecisionZone.NORMAL:
-            idle = self._idle_if_cold(at, projected)
-            plan = self.plan_mask(
-                projected - self._target_tokens(), Cause.PROJECTION, any_size=idle is not None
-            )
-            if plan and projected - plan.estimated_tokens < hard:
-                return self.mask(
-                    at,
-                    projected,
-                    Trigger.PROJECTION,
-                    Cause.PROJECTION,
-                    plan=plan,
-                    resume_after=True,
-                    idle_seconds=idle,
-                )
-        if zone is DecisionZone.HARD:
-            # Old results cannot make room: mask the new ones too, so that the request
-            # that winds the agent down fits, and never send them past the threshold.
-            everything = self.plan_mask(projected, Cause.PROJECTION, keep_recent=0, any_size=True)
-            if everything and projected - everything.estimated_tokens < hard:
-                return self.mask(
-                    at,
-                    projected,
-                    Trigger.PROJECTION,
-                    Cause.PROJECTION,
-                    plan=everything,
-                    resume_after=True,
-                    then_wind_down=self._state.manage is ManageMode.FULL,
-                )
-            if self._state.manage is ManageMode.FULL:
-                room = max(0, hard - self._state.usage.tokens)
-                return self._restart_flow.emergency(
-                    at,
-                    f"the next request would hold ~{projected:,} tokens, past the hard "
-                    f"threshold ({hard:,}), and masking cannot make room: a single result "
-                    f"larger than the room left ({room:,} tokens)",
-                )
-        return Outcome()
-
     # -- a wait that let the cache go cold ------------------------------------------------------
 
     def mask_before_resuming(self, at: float) -> Outcome | None:
@@ -341,7 +238,7 @@ class MaskingDecisions:
         if self._state.manage is ManageMode.OFF or self._state.phase is not Phase.RUNNING:
             return None
         tokens = projected_tokens(self._state)
-        idle = self._idle_if_cold(at, tokens)
+        idle = self.idle_if_cold(at, tokens)
         if idle is None:
             return None
         decided = self.mask(

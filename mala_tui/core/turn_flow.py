@@ -9,8 +9,8 @@ retried (core.recovery), or, for a turn stopped at a clean point, what the
 window needs is decided there (core.masking_decisions).
 
 A part of the ContextManager (core.manager): `TurnFlow` is given the session's
-state (core.manager_state), masking decisions, the restart flow, recovery and the
-background flow, and calls only those.
+state (core.manager_state), the projection, masking decisions, the restart flow,
+recovery and the background flow, and calls only those.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from mala_tui.core.observations import (
 )
 from mala_tui.core.operator_messages import Delivery
 from mala_tui.core.phases import STREAMING, Cause, IllegalTransition, ManageMode, Phase, Trigger
+from mala_tui.core.projection import Projection
 from mala_tui.core.prompts import PromptKind
 from mala_tui.core.recovery import Recovery
 from mala_tui.core.restart_flow import RestartFlow
@@ -52,14 +53,16 @@ HOOK_STOPPED = "hook_stopped"
 class TurnFlow:
     """The manager's handlers for usage, the agent's messages and a turn's end.
 
-    Given the session's state and the parts it hands decisions to: masking
-    decisions, the restart flow, recovery and the background flow.
+    Given the session's state and the parts it hands decisions to: the projection,
+    masking decisions, the restart flow, recovery and the background flow.
     """
 
     def __init__(
         self,
         state: ManagerState,
+        *,
         masking: MaskingDecisions,
+        projection: Projection,
         restart_flow: RestartFlow,
         recovery: Recovery,
         background: BackgroundFlow,
@@ -67,6 +70,7 @@ class TurnFlow:
         self._state = state
         self._background = background
         self._masking = masking
+        self._projection = projection
         self._restart_flow = restart_flow
         self._recovery = recovery
 
@@ -353,7 +357,7 @@ class TurnFlow:
         if stopping in (StopFor.PROJECTION, StopFor.MESSAGE) and self._state.phase is Phase.RUNNING:
             # A clean point: mask or wind down if the window needs it, and the waiting
             # messages go with whatever sends the agent on (`ManagerState.back_to_work`).
-            return self._masking.decide_at_clean_point(obs.at)
+            return self._projection.decide_at_clean_point(obs.at)
         if self._state.phase is Phase.MASKING:
             return self._masking.replan_stopped_mask()
         follow_up = self._state.turn.then

@@ -44,6 +44,7 @@ from mala_tui.core.observations import (
 )
 from mala_tui.core.operator_flow import OperatorFlow
 from mala_tui.core.phases import Cause, IllegalTransition, Phase, Trigger
+from mala_tui.core.projection import Projection
 from mala_tui.core.prompts import PromptKind
 from mala_tui.core.recovery import Recovery
 from mala_tui.core.restart_flow import RestartFlow
@@ -148,7 +149,16 @@ def test_the_turn_flow_alone_takes_the_agents_messages() -> None:
     restart_flow = RestartFlow(state)
     recovery = Recovery(state)
     masking = MaskingDecisions(state, restart_flow)
-    turns = TurnFlow(state, masking, restart_flow, recovery, BackgroundFlow(state, recovery))
+    projection = Projection(state, masking, restart_flow)
+    background = BackgroundFlow(state, recovery)
+    turns = TurnFlow(
+        state,
+        masking=masking,
+        projection=projection,
+        restart_flow=restart_flow,
+        recovery=recovery,
+        background=background,
+    )
     turns.on_message(MessageObserved(1.0, call("t000")))
     turns.on_message(MessageObserved(1.1, result("t000", "y" * 800)))
     assert state.turn.tool_calls == 1
@@ -190,6 +200,7 @@ PARTS: dict[str, set[str]] = {
         "decision_figures",
         "turn_flow",
         "operator_flow",
+        "projection",
         "masking_decisions",
         "restart_flow",
         "recovery",
@@ -201,12 +212,20 @@ PARTS: dict[str, set[str]] = {
         "state_parts",
         "decision_figures",
         "masking_decisions",
+        "projection",
         "restart_flow",
         "restart_prompts",
         "recovery",
         "background_flow",
     },
     "operator_flow": {"manager_state", "state_parts", "masking_decisions", "restart_flow"},
+    "projection": {
+        "manager_state",
+        "state_parts",
+        "decision_figures",
+        "masking_decisions",
+        "restart_flow",
+    },
     "masking_decisions": {"manager_state", "state_parts", "decision_figures", "restart_flow"},
     "restart_flow": {"manager_state", "state_parts", "decision_figures", "restart_prompts"},
     "session_start": {"manager_state", "state_parts", "restart_prompts"},
