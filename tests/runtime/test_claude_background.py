@@ -17,7 +17,7 @@ from claude_agent_sdk import ResultMessage, SystemMessage, TaskNotificationMessa
 from mala_tui.core.background import BackgroundKind, BackgroundTask
 from mala_tui.core.observations import BackgroundChanged, SessionIdentified, TurnEnded
 from mala_tui.runtime.backends.base import ActivityItem
-from mala_tui.runtime.backends.claude import WAKEUP_REFUSED, WAKEUP_TOOLS, _refuse_wakeup
+from mala_tui.runtime.backends.claude_options import WAKEUP_REFUSED, WAKEUP_TOOLS, refuse_wakeup
 from mala_tui.runtime.backends.claude_stream import StreamConverter
 
 A = {"task_id": "a64d", "task_type": "local_agent", "description": "look A"}
@@ -98,9 +98,7 @@ def test_an_odd_task_list_reads_as_nothing_rather_than_breaking_the_stream() -> 
 def test_a_scheduled_wakeup_is_refused_to_the_agent_with_the_reason() -> None:
     """Seen with the real CLI: the agent reads the reason as the tool's error result."""
     hook_input: Any = {"hook_event_name": "PreToolUse", "tool_name": "ScheduleWakeup"}
-    said: Mapping[str, object] = asyncio.run(
-        _refuse_wakeup(hook_input, "toolu_1", {"signal": None})
-    )
+    said: Mapping[str, object] = asyncio.run(refuse_wakeup(hook_input, "toolu_1", {"signal": None}))
     output = said["hookSpecificOutput"]
     assert isinstance(output, dict)
     assert output["permissionDecision"] == "deny"

@@ -9,7 +9,8 @@ from claude_agent_sdk import HookContext
 
 from mala_tui.core.observations import CompactionObserved
 from mala_tui.runtime.backends.base import SessionSpec
-from mala_tui.runtime.backends.claude import ClaudeClient, build_options
+from mala_tui.runtime.backends.claude import ClaudeClient
+from mala_tui.runtime.backends.claude_options import build_options
 from mala_tui.runtime.backends.cli_env import config_dir, session_env
 
 

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from mala_tui.runtime.backends.base import ProblemItem, SessionSpec
-from mala_tui.runtime.backends.claude import AgentStreamError, ClaudeBackend, build_options
+from mala_tui.runtime.backends.claude import AgentStreamError, ClaudeBackend
+from mala_tui.runtime.backends.claude_options import build_options
 from mala_tui.runtime.backends.cli_stderr import StderrLog, keep_sdk_log
 from mala_tui.runtime.private.files import append_private
 

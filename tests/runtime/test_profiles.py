@@ -14,7 +14,7 @@ from mala_tui.core.events import RunMode
 from mala_tui.core.operator_actions import AddSession
 from mala_tui.core.phases import ManageMode
 from mala_tui.runtime.backends.base import SessionSpec
-from mala_tui.runtime.backends.claude import build_options
+from mala_tui.runtime.backends.claude_options import build_options
 from mala_tui.runtime.backends.scripted import ScriptedBackend
 from mala_tui.runtime.questions.approvals import ApprovalMode
 from mala_tui.runtime.run.launch import agent_spec, build_supervisor, like, open_journal, plain_spec

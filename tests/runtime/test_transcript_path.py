@@ -41,7 +41,7 @@ def test_a_forks_first_process_forks_and_finds_the_forked_transcript_in_its_fold
 ) -> None:
     from dataclasses import replace
 
-    from mala_tui.runtime.backends.claude import build_options
+    from mala_tui.runtime.backends.claude_options import build_options
     from mala_tui.runtime.backends.claude_transcripts import copy_for_fork, project_folder
 
     home = tmp_path / "home"

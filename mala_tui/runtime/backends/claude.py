@@ -11,7 +11,8 @@ CLI is written up in docs/ARCHITECTURE.md):
   window: signs of life only. The background work the CLI lists is followed
   (`claude_background`): the session is done when the CLI is, not when a turn ends.
 - A wakeup the agent schedules (`ScheduleWakeup`, `CronCreate`) is refused to it with
-  the reason: the session ends when its work does, so nothing would wake it.
+  the reason: the session ends when its work does, so nothing would wake it. That hook
+  and the CLI's options are `claude_options`'.
 - A PreCompact hook blocks the main thread's compaction and reports it: mala-tui is
   in charge of that window. A subagent's (the hook's input has `agent_id`) goes
   through: mala-tui does not manage a subagent's window, and `DISABLE_AUTO_COMPACT`
@@ -43,7 +44,6 @@ from typing import Any, cast
 
 from claude_agent_sdk import (
     CanUseToolShadowedWarning,
-    ClaudeAgentOptions,
     ClaudeSDKClient,
     HookContext,
     HookInput,
@@ -66,7 +66,6 @@ from mala_tui.core.observations import (
     SessionIdentified,
     TurnEnded,
 )
-from mala_tui.runtime.backends import cli_launcher
 from mala_tui.runtime.backends.base import (
     ActivityItem,
     MaskError,
@@ -79,18 +78,15 @@ from mala_tui.runtime.backends.base import (
     ToolGate,
 )
 from mala_tui.runtime.backends.claude_fold import fold_transcript
-from mala_tui.runtime.backends.claude_stream import (
-    StreamConverter,
-    model_usage_totals,
-    result_size,
-)
+from mala_tui.runtime.backends.claude_options import WAKEUP_TOOLS, build_options, refuse_wakeup
+from mala_tui.runtime.backends.claude_stream import StreamConverter, model_usage_totals, result_size
 from mala_tui.runtime.backends.claude_transcripts import (
     copy_for_fork,
     find_transcript,
     project_folder,
     rewrite_transcript,
 )
-from mala_tui.runtime.backends.cli_env import absolute, config_dir, private_home, session_env
+from mala_tui.runtime.backends.cli_env import absolute, config_dir
 from mala_tui.runtime.backends.cli_stderr import SDK_LOG, STDERR_DIR, StderrLog, keep_sdk_log
 from mala_tui.runtime.backends.subagent_transcripts import SubagentTranscripts
 from mala_tui.runtime.backends.subagent_windows import SubagentWindows
@@ -98,69 +94,6 @@ from mala_tui.runtime.journal.writer import safe_file_name
 
 SUBAGENT_READ_EVERY = 0.5
 """Seconds between two reads of the subagents' transcripts while they work."""
-
-
-def build_options(
-    spec: SessionSpec,
-    *,
-    resume: str | None,
-    hooks: dict[Any, list[HookMatcher]],
-    stderr: Callable[[str], None] | None = None,
-) -> ClaudeAgentOptions:
-    # Every path absolute: the CLI runs in the session's folder, not in mala-tui's.
-    home = private_home(spec)
-    if home is not None:
-        (home / "claude-config").mkdir(parents=True, exist_ok=True)
-        (home / "tmp").mkdir(parents=True, exist_ok=True)
-    return ClaudeAgentOptions(
-        cwd=str(absolute(spec.cwd)),
-        model=spec.model,
-        allowed_tools=list(spec.allowed_tools),
-        disallowed_tools=list(spec.disallowed_tools),
-        mcp_servers=spec.mcp_config if spec.mcp_config is not None else {},
-        permission_mode=spec.permission_mode,  # type: ignore[arg-type]
-        env=session_env(spec),
-        resume=resume,
-        # Only the first process of a fork forks: later ones resume the fork's own id.
-        fork_session=resume is not None and resume == spec.fork_of,
-        include_partial_messages=True,
-        betas=list(spec.betas),  # type: ignore[arg-type]
-        # A private home means a model mala-tui provides: the user's settings do not apply.
-        setting_sources=[] if home is not None else None,
-        hooks=hooks,
-        cli_path=cli_launcher.cli_path(),
-        # Piped, whatever the caller gives: an inherited stderr writes to the terminal raw.
-        stderr=stderr or _drop,
-    )
-
-
-WAKEUP_TOOLS = "ScheduleWakeup|CronCreate"
-"""The tools with which an agent schedules its session to wake later (a regex, as the
-hook matcher takes it)."""
-
-WAKEUP_REFUSED = (
-    "mala-tui supervises this session and ends it when its work is done: it cannot wake "
-    "it later. Do not schedule a wakeup; wait for the work now (a background task's "
-    "report comes to you by itself), or finish and say what is left."
-)
-
-
-async def _refuse_wakeup(
-    hook_input: HookInput, tool_use_id: str | None, context: HookContext
-) -> HookJSONOutput:
-    """A scheduled wakeup would fire after mala-tui ended the session (nothing keeps a
-    finished session's process alive), so it is refused to the agent, with the reason."""
-    return {
-        "hookSpecificOutput": {
-            "hookEventName": "PreToolUse",
-            "permissionDecision": "deny",
-            "permissionDecisionReason": WAKEUP_REFUSED,
-        }
-    }
-
-
-def _drop(line: str) -> None:
-    """What the CLI prints on stderr when nobody keeps it: not printed either."""
 
 
 class ClaudeClient:
@@ -187,7 +120,7 @@ class ClaudeClient:
         }
         if not spec.own_compaction:
             hooks["PreCompact"] = [HookMatcher(hooks=[self._block_compaction])]
-        hooks["PreToolUse"] = [HookMatcher(matcher=WAKEUP_TOOLS, hooks=[_refuse_wakeup])]
+        hooks["PreToolUse"] = [HookMatcher(matcher=WAKEUP_TOOLS, hooks=[refuse_wakeup])]
         self._stop_requested = False
         self._gate: ToolGate | None = None
         self._permission_gate: PermissionGate | None = None
