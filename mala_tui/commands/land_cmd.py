@@ -147,8 +147,9 @@ def land(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.std
         pull_request_body,
         session_notes,
     )
-    from mala_tui.runtime.git.landing import LandingError, push
+    from mala_tui.runtime.git.landing import LandingError
     from mala_tui.runtime.git.landing import land as land_branch
+    from mala_tui.runtime.git.pushing import push
     from mala_tui.runtime.journal.writer import safe_file_name
 
     if args.message is not None and not args.message.strip():

@@ -13,7 +13,7 @@ import pytest
 
 from mala_tui.core import events as ev
 from mala_tui.loopback import LoopbackServer, Scenario, load_scenario, offline_cli_env
-from mala_tui.runtime.git.worktree import compared_with, diff_text
+from mala_tui.runtime.git.worktree_diffs import compared_with, diff_text
 from mala_tui.runtime.journal.writer import list_runs, read_events
 from tests.integration.test_landing import APP, git, without_gh
 from tests.integration.test_run_command import run_cli

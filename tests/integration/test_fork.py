@@ -24,7 +24,8 @@ from mala_tui.loopback import LoopbackServer, load_scenario
 from mala_tui.runtime.backends.claude import ClaudeBackend
 from mala_tui.runtime.backends.claude_transcripts import find_transcript, project_folder
 from mala_tui.runtime.backends.cli_env import config_dir
-from mala_tui.runtime.git.worktree import WorktreeTracker, create
+from mala_tui.runtime.git.worktree import create
+from mala_tui.runtime.git.worktree_journal import WorktreeTracker
 from mala_tui.runtime.journal.writer import RunJournal, read_events
 from mala_tui.runtime.run.new_sessions import Joining
 from mala_tui.runtime.run.worktree_sessions import fork_in_worktree

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from mala_tui.runtime.git.landing import LandingError, Target, discard, land, push, status
+from mala_tui.runtime.git.landing import LandingError, Target, discard, land, status
+from mala_tui.runtime.git.pushing import push
 from mala_tui.runtime.git.worktree import Worktree, create
 
 

@@ -525,7 +525,7 @@ async def test_a_host_works_in_its_own_mirror_and_its_successor_restores_the_pus
     from mala_tui.runtime.cluster.mirror import materialize, mirror_path, plan, workspace
     from mala_tui.runtime.cluster.session_host import data_folder, host_folder
     from mala_tui.runtime.git.wip import wip_ref
-    from mala_tui.runtime.git.worktree import WorktreeTracker
+    from mala_tui.runtime.git.worktree_journal import WorktreeTracker
     from tests.runtime.test_worktree import git, make_repo
 
     repo = tmp_path / "repo"

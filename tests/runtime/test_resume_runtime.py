@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from mala_tui.config import LoadedSettings, Settings
+from mala_tui.config import Settings
+from mala_tui.config_loading import LoadedSettings
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.checkpoint import CheckpointOrigin
@@ -26,7 +27,7 @@ from mala_tui.prompt_files import load_prompts
 from mala_tui.runtime.backends.claude import ClaudeBackend
 from mala_tui.runtime.backends.claude_history import read_conversation
 from mala_tui.runtime.backends.scripted import ScriptedBackend, ScriptedClient, finished
-from mala_tui.runtime.git.worktree import WorktreeTracker
+from mala_tui.runtime.git.worktree_journal import WorktreeTracker
 from mala_tui.runtime.journal.writer import JournalInUse, RunJournal, list_runs, read_events
 from mala_tui.runtime.questions.approvals import ApprovalMode
 from mala_tui.runtime.run.profiles import Profile

@@ -10,19 +10,17 @@ import pytest
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.runtime.git.worktree import (
-    FileChange,
     WorktreeError,
-    WorktreeTracker,
     base_of,
     branch_name,
-    changes,
     commits_ahead,
     create,
     create_all,
-    diff_text,
     has_uncommitted,
     repository_root,
 )
+from mala_tui.runtime.git.worktree_diffs import FileChange, changes, diff_text
+from mala_tui.runtime.git.worktree_journal import WorktreeTracker
 
 
 def git(cwd: Path, *args: str) -> str:

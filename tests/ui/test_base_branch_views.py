@@ -11,14 +11,8 @@ from textual.widgets import RichLog
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.dev.fake_source import FakeLiveSource
-from mala_tui.runtime.git.worktree import (
-    Worktree,
-    changes,
-    commits_ahead,
-    compared_with,
-    create,
-    has_uncommitted,
-)
+from mala_tui.runtime.git.worktree import Worktree, commits_ahead, create, has_uncommitted
+from mala_tui.runtime.git.worktree_diffs import changes, compared_with
 from mala_tui.ui.screens.dashboard import DashboardScreen
 from mala_tui.ui.screens.diff import DiffScreen
 from tests.support.usage_events import started

@@ -18,7 +18,8 @@ from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.checkpoint import CheckpointOrigin
 from mala_tui.dev.fake_source import FakeLiveSource
-from mala_tui.runtime.git.worktree import Worktree, changes, commits_ahead, create, has_uncommitted
+from mala_tui.runtime.git.worktree import Worktree, commits_ahead, create, has_uncommitted
+from mala_tui.runtime.git.worktree_diffs import changes
 from mala_tui.ui.app import MalaApp
 from mala_tui.ui.screens.confirm import ConfirmScreen
 from mala_tui.ui.screens.dashboard import DashboardScreen

@@ -9,9 +9,8 @@ is tried first on objects alone (the commit of the edits, the merged tree), so a
 conflict, a detached base or a checkout with uncommitted changes is refused with one
 line and nothing changed: no branch moved, no file written.
 
-*Push*: the branch (with its edits committed) goes to a remote, read back from it to
-be sure, and `gh pr create --draft` opens a pull request whose body is the checkpoint;
-without `gh` the command to run is given instead.
+*Push*: the branch goes to a remote for review, and a draft pull request is opened
+(`runtime.git.pushing`, on the helpers here).
 
 *Discard*: the worktree and its branch are removed; refused, unless forced, while the
 branch has commits its base branch lacks or the worktree holds uncommitted edits.
@@ -22,8 +21,6 @@ appends it to the run's journal, the app records it through its supervisor).
 
 from __future__ import annotations
 
-import shlex
-import shutil
 import subprocess
 import time
 from dataclasses import dataclass
@@ -31,12 +28,10 @@ from pathlib import Path
 from typing import Literal
 
 from mala_tui.core import events as ev
-from mala_tui.core.commit_message import draft_subject
 from mala_tui.core.session_records import BranchStatus, WorktreeRecord
 from mala_tui.core.text import clean, for_git, plural
 from mala_tui.core.view import RunState
 from mala_tui.runtime.git.worktree import (
-    GIT_TIMEOUT_SECONDS,
     WorktreeError,
     has_uncommitted,
     last_line,
@@ -85,7 +80,9 @@ class Target:
         return f"refs/heads/{self.base_branch}"
 
 
-def _run(args: list[str], cwd: Path, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+def git_run(
+    args: list[str], cwd: Path, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
     """git, whatever its exit status; a git that cannot run at all is a LandingError."""
     try:
         return run_git(args, cwd, stdin=stdin)
@@ -93,33 +90,35 @@ def _run(args: list[str], cwd: Path, stdin: str | None = None) -> subprocess.Com
         raise LandingError(str(exc)) from None
 
 
-def _git(target: Target, *args: str, cwd: Path | None = None, stdin: str | None = None) -> str:
+def git_output(
+    target: Target, *args: str, cwd: Path | None = None, stdin: str | None = None
+) -> str:
     """git in the repository (or `cwd`); a failure is a LandingError with git's reason.
 
     `stdin` (a commit message) has its control characters removed first: it is the agent's
     text, and `git log` would print an escape in it to whoever reads the history."""
     where = cwd or target.repository
-    done = _run(list(args), where, None if stdin is None else for_git(stdin))
+    done = git_run(list(args), where, None if stdin is None else for_git(stdin))
     if done.returncode != 0:
         raise LandingError(f"git {args[0]} in {where}: {last_line(done)}")
     return done.stdout.strip()
 
 
-def _resolve(target: Target, ref: str) -> str | None:
+def resolve(target: Target, ref: str) -> str | None:
     """The commit `ref` names, or None when there is no such ref."""
-    done = _run(["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], target.repository)
+    done = git_run(["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], target.repository)
     return done.stdout.strip() if done.returncode == 0 else None
 
 
 def _is_ancestor(target: Target, older: str, newer: str) -> bool:
-    done = _run(["merge-base", "--is-ancestor", older, newer], target.repository)
+    done = git_run(["merge-base", "--is-ancestor", older, newer], target.repository)
     if done.returncode > 1:
         raise LandingError(f"git merge-base in {target.repository}: {last_line(done)}")
     return done.returncode == 0
 
 
 def _count(target: Target, since: str, until: str) -> int:
-    return int(_git(target, "rev-list", "--count", f"{since}..{until}") or 0)
+    return int(git_output(target, "rev-list", "--count", f"{since}..{until}") or 0)
 
 
 def _worktree_there(target: Target) -> bool:
@@ -141,10 +140,10 @@ def status(target: Target) -> BranchStatus | None:
     Raises:
         LandingError: git cannot read the repository.
     """
-    tip = _resolve(target, target.branch_ref)
+    tip = resolve(target, target.branch_ref)
     if tip is None:
         return None
-    base = _resolve(target, target.base_ref) if target.base_branch else None
+    base = resolve(target, target.base_ref) if target.base_branch else None
     ahead = _count(target, base or target.base_commit, tip)
     uncommitted = _uncommitted(target)
     merged = base is not None and ahead == 0 and tip != target.base_commit
@@ -170,7 +169,7 @@ def _checkouts(target: Target) -> dict[str, Path]:
     """Where each branch is checked out, by ref (`git worktree list`)."""
     found: dict[str, Path] = {}
     path: Path | None = None
-    for line in _git(target, "worktree", "list", "--porcelain").splitlines():
+    for line in git_output(target, "worktree", "list", "--porcelain").splitlines():
         if line.startswith("worktree "):
             path = Path(line.removeprefix("worktree "))
         elif line.startswith("branch ") and path is not None:
@@ -178,28 +177,28 @@ def _checkouts(target: Target) -> dict[str, Path]:
     return found
 
 
-def _edits_commit(target: Target, message: str) -> str | None:
+def edits_commit(target: Target, message: str) -> str | None:
     """A commit of the worktree as it is, on top of its branch, not yet on any branch;
     None when nothing is uncommitted. Only objects are written: nothing moves yet."""
     if not _uncommitted(target):
         return None
-    head = _resolve(target, target.branch_ref)
+    head = resolve(target, target.branch_ref)
     if head is None:
         raise LandingError(f"branch {target.branch} is gone")
     try:
         tree = working_tree(target.path)
     except WorktreeError as exc:
         raise LandingError(str(exc)) from None
-    return _git(target, "commit-tree", tree, "-p", head, "-F", "-", stdin=message)
+    return git_output(target, "commit-tree", tree, "-p", head, "-F", "-", stdin=message)
 
 
-def _adopt(target: Target, commit: str) -> None:
+def adopt(target: Target, commit: str) -> None:
     """Move the session's branch to the commit of its edits, and its index with it (the
     files already match: the commit was made of them)."""
-    head = _resolve(target, target.branch_ref) or ""
+    head = resolve(target, target.branch_ref) or ""
     reason = "mala-tui: commit the agent's edits"
-    _git(target, "update-ref", "-m", reason, target.branch_ref, commit, head)
-    _git(target, "read-tree", "HEAD", cwd=target.path)
+    git_output(target, "update-ref", "-m", reason, target.branch_ref, commit, head)
+    git_output(target, "read-tree", "HEAD", cwd=target.path)
 
 
 @dataclass(frozen=True)
@@ -212,7 +211,7 @@ def _plan_merge(target: Target, base: str, head: str, message: str) -> _Merge:
     """The base branch's new tip, made as objects only; a conflict is refused here."""
     if _is_ancestor(target, base, head):
         return _Merge(head, "fast-forward")
-    done = _run(
+    done = git_run(
         ["merge-tree", "--write-tree", "-z", "--name-only", "--no-messages", base, head],
         target.repository,
     )
@@ -232,7 +231,9 @@ def _plan_merge(target: Target, base: str, head: str, message: str) -> _Merge:
         )
     if done.returncode != 0 or not parts:
         raise LandingError(f"git merge-tree in {target.repository}: {last_line(done)}")
-    merged = _git(target, "commit-tree", parts[0], "-p", base, "-p", head, "-F", "-", stdin=message)
+    merged = git_output(
+        target, "commit-tree", parts[0], "-p", base, "-p", head, "-F", "-", stdin=message
+    )
     return _Merge(merged, "merge commit")
 
 
@@ -250,13 +251,13 @@ def land(target: Target, message: str, *, now: float | None = None) -> ev.Worktr
             f"{target.session}: the run started on a detached HEAD (at {target.base_commit[:10]}), "
             f"so there is no branch to land on; merge {target.branch} by hand, or push it with --pr"
         )
-    base = _resolve(target, target.base_ref)
+    base = resolve(target, target.base_ref)
     if base is None:
         raise LandingError(f"{target.session}: the base branch {target.base_branch} is gone")
-    if _resolve(target, target.branch_ref) is None:
+    if resolve(target, target.branch_ref) is None:
         raise LandingError(f"{target.session}: branch {target.branch} is gone")
-    edits = _edits_commit(target, message)
-    head = edits or _resolve(target, target.branch_ref) or ""
+    edits = edits_commit(target, message)
+    head = edits or resolve(target, target.branch_ref) or ""
     if _is_ancestor(target, head, base):
         raise LandingError(
             f"{target.session}: nothing to land: {target.branch} is already in {target.base_branch}"
@@ -281,9 +282,9 @@ def land(target: Target, message: str, *, now: float | None = None) -> ev.Worktr
         _merge_in(target, checkout, merge.tip)
     else:
         reason = f"mala-tui: land {target.branch}"
-        _git(target, "update-ref", "-m", reason, target.base_ref, merge.tip, base)
+        git_output(target, "update-ref", "-m", reason, target.base_ref, merge.tip, base)
     if edits is not None:
-        _adopt(target, edits)
+        adopt(target, edits)
     return ev.WorktreeLanded(
         at=time.time() if now is None else now,
         session=target.session,
@@ -299,111 +300,11 @@ def land(target: Target, message: str, *, now: float | None = None) -> ev.Worktr
 
 def _merge_in(target: Target, checkout: Path, tip: str) -> None:
     """Fast-forward the clean checkout of the base branch to its new tip (its files follow)."""
-    done = _run(["merge", "--ff-only", "--quiet", tip], checkout)
+    done = git_run(["merge", "--ff-only", "--quiet", tip], checkout)
     if done.returncode != 0:
         raise LandingError(
             f"{target.session}: git merge in {checkout} refused: {said(done)} (nothing was changed)"
         )
-
-
-def _remote(target: Target) -> str:
-    """The base branch's remote when it has one, else `origin`, else the only remote."""
-    remotes = _git(target, "remote").split()
-    if not remotes:
-        raise LandingError(
-            f"{target.session}: {target.repository} has no remote to push to; add one "
-            "(git remote add origin URL) or land without --pr"
-        )
-    if target.base_branch:
-        done = _run(["config", f"branch.{target.base_branch}.remote"], target.repository)
-        if done.returncode == 0 and done.stdout.strip() in remotes:
-            return done.stdout.strip()
-    if "origin" in remotes:
-        return "origin"
-    if len(remotes) == 1:
-        return remotes[0]
-    raise LandingError(
-        f"{target.session}: {target.repository} has several remotes ({', '.join(remotes)}) "
-        f"and none is origin or {target.base_branch or 'the base branch'}'s; set "
-        f"branch.{target.base_branch or '<base>'}.remote"
-    )
-
-
-def pr_command(target: Target, title: str, body_file: Path) -> list[str]:
-    """`gh pr create --draft` for the session's branch, with the body from a file."""
-    command = ["gh", "pr", "create", "--draft", "--head", target.branch, "--title", title]
-    if target.base_branch:
-        command += ["--base", target.base_branch]
-    return [*command, "--body-file", str(body_file)]
-
-
-def push(
-    target: Target, message: str, body: str, body_file: Path, *, now: float | None = None
-) -> ev.WorktreePushed:
-    """Commit the agent's uncommitted edits with `message`, push the branch, check the
-    remote has it, and open a draft pull request with `body` (or say how to).
-
-    Raises:
-        LandingError: no remote, the branch is gone, or git or `gh` failed (the line says
-            what was done before).
-    """
-    remote = _remote(target)
-    if _resolve(target, target.branch_ref) is None:
-        raise LandingError(f"{target.session}: branch {target.branch} is gone")
-    edits = _edits_commit(target, message)
-    if edits is not None:
-        _adopt(target, edits)
-    tip = _resolve(target, target.branch_ref) or ""
-    done_before = f" (its edits were committed as {edits[:10]})" if edits else ""
-    try:
-        _git(target, "push", "--quiet", remote, f"{target.branch_ref}:{target.branch_ref}")
-        there = _git(target, "ls-remote", remote, target.branch_ref).split()
-    except LandingError as exc:
-        raise LandingError(f"{exc}{done_before}") from None
-    if not there or there[0] != tip:
-        raise LandingError(
-            f"{target.session}: pushed {target.branch} to {remote}, but {remote} has "
-            f"{there[0][:10] if there else 'no such branch'} instead of {tip[:10]}"
-        )
-    body_file.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    body_file.write_text(for_git(body), encoding="utf-8")
-    command = pr_command(target, draft_subject(for_git(message)), body_file)
-    url = ""
-    if shutil.which("gh") is not None:
-        url = _open_pr(target, command)
-    return ev.WorktreePushed(
-        at=time.time() if now is None else now,
-        session=target.session,
-        branch=target.branch,
-        remote=remote,
-        commit=tip,
-        committed=edits or "",
-        pr_url=url,
-        pr_command="" if url else shlex.join(command),
-    )
-
-
-def _open_pr(target: Target, command: list[str]) -> str:
-    try:
-        done = subprocess.run(
-            command,
-            cwd=target.repository,
-            capture_output=True,
-            text=True,
-            timeout=GIT_TIMEOUT_SECONDS,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        reason = str(exc)
-    else:
-        if done.returncode == 0:
-            lines = done.stdout.strip().splitlines()
-            return lines[-1] if lines else "(gh gave no address)"
-        reason = last_line(done)
-    raise LandingError(
-        f"{target.session}: {target.branch} is pushed, but gh pr create failed: {reason}; "
-        f"run it yourself: {shlex.join(command)}"
-    )
 
 
 def discard(target: Target, *, force: bool, now: float | None = None) -> ev.WorktreeDiscarded:
@@ -438,11 +339,11 @@ def discard(target: Target, *, force: bool, now: float | None = None) -> ev.Work
             f"not {target.branch}; nothing was removed"
         )
     if _worktree_there(target):
-        _git(target, "worktree", "remove", "--force", str(target.path))
+        git_output(target, "worktree", "remove", "--force", str(target.path))
     else:
-        _git(target, "worktree", "prune")
+        git_output(target, "worktree", "prune")
     if state is not None:
-        _git(target, "branch", "-D", target.branch)
+        git_output(target, "branch", "-D", target.branch)
     return ev.WorktreeDiscarded(
         at=time.time() if now is None else now,
         session=target.session,

@@ -14,7 +14,6 @@ never touched.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
 import re
@@ -26,7 +25,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from mala_tui.core import events as ev
 from mala_tui.core.text import clean
 
 BRANCH_PREFIX: Final = "mala"
@@ -57,14 +55,6 @@ class Worktree:
     landing merges into); "" when that checkout was on a detached HEAD."""
     base: str = ""
     """The branch the session was told to start from (`--base`); "" when none was."""
-
-
-@dataclass(frozen=True)
-class FileChange:
-    path: str
-    added: int | None
-    """Lines added; None for a binary file."""
-    deleted: int | None
 
 
 def run_git(
@@ -250,58 +240,6 @@ def fork(parent: Worktree, run_id: str, session: str, folder: Path) -> Worktree:
     )
 
 
-def changes(path: Path, base_commit: str) -> tuple[FileChange, ...]:
-    """Files changed in the worktree at `path` since `base_commit`, with lines added and deleted.
-
-    Raises:
-        WorktreeError: the worktree is gone or git cannot read it.
-    """
-    output = _with_scratch_index(path, ["diff", "--cached", "--numstat", "-z", base_commit])
-    found = []
-    # -z: "added\tdeleted\tpath\0" per file; renames are off, so one path each.
-    for record in output.split("\0"):
-        if not record:
-            continue
-        added, deleted, name = record.split("\t", 2)
-        found.append(
-            FileChange(
-                name,
-                None if added == "-" else int(added),
-                None if deleted == "-" else int(deleted),
-            )
-        )
-    return tuple(found)
-
-
-def compared_with(path: Path, base_commit: str, base: str = "") -> str:
-    """What the worktree at `path` is diffed against: the merge-base of its HEAD with the
-    branch `base` when one was named (a commit on that branch since is not the session's
-    work), else `base_commit`, as before bases were recorded. When that branch is gone,
-    `base_commit` too.
-
-    Raises:
-        WorktreeError: the worktree is gone or git cannot read it.
-    """
-    if not base:
-        return base_commit
-    if not path.is_dir():
-        raise WorktreeError(f"worktree {path} is gone")
-    done = run_git(["merge-base", f"refs/heads/{base}", "HEAD"], path)
-    found = done.stdout.strip()
-    return found if done.returncode == 0 and found else base_commit
-
-
-def diff_text(path: Path, base_commit: str) -> str:
-    """The full diff of the worktree at `path` against `base_commit`, new files included.
-
-    Raises:
-        WorktreeError: the worktree is gone or git cannot read it.
-    """
-    return _with_scratch_index(
-        path, ["diff", "--cached", "--no-color", "--no-ext-diff", base_commit]
-    )
-
-
 def working_tree(path: Path) -> str:
     """The tree of everything in the worktree at `path` now, untracked files included
     (ignored ones not), written to the object store without touching its index.
@@ -309,7 +247,7 @@ def working_tree(path: Path) -> str:
     Raises:
         WorktreeError: the worktree is gone or git cannot read it.
     """
-    return _with_scratch_index(path, ["write-tree"]).strip()
+    return scratch_index_git(path, ["write-tree"]).strip()
 
 
 def commits_ahead(path: Path, base: str) -> int:
@@ -339,7 +277,7 @@ def base_of(worktree: Worktree) -> str:
     return f"refs/heads/{worktree.base_branch}" if worktree.base_branch else worktree.base_commit
 
 
-def _with_scratch_index(path: Path, args: Sequence[str]) -> str:
+def scratch_index_git(path: Path, args: Sequence[str]) -> str:
     """Stage everything into a throwaway index, run `args` against it, drop it."""
     if not path.is_dir():
         raise WorktreeError(f"worktree {path} is gone")
@@ -387,74 +325,3 @@ def remove(worktree: Worktree) -> None:
         _git(["branch", "-D", worktree.branch], worktree.repository)
     except WorktreeError:
         pass  # best effort: the start is failing anyway, and says why
-
-
-class WorktreeTracker:
-    """Journals each session's worktree when it starts, and what it changed when it ends.
-
-    A session that ends without having started (queued when the run stopped, or the run
-    stopped during its start-up) has its worktree journaled as it ends: no worktree or
-    branch the run made is left out of its journal.
-
-    An event listener of the run: `record` is the supervisor's sink. `prepare` is called
-    with a session's worktree as the session ends, before it is measured: on a cluster,
-    the driver's worktree is made there and then, from what the host pushed
-    (runtime.cluster.mirror); what it raises is said as the measure's error.
-    """
-
-    def __init__(
-        self,
-        worktrees: dict[str, Worktree],
-        record: Callable[[ev.Event], object],
-        prepare: Callable[[Worktree], object] | None = None,
-    ):
-        self.worktrees = worktrees
-        self._record = record
-        self._prepare = prepare
-        self._journaled: set[str] = set()
-
-    def __call__(self, event: ev.Event) -> None:
-        worktree = self.worktrees.get(event.session)
-        if worktree is None:
-            return
-        unstarted_end = isinstance(event, ev.SessionEnded) and event.session not in self._journaled
-        if isinstance(event, ev.SessionStarted) or unstarted_end:
-            self._journaled.add(event.session)
-            self._record(
-                ev.WorktreeCreated(
-                    at=event.at,
-                    session=event.session,
-                    path=str(worktree.path),
-                    branch=worktree.branch,
-                    base_commit=worktree.base_commit,
-                    repository=str(worktree.repository),
-                    base_branch=worktree.base_branch,
-                    base=worktree.base,
-                )
-            )
-        if isinstance(event, ev.SessionEnded):
-            ahead: int | None = None
-            uncommitted: bool | None = None
-            try:
-                if self._prepare is not None:
-                    self._prepare(worktree)
-                since = compared_with(worktree.path, worktree.base_commit, worktree.base)
-                files = changes(worktree.path, since)
-                error = ""
-            except WorktreeError as exc:
-                files, error = (), str(exc)
-            with contextlib.suppress(WorktreeError):  # unmeasured, the counts stay unknown
-                ahead = commits_ahead(worktree.path, base_of(worktree))
-                uncommitted = has_uncommitted(worktree.path)
-            self._record(
-                ev.WorktreeChanged(
-                    at=event.at,
-                    session=event.session,
-                    files=tuple(
-                        ev.ChangedFile(path=f.path, added=f.added, deleted=f.deleted) for f in files
-                    ),
-                    error=error,
-                    commits_ahead=ahead,
-                    uncommitted=uncommitted,
-                )
-            )

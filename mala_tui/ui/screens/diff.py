@@ -69,7 +69,8 @@ class DiffScreen(Screen[None]):
 
     @work(group="diff", exclusive=True, exit_on_error=False)
     async def _load(self) -> None:
-        from mala_tui.runtime.git.worktree import WorktreeError, compared_with, diff_text
+        from mala_tui.runtime.git.worktree import WorktreeError
+        from mala_tui.runtime.git.worktree_diffs import compared_with, diff_text
 
         log = self.query_one(RichLog)
         tree = self.worktree
