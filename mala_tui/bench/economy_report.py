@@ -199,11 +199,19 @@ def print_run(run: ScenarioRun) -> None:
 def floor_line(floor: Floor) -> str:
     """The floor and its three parts, in words."""
     computed = ", computed past raw's window" if floor.computed else ""
+    cold = (
+        f" and written again after {floor.cold_requests} "
+        f"wait{'s' if floor.cold_requests != 1 else ''} that outlasted the cache "
+        f"({floor.head_rewrite_cost:,.0f})"
+        if floor.cold_requests
+        else ""
+    )
     return (
         f"Floor{computed}: {floor.cost_units:,.0f} = every block once "
         f"({floor.written_tokens:,} tokens at {floor.write_price:g}: {floor.write_cost:,.0f}) "
         f"+ the tools and system prompt ({floor.head_tokens:,} tokens) read on "
-        f"{floor.requests - 1:,} more requests ({floor.head_read_cost:,.0f}) "
+        f"{floor.requests - 1 - floor.cold_requests:,} more requests "
+        f"({floor.head_read_cost:,.0f}){cold} "
         f"+ the output ({floor.output_tokens:,} tokens: {floor.output_cost:,.0f})."
     )
 

@@ -9,7 +9,10 @@ scenario at a density is
 
     write price x raw's last prompt + 0.1 x head x (raw's requests - 1) + 5 x raw's output
 
-with the head the tools and system prompt. What an arm pays above it is what its way of
+with the head the tools and system prompt. A wait that outlasts the cache's lifetime
+(``waits``) empties it for every arm alike: the request after it writes the head again
+instead of reading it, so each request raw's log shows reading nothing from the cache
+moves its head from the read price to the write price. What an arm pays above it is what its way of
 handling the window adds: reads of whatever it holds between requests, rewrites after a
 mask or a clearing, summaries, re-reads. An arm can go slightly under it only by never
 caching a block at all: a result that arrives in a request the server-side compaction
@@ -45,6 +48,9 @@ class Floor:
     """Every block of the task once: raw's last prompt."""
     output_tokens: int
     write_price: float = CACHE_WRITE_COST
+    cold_requests: int = 0
+    """Requests after the first that found the cache cold (a wait outlasted it): they
+    write the head again."""
     computed: bool = False
     """From raw's projection past its window, not from a finished run."""
 
@@ -54,7 +60,12 @@ class Floor:
 
     @property
     def head_read_cost(self) -> float:
-        return CACHE_READ_COST * self.head_tokens * max(0, self.requests - 1)
+        warm = max(0, self.requests - 1 - self.cold_requests)
+        return CACHE_READ_COST * self.head_tokens * warm
+
+    @property
+    def head_rewrite_cost(self) -> float:
+        return self.write_price * self.head_tokens * self.cold_requests
 
     @property
     def output_cost(self) -> float:
@@ -62,7 +73,8 @@ class Floor:
 
     @property
     def cost_units(self) -> float:
-        return round(self.write_cost + self.head_read_cost + self.output_cost, 1)
+        head = self.head_read_cost + self.head_rewrite_cost
+        return round(self.write_cost + head + self.output_cost, 1)
 
     def to_json(self) -> dict[str, float | int | bool]:
         return {
@@ -71,9 +83,11 @@ class Floor:
             "written_tokens": self.written_tokens,
             "output_tokens": self.output_tokens,
             "write_price": self.write_price,
+            "cold_requests": self.cold_requests,
             "computed": self.computed,
             "write_cost": round(self.write_cost, 1),
             "head_read_cost": round(self.head_read_cost, 1),
+            "head_rewrite_cost": round(self.head_rewrite_cost, 1),
             "output_cost": round(self.output_cost, 1),
             "cost_units": self.cost_units,
         }
@@ -99,6 +113,7 @@ def floor_of_raw(records: Sequence[RequestRecord]) -> Floor:
         written_tokens=max(r.prompt_tokens for r in answered),
         output_tokens=sum(r.output_tokens for r in answered),
         write_price=answered[0].cache_write_price,
+        cold_requests=sum(1 for r in answered[1:] if r.cache_read_input_tokens == 0),
     )
 
 
@@ -113,5 +128,6 @@ def floor_of_projection(records: Sequence[RequestRecord], projection: Projection
         written_tokens=projection.peak,
         output_tokens=output * projection.requests,
         write_price=measured.write_price,
+        cold_requests=measured.cold_requests,
         computed=True,
     )

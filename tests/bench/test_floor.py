@@ -60,6 +60,19 @@ def test_raw_pays_the_floor_plus_reading_its_conversation_again() -> None:
     assert summarize(records).cost_units == pytest.approx(floor.cost_units + again)
 
 
+def test_a_wait_that_outlasts_the_cache_writes_the_head_again() -> None:
+    records = hand_built_raw_log()
+    # The third request came after a long wait: nothing of the cache was left to read.
+    records[2] = replace(records[2], cache_read_input_tokens=0, cache_creation_input_tokens=5_300)
+    floor = floor_of_raw(records)
+    assert floor.cold_requests == 1
+    # The head is read on two requests and written again on the third.
+    assert floor.head_read_cost == pytest.approx(0.1 * 1_000 * 2)
+    assert floor.head_rewrite_cost == 1.25 * 1_000
+    assert floor.cost_units == 6_750 + 200 + 1_250 + 800
+    assert "written again after 1 wait that outlasted the cache (1,250)" in floor_line(floor)
+
+
 def test_refused_and_subagent_requests_are_not_the_main_conversations_floor() -> None:
     records = hand_built_raw_log()
     refused = replace(records[-1], index=5, status=529, prompt_tokens=9_999, output_tokens=0)
