@@ -185,9 +185,9 @@ class _MeasuredConsole:
 
 
 def _info(socket: Path) -> dict[str, object]:
-    from mala_tui.runtime.consoles.live_run import _UnixConnection
+    from mala_tui.runtime.consoles.host_requests import UnixConnection
 
-    connection = _UnixConnection(socket, 10.0)
+    connection = UnixConnection(socket, 10.0)
     try:
         connection.request("GET", "/info")
         answer: dict[str, object] = json.loads(connection.getresponse().read())

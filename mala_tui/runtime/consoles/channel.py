@@ -33,11 +33,10 @@ from typing import Any, Final
 from aiohttp import web
 
 from mala_tui.core import events as ev
-from mala_tui.core.budget import BudgetLimits
 from mala_tui.core.operator_actions import CONSOLE_NAME_CHARS, action_from_json
 from mala_tui.core.operator_messages import MessageError
 from mala_tui.core.text import clean, shorten
-from mala_tui.core.transcript import Message, TextBlock, ToolCall, ToolResult
+from mala_tui.runtime.consoles.run_reads import RunReads, refused
 from mala_tui.runtime.consoles.sockets import (
     PROTOCOL,
     ChannelError,
@@ -48,7 +47,6 @@ from mala_tui.runtime.consoles.sockets import (
     write_host_file,
 )
 from mala_tui.runtime.git.landing import LandingError
-from mala_tui.runtime.private.redaction import redact
 from mala_tui.runtime.questions.desk import QuestionClosed
 from mala_tui.runtime.run.supervisor import Supervisor
 from mala_tui.runtime.session.by_hand import ByHandError
@@ -101,6 +99,8 @@ class ControlChannel:
         console_behind: int = CONSOLE_BEHIND,
     ) -> None:
         self.supervisor = supervisor
+        self.reads = RunReads(supervisor)
+        """What consoles read beyond the events (runtime.consoles.run_reads)."""
         self.folder = folder
         """The run's folder: its journal, and where `host.json` says how to reach it."""
         self._stop = stop or supervisor.stop_for
@@ -135,10 +135,10 @@ class ControlChannel:
             [
                 web.get("/info", self._info),
                 web.get("/events", self._events),
-                web.get("/budget", self._budget),
-                web.get("/transcript", self._transcript),
-                web.get("/window", self._window),
-                web.get("/profiles", self._profiles),
+                web.get("/budget", self.reads.budget),
+                web.get("/transcript", self.reads.transcript),
+                web.get("/window", self.reads.window),
+                web.get("/profiles", self.reads.profiles),
                 web.post("/take_over", self._post(self._take_over)),
                 web.post("/land", self._post(self._land)),
                 web.post("/discard", self._post(self._discard)),
@@ -268,11 +268,11 @@ class ControlChannel:
             try:
                 body = await request.json()
             except (ValueError, UnicodeDecodeError):
-                return _refused(400, "value", "the request is not JSON")
+                return refused(400, "value", "the request is not JSON")
             except RecursionError:  # nested deeper than the parser goes: no request of ours
-                return _refused(400, "value", "the request's JSON is nested too deeply")
+                return refused(400, "value", "the request's JSON is nested too deeply")
             if not isinstance(body, dict):
-                return _refused(400, "value", "the request is not a JSON object")
+                return refused(400, "value", "the request is not a JSON object")
             try:
                 answer = handle(body)
                 if inspect.isawaitable(answer):
@@ -292,11 +292,11 @@ class ControlChannel:
                     status=409,
                 )
             except KeyError as exc:
-                return _refused(404, "key", exc.args[0] if exc.args else str(exc))
+                return refused(404, "key", exc.args[0] if exc.args else str(exc))
             except MessageError as exc:
-                return _refused(400, "message", str(exc))
+                return refused(400, "message", str(exc))
             except (ValueError, TypeError) as exc:
-                return _refused(400, "value", str(exc))
+                return refused(400, "value", str(exc))
             return web.json_response(answer or {"ok": True})
 
         return endpoint
@@ -352,82 +352,11 @@ class ControlChannel:
             raise ValueError(str(exc)) from None
         return {"event": event.model_dump(mode="json")}
 
-    async def _profiles(self, request: web.Request) -> web.Response:
-        """The run's named profiles a session added from a console may be given."""
-        return web.json_response({"profiles": self.supervisor.profile_names()})
-
     def _hurry(self, body: dict[str, Any]) -> None:
         self.supervisor.hurry()
 
     def _stop_run(self, body: dict[str, Any]) -> None:
         self._stop(_optional_text(body, "cause") or WHEN_STOPPED)
-
-    async def _budget(self, request: web.Request) -> web.Response:
-        watch = self.supervisor.budget
-        return web.json_response(
-            {
-                "run": limits_json(watch.run_limits),
-                "sessions": {
-                    name: limits_json(watch.limits_for(name)) for name in self.supervisor.runners
-                },
-            }
-        )
-
-    async def _transcript(self, request: web.Request) -> web.Response:
-        session = request.query.get("session", "")
-        if session not in self.supervisor.runners:
-            return _refused(404, "key", f"no session {session!r} in this run")
-        path = self.supervisor.transcript_path(session)
-        return web.json_response({"path": None if path is None else str(path)})
-
-    async def _window(self, request: web.Request) -> web.Response:
-        """What fills the session's window (its conversation, whole, and its calibration):
-        what the breakdown view draws, which a console cannot rebuild from the journal."""
-        session = request.query.get("session", "")
-        if session not in self.supervisor.runners:
-            return _refused(404, "key", f"no session {session!r} in this run")
-        contents = self.supervisor.window_contents(session)
-        if contents is None:
-            return web.json_response({"contents": None})
-        density = contents.density
-        return web.json_response(
-            {
-                "contents": {
-                    "messages": [_message_json(m) for m in contents.transcript],
-                    "density": [density.ratio, density.measured, density.overhead],
-                    "root": contents.root,
-                }
-            }
-        )
-
-
-def _message_json(message: Message) -> dict[str, Any]:
-    """A conversation's message whole (redacted as the journal is), in the shape
-    runtime.cluster.wire reads back."""
-    blocks: list[dict[str, Any]] = []
-    for block in message.blocks:
-        if isinstance(block, TextBlock):
-            blocks.append({"text": redact(block.text)})
-        elif isinstance(block, ToolCall):
-            blocks.append({"call": block.id, "name": block.name, "input": block.input})
-        elif isinstance(block, ToolResult):
-            blocks.append(
-                {
-                    "result": block.tool_use_id,
-                    "content": redact(block.content),
-                    "error": block.is_error,
-                }
-            )
-    return {"role": message.role.value, "harness": message.from_harness, "blocks": blocks}
-
-
-def limits_json(limits: BudgetLimits) -> dict[str, Any]:
-    return {
-        "max_cost_usd": limits.max_cost_usd,
-        "max_turns": limits.max_turns,
-        "max_minutes": limits.max_minutes,
-        "near_fraction": limits.near_fraction,
-    }
 
 
 def _journal_lines(supervisor: Supervisor, after: int, upto: int) -> list[str]:
@@ -449,10 +378,6 @@ def _numbered(lines: Iterable[bytes], after: int, upto: int) -> Iterable[str]:
         seq = data.get("seq") if isinstance(data, dict) else None
         if isinstance(seq, int) and after < seq <= upto:
             yield line.decode("utf-8")
-
-
-def _refused(status: int, kind: str, message: str) -> web.Response:
-    return web.json_response({"error": message, "kind": kind}, status=status)
 
 
 def _text(body: dict[str, Any], key: str) -> str:

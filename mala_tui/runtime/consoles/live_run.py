@@ -11,17 +11,16 @@ neither misses an event nor applies one twice.
 Commands and answers are short requests to the host, made synchronously: the app acts
 on a key and says at once how it went ("approved", or "answered already: approved by
 the operator at the console on /dev/pts/3"), as it does with a supervisor in its own
-process. On the host's side each is one call of the supervisor's own method, so a
-round trip over the local socket takes about a millisecond.
+process. What the person did goes as one value (core.operator_actions, POST `/act`);
+on the host's side it is one `Supervisor.act`, so a round trip over the local socket
+takes about a millisecond.
 """
 
 from __future__ import annotations
 
 import asyncio
-import http.client
 import json
 import os
-import socket
 import sys
 import time
 from collections.abc import Callable
@@ -34,7 +33,6 @@ from mala_tui.core import events as ev
 from mala_tui.core.breakdown import WindowContents
 from mala_tui.core.budget import BudgetCheck, BudgetLimits
 from mala_tui.core.calibration import Density
-from mala_tui.core.observations import Decision
 from mala_tui.core.operator_actions import (
     AnswerApproval,
     AnswerPermission,
@@ -42,26 +40,18 @@ from mala_tui.core.operator_actions import (
     SetBudget,
     action_json,
 )
-from mala_tui.core.operator_messages import MessageError
-from mala_tui.core.permissions import AnsweredBy, PermissionAnswer
-from mala_tui.core.session_records import BranchStatus
 from mala_tui.core.transcript import Transcript
 from mala_tui.core.view import RunState, SessionSnapshot
 from mala_tui.runtime.cluster.wire import message_from_json
 from mala_tui.runtime.consoles.channel import FELL_BEHIND, RUN_OVER, WHEN_STOPPED
+from mala_tui.runtime.consoles.host_requests import REQUEST_SECONDS, quote, request
+from mala_tui.runtime.consoles.live_landings import RemoteLandings
 from mala_tui.runtime.consoles.sockets import ChannelError, HostRecord, live_host
-from mala_tui.runtime.git.landing import LandingError, Target
 from mala_tui.runtime.journal.writer import EVENTS_FILE, JournalContents, read_events
-from mala_tui.runtime.questions.desk import QuestionClosed, Reply
 from mala_tui.runtime.run.budget_watch import BudgetWatch
-from mala_tui.runtime.run.landings import FinishedRun, Landings
 from mala_tui.runtime.run.recorder import Listeners, RunRecorder
 from mala_tui.runtime.session.by_hand import Interactive
 
-REQUEST_SECONDS: Final = 10.0
-"""How long a command waits for the host to answer before the host counts as gone."""
-LANDING_SECONDS: Final = 120.0
-"""How long a landing (git's commit and merge, at the host) may take."""
 HAND_OVER_SECONDS: Final = 120.0
 """How long taking a session over may take at the host: its turn is stopped first (the
 supervisor's own bound is a minute past the disconnect's)."""
@@ -78,24 +68,6 @@ def console_name() -> str:
         except (OSError, ValueError, AttributeError):
             continue
     return f"a console without a terminal (pid {os.getpid()})"
-
-
-class _UnixConnection(http.client.HTTPConnection):
-    """HTTP over the run's Unix socket (the standard library's client, its socket swapped)."""
-
-    def __init__(self, path: Path, timeout: float) -> None:
-        super().__init__("localhost", timeout=timeout)
-        self._path = path
-
-    def connect(self) -> None:
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        sock.settimeout(self.timeout)
-        try:
-            sock.connect(str(self._path))
-        except OSError:
-            sock.close()
-            raise
-        self.sock = sock
 
 
 class RemoteRun:
@@ -130,7 +102,9 @@ class RemoteRun:
         self.mode: ev.RunMode | None = None
         """What started the run (run, demo), from its `run_started`."""
         self._budget: BudgetWatch | None = None
-        self.landings = RemoteLandings(self)
+        self.landings = RemoteLandings(
+            folder, self.recorder, self._request, lambda: self.ended is not None or bool(self.lost)
+        )
         """Landing and discarding the run's worktree sessions: read here, done at the host."""
         self._closing = False
         self._ws: aiohttp.ClientWebSocketResponse | None = None
@@ -275,32 +249,8 @@ class RemoteRun:
         body: dict[str, Any] | None = None,
         timeout: float = REQUEST_SECONDS,
     ) -> Any:
-        """One request; its JSON answer. The host's refusals raise what the supervisor's own
-        method would (QuestionClosed, KeyError, MessageError, ValueError).
-
-        Raises:
-            ChannelError: the host cannot be reached.
-        """
-        connection = _UnixConnection(self.host.socket, timeout)
-        try:
-            payload = None if body is None else json.dumps(body).encode("utf-8")
-            headers = {"Content-Type": "application/json"} if payload is not None else {}
-            connection.request(method, path, body=payload, headers=headers)
-            response = connection.getresponse()
-            raw = response.read()
-            status = response.status
-        except (OSError, http.client.HTTPException) as exc:
-            raise ChannelError(f"the run's host cannot be reached: {exc}") from None
-        finally:
-            connection.close()
-        try:
-            answer = json.loads(raw) if raw else {}
-        except ValueError:
-            raise ChannelError(f"the run's host answered {status} without JSON") from None
-        if status == 200:
-            return answer
-        _raise_refusal(status, answer)
-        return None
+        """One request to the run's host (runtime.consoles.host_requests)."""
+        return request(self.host.socket, method, path, body, timeout)
 
     def act(self, action: OperatorAction) -> None:
         """Send what the person did to the run's host (POST `/act`), as the run's own
@@ -343,14 +293,14 @@ class RemoteRun:
         self._request("POST", "/hurry", {})
 
     def transcript_path(self, session: str) -> Path | None:
-        answer = self._request("GET", f"/transcript?session={_quote(session)}")
+        answer = self._request("GET", f"/transcript?session={quote(session)}")
         path = answer.get("path") if isinstance(answer, dict) else None
         return Path(path) if isinstance(path, str) else None
 
     def window_contents(self, session: str) -> WindowContents | None:
         """The session's conversation and calibration, as the host has them now (the
         journal has the figures only): asked for when the breakdown view opens."""
-        answer = self._request("GET", f"/window?session={_quote(session)}")
+        answer = self._request("GET", f"/window?session={quote(session)}")
         data = answer.get("contents") if isinstance(answer, dict) else None
         if not isinstance(data, dict):
             return None
@@ -386,116 +336,3 @@ def _limits(data: object) -> BudgetLimits:
         return BudgetLimits()
     known = ("max_cost_usd", "max_turns", "max_minutes", "near_fraction")
     return BudgetLimits(**{key: data[key] for key in known if key in data})
-
-
-def _quote(text: str) -> str:
-    from urllib.parse import quote
-
-    return quote(text, safe="")
-
-
-class _Closed(QuestionClosed):
-    """A `QuestionClosed` the host sent: its message as the host worded it."""
-
-    def __init__(self, question: str, message: str, reply: Reply) -> None:
-        super().__init__(question, "", reply)
-        self.message = message
-
-
-def _raise_refusal(status: int, answer: Any) -> None:
-    data = answer if isinstance(answer, dict) else {}
-    message = str(data.get("error") or f"the run's host refused the request ({status})")
-    kind = data.get("kind")
-    if kind == "closed":
-        said = str(data.get("answer", ""))
-        choice: Decision | PermissionAnswer
-        try:
-            choice = Decision(said)
-        except ValueError:
-            try:
-                choice = PermissionAnswer(said)
-            except ValueError:
-                raise KeyError(message) from None
-        try:
-            by = AnsweredBy(str(data.get("by", "")))
-        except ValueError:
-            raise KeyError(message) from None
-        reply = Reply(
-            choice,
-            by,
-            str(data.get("reason", "")),
-            console=str(data.get("console", "")),
-        )
-        raise _Closed(str(data.get("question", "")), message, reply)
-    if kind == "key":
-        raise KeyError(message)
-    if kind == "message":
-        raise MessageError(message)
-    raise ValueError(message)
-
-
-class RemoteLandings:
-    """A live run's worktree sessions, landed or discarded from an attached console: what
-    is left to land is read here (the console is on the run's machine, and git is git),
-    the landing itself is done by the run's host, which journals it; the console sees its
-    event come back like every other. Once the run is over its host is gone: then the
-    console does it itself, as `mala-tui land` would, reopening the journal."""
-
-    def __init__(self, run: RemoteRun) -> None:
-        self.state = run.state
-        # What is left to land, and whether it can be, is read here as the run's own
-        # Landings reads it; only the landing itself is the host's.
-        self._here = Landings(run.state, _host_records, _running_in(run.state))
-        self._run = run
-        self._over = FinishedRun(run.folder, run.state, run.recorder)
-
-    def target(self, session: str) -> Target:
-        return self._here.target(session)
-
-    def draft(self, session: str) -> str:
-        return self._here.draft(session)
-
-    async def status(self, session: str) -> BranchStatus | None:
-        return await self._here.status(session)
-
-    def _host_gone(self) -> bool:
-        return self._run.ended is not None or bool(self._run.lost)
-
-    async def land(self, session: str, message: str) -> ev.WorktreeLanded:
-        if self._host_gone():
-            return await self._over.landings.land(session, message)
-        self.target(session)  # refused here first, as the host would
-        event = await self._ask("/land", {"session": session, "message": message})
-        if not isinstance(event, ev.WorktreeLanded):
-            raise LandingError(f"{session}: the run's host answered without the landing")
-        return event
-
-    async def discard(self, session: str, *, force: bool) -> ev.WorktreeDiscarded:
-        if self._host_gone():
-            return await self._over.landings.discard(session, force=force)
-        self.target(session)
-        event = await self._ask("/discard", {"session": session, "force": force})
-        if not isinstance(event, ev.WorktreeDiscarded):
-            raise LandingError(f"{session}: the run's host answered without the discard")
-        return event
-
-    async def _ask(self, path: str, body: dict[str, Any]) -> ev.Event:
-        try:
-            answer = await asyncio.to_thread(
-                self._run._request, "POST", path, body, LANDING_SECONDS
-            )
-            return ev.parse_event(answer["event"])
-        except (ValueError, KeyError, TypeError, ChannelError) as exc:
-            raise LandingError(str(exc.args[0]) if exc.args else str(exc)) from None
-
-
-def _host_records(event: ev.Event) -> None:
-    """The host journals what it did; it reaches this console with the run's other events."""
-
-
-def _running_in(state: RunState) -> Callable[[str], str | None]:
-    def still_running(session: str) -> str | None:
-        found = state.sessions.get(session)
-        return "still running" if found is not None and found.status is None else None
-
-    return still_running
