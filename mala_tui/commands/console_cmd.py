@@ -256,7 +256,8 @@ async def _host_ended(remote: RemoteRun, loaded: LoadedSettings, out: TextIO, ho
 
 async def _headless(remote: RemoteRun, out: TextIO) -> None:
     from mala_tui.runtime.consoles.serve_record import notice_address
-    from mala_tui.ui.headless import answer_from_terminal, printer, read_stdin_line
+    from mala_tui.ui.headless import printer, read_stdin_line
+    from mala_tui.ui.terminal_questions import answer_from_terminal
 
     run_id, data_dir = remote.folder.name, remote.folder.parent.parent  # DATA/runs/RUN
     show = printer(out, address=lambda question: notice_address(data_dir, run_id, question))
@@ -281,7 +282,7 @@ def _ending(remote: RemoteRun, loaded: LoadedSettings, out: TextIO, *, detached:
     """What the console says as it leaves, and its exit status."""
     from mala_tui.core.actions import EndStatus
     from mala_tui.runtime.private.redaction import redact
-    from mala_tui.ui.headless import one_line
+    from mala_tui.ui.text import one_line
 
     run_id = remote.folder.name
     ended = remote.ended

@@ -20,7 +20,7 @@ import platformdirs
 from mala_tui.runtime.journal.writer import last_opened_run
 from mala_tui.runtime.private.files import append_private, private_folder
 from mala_tui.runtime.private.redaction import redact
-from mala_tui.ui.headless import one_line
+from mala_tui.ui.text import one_line
 
 #: An unexpected error (sysexits' EX_SOFTWARE).
 EXIT_INTERNAL = 70

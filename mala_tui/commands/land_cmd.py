@@ -99,7 +99,7 @@ def _open(args: argparse.Namespace, loaded: LoadedSettings) -> _Opened:
         find_run,
     )
     from mala_tui.runtime.run.run_source import ResumeError, read_source, still_live
-    from mala_tui.ui.headless import one_line
+    from mala_tui.ui.text import one_line
 
     data_dir = args.data_dir or loaded.settings.resolved_data_dir()
     try:
@@ -210,7 +210,7 @@ def _journal(
 ) -> int:
     """Append what was done to the run's journal and say it on one line."""
     from mala_tui.core.describe import summary
-    from mala_tui.ui.headless import one_line
+    from mala_tui.ui.text import one_line
 
     # Names, paths and the command come from the journal and git: shown literally.
     out.write(f"{one_line(event.session, 80)}: {one_line(summary(event), 4000)}\n")

@@ -55,7 +55,7 @@ def open_session(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO =
     from mala_tui.core.text import plural
     from mala_tui.runtime.journal.writer import JournalInUse, RunJournal, StorageError
     from mala_tui.runtime.session.by_hand import ByHandError, console_problem, read_back, size_of
-    from mala_tui.ui.headless import one_line
+    from mala_tui.ui.text import one_line
 
     try:
         opening = _prepare(args, loaded)
@@ -139,7 +139,7 @@ def _prepare(args: argparse.Namespace, loaded: LoadedSettings) -> _Opening:
     from mala_tui.runtime.run.run_source import ResumeError, read_source, still_live
     from mala_tui.runtime.run.task_plans import TaskPlan
     from mala_tui.runtime.session.by_hand import interactive
-    from mala_tui.ui.headless import one_line
+    from mala_tui.ui.text import one_line
 
     data_dir = args.data_dir or loaded.settings.resolved_data_dir()
     try:

@@ -111,7 +111,7 @@ def _resume_on(
     from mala_tui.runtime.backends.claude import ClaudeBackend
     from mala_tui.runtime.journal.writer import StorageError
     from mala_tui.runtime.run.resume import ResumeError, prepare
-    from mala_tui.ui.headless import one_line
+    from mala_tui.ui.text import one_line
 
     backend = ClaudeBackend.for_run(source.folder)
     if engine is not None:

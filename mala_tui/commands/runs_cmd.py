@@ -24,7 +24,7 @@ from mala_tui.runtime.journal.writer import (
     read_events,
 )
 from mala_tui.runtime.run.launch import EXIT_USAGE
-from mala_tui.ui.headless import one_line
+from mala_tui.ui.text import one_line
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

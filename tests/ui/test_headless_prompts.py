@@ -21,7 +21,8 @@ from mala_tui.core.questions import PermissionQuestion
 from mala_tui.core.usage import CallUsage
 from mala_tui.runtime.backends.scripted import HANG, ScriptedBackend, ScriptedClient, finished
 from mala_tui.runtime.questions.approvals import ApprovalMode
-from mala_tui.ui.headless import WRAP_MARK, printer, run_headless, terminal_lines
+from mala_tui.ui.headless import printer, run_headless
+from mala_tui.ui.terminal_questions import WRAP_MARK, terminal_lines
 from tests.support.backends import PerSession, bash
 from tests.support.polling import eventually
 from tests.support.supervisors import build_supervisor, journaled
