@@ -1,15 +1,19 @@
 """What a manager knows of its session, and the few moves every part of it makes.
 
 `ManagerState` is one plain object: every field the manager keeps is declared
-here, and nowhere else. The ContextManager (core.manager) owns it and hands it
-to its parts (the turn flow, masking decisions, the restart flow, recovery,
-operator handling); each part reads and changes it, and none keeps state of its
-own. Its methods are the moves every part shares: the legal-move check against
-the phase table, the phase change, a turn begun, a fresh session started, the
-session ended, and the figures decisions are made on (the window, the zone, the
-projected request). Each field has one owner: the one part that writes it, or a
-named transition here or on the part of the state it belongs to (core.state_parts,
-core.window_belief, core.background); tests/core/test_state_owners.py holds to it.
+here or in one of its parts (core.state_parts, core.window_belief,
+core.background). The ContextManager (core.manager) owns it and hands it to its
+parts (the turn flow, the projection, masking decisions, the restart flow, the
+background flow, recovery, operator handling, the session's start); each part
+reads and changes it, and none keeps state of its own. Its methods are the moves
+every part shares: the legal-move check against the phase table, the phase
+change, a turn begun, a resumed or forked conversation picked up, a fresh session
+started, the session ended. The figures decisions read off it (the zone, the
+projected request) are core.decision_figures'.
+
+Each field has one owner: the one part that writes it, or a named transition here
+or on the part of the state it belongs to; tests/core/test_state_owners.py holds
+the core to it.
 
 Every handler follows one rule: check that the move is legal (`check`, or
 `move` before anything else changes) before changing anything, so an
