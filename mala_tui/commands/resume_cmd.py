@@ -79,7 +79,8 @@ def _resume(
     engine = None
     if source.meta.get("engine") == "ray":
         # The run's sessions ran on a cluster: the same one again (or a local Ray, as then).
-        from mala_tui.runtime.cluster.ray_engine import EngineRefused, RayEngine
+        from mala_tui.runtime.cluster.ray_engine import RayEngine
+        from mala_tui.runtime.cluster.ray_refusals import EngineRefused
 
         address = source.meta.get("ray_address")
         try:

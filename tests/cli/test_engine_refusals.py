@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from mala_tui.runtime.cluster.ray_engine import EngineRefused, version_refusal
+from mala_tui.runtime.cluster.ray_refusals import EngineRefused, version_refusal
 
 
 def run_cli(tmp_path: Path, *args: str, prelude: str = "") -> subprocess.CompletedProcess[str]:

@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from mala_tui.bench.netns import inside
-from mala_tui.runtime.cluster.ray_engine import TOKEN_VARIABLES, RayEngine
+from mala_tui.runtime.cluster.ray_engine import RayEngine
+from mala_tui.runtime.cluster.ray_token import TOKEN_VARIABLES
 
 
 def mode(path: Path) -> str:

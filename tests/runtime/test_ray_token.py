@@ -17,8 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from mala_tui.runtime.cluster import ray_engine
-from mala_tui.runtime.cluster.ray_engine import TOKEN_VARIABLES, EngineRefused, private_token
+from mala_tui.runtime.cluster import ray_token
+from mala_tui.runtime.cluster.ray_refusals import EngineRefused
+from mala_tui.runtime.cluster.ray_token import TOKEN_VARIABLES, private_token
 
 
 def mode(path: Path) -> int:
@@ -91,7 +92,7 @@ def test_a_local_ray_is_pointed_at_a_private_token_removed_at_exit(
     tmp_path: Path, ray_env: list[Callable[[], object]], umask: Callable[[int], None]
 ) -> None:
     umask(0o022)  # what Ray's own file got 0644 under
-    ray_engine._token_for_local_ray()
+    ray_token.token_for_local_ray()
     token = Path(os.environ["RAY_AUTH_TOKEN_PATH"])
     assert token.parent.parent == tmp_path / "tmp"
     assert mode(token) == 0o600 and mode(token.parent) == 0o700
@@ -104,9 +105,9 @@ def test_a_second_local_ray_in_the_process_keeps_the_first_token(
     ray_env: list[Callable[[], object]],
 ) -> None:
     # Ray's driver keeps the first token it read: a second would be refused by the new cluster.
-    ray_engine._token_for_local_ray()
+    ray_token.token_for_local_ray()
     first = os.environ["RAY_AUTH_TOKEN_PATH"]
-    ray_engine._token_for_local_ray()
+    ray_token.token_for_local_ray()
     assert os.environ["RAY_AUTH_TOKEN_PATH"] == first
     assert len(ray_env) == 1
 
@@ -127,7 +128,7 @@ def test_a_token_the_user_gave_or_auth_turned_off_is_left_alone(
     value: str,
 ) -> None:
     monkeypatch.setenv(name, value)
-    ray_engine._token_for_local_ray()
+    ray_token.token_for_local_ray()
     assert os.environ[name] == value
     if name != "RAY_AUTH_TOKEN_PATH":
         assert "RAY_AUTH_TOKEN_PATH" not in os.environ
