@@ -36,7 +36,7 @@ from typing import Any
 
 from mala_tui.bench.arms import REQUEST_LOG, run_managed_arm, settings_with
 from mala_tui.bench.economy_options import DENSITIES, SCENARIO_SET
-from mala_tui.loopback import Scenario, load_scenario, read_jsonl
+from mala_tui.loopback import Scenario, ScenarioError, load_scenario, read_jsonl
 from mala_tui.loopback.api_errors import MAX_BREAKPOINTS
 from mala_tui.loopback.cache import PromptCache
 from mala_tui.loopback.request_log import (
@@ -46,7 +46,12 @@ from mala_tui.loopback.request_log import (
 )
 from mala_tui.loopback.request_view import MASKED_PLACEHOLDER
 from mala_tui.loopback.server import KEEP_BODIES_ENV
-from mala_tui.loopback.tokens import PromptBlock, prompt_blocks, tool_result_text
+from mala_tui.loopback.tokens import (
+    PromptBlock,
+    check_token_ratio,
+    prompt_blocks,
+    tool_result_text,
+)
 
 #: Markers a mask keeps: its own and the one of the mask before it.
 KEPT_MARKERS = 2
@@ -165,15 +170,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--densities", default=",".join(f"{d:g}" for d in DENSITIES))
     parser.add_argument("--out", type=Path, default=Path("marker-results"))
     args = parser.parse_args(argv)
-    ratios = [float(text) for text in args.densities.split(",") if text.strip()]
+    try:
+        ratios = [check_token_ratio(float(x)) for x in args.densities.split(",") if x.strip()]
+        scenarios = [load_scenario(name) for name in args.scenario or SCENARIO_SET]
+    except (ValueError, ScenarioError) as exc:
+        parser.error(str(exc))
     print(
         "| scenario | density | masks | re-reads | cost as run | replayed without markers "
         "| replayed with markers | with / without |\n"
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
     )
     for ratio in ratios:
-        for name in args.scenario or SCENARIO_SET:
-            scenario = load_scenario(name)
+        for scenario in scenarios:
             folder = args.out / f"{ratio:g}x" / scenario.name
             arm, without, marked = measure(scenario, ratio, folder)
             print(

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from mala_tui.bench.marker_replay import newest_kept_result, rebill, with_markers
+from mala_tui.bench.marker_replay import main, newest_kept_result, rebill, with_markers
 from mala_tui.loopback import summarize
 from mala_tui.loopback.cache import PromptCache
 from mala_tui.loopback.request_log import RequestRecord
@@ -93,3 +93,16 @@ def test_a_log_without_bodies_cannot_be_billed_again() -> None:
     records = [replace(record, body=None) for record in managed_run()]
     with pytest.raises(ValueError, match="no body"):
         rebill(records, markers=True)
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [(["--densities", "0"], "token ratio must be"), (["--scenario", "nope"], "no such scenario")],
+)
+def test_bad_options_are_usage_errors(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as ended:
+        main(argv)
+    assert ended.value.code == 2
+    assert message in capsys.readouterr().err
