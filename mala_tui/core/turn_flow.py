@@ -91,7 +91,7 @@ class TurnFlow:
             state.tracker.observe_call(obs.call)
             state.chars_at_call = state.transcript.characters
             state.cache_refreshed_at = obs.at
-            events.append(self._usage_event(obs.at, state.usage, ("by hand",)))
+            events.append(usage_recorded(state, obs.at, state.usage, ("by hand",)))
         tokens = state.usage.tokens if obs.call is not None else None
         said = ev.HandedBack(
             at=obs.at, session=state.name, prompts=obs.prompts, tokens=tokens, went_on=obs.go_on
@@ -141,7 +141,7 @@ class TurnFlow:
             self._state.turn.stop_over()  # a new request: the CLI did not stop at the hook
         usage = self._state.usage
         events: list[ev.Event] = [
-            self._usage_event(obs.at, usage, obs.notes, call_started=obs.starts_call),
+            usage_recorded(self._state, obs.at, usage, obs.notes, call_started=obs.starts_call),
             *noted,
         ]
         before = self._state.pending.take_measure_from()
@@ -157,26 +157,6 @@ class TurnFlow:
             )
         decided = self._decide_on(obs.at, usage)
         return Outcome(decided.actions, (*events, *decided.events))
-
-    def _usage_event(
-        self,
-        at: float,
-        usage: ContextUsage,
-        notes: tuple[str, ...] = (),
-        *,
-        call_started: bool = False,
-    ) -> ev.UsageRecorded:
-        density = self._state.density
-        return ev.UsageRecorded.of(
-            usage,
-            at=at,
-            session=self._state.name,
-            notes=notes,
-            window_source=self._state.window_source,
-            density=round(density.ratio, 4),
-            density_measured=density.measured,
-            call_started=call_started,
-        )
 
     def _decide_on(self, at: float, usage: ContextUsage) -> Outcome:
         """Act on a figure of the window, measured or (labelled) estimated."""
@@ -235,24 +215,12 @@ class TurnFlow:
             # without it means this agent reports none.
             self._state.usage_missing = True
             if self._state.manage is not ManageMode.OFF:
-                events.append(self._estimate_warning(obs.at))
+                events.append(estimate_warning(self._state, obs.at))
         if self._state.usage_missing and self._state.tracker.latest_call is None:
             # The labelled estimate is all there is, so decide on it.
             decided = self._decide_on(obs.at, self._state.usage)
             return Outcome(decided.actions, (*events, *decided.events))
         return Outcome(events=tuple(events))
-
-    def _estimate_warning(self, at: float) -> ev.WarningRecorded:
-        usage = self._state.usage
-        return ev.WarningRecorded(
-            at=at,
-            session=self._state.name,
-            where=ev.Where.USAGE,
-            message=(
-                "the agent reports no per-call usage: decisions use the "
-                f"{usage.source.value} figure ({usage.tokens:,} tokens), not a measurement"
-            ),
-        )
 
     def _deliver_now(self, at: float) -> Outcome:
         """The agent's turn is over and messages wait: they are its next prompt."""
@@ -364,3 +332,39 @@ class TurnFlow:
         if follow_up is not None:
             self._state.begin_turn(follow_up)
         return Outcome()
+
+
+def usage_recorded(
+    state: ManagerState,
+    at: float,
+    usage: ContextUsage,
+    notes: tuple[str, ...] = (),
+    *,
+    call_started: bool = False,
+) -> ev.UsageRecorded:
+    """The event that records a figure of the window, with what it was judged on."""
+    density = state.density
+    return ev.UsageRecorded.of(
+        usage,
+        at=at,
+        session=state.name,
+        notes=notes,
+        window_source=state.window_source,
+        density=round(density.ratio, 4),
+        density_measured=density.measured,
+        call_started=call_started,
+    )
+
+
+def estimate_warning(state: ManagerState, at: float) -> ev.WarningRecorded:
+    """Said once: the agent reports no per-call usage, so decisions use an estimate."""
+    usage = state.usage
+    return ev.WarningRecorded(
+        at=at,
+        session=state.name,
+        where=ev.Where.USAGE,
+        message=(
+            "the agent reports no per-call usage: decisions use the "
+            f"{usage.source.value} figure ({usage.tokens:,} tokens), not a measurement"
+        ),
+    )
