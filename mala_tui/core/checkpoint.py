@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Final
 
+from mala_tui.core.fold import task_and_digest
 from mala_tui.core.masking import is_masked
 from mala_tui.core.text import flatten, shorten
 from mala_tui.core.transcript import (
@@ -175,7 +176,8 @@ def harness_checkpoint(
     Goal: the task (or the first prompt). Completed work: what the previous
     checkpoint of this task listed, then every tool call of this session, in
     order, one line each in the `Tool argument` form a reader (or a model)
-    recognises. Do not redo: files written. Key decisions: the agent's last words.
+    recognises, after the steps a fold put in the digest (core.fold), which came first.
+    Do not redo: files written. Key decisions: the agent's last words.
     With `before`, what follows that message (a wind-down and the answer to it) is
     not the agent's work and is left out; mala-tui's own prompts never count.
     """
@@ -183,6 +185,8 @@ def harness_checkpoint(
     earlier = previous.sections if previous is not None else {}
     completed: list[str] = [earlier["Completed Work"]] if earlier.get("Completed Work") else []
     touched: list[str] = [earlier["Do Not Redo"]] if earlier.get("Do Not Redo") else []
+    task, folded = task_and_digest(work.messages)
+    completed += folded
     seen: set[str] = set()
     for obs in work.exchanges():
         if obs.result is None:
@@ -202,7 +206,7 @@ def harness_checkpoint(
         for message in work
         if message.role is Role.ASSISTANT and not message.from_harness and message.text.strip()
     ][-3:]
-    goal = (goal or work.first_prompt()).strip() or "(the first prompt was not seen)"
+    goal = (goal or task).strip() or "(the first prompt was not seen)"
     parts = [
         f"(Written by mala-tui, not by the agent: {reason}.)",
         "## Goal",

@@ -101,6 +101,18 @@ def digest_lines(digest: str) -> tuple[str, ...]:
     return tuple(line for line in digest.splitlines()[1:] if line.strip())
 
 
+def task_and_digest(messages: Sequence[Message]) -> tuple[str, tuple[str, ...]]:
+    """The first prompt's own text (the task) and the step lines of the digest a fold put
+    after it: a checkpoint lists those steps as done, and the task without them."""
+    for message in messages:
+        if message.is_prompt and message.text.strip():
+            texts = [b.text for b in message.blocks if isinstance(b, TextBlock)]
+            task = "\n".join(text for text in texts if not is_digest(text))
+            lines = tuple(line for text in texts for line in digest_lines(text))
+            return task, lines
+    return "", ()
+
+
 @dataclass(frozen=True, slots=True)
 class FoldPlan:
     """What a fold removes, and the digest it leaves."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from mala_tui.core.checkpoint import harness_checkpoint
 from mala_tui.core.fold import (
     DIGEST_HEADER,
     apply_fold,
@@ -10,6 +11,7 @@ from mala_tui.core.fold import (
     extend_digest,
     is_digest,
     plan_fold,
+    task_and_digest,
 )
 from mala_tui.core.masking import placeholder
 from mala_tui.core.transcript import Message, Role, TextBlock, ToolCall, ToolResult, Transcript
@@ -192,3 +194,16 @@ def test_extend_digest_starts_with_the_header_and_adds_nothing_for_no_lines() ->
     assert digest == f"{DIGEST_HEADER}\n- a"
     assert extend_digest(digest, ["- b"]) == f"{DIGEST_HEADER}\n- a\n- b"
     assert not is_digest("Fix the shop.")
+
+
+def test_a_harness_checkpoint_lists_the_folded_steps_as_done_and_the_task_as_goal() -> None:
+    messages = masked(session(), "b1", "g1")
+    plan = plan_fold(messages)
+    folded = Transcript(apply_fold(messages, plan))
+    assert task_and_digest(folded.messages) == (TASK, plan.new_lines)
+    checkpoint = harness_checkpoint(folded, reason="the window is full", carryover_turns=1)
+    sections = checkpoint.sections
+    assert sections["Goal"] == TASK
+    done = sections["Completed Work"].splitlines()
+    assert done[: len(plan.new_lines)] == list(plan.new_lines)
+    assert "- Bash ls" in done  # and this session's steps after them

@@ -56,7 +56,7 @@ def fold_transcript(path: Path, notes: Iterable[str] = ()) -> FoldReport | None:
         if message is not None:
             line.message_index = len(messages)
             messages.append(message)
-    first_prompt = next((i for i, m in enumerate(messages) if m.is_prompt), None)
+    first_prompt = next((i for i, m in enumerate(messages) if m.is_prompt and m.text.strip()), None)
     task = next((line for line in lines if line.message_index == first_prompt), None)
     if task is None:
         return None
