@@ -10,8 +10,10 @@ Each arm is the real CLI against its own loopback model (see arms.py); figures c
 the model's request log. The CLI's compaction is run at each ``--compact-windows`` value,
 the API's server-side compaction at each ``--compact-triggers`` value, and each is judged
 at its best (the cheapest that finishes). Every scenario runs at each token density of
-``--densities`` (1x and 2x). Prints markdown tables, writes ``results.json`` (every figure
-and each arm's context trace) and a context-over-time chart per scenario and density. The
+``--densities`` (1x and 2x). Prints markdown tables, the floor of each scenario and
+density (floor.py, from raw's log) with every arm's cost above it, writes ``results.json``
+(every figure and each arm's context trace) and a context-over-time chart per scenario
+and density. The
 exit status is 1 when any target below is missed in any scenario at any density; a subset
 of arms is gated on the targets its arms can decide.
 """
