@@ -7,7 +7,6 @@ from its journal: nothing can be changed). `run_app` runs it in the terminal.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import signal
@@ -21,15 +20,12 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.driver import Driver
 from textual.screen import Screen
-from textual.worker import Worker, WorkerState
+from textual.worker import Worker
 
 from mala_tui.config import Settings
-from mala_tui.core.events import RunMode
 from mala_tui.core.operator_actions import AddSession
 from mala_tui.core.questions import Question, QuestionKind
-from mala_tui.runtime.consoles.sockets import ChannelError
 from mala_tui.runtime.run.landings import FinishedRun
-from mala_tui.runtime.run.signals import StopReason
 from mala_tui.runtime.session.by_hand import ByHandError, Interactive, run_here
 from mala_tui.ui.answer_queue import AnswerQueue
 from mala_tui.ui.attention import Attention, Desktop, desktop_protocol
@@ -37,22 +33,18 @@ from mala_tui.ui.bridge import UpdateBridge
 from mala_tui.ui.controller import Controller, ReadOnlyError
 from mala_tui.ui.keys import app_keys
 from mala_tui.ui.palette import SessionCommands
+from mala_tui.ui.run_in_app import RunInApp
 from mala_tui.ui.screens.checkpoints import CheckpointScreen
 from mala_tui.ui.screens.dashboard import DashboardScreen
 from mala_tui.ui.screens.detail import DetailScreen
 from mala_tui.ui.screens.help import HelpScreen
-from mala_tui.ui.screens.leave import DETACH, STOP, Leave, LeaveScreen
 from mala_tui.ui.screens.new_task import NewTask, NewTaskScreen
 from mala_tui.ui.services import Services
 from mala_tui.ui.session_actions import SessionActions
-from mala_tui.ui.source import LiveSource, Source
+from mala_tui.ui.source import Source
 from mala_tui.ui.themes import load_themes, own_variable_defaults, theme_folders
 
 DEFAULT_THEME: Final = "mala-dark"
-STOP_WAIT_SECONDS: Final = 30.0
-"""How long quitting waits for the sessions to stop (each disconnect is bounded at 10 s)."""
-QUIT_CAUSE: Final = StopReason.QUIT.cause
-"""Why every session stopped when the app is quit: the run's stop, which a resume carries on."""
 
 
 class MalaApp(App[int]):
@@ -131,8 +123,7 @@ class MalaApp(App[int]):
         )
         """Rings and notifies when an approval or a permission waits, or a session fails
         (ui.attention)."""
-        self._supervisor_worker: Worker[object] | None = None
-        self._stopping = False
+        self.run_in_app = RunInApp(self, self.controller, self.bridge, settings)
         loaded = load_themes(theme_folders())
         for theme in loaded.themes.values():
             self.register_theme(theme)
@@ -187,9 +178,7 @@ class MalaApp(App[int]):
         self.answers.start(self.controller.questions())
         if self.question is not None:
             self.call_later(self.answers.open, self.question)
-        self._supervisor_worker = self.run_worker(
-            self._run(supervisor), name="supervisor", group="supervisor", exit_on_error=False
-        )
+        self.run_in_app.start(supervisor)
 
     def _on_questions(self, waiting: list[Question]) -> None:
         self.answers.on_questions(waiting)
@@ -206,138 +195,29 @@ class MalaApp(App[int]):
         if not self.is_headless and self._driver is not None:
             self._driver.write(text)
 
-    async def _run(self, supervisor: LiveSource) -> object:
-        result = await supervisor.run()
-        self.bridge.flush()
-        lost = getattr(supervisor, "lost", "")
-        self._run_over(lost or "the run has ended")
-        if lost:  # a console whose run's host went away (killed, say)
-            self.notify(
-                f"{lost}: `{self.settings.command('resume', self.controller.state.run_id)}` "
-                "carries it on",
-                title="Run lost",
-                severity="error",
-                timeout=60,
-                markup=False,
-            )
-        else:
-            self.notify("Every session has ended.", title="Run over")
-        return result
-
-    def _run_over(self, why: str) -> None:
-        """Nothing more can be sent to the run (a console's host is gone with it): every key
-        that needs the run is hidden from now on, and the header says it ended."""
-        if self.controller.over:
-            return
-        self.controller.run_over(why)
-        self.refresh_bindings()
-        self.bridge.flush()
-
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        worker = event.worker
-        if worker is self._supervisor_worker and event.state is WorkerState.ERROR:
-            self._run_over("the run stopped on an error")
-            self.notify(
-                f"The run stopped on an error: {worker.error!r}",
-                title="Supervisor",
-                severity="error",
-                timeout=30,
-                markup=False,
-            )
+        self.run_in_app.on_worker_state_changed(event)
 
     async def action_quit(self) -> None:
         """Stop every session, wait for the supervisor to finish (agents gone), then exit;
-        in a console of a hosted run, first ask: detach (the run goes on) or stop it.
-
-        A second quit while waiting kills the agent processes at once (each one's end
-        is still journaled) and cancels the supervisor, which stops its sessions on the
-        way out.
-        """
-        worker = self._supervisor_worker
-        if (
-            worker is None
-            or worker.state not in (WorkerState.PENDING, WorkerState.RUNNING)
-            or self.controller.over
-        ):
-            self.exit(0)
-            return
-        sessions = self.controller.state.sessions.values()
-        if all(state.status is not None for state in sessions):
-            # Every session has ended: nothing is left to stop or to leave going. The run
-            # is ending; the app exits once it has.
-            self.stop_and_exit(ask=False)
-            return
-        if self.attached and not self._stopping:
-            if not isinstance(self.screen, LeaveScreen):
-                state = self.controller.state
-                leave = LeaveScreen(
-                    state.run_id,
-                    command=self.settings.command,
-                    resumable=state.mode is not RunMode.DEMO,
-                )
-                self.push_screen(leave, self._leave)
-            return
-        self.stop_and_exit()
-
-    def _leave(self, choice: Leave | None) -> None:
-        if choice == DETACH:
-            self.action_detach()
-        elif choice == STOP:
-            self.stop_and_exit()
+        in a console of a hosted run, first ask: detach (the run goes on) or stop it
+        (`RunInApp.quit`)."""
+        self.run_in_app.quit()
 
     def action_detach(self) -> None:
         """Close this console; the run goes on (only a console of a hosted run can, while
         the run goes on)."""
-        if self.attached and self.controller.live:
-            self.detached = True
-            self.exit(0)
+        self.run_in_app.detach()
 
     def close_console(self) -> None:
         """This console goes (its terminal closed, a signal to detach): detached while the
-        run goes on; once the run has ended there is nothing to detach from, and it leaves.
-        Never a no-op: an app left running on a terminal that is gone spins."""
-        if self.attached and self.controller.live:
-            self.detached = True
-        self.exit(0)
+        run goes on, else it leaves (`RunInApp.close_console`)."""
+        self.run_in_app.close_console()
 
     def stop_and_exit(self, *, ask: bool = True) -> None:
         """Stop every session with the run, then exit once the run has ended. `ask`: False
         when the run was told already (a signal the run's host got too)."""
-        worker = self._supervisor_worker
-        if worker is None or worker.state not in (WorkerState.PENDING, WorkerState.RUNNING):
-            self.exit(0)
-            return
-        supervisor = self.controller.supervisor
-        assert supervisor is not None
-        try:
-            if self._stopping:
-                supervisor.hurry()
-                worker.cancel()
-                return
-            self._stopping = True
-            # Stopped with the run, not one by one: `mala-tui resume` can carry them on.
-            if ask:
-                supervisor.stop_for(QUIT_CAUSE)
-        except ChannelError:
-            # The run's host is gone (the run over, or killed): nothing is left to stop here.
-            worker.cancel()
-            self.exit(0)
-            return
-        self.notify("Stopping every session...", title="Quitting", timeout=STOP_WAIT_SECONDS)
-        self.run_worker(self._exit_when_stopped(worker), group="quit", exclusive=True)
-
-    async def _exit_when_stopped(self, worker: Worker[object]) -> None:
-        try:
-            await asyncio.wait_for(self._settled(worker), STOP_WAIT_SECONDS)
-        except TimeoutError:
-            worker.cancel()
-            await self._settled(worker)
-        self.exit(0)
-
-    @staticmethod
-    async def _settled(worker: Worker[object]) -> None:
-        with contextlib.suppress(Exception):
-            await worker.wait()
+        self.run_in_app.stop_and_exit(ask=ask)
 
     # -- the app's own actions -------------------------------------------------------------------
 

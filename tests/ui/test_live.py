@@ -19,7 +19,8 @@ from mala_tui.runtime.backends.base import SessionSpec
 from mala_tui.runtime.backends.scripted import HANG, ScriptedBackend, ScriptedClient, finished
 from mala_tui.runtime.run.run_types import RunResult
 from mala_tui.runtime.run.supervisor import Supervisor
-from mala_tui.ui.app import QUIT_CAUSE, MalaApp
+from mala_tui.ui.app import MalaApp
+from mala_tui.ui.run_in_app import QUIT_CAUSE
 from mala_tui.ui.screens.approval import ApprovalScreen
 from mala_tui.ui.screens.dashboard import DashboardScreen
 from mala_tui.ui.widgets.approval_badge import ApprovalBadge
