@@ -23,7 +23,7 @@ listen on, and leaves the page's title alone. Here:
 
 The textual-serve surface used: `Server` (its app setup, static files and
 download routes), `AppService` (the pipe protocol to a Textual app under its web
-driver) with one override, `_open_app_process`, so the command runs without a
+driver) with one override, `_open_app_process` (`tabs.Tab`), so the command runs without a
 shell and in a session of its own (a Ctrl-C on the server's terminal reaches the
 server, which closes each tab in turn, not every tab's app at once). pyproject
 pins textual-serve to the minor version this was written against.
@@ -32,23 +32,16 @@ pins textual-serve to the minor version this was written against.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import json
-import os
-import shutil
-import signal
 import sys
 import time
-from asyncio.subprocess import PIPE, Process
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 from urllib.parse import quote, urlsplit
 
 import aiohttp_jinja2
-from aiohttp import WSMsgType, web
+from aiohttp import web
 from aiohttp.web_protocol import RequestHandler
-from textual_serve.app_service import AppService
 from textual_serve.server import Server
 
 from mala_tui.core.notices import waiting_notice
@@ -56,14 +49,13 @@ from mala_tui.core.text import clean, flatten, shorten
 from mala_tui.runtime.consoles.serve_record import page_address
 from mala_tui.web.access import Handler, TokenGuard, cookie_name
 from mala_tui.web.runs import JournalError, RunBook, RunChoice
+from mala_tui.web.tabs import Tab, TabCommand, clamped_int, pump
 
 TEMPLATES = Path(__file__).parent / "templates"
 TITLE_EVERY_MS = 2000
 """How often an open page asks for its title: a glance at a background tab is this fresh."""
 FINISHED_LISTED = 50
 """Finished runs the picker lists (newest first); `mala-tui runs` lists them all."""
-STOP_GRACE_SECONDS = 10.0
-"""How long a tab's app has to quit when its tab closes before it is killed."""
 IDLE_SECONDS = 15.0
 """How long a connection may take to send its request, or stay idle between two
 (`serve --idle-timeout`); an open tab's WebSocket is busy, never idle."""
@@ -75,62 +67,8 @@ FAVICON = (
 """The tab's icon: an "M" on the console's blue."""
 
 
-class TabCommand(Protocol):
-    """The command line a tab's app process runs for the run it opens, at `question`'s
-    dialog when one is named (a question of the run that waits)."""
-
-    def __call__(self, choice: RunChoice, question: str | None = None, /) -> Sequence[str]: ...
-
-
 class ListenError(Exception):
     """The server cannot listen where it was asked to; the message says where and why."""
-
-
-class Tab(AppService):
-    """One browser tab's app process."""
-
-    def __init__(self, argv: Sequence[str], **kwargs: Any) -> None:
-        super().__init__(" ".join(argv), **kwargs)  # the command as textual-serve logs it
-        self.argv = list(argv)
-        self.process: Process | None = None
-
-    async def _open_app_process(self, width: int = 80, height: int = 24) -> Process:
-        environment = self._build_environment(width=width, height=height)
-        self.process = self._process = process = await asyncio.create_subprocess_exec(
-            *_ending_with_this_process(self.argv),
-            stdin=PIPE,
-            stdout=PIPE,
-            stderr=PIPE,
-            env=environment,
-            start_new_session=True,
-        )
-        assert process.stdin is not None
-        self._stdin = process.stdin
-        return process
-
-    async def close(self) -> None:
-        """Ask the app to quit (as closing the tab does); kill it if it has not within the grace."""
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self.stop(), STOP_GRACE_SECONDS)
-        process = self.process
-        if process is not None and process.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGKILL)
-            await process.wait()
-
-
-def _ending_with_this_process(argv: Sequence[str]) -> list[str]:
-    """`argv`, made to get SIGTERM when the server's process dies, where Linux can say so.
-
-    A Textual app under the web driver does not end when its input closes: a server
-    killed outright (kill -9) would leave every tab's app running for nobody. util-linux's
-    `setpriv --pdeathsig` asks the kernel to signal it then (PR_SET_PDEATHSIG); a
-    console closed that way leaves its run alone, as any console's end does.
-    """
-    setpriv = shutil.which("setpriv") if sys.platform == "linux" else None
-    if setpriv is None:
-        return list(argv)
-    return [setpriv, "--pdeathsig", "TERM", "--", *argv]
 
 
 class ConsoleServer(Server):
@@ -256,7 +194,7 @@ class ConsoleServer(Server):
                 raise web.HTTPFound(location=_page_path(live[0].run_id))
             return self._picker(request, choices)
         choice = await self._find(wanted)
-        font_size = _to_int(request.query.get("fontsize"), 16, 6, 64)
+        font_size = clamped_int(request.query.get("fontsize"), 16, 6, 64)
         scheme = "wss" if request.secure else "ws"
         # Where the browser reached this page (Host), never where the server listens.
         websocket_url = f"{scheme}://{request.host}/ws/{quote(choice.run_id, safe='')}"
@@ -322,8 +260,8 @@ class ConsoleServer(Server):
         question = request.match_info.get("question")
         if question is not None and not choice.question_status(question)[0]:
             question = None  # answered meanwhile: the app opens on the run, as without it
-        width = _to_int(request.query.get("width"), 80, 10, 1000)
-        height = _to_int(request.query.get("height"), 24, 5, 1000)
+        width = clamped_int(request.query.get("width"), 80, 10, 1000)
+        height = clamped_int(request.query.get("height"), 24, 5, 1000)
         websocket = web.WebSocketResponse(heartbeat=15)
         await websocket.prepare(request)
         tab = Tab(
@@ -338,7 +276,7 @@ class ConsoleServer(Server):
         self.opened += 1
         try:
             await tab.start(width, height)
-            await _pump(websocket, tab)
+            await pump(websocket, tab)
         except asyncio.CancelledError:
             await websocket.close()
         finally:
@@ -406,46 +344,12 @@ async def _favicon(request: web.Request) -> web.StreamResponse:
     )
 
 
-async def _pump(websocket: web.WebSocketResponse, tab: Tab) -> None:
-    """What the page sends, to the app: keys, sizes, focus; malformed messages are dropped."""
-    async for message in websocket:
-        if message.type != WSMsgType.TEXT:
-            continue
-        try:
-            envelope = json.loads(message.data)
-        except ValueError:
-            continue
-        if not isinstance(envelope, list) or len(envelope) != 2:
-            continue
-        kind, data = envelope
-        if kind == "stdin" and isinstance(data, str):
-            await tab.send_bytes(data.encode("utf-8"))
-        elif kind == "resize" and isinstance(data, dict):
-            width = _to_int(data.get("width"), 80, 10, 1000)
-            height = _to_int(data.get("height"), 24, 5, 1000)
-            await tab.set_terminal_size(width, height)
-        elif kind == "ping":
-            await websocket.send_json(["pong", data])
-        elif kind == "blur":
-            await tab.blur()
-        elif kind == "focus":
-            await tab.focus()
-
-
 def _same_origin(request: web.Request) -> bool:
     """Whether the request's Origin (sent by every browser on a WebSocket) is this page's host."""
     origin = request.headers.get("Origin")
     if origin is None:
         return True  # not a browser; the token was checked all the same
     return urlsplit(origin).netloc.lower() == request.host.lower()
-
-
-def _to_int(value: object, default: int, low: int, high: int) -> int:
-    try:
-        number = int(str(value))
-    except ValueError:
-        return default
-    return min(max(number, low), high)
 
 
 def _page_path(run_id: str, question: str = "") -> str:
