@@ -1,4 +1,5 @@
-"""The command palette's session commands: every action of `session_actions`, for every session."""
+"""The command palette's session commands: every action of `session_action_table`, for every
+session."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from textual.command import DiscoveryHit, Hit, Hits, Matcher, Provider
 from textual.content import Content
 
 from mala_tui.ui.services import Services
-from mala_tui.ui.session_actions import SESSION_ACTIONS
+from mala_tui.ui.session_action_table import SESSION_ACTIONS
 
 
 def literal_highlight(matcher: Matcher, text: str) -> Content:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from mala_tui.ui.bridge import UpdateBridge
 from mala_tui.ui.controller import Controller
-from mala_tui.ui.session_actions import SessionActions
+from mala_tui.ui.session_action_table import SessionActionRunner
 from mala_tui.ui.shell import Shell
 
 
@@ -24,7 +24,8 @@ from mala_tui.ui.shell import Shell
 class Services:
     controller: Controller
     bridge: UpdateBridge
-    actions: SessionActions
+    actions: SessionActionRunner
+    """The session actions (ui.session_actions), as far as screens may use them."""
     now: Callable[[], float]
     """Wall-clock seconds, as the events' times (`at`)."""
     shell: Shell

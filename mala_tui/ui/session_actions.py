@@ -1,22 +1,15 @@
-"""What the operator can do to a session, shared by the key bindings and the command palette.
+"""Running what the operator can do to a session, for the app's keys and its palette.
 
-Every screen's session bindings are made from this table (`session_bindings`:
-the key, the footer's word and the `session('pause')` action come from here),
-the palette lists the same table, and availability is decided in one place: a
-finished run read from its journal offers only what reads; a session that has
-ended cannot be paused, stopped or masked, but a stopped or failed one can be
-restarted from its checkpoint.
+The actions themselves, their keys and when each is offered are the table in
+`ui.session_action_table`; here each is run by id, with the notices and
+confirmations it needs. Landing and discarding a worktree are `ui.landing_actions`,
+opening a session by hand `ui.by_hand_actions`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from enum import StrEnum
 from typing import Final
 
-from textual.binding import Binding
-
-from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.observations import Command
 from mala_tui.core.operator_actions import (
@@ -27,187 +20,16 @@ from mala_tui.core.operator_actions import (
     SetManageMode,
 )
 from mala_tui.core.phases import ManageMode, Phase
-from mala_tui.core.text import plural
 from mala_tui.core.view import SessionSnapshot
-from mala_tui.runtime.consoles.sockets import ChannelError
-from mala_tui.runtime.git.landing import LandingError
-from mala_tui.runtime.session.by_hand import ByHandError, console_problem, in_tmux, run_in_tmux
 from mala_tui.ui.bridge import UpdateBridge
+from mala_tui.ui.by_hand_actions import ByHandActions
 from mala_tui.ui.controller import Controller, ReadOnlyError
 from mala_tui.ui.format import phase_label
-from mala_tui.ui.screens.by_hand import HandBackScreen
+from mala_tui.ui.landing_actions import LandingActions
+from mala_tui.ui.session_action_table import ACTIONS_BY_ID, LANDING_ACTIONS, ActionId
 from mala_tui.ui.shell import Shell
-from mala_tui.ui.source import HandSource
-
-
-class ActionId(StrEnum):
-    """What the operator can do to a session: the table's ids, the key bindings'
-    `session('<id>')` argument, and the name of the method that does it."""
-
-    OPEN = "open"
-    CHECKPOINTS = "checkpoints"
-    PAUSE = "pause"
-    STOP = "stop"
-    MASK = "mask"
-    RESTART = "restart"
-    APPROVAL = "approval"
-    MANAGE = "manage"
-    TRANSCRIPT = "transcript"
-    SAY = "say"
-    BY_HAND = "by_hand"
-    FORK = "fork"
-    LAND = "land"
-    DISCARD = "discard"
-    CANCEL = "cancel"
-
-
-@dataclass(frozen=True, slots=True)
-class SessionAction:
-    id: ActionId
-    key: str
-    short: str
-    """The footer's word for it."""
-    label: str
-    """The palette's and the help's name for it."""
-    help: str
-    live_only: bool = True
-    when_ended: bool = False
-    """Still offered once the session has ended."""
-
-
-SESSION_ACTIONS: Final = (
-    SessionAction(
-        ActionId.OPEN,
-        "enter",
-        "Open",
-        "Open",
-        "chart, restarts, masked results and event log",
-        live_only=False,
-        when_ended=True,
-    ),
-    SessionAction(
-        ActionId.CHECKPOINTS,
-        "c",
-        "Checkpoints",
-        "Checkpoints",
-        "every checkpoint, what changed, export",
-        live_only=False,
-        when_ended=True,
-    ),
-    SessionAction(
-        ActionId.PAUSE,
-        "p",
-        "Pause/resume",
-        "Pause or resume",
-        "hold the session after its current turn, or go on",
-    ),
-    SessionAction(ActionId.STOP, "x", "Stop", "Stop", "end the session; its checkpoint is kept"),
-    SessionAction(
-        ActionId.MASK,
-        "m",
-        "Mask now",
-        "Mask now",
-        "mask old tool results now, whatever the pressure",
-    ),
-    SessionAction(
-        ActionId.RESTART,
-        "r",
-        "Restart now",
-        "Checkpoint and restart now",
-        "wind down, checkpoint, start fresh",
-        when_ended=True,
-    ),
-    SessionAction(
-        ActionId.APPROVAL,
-        "v",
-        "Approval on/off",
-        "Require approval on or off",
-        "ask before this session restarts",
-    ),
-    SessionAction(
-        ActionId.MANAGE,
-        "g",
-        "Manage mode",
-        "Management mode: full, mask, off",
-        "what mala-tui does to this window: mask and restart, mask only, or watch only",
-    ),
-    SessionAction(
-        ActionId.TRANSCRIPT,
-        "o",
-        "Transcript path",
-        "Transcript path",
-        "copy the agent's transcript path",
-        when_ended=True,
-    ),
-    SessionAction(
-        ActionId.SAY,
-        "t",
-        "Message",
-        "Message to the agent",
-        "say something to the agent: it goes at its next clean point",
-    ),
-    SessionAction(
-        ActionId.BY_HAND,
-        "h",
-        "By hand",
-        "Open in Claude Code by hand",
-        "end its process and open it in the interactive Claude Code; afterwards hand it back "
-        "or end it",
-        when_ended=True,
-    ),
-    SessionAction(
-        ActionId.FORK,
-        "f",
-        "Fork",
-        "Fork the conversation",
-        "a new session from this one's conversation as it stands, with another instruction",
-        when_ended=True,
-    ),
-    SessionAction(
-        ActionId.LAND,
-        "L",
-        "Land",
-        "Land its work",
-        "commit what the agent left (message drafted from its checkpoint, yours to edit), "
-        "then merge its branch into the branch the run started from",
-        live_only=False,
-        when_ended=True,
-    ),
-    SessionAction(
-        ActionId.DISCARD,
-        # Not D: that detaches, and one key means one thing (a refused discard once fell
-        # through to detach, and an offered one took the place of detach).
-        "delete",
-        "Discard",
-        "Discard its worktree",
-        "remove its worktree and branch (asks first, saying what would be lost)",
-        live_only=False,
-        when_ended=True,
-    ),
-    SessionAction(
-        ActionId.CANCEL,
-        "X",
-        "Cancel",
-        "Cancel (checkpoint, then stop)",
-        "take the session out of the run: it writes its checkpoint, then stops",
-    ),
-)
-ACTIONS_BY_ID: Final[dict[str, SessionAction]] = {action.id: action for action in SESSION_ACTIONS}
-"""By id; a binding's `session('<id>')` gives its id as a plain string."""
-
-
-def session_bindings(*ids: ActionId, show: bool = True) -> list[Binding]:
-    """Key bindings for these actions, in this order, each running `session('<id>')` on the
-    screen; `show` puts them in the footer. A screen lists the ones it offers."""
-    return [
-        Binding(ACTIONS_BY_ID[i].key, f"session('{i}')", ACTIONS_BY_ID[i].short, show=show)
-        for i in ids
-    ]
-
 
 RESTARTABLE_ENDINGS: Final = frozenset({EndStatus.STOPPED, EndStatus.FAILED, EndStatus.DENIED})
-LANDING_ACTIONS: Final = frozenset({ActionId.LAND, ActionId.DISCARD})
-"""What finishes a worktree session's work: offered only for sessions that have a worktree."""
 
 
 class SessionActions:
@@ -222,6 +44,8 @@ class SessionActions:
         self.shell = shell
         self.controller = controller
         self.bridge = bridge
+        self.landing = LandingActions(shell, controller, bridge)
+        self.by_hand = ByHandActions(shell, controller, bridge)
 
     def available(self, action_id: str, name: str | None) -> bool | None:
         """True: offered; None: shown but not possible now; False: not offered at all."""
@@ -387,59 +211,7 @@ class SessionActions:
         )
 
     def _by_hand(self, snapshot: SessionSnapshot) -> None:
-        problem = console_problem()
-        hands = self.controller.hands()
-        if problem is None and hands is None:
-            problem = (
-                "this console cannot open a session by hand; `mala-tui open` can, once the "
-                "run has ended"
-            )
-        if problem is not None or hands is None:
-            self.shell.notify(problem or "", severity="warning", markup=False)
-            return
-        self.shell.run_worker(self._open_by_hand(hands, snapshot.name), group="by-hand")
-
-    async def _open_by_hand(self, hands: HandSource, name: str) -> None:
-        """End its process, open it in the interactive Claude Code (a tmux window, else this
-        terminal), and once that has exited, ask whether it goes on or ends."""
-        try:
-            how = await hands.take_over(name)
-        except (ValueError, ByHandError, ChannelError) as exc:
-            self.shell.notify(str(exc), severity="warning", markup=False)
-            return
-        self.bridge.flush()
-        ended = self.controller.state.sessions[name].status is not None
-        failed = ""
-        try:
-            if in_tmux():
-                self.shell.notify(
-                    f"{name} is open in Claude Code in a tmux window of its own; when you "
-                    "exit it there, mala-tui asks what becomes of it",
-                    title="By hand",
-                    timeout=15,
-                    markup=False,
-                )
-                await run_in_tmux(how)
-            else:
-                await self.shell.run_in_terminal(how)
-        except (ByHandError, OSError) as exc:
-            failed = f"Claude Code could not be opened ({exc})."
-        if ended:
-            await self._hand_back(hands, name, go_on=False)  # what the person did, read back
-            return
-
-        def answered(go_on: bool | None) -> None:
-            self.shell.run_worker(self._hand_back(hands, name, go_on=bool(go_on)), group="by-hand")
-
-        self.shell.push_screen(HandBackScreen(name, failed or "Claude Code has exited."), answered)
-
-    async def _hand_back(self, hands: HandSource, name: str, *, go_on: bool) -> None:
-        try:
-            await hands.hand_back(name, go_on=go_on)
-        except (ValueError, ChannelError) as exc:
-            self.shell.notify(str(exc), severity="warning", markup=False)
-            return
-        self.bridge.flush()
+        self.by_hand.open(snapshot)
 
     def _fork(self, snapshot: SessionSnapshot) -> None:
         from mala_tui.ui.screens.fork import ForkScreen
@@ -469,94 +241,10 @@ class SessionActions:
         )
 
     def _land(self, snapshot: SessionSnapshot) -> None:
-        from mala_tui.core.describe import summary
-        from mala_tui.ui.screens.land import LandScreen
-
-        landings = self.controller.landings()
-        if landings is None:
-            return
-        name = snapshot.name
-        try:
-            target = landings.target(name)
-            draft = landings.draft(name)
-        except LandingError as exc:
-            self.shell.notify(str(exc), severity="warning", markup=False)
-            return
-        left = snapshot.worktree_status
-        if left is not None and not left.to_land:
-            self.shell.notify(f"{name}: nothing to land ({left.label})", markup=False)
-            return
-
-        def landed(event: ev.WorktreeLanded | None) -> None:
-            if event is not None:
-                self.shell.notify(f"{name}: {summary(event)}", title="Landed", markup=False)
-                self.bridge.flush()
-
-        self.shell.push_screen(
-            LandScreen(
-                name,
-                target.branch,
-                target.base_branch,
-                draft,
-                land=lambda message: landings.land(name, message),
-                read_status=lambda: landings.status(name),
-            ),
-            landed,
-        )
+        self.landing.land(snapshot)
 
     def _discard(self, snapshot: SessionSnapshot) -> None:
-        self.shell.run_worker(self._discard_asking(snapshot.name), group="discard")
-
-    async def _discard_asking(self, name: str) -> None:
-        """Discarded only once the person says so, told what would be lost (if anything):
-        a worktree and its branch cannot be had back."""
-        from mala_tui.ui.screens.confirm import ConfirmScreen
-
-        landings = self.controller.landings()
-        if landings is None:
-            return
-        try:
-            found = await landings.status(name)
-            target = landings.target(name)
-        except LandingError as exc:
-            self.shell.notify(str(exc), severity="warning", markup=False)
-            return
-        work = found is not None and found.to_land
-
-        def answered(yes: bool | None) -> None:
-            if yes:
-                self.shell.run_worker(self._discard_now(name, force=work), group="discard")
-
-        if found is not None and found.to_land:
-            into = target.base_branch or "the commit the run started from"
-            lost = [f"{plural(found.ahead, 'commit')} not in {into}"] if found.ahead else []
-            if found.uncommitted:
-                lost.append("uncommitted edits")
-            body = (
-                f"Its branch {target.branch} has {' and '.join(lost)}. Discarding removes its "
-                "worktree and its branch: that work is lost. Land it (L) to keep it."
-            )
-        else:
-            left = found.label if found is not None else "nothing to land"
-            body = (
-                f"Its branch {target.branch}: {left}, so no work is lost. Discarding removes "
-                "its worktree and its branch."
-            )
-        self.shell.push_screen(ConfirmScreen(f"Discard {name}?", body, confirm="Discard"), answered)
-
-    async def _discard_now(self, name: str, *, force: bool) -> None:
-        from mala_tui.core.describe import summary
-
-        landings = self.controller.landings()
-        if landings is None:
-            return
-        try:
-            event = await landings.discard(name, force=force)
-        except LandingError as exc:
-            self.shell.notify(str(exc), severity="warning", markup=False)
-            return
-        self.shell.notify(f"{name}: {summary(event)}", title="Discarded", markup=False)
-        self.bridge.flush()
+        self.landing.discard(snapshot)
 
     def _send(self, name: str, command: Command) -> None:
         try:

@@ -175,7 +175,7 @@ def test_every_session_action_is_bound_on_the_dashboard_with_its_key_from_the_ta
     from textual.binding import Binding
 
     from mala_tui.ui.screens.detail import DetailScreen
-    from mala_tui.ui.session_actions import SESSION_ACTIONS
+    from mala_tui.ui.session_action_table import SESSION_ACTIONS
 
     def bound(bindings: Iterable[object]) -> dict[str, str]:
         return {b.action: b.key for b in bindings if isinstance(b, Binding)}

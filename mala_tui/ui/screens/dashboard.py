@@ -24,7 +24,7 @@ from mala_tui.core.view import SessionSnapshot
 from mala_tui.ui.format import phase_label, run_status
 from mala_tui.ui.keys import app_keys
 from mala_tui.ui.services import Services
-from mala_tui.ui.session_actions import ActionId, session_bindings
+from mala_tui.ui.session_action_table import ActionId, session_bindings
 from mala_tui.ui.subagents import counts as subagent_counts
 from mala_tui.ui.text import literal
 from mala_tui.ui.widgets.approval_badge import ApprovalBadge

@@ -23,7 +23,7 @@ from mala_tui.ui.drawing import GaugeReading
 from mala_tui.ui.format import elapsed, phase_label
 from mala_tui.ui.keys import app_keys
 from mala_tui.ui.services import Services
-from mala_tui.ui.session_actions import ActionId, session_bindings
+from mala_tui.ui.session_action_table import ActionId, session_bindings
 from mala_tui.ui.subagents import COLUMNS as SUBAGENT_COLUMNS
 from mala_tui.ui.subagents import row as subagent_row
 from mala_tui.ui.text import literal
