@@ -198,21 +198,10 @@ def _run_on(
 ) -> int:
     """The run, its sessions here or (with `engine`) each on a host of the cluster;
     `profiles`: the tasks file's named profiles, which a session added later may take."""
-    from mala_tui.runtime.backends.claude import ClaudeBackend
-    from mala_tui.runtime.cluster.mirror import plan_all
-    from mala_tui.runtime.git.worktree import WorktreeError, create_all
-    from mala_tui.runtime.git.worktree_journal import WorktreeTracker
+    from mala_tui.runtime.git.worktree import WorktreeError
     from mala_tui.runtime.journal.writer import StorageError
-    from mala_tui.runtime.run.launch import agent_spec, build_supervisor, open_journal, plain_spec
-    from mala_tui.runtime.run.new_sessions import Joining
-    from mala_tui.runtime.run.runners import HostPlan
-    from mala_tui.runtime.run.worktree_sessions import (
-        ended_on_host,
-        host_workspaces,
-        worktree_joining,
-    )
+    from mala_tui.runtime.run.launch import open_journal
 
-    settings = loaded.settings
     where: dict[str, object] = {}
     if engine is not None:
         where = {"engine": "ray", "ray_address": engine.address}
@@ -228,23 +217,8 @@ def _run_on(
         engine.log_to(journal.directory / "ray.log")
     worktrees: dict[str, Worktree] = {}
     if use_worktrees:
-        bases = {plan.name: plan.profile.base for plan in plans if plan.profile.base}
         try:
-            if engine is not None:  # each host makes its own (runtime.cluster.mirror)
-                worktrees = plan_all(
-                    [(plan.name, plan.cwd) for plan in plans],
-                    journal.run_id,
-                    journal.directory / "worktrees",
-                    bases,
-                )
-            else:
-                worktrees = create_all(
-                    [(plan.name, plan.cwd) for plan in plans],
-                    journal.run_id,
-                    journal.directory / "worktrees",
-                    until=lambda: shutdown.requested,  # stopped meanwhile: make no more
-                    bases=bases,
-                )
+            worktrees = _make_worktrees(plans, journal, engine, shutdown)
         except WorktreeError as exc:
             journal.close()
             _discard_unstarted(journal)
@@ -256,41 +230,14 @@ def _run_on(
             replace(plan, cwd=worktrees[plan.name].cwd) if plan.name in worktrees else plan
             for plan in plans
         ]
-    specs = [agent_spec(plan, settings, model=args.model) for plan in plans]
-    template = plain_spec(plans[0], settings, model=args.model)
-    on_hosts = engine is not None
-    joining = Joining(profiles=profiles)
-    if worktrees:
-        joining = worktree_joining(
-            template, worktrees, journal, on_hosts=on_hosts, profiles=profiles, base=args.base or ""
-        )
     try:
         try:
-            supervisor = build_supervisor(
-                loaded=loaded,
-                backend=ClaudeBackend.for_run(journal.directory),
-                journal=journal,
-                specs=specs,
-                approval_mode=args.approve,
-                mode=RunMode.RUN,
-                profiles={plan.name: plan.profile for plan in plans},
-                template=template,
-                joining=joining,
-                engine=engine,
-                host_backend=ClaudeBackend.for_run if on_hosts else None,
-                hosts=HostPlan(workspace_for=host_workspaces(worktrees, journal.run_id)),
+            supervisor = _supervisor_for(
+                args, loaded, journal, plans, profiles=profiles, engine=engine, worktrees=worktrees
             )
         except WorktreeError as exc:  # a repository its host's worktree cannot be made from
             print(f"mala-tui run: {exc}", file=sys.stderr)
             return EXIT_STORAGE
-        if worktrees:
-            supervisor.listeners.events.append(
-                WorktreeTracker(
-                    worktrees,
-                    supervisor.record,
-                    prepare=ended_on_host(journal.run_id) if on_hosts else None,
-                )
-            )
         out.write(f"run {journal.run_id}: journal in {journal.directory}\n")
         for name, worktree in worktrees.items():
             # The name came from a task: shown literally, on its one line.
@@ -305,6 +252,92 @@ def _run_on(
         return finish(until_done(main), supervisor, out)
     finally:
         journal.close()
+
+
+def _make_worktrees(
+    plans: list[TaskPlan], journal: RunJournal, engine: RayEngine | None, shutdown: Shutdown
+) -> dict[str, Worktree]:
+    """Each session's worktree, made here; with `engine`, planned for its host to make (each
+    host makes its own: runtime.cluster.mirror). None more once the run is stopped.
+
+    Raises:
+        WorktreeError: git would not make one.
+    """
+    from mala_tui.runtime.cluster.mirror import plan_all
+    from mala_tui.runtime.git.worktree import create_all
+
+    bases = {plan.name: plan.profile.base for plan in plans if plan.profile.base}
+    folders = [(plan.name, plan.cwd) for plan in plans]
+    if engine is not None:
+        return plan_all(folders, journal.run_id, journal.directory / "worktrees", bases)
+    return create_all(
+        folders,
+        journal.run_id,
+        journal.directory / "worktrees",
+        until=lambda: shutdown.requested,  # stopped meanwhile: make no more
+        bases=bases,
+    )
+
+
+def _supervisor_for(
+    args: argparse.Namespace,
+    loaded: LoadedSettings,
+    journal: RunJournal,
+    plans: list[TaskPlan],
+    *,
+    profiles: dict[str, Profile],
+    engine: RayEngine | None,
+    worktrees: dict[str, Worktree],
+) -> Supervisor:
+    """The run's supervisor over `plans`; with worktrees, a session added later gets one of
+    its own, and what each worktree changed is journaled as its session ends.
+
+    Raises:
+        WorktreeError: a repository its host's worktree cannot be made from.
+    """
+    from mala_tui.runtime.backends.claude import ClaudeBackend
+    from mala_tui.runtime.git.worktree_journal import WorktreeTracker
+    from mala_tui.runtime.run.launch import agent_spec, build_supervisor, plain_spec
+    from mala_tui.runtime.run.new_sessions import Joining
+    from mala_tui.runtime.run.runners import HostPlan
+    from mala_tui.runtime.run.worktree_sessions import (
+        ended_on_host,
+        host_workspaces,
+        worktree_joining,
+    )
+
+    settings = loaded.settings
+    specs = [agent_spec(plan, settings, model=args.model) for plan in plans]
+    template = plain_spec(plans[0], settings, model=args.model)
+    on_hosts = engine is not None
+    joining = Joining(profiles=profiles)
+    if worktrees:
+        joining = worktree_joining(
+            template, worktrees, journal, on_hosts=on_hosts, profiles=profiles, base=args.base or ""
+        )
+    supervisor = build_supervisor(
+        loaded=loaded,
+        backend=ClaudeBackend.for_run(journal.directory),
+        journal=journal,
+        specs=specs,
+        approval_mode=args.approve,
+        mode=RunMode.RUN,
+        profiles={plan.name: plan.profile for plan in plans},
+        template=template,
+        joining=joining,
+        engine=engine,
+        host_backend=ClaudeBackend.for_run if on_hosts else None,
+        hosts=HostPlan(workspace_for=host_workspaces(worktrees, journal.run_id)),
+    )
+    if worktrees:
+        supervisor.listeners.events.append(
+            WorktreeTracker(
+                worktrees,
+                supervisor.record,
+                prepare=ended_on_host(journal.run_id) if on_hosts else None,
+            )
+        )
+    return supervisor
 
 
 def _discard_unstarted(journal: RunJournal) -> None:

@@ -186,21 +186,7 @@ def prepare(
             a session's folder is gone, or its worktree cannot be made.
         StorageError: the journal cannot be written.
     """
-    mode = run_mode(source)
-    if mode is ev.RunMode.DEMO:
-        raise ResumeError(
-            "a demo run cannot be resumed: its scripted model server ended with it; "
-            "start a new one with `mala-tui demo`"
-        )
-    live = still_live(source)
-    if live is not None:
-        raise ResumeError(
-            f"run {source.folder.name} is still running: process {live} is writing its journal"
-        )
-    first = plan_for(source)
-    if not first.resuming:
-        ended = "; ".join(f"{s.name}: {s.reason}" for s in first.sessions) or "no sessions"
-        raise ResumeError(f"run {source.folder.name} has nothing to resume ({ended})")
+    first = _resumable(source)
     profiles = profiles_of(source)
     specs = specs_for(first, loaded, source, profiles)
     worktrees = worktrees_of(source, specs)
@@ -226,17 +212,9 @@ def prepare(
     try:
         if source.meta.get(WORKTREE_KEY) is True:
             missing = [(name, spec.cwd) for name, spec in specs.items() if name not in worktrees]
-            # A task's base (its own, or the run's --base) is kept in its profile.
-            bases = {name: profile.base for name, profile in profiles.items() if profile.base}
-            try:
-                if engine is not None:  # each host makes its own (runtime.cluster.mirror)
-                    made = plan_all(missing, plan.run_id, source.folder / "worktrees", bases)
-                else:
-                    made = create_all(
-                        missing, plan.run_id, source.folder / "worktrees", until=until, bases=bases
-                    )
-            except WorktreeError as exc:
-                raise ResumeError(str(exc)) from None
+            made = _make_worktrees(
+                source.folder, plan.run_id, missing, profiles, engine=engine, until=until
+            )
             specs.update({name: replace(specs[name], cwd=w.cwd) for name, w in made.items()})
         supervisor = _carry_on(
             source,
@@ -259,6 +237,55 @@ def prepare(
             remove(worktree)  # not journaled yet: the resume leaves none behind
         raise
     return Resumed(plan, journal, supervisor, template)
+
+
+def _resumable(source: ResumeSource) -> ResumePlan:
+    """The run's plan as its journal leaves it, when it can be resumed at all.
+
+    Raises:
+        ResumeError: a demo run, still live, or nothing to resume.
+    """
+    if run_mode(source) is ev.RunMode.DEMO:
+        raise ResumeError(
+            "a demo run cannot be resumed: its scripted model server ended with it; "
+            "start a new one with `mala-tui demo`"
+        )
+    live = still_live(source)
+    if live is not None:
+        raise ResumeError(
+            f"run {source.folder.name} is still running: process {live} is writing its journal"
+        )
+    first = plan_for(source)
+    if not first.resuming:
+        ended = "; ".join(f"{s.name}: {s.reason}" for s in first.sessions) or "no sessions"
+        raise ResumeError(f"run {source.folder.name} has nothing to resume ({ended})")
+    return first
+
+
+def _make_worktrees(
+    folder: Path,
+    run_id: str,
+    missing: list[tuple[str, Path]],
+    profiles: Mapping[str, Profile],
+    *,
+    engine: HostEngine | None,
+    until: Callable[[], bool],
+) -> dict[str, Worktree]:
+    """The worktrees (under the run's `folder`) of the sessions whose start-up was stopped
+    before theirs was made: made here, or with `engine` planned for each host to make
+    (runtime.cluster.mirror).
+
+    Raises:
+        ResumeError: git would not make one.
+    """
+    # A task's base (its own, or the run's --base) is kept in its profile.
+    bases = {name: profile.base for name, profile in profiles.items() if profile.base}
+    try:
+        if engine is not None:
+            return plan_all(missing, run_id, folder / "worktrees", bases)
+        return create_all(missing, run_id, folder / "worktrees", until=until, bases=bases)
+    except WorktreeError as exc:
+        raise ResumeError(str(exc)) from None
 
 
 def worktrees_of(source: ResumeSource, specs: Mapping[str, SessionSpec]) -> dict[str, Worktree]:
