@@ -103,23 +103,26 @@ def context_chart(
                 f"{escape(one.label)} goes on to {max(y for _, y in one.points) // 1000}K"
                 "</text>"
             )
-        legend_y = TOP + 14 + index * 38
-        legend_x = LEFT + plot_w + 16
-        parts.append(
-            f'<line x1="{legend_x}" y1="{legend_y - 4}" x2="{legend_x + 22}" '
-            f'y2="{legend_y - 4}" stroke="{one.colour}" stroke-width="3"/>'
-        )
-        parts.append(
-            f'<text x="{legend_x + 28}" y="{legend_y}" font-weight="bold">'
-            f"{escape(one.label)}</text>"
-        )
-        if one.note:
-            parts.append(
-                f'<text x="{legend_x + 28}" y="{legend_y + 15}" fill="#555555">'
-                f"{escape(one.note)}</text>"
-            )
+        parts += _legend(one, index, legend_x=LEFT + plot_w + 16)
     parts.append("</svg>")
     return "\n".join(parts) + "\n"
+
+
+def _legend(one: Series, index: int, *, legend_x: float) -> list[str]:
+    """The series' entry in the legend right of the plot, the `index`-th from the top: its
+    colour, its label in bold, and its note under it."""
+    legend_y = TOP + 14 + index * 38
+    parts = [
+        f'<line x1="{legend_x}" y1="{legend_y - 4}" x2="{legend_x + 22}" '
+        f'y2="{legend_y - 4}" stroke="{one.colour}" stroke-width="3"/>',
+        f'<text x="{legend_x + 28}" y="{legend_y}" font-weight="bold">{escape(one.label)}</text>',
+    ]
+    if one.note:
+        parts.append(
+            f'<text x="{legend_x + 28}" y="{legend_y + 15}" fill="#555555">'
+            f"{escape(one.note)}</text>"
+        )
+    return parts
 
 
 def _clip(points: Sequence[tuple[int, int]], y_max: int) -> list[tuple[float, float]]:

@@ -195,37 +195,14 @@ async def run_trial(
                     env=p.env,
                 )
             )
-        run = asyncio.ensure_future(supervisor.run())
-        side = asyncio.ensure_future(meanwhile(supervisor)) if meanwhile else None
         try:
-            await asyncio.wait_for(asyncio.shield(run), TRIAL_DEADLINE_S)
-        except TimeoutError:
-            run.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await run
+            await _run_within_deadline(supervisor, meanwhile)
         finally:
-            if side is not None:
-                side.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await side
             journal.close()
     wall = time.monotonic() - started
     finished = {r.route for r in server.request_log if r.response_kind == "final"}
     injected = sum(1 for r in server.request_log if r.fault or r.response_kind == "error")
-    recovered = failed = lost = 0
-    reasons: list[str] = []
-    result = supervisor.result()
-    for name in supervisor.runners:
-        status, reason = result.statuses[name], result.reasons[name]
-        outcome = sort_outcome(status, reason, name in finished, designed_stop)
-        if outcome == "recovered":
-            recovered += 1
-        elif outcome == "failed fast":
-            failed += 1
-            reasons.append(_without_paths(reason))
-        else:
-            lost += 1
-            reasons.append(f"LOST {name}: {status} {reason}")
+    recovered, failed, lost, reasons = _outcomes(supervisor, finished, designed_stop)
     contents = read_events(journal.directory / EVENTS_FILE)
     await asyncio.sleep(0.2)  # a process reaped a moment ago may still be listed
     left = sorted(set(agent_processes_under(folder)) | set(supervisor.alive_pids()))
@@ -242,6 +219,48 @@ async def run_trial(
         wall_s=round(wall, 1),
         journal_complete=journal_complete(contents.events, list(supervisor.runners)),
     )
+
+
+async def _run_within_deadline(
+    supervisor: Supervisor, meanwhile: Callable[[Supervisor], Awaitable[None]] | None
+) -> None:
+    """The run, with `meanwhile` beside it, cancelled past the trial's deadline (its
+    sessions stop on the way out)."""
+    run = asyncio.ensure_future(supervisor.run())
+    side = asyncio.ensure_future(meanwhile(supervisor)) if meanwhile else None
+    try:
+        await asyncio.wait_for(asyncio.shield(run), TRIAL_DEADLINE_S)
+    except TimeoutError:
+        run.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await run
+    finally:
+        if side is not None:
+            side.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await side
+
+
+def _outcomes(
+    supervisor: Supervisor, finished: set[str], designed_stop: str
+) -> tuple[int, int, int, list[str]]:
+    """Sessions recovered, failed fast and lost, and the reasons of the failed and the lost
+    (`finished`: the routes whose model gave its final answer)."""
+    recovered = failed = lost = 0
+    reasons: list[str] = []
+    result = supervisor.result()
+    for name in supervisor.runners:
+        status, reason = result.statuses[name], result.reasons[name]
+        outcome = sort_outcome(status, reason, name in finished, designed_stop)
+        if outcome == "recovered":
+            recovered += 1
+        elif outcome == "failed fast":
+            failed += 1
+            reasons.append(_without_paths(reason))
+        else:
+            lost += 1
+            reasons.append(f"LOST {name}: {status} {reason}")
+    return recovered, failed, lost, reasons
 
 
 def _without_paths(reason: str) -> str:

@@ -143,22 +143,7 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
-    try:
-        lengths = sorted({int(text) for text in args.lengths.split(",") if text.strip()})
-    except ValueError:
-        parser.error(f"--lengths wants whole numbers, got {args.lengths!r}")
-    if not lengths or lengths[0] < 1 or lengths[-1] > 64:
-        parser.error("--lengths: each from 1 to 64")
-    arms = [name.strip() for name in args.arms.split(",") if name.strip()]
-    unknown = sorted(set(arms) - set(GROWTH_ARMS))
-    if unknown or not arms:
-        parser.error(f"--arms: one or more of {', '.join(GROWTH_ARMS)}")
-    ratio = None
-    if args.token_ratio is not None:
-        try:
-            ratio = check_token_ratio(args.token_ratio)
-        except ValueError as exc:
-            parser.error(f"--token-ratio: {exc}")
+    lengths, arms, ratio = _checked(parser, args)
     if args.out.exists():
         shutil.rmtree(args.out)
     args.out.mkdir(parents=True)
@@ -180,17 +165,7 @@ def main(argv: list[str] | None = None) -> int:
         }
         print(f"  raw at 1x: {checked}", file=sys.stderr)
         if 1 in lengths:
-            points.append(
-                Point(
-                    "raw",
-                    1,
-                    len(base.plan()),
-                    measured.cost_units,
-                    measured.peak_prompt_tokens,
-                    measured.finished,
-                    measured.ending,
-                )
-            )
+            points.append(_measured("raw", 1, base, measured))
     for length in lengths:
         scenario = lengthened(base, length)
         for arm in arms:
@@ -203,17 +178,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{scenario.name} / {arm}: {len(scenario.plan())} steps", file=sys.stderr)
             result = asyncio.run(run_arm(arm, scenario, folder, ratio, args))
             shutil.rmtree(folder / "workspace", ignore_errors=True)
-            points.append(
-                Point(
-                    arm,
-                    length,
-                    len(scenario.plan()),
-                    result.cost_units,
-                    result.peak_prompt_tokens,
-                    result.finished,
-                    result.ending,
-                )
-            )
+            points.append(_measured(arm, length, scenario, result))
             print(f"  {result.ending}, {result.wall_s} s", file=sys.stderr)
     print(f"# Growth: {READER} at {', '.join(f'{n}x' for n in lengths)}; {machine()}\n")
     print(table(points, lengths, arms))
@@ -222,7 +187,56 @@ def main(argv: list[str] | None = None) -> int:
             f"\nRaw computed at 1x: {checked['computed']:,.0f} against {checked['measured']:,.0f} "
             "measured."
         )
-    (args.out / "results.json").write_text(
+    _write(args.out, args.chart_dir, points, arms, checked)
+    return 0 if all(p.finished or p.computed for p in points) else 1
+
+
+def _checked(
+    parser: argparse.ArgumentParser, args: argparse.Namespace
+) -> tuple[list[int], list[str], float | None]:
+    """The lengths, the arms and the token ratio asked for; a bad one ends the command
+    with the parser's usage error."""
+    try:
+        lengths = sorted({int(text) for text in args.lengths.split(",") if text.strip()})
+    except ValueError:
+        parser.error(f"--lengths wants whole numbers, got {args.lengths!r}")
+    if not lengths or lengths[0] < 1 or lengths[-1] > 64:
+        parser.error("--lengths: each from 1 to 64")
+    arms = [name.strip() for name in args.arms.split(",") if name.strip()]
+    unknown = sorted(set(arms) - set(GROWTH_ARMS))
+    if unknown or not arms:
+        parser.error(f"--arms: one or more of {', '.join(GROWTH_ARMS)}")
+    ratio = None
+    if args.token_ratio is not None:
+        try:
+            ratio = check_token_ratio(args.token_ratio)
+        except ValueError as exc:
+            parser.error(f"--token-ratio: {exc}")
+    return lengths, arms, ratio
+
+
+def _measured(arm: str, length: int, scenario: Scenario, result: ArmResult) -> Point:
+    """The point an arm run for real gives, at `length` times the reader."""
+    return Point(
+        arm,
+        length,
+        len(scenario.plan()),
+        result.cost_units,
+        result.peak_prompt_tokens,
+        result.finished,
+        result.ending,
+    )
+
+
+def _write(
+    out: Path,
+    chart_dir: Path | None,
+    points: Sequence[Point],
+    arms: Sequence[str],
+    checked: dict[str, float],
+) -> None:
+    """The figures as JSON and the chart in `out`, and the chart in `chart_dir` too."""
+    (out / "results.json").write_text(
         json.dumps(
             {
                 "machine": machine(),
@@ -234,11 +248,10 @@ def main(argv: list[str] | None = None) -> int:
         encoding="utf-8",
     )
     svg = chart(points, arms)
-    (args.out / "growth.svg").write_text(svg, encoding="utf-8")
-    if args.chart_dir is not None:
-        args.chart_dir.mkdir(parents=True, exist_ok=True)
-        (args.chart_dir / "growth.svg").write_text(svg, encoding="utf-8")
-    return 0 if all(p.finished or p.computed for p in points) else 1
+    (out / "growth.svg").write_text(svg, encoding="utf-8")
+    if chart_dir is not None:
+        chart_dir.mkdir(parents=True, exist_ok=True)
+        (chart_dir / "growth.svg").write_text(svg, encoding="utf-8")
 
 
 def table(points: Sequence[Point], lengths: Sequence[int], arms: Sequence[str]) -> str:
