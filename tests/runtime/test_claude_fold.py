@@ -101,10 +101,12 @@ def test_two_folds_relink_the_chain_and_extend_the_digest(tmp_path: Path) -> Non
     resumed = chain_from_leaf(entries)
     assert resumed[0]["message"]["content"][0] == {"type": "text", "text": TASK}
     assert [e["uuid"] for e in resumed] == [e["uuid"] for e in entries if "uuid" in e]
-    # The step's words stay; its call, result and the tokens-left note after it went.
+    # The step's words stay; its call and result went, and of the tokens-left notes only
+    # the newest stayed.
     words = [e for e in resumed if e["type"] == "assistant"]
     assert words[0]["message"]["content"] == [{"type": "text", "text": "Next: cat log0."}]
-    assert sum(e["type"] == "attachment" for e in resumed) == 2
+    reminders = [e["uuid"] for e in resumed if e["type"] == "attachment"]
+    assert reminders == [chain.entries[-1]["uuid"]]
 
     # A later mask and its fold: the earlier resume note goes too, the digest grows.
     chain = Chain(entries)

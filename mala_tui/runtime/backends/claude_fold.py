@@ -8,8 +8,11 @@ An assistant message is stored one content block per entry, a tool's result as a
 Folding removes the folded steps' `tool_use` and `tool_result` blocks (an entry left
 with no block goes, and so does an earlier mask's resume note), re-links every entry
 whose parent went to that parent's nearest kept ancestor, and puts the digest in the
-task's entry as a text block after the task. Every other entry stays as it was: the
-agent's text, the attachments, the CLI's bookkeeping lines. The CLI's copies of past
+task's entry as a text block after the task. What the CLI attached to folded steps
+goes with them, and of the reminders it repeats after many steps (the tokens left, a
+hook's stop at each mask) only the newest stays: each is sent again with every request,
+and the newer says all the older did. Every other entry stays as it was: the agent's
+text, the other attachments, the CLI's bookkeeping lines. The CLI's copies of past
 requests (`api-request-blob` lines) are left alone: a resumed session builds its
 request from the chain, not from them (tests/integration/test_fold_cli.py).
 """
@@ -22,7 +25,7 @@ import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from mala_tui.core.fold import FoldPlan, FoldReport, digest_lines, is_digest, plan_fold
 from mala_tui.core.transcript import Block, Message, Role, TextBlock, ToolCall, ToolResult
@@ -31,6 +34,10 @@ from mala_tui.runtime.backends.base import MaskError
 from mala_tui.runtime.backends.claude_history import flatten_content
 
 _PARENT_KEYS = ("parentUuid", "logicalParentUuid")
+#: Attachments the CLI adds again and again, each superseding the one before.
+STALE_REMINDERS: Final = frozenset(
+    {"total_tokens_reminder", "task_reminder", "hook_stopped_continuation"}
+)
 
 
 @dataclass
@@ -79,14 +86,14 @@ def fold_transcript(path: Path, notes: Iterable[str] = ()) -> FoldReport | None:
 
 def _conversation_tokens(lines: Iterable[_Line]) -> int:
     """The chars/4 estimate of the conversation's content as sent (its JSON: a call's id
-    and a result's wrapper count, as they do in a request)."""
-    return estimate_tokens(
-        sum(
-            len(json.dumps(line.entry["message"].get("content"), ensure_ascii=False))
-            for line in lines
-            if line.message_index is not None
-        )
-    )
+    and a result's wrapper count, as they do in a request), the CLI's attachments with it."""
+    total = 0
+    for line in lines:
+        if line.message_index is not None:
+            total += len(json.dumps(line.entry["message"].get("content"), ensure_ascii=False))
+        elif _attachment_kind(line.entry) is not None and line.entry.get("rendered"):
+            total += len(json.dumps(line.entry["rendered"], ensure_ascii=False))
+    return estimate_tokens(total)
 
 
 def _parse(raw: str) -> _Line:
@@ -101,10 +108,11 @@ def _apply(lines: list[_Line], plan: FoldPlan, task: _Line) -> list[_Line]:
     folded = set(plan.folded)
     notes = set(plan.notes)
     parent_of_dropped: dict[str, Any] = {}
+    newest = _newest_reminders(lines)
     kept: list[_Line] = []
     for line in lines:
         entry = line.entry
-        if _step_attachment(entry, parent_of_dropped, folded):
+        if _folded_attachment(entry, folded, newest):
             parent_of_dropped[str(entry.get("uuid"))] = entry.get("parentUuid")
             continue
         if line.message_index is None or not isinstance(entry, dict):
@@ -123,18 +131,35 @@ def _apply(lines: list[_Line], plan: FoldPlan, task: _Line) -> list[_Line]:
     return kept
 
 
-def _step_attachment(entry: Any, dropped: dict[str, Any], folded: set[str]) -> bool:
-    """What the CLI attached to a folded step, which goes with it: the count of tokens
-    left it adds after each call and result (a later one stays), or a note naming the
-    step's call (a hook's). Other attachments (what the CLI knows of files) stay."""
+def _attachment_kind(entry: Any) -> str | None:
+    """The type of an attachment entry (None for any other entry)."""
     if not isinstance(entry, dict) or entry.get("type") != "attachment":
-        return False
+        return None
     attachment = entry.get("attachment")
-    if not isinstance(attachment, dict):
+    return str(attachment.get("type")) if isinstance(attachment, dict) else None
+
+
+def _newest_reminders(lines: Iterable[_Line]) -> set[str]:
+    """The newest attachment of each reminder kind: the one that stays."""
+    newest: dict[str, str] = {}
+    for line in lines:
+        kind = _attachment_kind(line.entry)
+        if kind in STALE_REMINDERS:
+            newest[kind] = str(line.entry.get("uuid"))
+    return set(newest.values())
+
+
+def _folded_attachment(entry: Any, folded: set[str], newest: set[str]) -> bool:
+    """What the CLI attached that the fold takes out: a note naming a folded step's call,
+    and every reminder of a kind that repeats but the newest (the count of tokens left,
+    the nudge towards its task tools, a hook's stop: each mask's stop says mala-tui is
+    managing the window). Other attachments (what the CLI knows of files) stay."""
+    kind = _attachment_kind(entry)
+    if kind is None:
         return False
-    if attachment.get("toolUseID") in folded:
+    if entry["attachment"].get("toolUseID") in folded:
         return True
-    return attachment.get("type") == "total_tokens_reminder" and entry.get("parentUuid") in dropped
+    return kind in STALE_REMINDERS and str(entry.get("uuid")) not in newest
 
 
 def _strip_blocks(entry: dict[str, Any], folded: set[str]) -> bool:
