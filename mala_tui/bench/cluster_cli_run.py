@@ -17,10 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from mala_tui.bench.cluster_figures import (
-    ClusterFigures,
-    judge,
-)
+from mala_tui.bench.cluster_figures import ClusterFigures, judge
 from mala_tui.bench.sim_cluster import SimCluster, simulated_cluster
 from mala_tui.core import events as ev
 from mala_tui.runtime.journal.writer import read_events

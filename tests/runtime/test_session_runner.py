@@ -58,6 +58,8 @@ class Harness:
         *,
         clean_point_timeout: float = 2.0,
         idle_timeout: float = NO_IDLE,
+        session_timeout: float | None = None,
+        real_sleep: bool = False,
         manager_class: type[ContextManager] = ContextManager,
         clock: Callable[[], float] = time.time,
         **limits: object,
@@ -89,10 +91,12 @@ class Harness:
                 disconnect_timeout=1.0,
                 drain_timeout=1.0,
                 clean_point_timeout=clean_point_timeout,
+                **({} if session_timeout is None else {"session_timeout": session_timeout}),
             ),
             sink=self.sink,
             clock=clock,
-            sleep=self.sleep,
+            # Really waiting, the backoff is what runs out a session's clock.
+            sleep=asyncio.sleep if real_sleep else self.sleep,
             approvals=self.approvals,
         )
 
@@ -425,10 +429,13 @@ async def test_cancelling_the_runner_disconnects_the_agent() -> None:
 
 async def test_the_session_timeout_covers_every_retry() -> None:
     clients = [ScriptedClient([[SessionIdentified(0, "sess-1"), HANG]]) for _ in range(6)]
-    h = Harness(ScriptedBackend(clients), max_idle_retries=5, idle_retry_backoff=(0.2,))
-    h.runner._sleep = asyncio.sleep  # the backoff really waits here: it is what runs out the clock
-    h.runner.limits = default_runner_limits(
-        idle_timeout=IDLE, disconnect_timeout=1.0, session_timeout=0.5
+    h = Harness(
+        ScriptedBackend(clients),
+        idle_timeout=IDLE,
+        session_timeout=0.5,
+        real_sleep=True,
+        max_idle_retries=5,
+        idle_retry_backoff=(0.2,),
     )
     assert await h.run() is EndStatus.FAILED
     assert h.runner.end_reason == "session timeout: 0.5 s passed, retries included"

@@ -12,7 +12,7 @@ from mala_tui.core.transcript import Message, Role, TextBlock, ToolCall, ToolRes
 from mala_tui.loopback import MODEL
 from mala_tui.loopback.request_log import RequestRecord
 from mala_tui.runtime.run.session_limits import limits_from, runner_limits_from
-from mala_tui.runtime.session.runner import RunnerLimits
+from mala_tui.runtime.session.runner_limits import RunnerLimits
 
 
 def default_limits(**changes: Any) -> Limits:

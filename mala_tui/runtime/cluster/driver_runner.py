@@ -49,7 +49,7 @@ from mala_tui.runtime.cluster.wire import HostEnd
 from mala_tui.runtime.questions.approvals import Approvals
 from mala_tui.runtime.questions.desk import Desk
 from mala_tui.runtime.session.agent_process import EventSink, uncancellable
-from mala_tui.runtime.session.runner import RunnerLimits
+from mala_tui.runtime.session.runner_limits import RunnerLimits
 
 #: How long a stopping driver waits for a host to say how its session ended.
 STOP_WAIT_SECONDS = 60.0

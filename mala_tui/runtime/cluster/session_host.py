@@ -58,7 +58,8 @@ from mala_tui.runtime.cluster.host_worktree import HostWorktree
 from mala_tui.runtime.cluster.mirror import Workspace
 from mala_tui.runtime.cluster.relayed_questions import QuestionRelay, RelayedApprovals
 from mala_tui.runtime.cluster.wire import Batch, HostEnd
-from mala_tui.runtime.session.runner import RunnerLimits, SessionRunner
+from mala_tui.runtime.session.runner import SessionRunner
+from mala_tui.runtime.session.runner_limits import RunnerLimits
 from mala_tui.runtime.session.turn_ends import TurnEnds
 
 BackendFactory = Callable[[Path], Backend]

@@ -16,8 +16,8 @@ from mala_tui.core.observations import SessionHandedBack
 from mala_tui.core.phases import Phase
 from mala_tui.runtime.backends.base import Backend
 from mala_tui.runtime.run.recorder import Listeners
-from mala_tui.runtime.session.by_hand import Interactive, interactive, read_back, size_of
 from mala_tui.runtime.run.runners import Runner
+from mala_tui.runtime.session.by_hand import Interactive, interactive, read_back, size_of
 
 #: How long a session taken over by hand may take to stop its turn (past the disconnect's
 #: own bound).

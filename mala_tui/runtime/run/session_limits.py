@@ -18,7 +18,7 @@ from mala_tui.core.window import (
     resolve_window,
 )
 from mala_tui.runtime.backends.base import SessionSpec
-from mala_tui.runtime.session.runner import RunnerLimits
+from mala_tui.runtime.session.runner_limits import RunnerLimits
 
 
 def task_limits(

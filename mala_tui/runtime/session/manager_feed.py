@@ -32,7 +32,13 @@ from mala_tui.core.observations import (
     UsageObserved,
 )
 from mala_tui.core.phases import IllegalTransition
-from mala_tui.runtime.backends.base import ActivityItem, ModelItem, ProblemItem, RecordItem
+from mala_tui.runtime.backends.base import (
+    ActivityItem,
+    ModelItem,
+    ProblemItem,
+    RecordItem,
+    SessionSpec,
+)
 from mala_tui.runtime.session.agent_process import EventSink
 from mala_tui.runtime.session.inbox import FromAgent, PermissionWait
 
@@ -141,6 +147,33 @@ class ManagerFeed:
             self.error(ev.Where.RUNTIME, str(exc))
             return False
         return any(isinstance(action, StopTurn) for action in outcome.actions)
+
+    def started(self, spec: SessionSpec, require_approval: bool | None) -> None:
+        """Journal the session's start: its task, where it works, the limits it runs under
+        (`require_approval`: as switched before it started; None: as its limits say)."""
+        limits = self.manager.limits
+        sub = spec.subagent_limits
+        self.emit(
+            ev.SessionStarted(
+                at=self._clock(),
+                session=spec.name,
+                task=spec.task,
+                cwd=str(spec.cwd),
+                model=spec.model,
+                window=self.manager.window,
+                soft_threshold=limits.soft_threshold,
+                hard_threshold=limits.hard_threshold,
+                max_restarts=limits.max_restarts,
+                require_approval=(
+                    self.manager.require_approval if require_approval is None else require_approval
+                ),
+                window_source=self.manager.window_source,
+                manage=self.manager.manage,
+                cache_ttl_seconds=limits.cache_ttl_seconds,
+                subagent_soft_threshold=sub.soft_threshold if sub is not None else None,
+                subagent_hard_threshold=sub.hard_threshold if sub is not None else None,
+            )
+        )
 
     def observe(self, observation: Observation) -> Outcome:
         """The manager's outcome, its events recorded and an ending noted.

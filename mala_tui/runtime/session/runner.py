@@ -18,7 +18,7 @@ import contextlib
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 from mala_tui.core import events as ev
@@ -40,22 +40,15 @@ from mala_tui.core.breakdown import WindowContents
 from mala_tui.core.manager import ContextManager, Outcome
 from mala_tui.core.observations import (
     AgentFailed,
-    ApprovalGiven,
     ApprovalPolicyChanged,
     BudgetReached,
     Command,
-    Decision,
-    IdleTimedOut,
     ManageModeChanged,
-    MaskConfirmed,
-    MaskFailed,
     MessageForAgent,
     OperatorCommand,
     RestartCompleted,
     SessionHandedBack,
     SessionTimedOut,
-    TurnEnded,
-    UsageObserved,
 )
 from mala_tui.core.operator_actions import (
     RequireApproval,
@@ -64,54 +57,29 @@ from mala_tui.core.operator_actions import (
     SessionCommand,
     SetManageMode,
 )
-from mala_tui.core.permissions import AnsweredBy
 from mala_tui.core.phases import IllegalTransition
 from mala_tui.core.view import RunState
 from mala_tui.runtime.backends.base import (
     Backend,
-    MaskError,
-    PermissionAsk,
     PermissionGate,
-    PermissionVerdict,
     SessionSpec,
-    carries_tool_result,
 )
 from mala_tui.runtime.questions.approvals import ApprovalAsker, Approvals
-from mala_tui.runtime.questions.desk import Desk, Reply
+from mala_tui.runtime.questions.desk import Desk
 from mala_tui.runtime.session.agent_process import AgentProcess, EventSink, uncancellable
 from mala_tui.runtime.session.cache_watch import CacheWatch
 from mala_tui.runtime.session.inbox import (
     Acknowledged,
-    Answer,
-    FromAgent,
     Inbox,
-    InboxItem,
-    OperatorInput,
-    PermissionWait,
-    interrupted,
 )
+from mala_tui.runtime.session.inbox_reader import InboxReader
 from mala_tui.runtime.session.manager_feed import Clock, ManagerFeed
+from mala_tui.runtime.session.mask_apply import MaskApplier
+from mala_tui.runtime.session.person_waits import PersonWaits
+from mala_tui.runtime.session.runner_limits import RunnerLimits
+from mala_tui.runtime.session.turn_stop import TurnStopper
 
-__all__ = ["EventSink", "RunnerLimits", "SessionRunner"]
-
-
-REPORT_GRACE_S = 15.0
-"""How long a session whose background work has all reported waits for the CLI's turn
-that takes the last reports in (seen to start within milliseconds)."""
-
-
-@dataclass(frozen=True)
-class RunnerLimits:
-    """The runner's bounds. The configurable ones have no defaults here: the settings
-    give them (`runtime.run.session_limits.runner_limits_from`)."""
-
-    idle_timeout: float
-    disconnect_timeout: float
-    session_timeout: float | None
-    drain_timeout: float = 30.0
-    """How long to wait for an interrupted turn to end before disconnecting it."""
-    clean_point_timeout: float = 120.0
-    """How long to wait for the running tool call to finish before interrupting anyway."""
+__all__ = ["EventSink", "SessionRunner"]
 
 
 class SessionRunner:
@@ -146,19 +114,6 @@ class SessionRunner:
             fork_of=spec.fork_of,
             model=spec.model,
         )
-        self._approvals: ApprovalAsker = approvals or Approvals(Desk())
-        self._permissions = permissions
-        self._permission_waits = 0
-        """Permission requests waiting now: the agent is waiting for a person, not stalled."""
-        self._process = AgentProcess(
-            spec=spec,
-            backend=backend,
-            inbox=self._inbox,
-            sink=sink,
-            clock=clock,
-            gate=self._feed.tool_gate,
-            permission_gate=self._permission_gate if permissions is not None else None,
-        )
         self._cache_watch = CacheWatch(
             session=spec.name,
             warm_until=manager.cache_warm_until,
@@ -167,13 +122,61 @@ class SessionRunner:
             emit=self._feed.emit,
         )
         """Says when a question has kept the session waiting past half its cache's life."""
+        self._asks = PersonWaits(
+            session=spec.name,
+            approvals=approvals or Approvals(Desk()),
+            permissions=permissions,
+            cache_watch=self._cache_watch,
+            inbox=self._inbox,
+            ended=lambda: self.status is not None,
+        )
+        """The questions the session waits on a person for (runtime.session.person_waits)."""
+        self._process = AgentProcess(
+            spec=spec,
+            backend=backend,
+            inbox=self._inbox,
+            sink=sink,
+            clock=clock,
+            gate=self._feed.tool_gate,
+            permission_gate=None if permissions is None else self._asks.permit,
+        )
         self._started = False
         self._approval_at_start: bool | None = None
         """Approval switched before the manager started: it is told as it starts."""
-        self.approval_pending: int | None = None
-        """The checkpoint number an approval is awaited for; answers to nothing else count."""
-        self._mask_notes: list[str] = []
-        """The resume notes sent after masks: the next fold takes them out."""
+        self._own_parts()
+
+    def _own_parts(self) -> None:
+        """The parts that read the inbox, stop a turn and apply a mask, on the agent's
+        process and the manager's feed."""
+        manager, limits, clock = self.manager, self.limits, self._clock
+        self._reader = InboxReader(
+            inbox=self._inbox,
+            feed=self._feed,
+            process=self._process,
+            manager=manager,
+            idle_timeout=limits.idle_timeout,
+            clock=clock,
+            asks=self._asks,
+        )
+        """What of the inbox reaches the manager, and when (runtime.session.inbox_reader)."""
+        self._stopper = TurnStopper(
+            process=self._process,
+            feed=self._feed,
+            inbox=self._inbox,
+            manager=manager,
+            limits=limits,
+            clock=clock,
+            take=self._reader.take,
+        )
+        self._masks = MaskApplier(
+            backend=self.backend,
+            process=self._process,
+            feed=self._feed,
+            manager=manager,
+            limits=limits,
+            clock=clock,
+            stopper=self._stopper,
+        )
 
     @property
     def status(self) -> EndStatus | None:
@@ -183,6 +186,11 @@ class SessionRunner:
     @property
     def end_reason(self) -> str:
         return self._feed.end_reason
+
+    @property
+    def approval_pending(self) -> int | None:
+        """The checkpoint number an approval is awaited for; answers to nothing else count."""
+        return self._asks.approval_pending
 
     @property
     def pids(self) -> list[int]:
@@ -266,44 +274,10 @@ class SessionRunner:
         """Near a budget limit (wind down, checkpoint, stop) or at it (stop now)."""
         self._inbox.put_nowait(BudgetReached(self._clock(), over, reason))
 
-    def answer_approval(
-        self,
-        decision: Decision,
-        edited_text: str | None = None,
-        by: AnsweredBy = AnsweredBy.OPERATOR,
-    ) -> None:
-        """Answer the approval this session waits for, at its desk (`Approvals.decide`).
-
-        Raises:
-            QuestionClosed: it was answered already. KeyError: none was asked.
-        """
-        self._approvals.decide(self.spec.name, decision, edited_text, by)
-
     # -- the loop ------------------------------------------------------------------------------
 
     async def run(self) -> EndStatus:
-        limits = self.manager.limits
-        held = self._approval_at_start
-        sub = self.spec.subagent_limits
-        self._feed.emit(
-            ev.SessionStarted(
-                at=self._clock(),
-                session=self.spec.name,
-                task=self.spec.task,
-                cwd=str(self.spec.cwd),
-                model=self.spec.model,
-                window=self.manager.window,
-                soft_threshold=limits.soft_threshold,
-                hard_threshold=limits.hard_threshold,
-                max_restarts=limits.max_restarts,
-                require_approval=self.manager.require_approval if held is None else held,
-                window_source=self.manager.window_source,
-                manage=self.manager.manage,
-                cache_ttl_seconds=limits.cache_ttl_seconds,
-                subagent_soft_threshold=sub.soft_threshold if sub is not None else None,
-                subagent_hard_threshold=sub.hard_threshold if sub is not None else None,
-            )
-        )
+        self._feed.started(self.spec, self._approval_at_start)
         try:
             if self.limits.session_timeout is None:
                 await self._loop()
@@ -344,7 +318,7 @@ class SessionRunner:
                 continue
             if self.status is not None:
                 return
-            outcome = await self._next_outcome()
+            outcome = await self._reader.next_outcome()
             pending = deque(outcome.actions)
 
     async def _run_actions(self, pending: deque[Action]) -> deque[Action]:
@@ -357,81 +331,6 @@ class SessionRunner:
                 return deque()
         return pending
 
-    async def _next_outcome(self) -> Outcome:
-        """Wait for the next thing that makes the manager decide something."""
-        while True:
-            # A permission request waiting for a person is a sign of life, not a stall.
-            silent = (
-                self.manager.streaming or self._waiting_on_agents()
-            ) and not self._permission_waits
-            timeout = self.limits.idle_timeout if silent else None
-            work = self.manager.background
-            if timeout is not None and work.waiting and not work.tasks:
-                # Only the CLI's next turn for reports it holds is awaited: it comes at
-                # once, or not at all (its last result already took them in).
-                timeout = min(timeout, REPORT_GRACE_S)
-            try:
-                async with asyncio.timeout(timeout):
-                    item = await self._inbox.get()
-            except TimeoutError:
-                return self._feed.observe(
-                    IdleTimedOut(self._clock(), time.monotonic() - self._feed.last_heard)
-                )
-            outcome = self._take(item)
-            if outcome is not None and (outcome.actions or self.status is not None):
-                return outcome
-
-    def _waiting_on_agents(self) -> bool:
-        """The turn is over and the session waits on subagents, whose messages are signs
-        of life (or on reports the CLI has yet to hand in): a long silence is a hang.
-        A background shell alone says nothing while it runs, so it is waited for."""
-        work = self.manager.background
-        return work.waiting and (work.subagents > 0 or not work.tasks)
-
-    def _take(self, item: InboxItem) -> Outcome | None:
-        """What reaches the manager of an inbox item (through the feed); None when nothing
-        does, or the manager refused it."""
-        if isinstance(item, Answer):
-            if item.checkpoint_number != self.approval_pending:
-                return None  # an answer to an approval no longer awaited
-            self.approval_pending = None
-            given = ApprovalGiven(self._clock(), item.decision, item.edited_text, item.decided_by)
-            return self._feed.observe_quietly(given)
-        if isinstance(item, Acknowledged):
-            return self._acknowledge(item)
-        if isinstance(item, FromAgent) and item.generation != self._process.generation:
-            return None  # an earlier process's leftovers
-        return self._feed.handle(item)
-
-    def _acknowledge(self, asked: Acknowledged) -> Outcome | None:
-        """The manager's outcome of a command whose asker waits for the answer: told ""
-        when taken, or the refusal (also journaled, as any refused operator input is)."""
-        refusal = ""
-        try:
-            outcome: Outcome | None = self._feed.observe(asked.command)
-        except IllegalTransition as exc:
-            refusal = str(exc)
-            self._feed.error(ev.Where.OPERATOR, refusal)
-            outcome = None
-        if not asked.answer.done():
-            asked.answer.set_result(refusal)
-        return outcome
-
-    async def _permission_gate(self, ask: PermissionAsk) -> PermissionVerdict:
-        """Asked by the agent before a tool outside its allowed set; it waits for the answer
-        (the run's desk gives it) and meanwhile is not stalled: the idle timeout is off."""
-        assert self._permissions is not None
-        self._permission_waits += 1
-        self._inbox.put_nowait(PermissionWait())  # wakes the loop: the idle timeout goes off
-        key = f"permission {ask.tool_use_id or id(ask)}"
-        self._cache_watch.start(key, f"permission to use {ask.tool}")
-        try:
-            return await self._permissions(ask)
-        finally:
-            self._cache_watch.stop(key)
-            self._permission_waits -= 1
-            self._inbox.put_nowait(PermissionWait())  # and back on, counted from now
-
     # -- performing actions ----------------------------------------------------------------------
 
     async def _perform(self, action: Action) -> Outcome | None:
@@ -439,22 +338,18 @@ class SessionRunner:
         match action:
             case SendPrompt():
                 if action.interrupt_first:
-                    drained = await self._interrupt_and_drain(at_clean_point=True)
+                    drained = await self._stopper.interrupt_and_drain(at_clean_point=True)
                     if drained.actions or self.manager.phase.terminal:
                         return drained
                 await self._process.query(action.text, resume=self.manager.session_id)
             case Interrupt():
-                drained = await self._interrupt_and_drain()
+                drained = await self._stopper.interrupt_and_drain()
                 if drained.actions:
                     return drained
             case ApplyMask():
-                return await self._apply_mask(action)
+                return await self._masks.apply(action, self.spec)
             case RequestApproval():
-                number = self.approval_pending = action.checkpoint_number
-                self._cache_watch.start("approval", f"approval of checkpoint #{number}")
-                self._approvals.ask(
-                    self.spec.name, number, lambda reply: self._approval_answered(number, reply)
-                )
+                self._asks.ask_approval(action.checkpoint_number)
             case StartFreshSession():
                 await self._process.close(self.limits.disconnect_timeout)
                 await self._process.query(action.prompt, resume=None)
@@ -480,166 +375,3 @@ class SessionRunner:
         result = self._sleep(seconds)
         if asyncio.iscoroutine(result) or isinstance(result, asyncio.Future):
             await result
-
-    def _approval_answered(self, number: int, reply: Reply) -> None:
-        """The desk's answer (a person's, the policy's, the timeout's): to the inbox, as
-        operator input is, unless the session has ended meanwhile (nobody reads it)."""
-        self._cache_watch.stop("approval")
-        if self.status is None:
-            decision = Decision(reply.answer)
-            self._inbox.put_nowait(Answer(number, decision, reply.edited_text, reply.by))
-
-    async def _apply_mask(self, action: ApplyMask) -> Outcome | None:
-        if action.interrupt_first:
-            drained = await self._interrupt_and_drain(at_clean_point=True)
-            if drained.actions or self.manager.phase.terminal:
-                return drained
-        session_id = self.manager.session_id
-        await self._process.close(self.limits.disconnect_timeout)
-        try:
-            if session_id is None:
-                raise MaskError("the session has no id yet, so its transcript cannot be found")
-            replaced = await self.backend.mask_transcript(
-                self.spec, session_id, action.plan.placeholders
-            )
-            if replaced == 0:
-                raise MaskError(
-                    f"none of the {len(action.plan.ids)} results was found in the transcript"
-                )
-        except MaskError as exc:
-            failed = self._feed.observe(MaskFailed(self._clock(), str(exc)))
-            return failed if failed.actions else None
-        confirmed = self._feed.observe(MaskConfirmed(self._clock(), action.plan.ids))
-        await self._fold(session_id)
-        if action.resume_prompt is not None:
-            self._mask_notes.append(action.resume_prompt)
-            await self._process.query(action.resume_prompt, resume=session_id)
-        return confirmed if confirmed.actions else None
-
-    async def _fold(self, session_id: str) -> None:
-        """Fold the masked steps into the transcript's digest (core.fold); a fold that
-        fails leaves the masked transcript as it was, which resumes as well."""
-        try:
-            report = await self.backend.fold_transcript(self.spec, session_id, self._mask_notes)
-        except MaskError as exc:
-            self._feed.emit(
-                ev.WarningRecorded(
-                    at=self._clock(),
-                    session=self.spec.name,
-                    where=ev.Where.MASKING,
-                    message=f"the masked steps were not folded: {exc}",
-                )
-            )
-            return
-        if report is not None:
-            self._feed.emit(
-                ev.TranscriptFolded(
-                    at=self._clock(),
-                    session=self.spec.name,
-                    steps=report.steps,
-                    notes=report.notes,
-                    digest_lines=report.digest_lines,
-                    tokens_before=report.tokens_before,
-                    tokens_after=report.tokens_after,
-                    digest_tokens=report.digest_tokens,
-                )
-            )
-
-    # -- stopping a turn -------------------------------------------------------------------------
-
-    async def _interrupt_and_drain(self, *, at_clean_point: bool = False) -> Outcome:
-        """Interrupt the turn and feed the manager until it has ended; returns what that decided.
-
-        With `at_clean_point`, first let the API call in flight finish and its tool calls
-        get their results: an interrupt lands on the next call, so the step the agent
-        was taking is kept, not rejected (a rejected Write is work thrown away).
-        """
-        client = self._process.current()
-        if client is None or not self.manager.streaming:
-            return (
-                self._feed.observe(interrupted(self._clock()))
-                if self.manager.streaming
-                else Outcome()
-            )
-        held: list[OperatorInput] = []
-        try:
-            if at_clean_point:
-                deadline = time.monotonic() + self.limits.clean_point_timeout
-                if client.stop_after_tools():
-                    # The client ends the turn itself after the running tools: no model
-                    # request is thrown away, as an interrupt would throw the next one.
-                    stopped = await self._feed_until(
-                        self._turn_over, deadline, held, stop_promised=True
-                    )
-                    if stopped is not None:
-                        return stopped
-                    if self._turn_over():
-                        return Outcome()
-                else:
-                    settled = await self._feed_until(self._feed.at_clean_point, deadline, held)
-                    if settled is not None:
-                        return settled
-            client = self._process.current()  # the wait above may have closed it
-            if client is None:
-                return self._feed.observe(interrupted(self._clock()))
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(client.interrupt(), self.limits.disconnect_timeout)
-            deadline = time.monotonic() + self.limits.drain_timeout
-            drained = await self._feed_until(self._turn_over, deadline, held)
-            if drained is not None:
-                return drained
-            if self._turn_over():
-                return Outcome()
-            # The interrupted turn did not end in time: the process goes, the turn with it.
-            await self._process.close(self.limits.disconnect_timeout)
-            return self._feed.observe(interrupted(self._clock()))
-        finally:
-            for item in held:  # operator input during the drain waits its turn
-                self._inbox.put_nowait(item)
-
-    def _turn_over(self) -> bool:
-        return not self.manager.streaming
-
-    async def _feed_until(
-        self,
-        settled: Callable[[], bool],
-        deadline: float,
-        held: list[OperatorInput],
-        *,
-        stop_promised: bool = False,
-    ) -> Outcome | None:
-        """Feed the manager the agent's items until `settled()` holds or the turn ends.
-
-        Returns what the manager decided when the turn ended, when it decided something
-        on the way, or when the process went away (closed, and the turn counted as
-        interrupted). None when `settled()` came to hold first or the deadline passed;
-        with `stop_promised` (the client promised to end the turn after its tools) also
-        as soon as a new model request starts after a tool result, since then it did
-        not, and the caller interrupts rather than let the agent run on. Operator input
-        meanwhile is kept in `held` for the caller to put back.
-        """
-        result_seen = False
-        while not settled():
-            try:
-                async with asyncio.timeout(max(0.0, deadline - time.monotonic())):
-                    item = await self._inbox.get()
-            except TimeoutError:
-                return None
-            if not isinstance(item, FromAgent):
-                held.append(item)
-                continue
-            current = item.generation == self._process.generation
-            if current and item.item is None:
-                await self._process.close(self.limits.disconnect_timeout)
-                return self._feed.observe(interrupted(self._clock()))
-            outcome = self._take(item)
-            if current and isinstance(item.item, TurnEnded):
-                return outcome or Outcome()  # the turn is over
-            if outcome is not None and outcome.actions:
-                return outcome
-            if stop_promised and current:
-                if carries_tool_result(item.item):
-                    result_seen = True
-                elif result_seen and isinstance(item.item, UsageObserved) and item.item.starts_call:
-                    return None
-        return None
