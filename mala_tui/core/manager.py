@@ -315,7 +315,7 @@ class ContextManager:
             case BudgetReached():
                 return self._operator.on_budget(observation)
             case ManageModeChanged():
-                return self._operator.on_manage_mode(observation)
+                return self._operator.set_manage_mode(observation)
             case BackgroundChanged():
                 return self._background.on_background(observation)
         raise TypeError(f"not an observation: {observation!r}")

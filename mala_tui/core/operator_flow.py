@@ -193,7 +193,9 @@ class OperatorFlow:
             )
         )
 
-    def on_manage_mode(self, obs: ManageModeChanged) -> Outcome:
+    def set_manage_mode(self, obs: ManageModeChanged) -> Outcome:
+        """The one place a session's management mode is set: what a `SetManageMode`
+        action (core.operator_actions) becomes once its runner has heard it."""
         if obs.mode is self._state.manage:
             return Outcome()
         self._state.manage = obs.mode
