@@ -194,7 +194,8 @@ def _put_digest(entry: dict[str, Any], digest: str) -> None:
 
 
 def _is_digest_part(part: Any) -> bool:
-    return isinstance(part, dict) and part.get("type") == "text" and is_digest(part.get("text", ""))
+    text = part.get("text") if isinstance(part, dict) else None
+    return isinstance(text, str) and part.get("type") == "text" and is_digest(text)
 
 
 def _relink(entry: dict[str, Any], dropped: dict[str, Any]) -> bool:
@@ -220,7 +221,11 @@ def _texts(entry: Any) -> list[str]:
     content = entry["message"].get("content")
     if isinstance(content, str):
         return [content]
-    return [part["text"] for part in content if isinstance(part, dict) and "text" in part]
+    return [
+        part["text"]
+        for part in content
+        if isinstance(part, dict) and isinstance(part.get("text"), str)
+    ]
 
 
 def _message(entry: Any) -> Message | None:
