@@ -281,8 +281,8 @@ async def _headless(remote: RemoteRun, out: TextIO) -> None:
 def _ending(remote: RemoteRun, loaded: LoadedSettings, out: TextIO, *, detached: bool) -> int:
     """What the console says as it leaves, and its exit status."""
     from mala_tui.core.actions import EndStatus
+    from mala_tui.core.text import safe_line
     from mala_tui.runtime.private.redaction import redact
-    from mala_tui.ui.text import one_line
 
     run_id = remote.folder.name
     ended = remote.ended
@@ -301,8 +301,8 @@ def _ending(remote: RemoteRun, loaded: LoadedSettings, out: TextIO, *, detached:
         stopped = 0
         for name, session in remote.state.sessions.items():
             status = session.status.value if session.status is not None else "?"
-            reason = one_line(session.end_reason, 400)
-            line = f"{one_line(name, 80)}: {status}{' - ' + reason if reason else ''}"
+            reason = safe_line(session.end_reason, 400)
+            line = f"{safe_line(name, 80)}: {status}{' - ' + reason if reason else ''}"
             out.write(redact(line) + "\n")
             cause = ended.reason
             if session.status is EndStatus.STOPPED and cause and reason.startswith(cause):

@@ -17,10 +17,10 @@ from typing import TextIO
 
 import platformdirs
 
+from mala_tui.core.text import safe_line
 from mala_tui.runtime.journal.writer import last_opened_run
 from mala_tui.runtime.private.files import append_private, private_folder
 from mala_tui.runtime.private.redaction import redact
-from mala_tui.ui.text import one_line
 
 #: An unexpected error (sysexits' EX_SOFTWARE).
 EXIT_INTERNAL = 70
@@ -35,7 +35,7 @@ def report_internal_error(
     details = "".join(traceback.format_exception(exc))
     saved = save_details(details, _candidates(data_dir))
     where = f"details in {saved}" if saved else "the details could not be saved"
-    summary = one_line(redact(f"{type(exc).__name__}: {exc}".rstrip(": ")), 300)
+    summary = safe_line(redact(f"{type(exc).__name__}: {exc}".rstrip(": ")), 300)
     try:
         err.write(f"mala-tui: internal error: {summary} ({where})\n")
         err.flush()

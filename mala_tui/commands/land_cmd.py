@@ -89,6 +89,7 @@ def _open(args: argparse.Namespace, loaded: LoadedSettings) -> _Opened:
             being written.
         Unwritable: the journal cannot be written.
     """
+    from mala_tui.core.text import safe_line
     from mala_tui.core.view import RunState
     from mala_tui.runtime.git.landing import Target
     from mala_tui.runtime.journal.writer import (
@@ -99,7 +100,6 @@ def _open(args: argparse.Namespace, loaded: LoadedSettings) -> _Opened:
         find_run,
     )
     from mala_tui.runtime.run.run_source import ResumeError, read_source, still_live
-    from mala_tui.ui.text import one_line
 
     data_dir = args.data_dir or loaded.settings.resolved_data_dir()
     try:
@@ -111,11 +111,11 @@ def _open(args: argparse.Namespace, loaded: LoadedSettings) -> _Opened:
     name = args.session
     session = run.sessions.get(name)
     if session is None:
-        known = ", ".join(one_line(s, 80) for s in run.sessions) or "none"
+        known = ", ".join(safe_line(s, 80) for s in run.sessions) or "none"
         raise LandRefused(
-            f"run {folder.name} has no session {one_line(name, 80)!r} (its sessions: {known})"
+            f"run {folder.name} has no session {safe_line(name, 80)!r} (its sessions: {known})"
         )
-    shown = one_line(name, 80)
+    shown = safe_line(name, 80)
     if session.worktree is None:
         raise LandRefused(
             f"{shown} has no worktree of its own: its run was not started with --worktree"
@@ -210,10 +210,10 @@ def _journal(
 ) -> int:
     """Append what was done to the run's journal and say it on one line."""
     from mala_tui.core.describe import summary
-    from mala_tui.ui.text import one_line
+    from mala_tui.core.text import safe_line
 
     # Names, paths and the command come from the journal and git: shown literally.
-    out.write(f"{one_line(event.session, 80)}: {one_line(summary(event), 4000)}\n")
+    out.write(f"{safe_line(event.session, 80)}: {safe_line(summary(event), 4000)}\n")
     try:
         journal.write(event)
     except OSError as exc:

@@ -52,10 +52,9 @@ class OpenRefused(Exception):
 
 def open_session(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.stdout) -> int:
     from mala_tui.core import events as ev
-    from mala_tui.core.text import plural
+    from mala_tui.core.text import plural, safe_line
     from mala_tui.runtime.journal.writer import JournalInUse, RunJournal, StorageError
     from mala_tui.runtime.session.by_hand import ByHandError, console_problem, read_back, size_of
-    from mala_tui.ui.text import one_line
 
     try:
         opening = _prepare(args, loaded)
@@ -76,9 +75,8 @@ def open_session(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO =
     how, transcript = opening.how, opening.transcript
     with journal:
         since = size_of(transcript)
-        out.write(
-            f"{one_line(how.session, 80)}: opening Claude Code (claude --resume {how.session_id})\n"
-        )
+        opening = f"opening Claude Code (claude --resume {how.session_id})"
+        out.write(f"{safe_line(how.session, 80)}: {opening}\n")
         out.flush()
         try:
             done = subprocess.run(
@@ -95,7 +93,7 @@ def open_session(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO =
                 else f"killed by signal {-done.returncode}"
             )
             print(
-                f"mala-tui open: Claude Code failed ({ended}); {one_line(how.session, 80)} "
+                f"mala-tui open: Claude Code failed ({ended}); {safe_line(how.session, 80)} "
                 "was left as it was",
                 file=sys.stderr,
             )
@@ -110,7 +108,7 @@ def open_session(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO =
             return EXIT_STORAGE
     window = f", window {tokens:,} tokens" if tokens is not None else ""
     prompts = plural(back.prompts, "prompt")
-    out.write(f"{one_line(how.session, 80)}: {prompts} by hand{window}\n")
+    out.write(f"{safe_line(how.session, 80)}: {prompts} by hand{window}\n")
     return 0
 
 
@@ -130,6 +128,7 @@ def _prepare(args: argparse.Namespace, loaded: LoadedSettings) -> _Opening:
         ByHandError: no Claude Code CLI.
     """
     from mala_tui.core import events as ev
+    from mala_tui.core.text import safe_line
     from mala_tui.core.view import RunState
     from mala_tui.runtime.backends.claude import ClaudeBackend
     from mala_tui.runtime.journal.writer import JournalError, find_run
@@ -139,7 +138,6 @@ def _prepare(args: argparse.Namespace, loaded: LoadedSettings) -> _Opening:
     from mala_tui.runtime.run.run_source import ResumeError, read_source, still_live
     from mala_tui.runtime.run.task_plans import TaskPlan
     from mala_tui.runtime.session.by_hand import interactive
-    from mala_tui.ui.text import one_line
 
     data_dir = args.data_dir or loaded.settings.resolved_data_dir()
     try:
@@ -151,9 +149,9 @@ def _prepare(args: argparse.Namespace, loaded: LoadedSettings) -> _Opening:
     run = RunState(run_id=folder.name).apply_all(source.events)
     name = args.session
     session = run.sessions.get(name)
-    shown = one_line(name, 80)
+    shown = safe_line(name, 80)
     if session is None:
-        known = ", ".join(one_line(s, 80) for s in run.sessions) or "none"
+        known = ", ".join(safe_line(s, 80) for s in run.sessions) or "none"
         raise OpenRefused(f"run {folder.name} has no session {shown!r} (its sessions: {known})")
     live = still_live(source)
     if live is not None:

@@ -109,10 +109,10 @@ def _resume_on(
     source: ResumeSource,
     engine: RayEngine | None,
 ) -> int:
+    from mala_tui.core.text import safe_line
     from mala_tui.runtime.backends.claude import ClaudeBackend
     from mala_tui.runtime.journal.writer import StorageError
     from mala_tui.runtime.run.resume import ResumeError, prepare
-    from mala_tui.ui.text import one_line
 
     backend = ClaudeBackend.for_run(source.folder)
     if engine is not None:
@@ -140,7 +140,7 @@ def _resume_on(
         out.write(f"run {journal.run_id} resumed after {pause}: journal in {journal.directory}\n")
         for session in resumed.plan.sessions:
             # Names and reasons come from the journal: shown literally, on one line.
-            out.write(f"{one_line(session.name, 80)}: {one_line(session.reason, 400)}\n")
+            out.write(f"{safe_line(session.name, 80)}: {safe_line(session.reason, 400)}\n")
 
         async def main() -> RunResult | Shutdown | int:
             return await supervise(supervisor, args.headless, out, shutdown, args.host_fd)

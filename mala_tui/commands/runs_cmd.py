@@ -14,6 +14,7 @@ from mala_tui.config import Settings
 from mala_tui.config_loading import LoadedSettings
 from mala_tui.core.pricing import PriceTable, Spend, format_cost
 from mala_tui.core.subagents import SubagentGauge
+from mala_tui.core.text import safe_line
 from mala_tui.core.view import RunState, WorktreeRecord
 from mala_tui.runtime.consoles.sockets import live_host
 from mala_tui.runtime.journal.writer import (
@@ -24,7 +25,6 @@ from mala_tui.runtime.journal.writer import (
     read_events,
 )
 from mala_tui.runtime.run.launch import EXIT_USAGE
-from mala_tui.ui.text import one_line
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -66,10 +66,10 @@ def runs(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO = sys.std
             # saying so (a crash, kill -9): `mala-tui resume` carries it on.
             state = "live" if live_host(run.directory) is not None else "running?"
         # Names come from the journal: shown literally, never as terminal escapes.
-        names = one_line(", ".join(run.sessions), 400)
+        names = safe_line(", ".join(run.sessions), 400)
         cost, cache = _spend_columns(run.directory, prices)
         out.write(
-            f"{one_line(run.run_id, 40):<22} {started:<19} {run.mode or '?':<5} "
+            f"{safe_line(run.run_id, 40):<22} {started:<19} {run.mode or '?':<5} "
             f"{state:<11} {cost:>11} {cache:>5} {names}\n"
         )
     out.write("costs are estimates from list prices ([pricing] in the config file)\n")
@@ -234,7 +234,7 @@ def worktree_lines(state: RunState, run_id: str, settings: Settings) -> list[str
         said = f"{name}: branch {tree.branch}, {tree.status.label}"
         if tree.status.to_land:
             said += f" ({settings.command('land', run_id, name)})"
-        lines.append(one_line(said, 600))  # names come from the journal: shown literally
+        lines.append(safe_line(said, 600))  # names come from the journal: shown literally
     return lines
 
 

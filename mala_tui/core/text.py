@@ -71,6 +71,11 @@ def shorten(text: str, limit: int) -> str:
     return text[: max(0, limit - 1)] + ELLIPSIS
 
 
+def safe_line(text: str, limit: int = 160) -> str:
+    """Agent text as one safe line (control characters made visible), cut at `limit`."""
+    return shorten(clean(text, one_line=True), limit)
+
+
 def excerpt(text: str) -> str:
     """Text as one line of the event log, shortened."""
     return shorten(flatten(text), _EXCERPT)

@@ -23,13 +23,13 @@ from typing import TYPE_CHECKING, Final, TextIO
 from mala_tui.core import events as ev
 from mala_tui.core.describe import summary
 from mala_tui.core.notices import event_notice
+from mala_tui.core.text import safe_line
 from mala_tui.runtime.consoles.serve_record import notice_address
 from mala_tui.runtime.private.redaction import redact
 from mala_tui.runtime.questions.approvals import ApprovalMode
 from mala_tui.runtime.run.launch import run_status
 from mala_tui.ui.attention import Attention, Desktop, desktop_protocol
 from mala_tui.ui.terminal_questions import LineReader, answer_from_terminal
-from mala_tui.ui.text import one_line
 
 if TYPE_CHECKING:
     from mala_tui.runtime.run.run_types import RunResult
@@ -46,7 +46,7 @@ def describe(event: ev.Event) -> str | None:
     the frequent ones."""
     if isinstance(event, QUIET):
         return None
-    return one_line(f"{event.type:<{TYPE_WIDTH}} {summary(event)}", LINE_CHARS)
+    return safe_line(f"{event.type:<{TYPE_WIDTH}} {summary(event)}", LINE_CHARS)
 
 
 def printer(
@@ -67,7 +67,7 @@ def printer(
         if line is None:
             return
         stamp = time.strftime("%H:%M:%S", clock(event.at))
-        who = one_line(event.session, 24) if event.session else "-"
+        who = safe_line(event.session, 24) if event.session else "-"
         notice = event_notice(event, "") if address is not None else None
         url = address(notice.question) if address is not None and notice is not None else ""
         link = f" \u00b7 {url}" if url else ""
@@ -161,7 +161,7 @@ def exit_status(result: RunResult, out: TextIO) -> int:
     """One line per session (names and reasons shown literally, redacted as every headless
     line is), and the run's exit status."""
     for name, status in result.statuses.items():
-        reason = one_line(result.reasons.get(name, ""), 400)
-        line = f"{one_line(name, 80)}: {status.value}{' - ' + reason if reason else ''}"
+        reason = safe_line(result.reasons.get(name, ""), 400)
+        line = f"{safe_line(name, 80)}: {status.value}{' - ' + reason if reason else ''}"
         out.write(redact(line) + "\n")
     return run_status(result)

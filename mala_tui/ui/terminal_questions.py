@@ -21,12 +21,11 @@ from mala_tui.core.observations import Decision
 from mala_tui.core.operator_actions import AnswerApproval, AnswerPermission, OperatorAction
 from mala_tui.core.permissions import CUT_INPUT_NOTE, PermissionAnswer
 from mala_tui.core.questions import ApprovalQuestion, PermissionQuestion, Question, permission_id
-from mala_tui.core.text import clean
+from mala_tui.core.text import clean, safe_line
 from mala_tui.core.view import RunState
 from mala_tui.runtime.private.redaction import redact
 from mala_tui.runtime.questions.desk import QuestionClosed, Reply
 from mala_tui.runtime.run.recorder import Listeners
-from mala_tui.ui.text import one_line
 
 LineReader = Callable[[], Awaitable[str]]
 """Reads one line typed at the terminal; raises EOFError once its input has ended."""
@@ -80,7 +79,7 @@ async def show_all(text: str, out: TextIO, read_line: LineReader) -> str | None:
                 break
             if typed.split()[0].lower() in DENY_WORDS:
                 return typed
-            out.write(f"not an answer: {one_line(typed, 40)!r}\n")
+            out.write(f"not an answer: {safe_line(typed, 40)!r}\n")
         out.write("".join(line + "\n" for line in lines[start : start + page]))
     return None
 
@@ -141,10 +140,10 @@ class _Closings:
 
 def _label(question: Question) -> str:
     """The question as the desk names it ("request #2 of a (Bash)", "checkpoint #1 of a")."""
-    session = one_line(question.session, 60)
+    session = safe_line(question.session, 60)
     if isinstance(question, ApprovalQuestion):
         return f"checkpoint #{question.checkpoint_number} of {session}"
-    return f"request #{question.request_id} of {session} ({one_line(question.tool, 60)})"
+    return f"request #{question.request_id} of {session} ({safe_line(question.tool, 60)})"
 
 
 async def _ask_while_open(
@@ -168,7 +167,7 @@ async def _ask_while_open(
                     await task
                 out.write(
                     f"\n--- {_label(question)} was answered elsewhere: "
-                    f"{one_line(closings.how(question), 200)}; no answer is needed here\n"
+                    f"{safe_line(closings.how(question), 200)}; no answer is needed here\n"
                 )
                 out.flush()
                 return True
@@ -254,8 +253,8 @@ async def _ask_approval(
 ) -> bool:
     """Ask, and send the answer; False when what was typed was no answer (ask again)."""
     out.write(
-        f"\n--- checkpoint {request.checkpoint_number} of {one_line(request.session, 60)} "
-        f"({one_line(request.reason)}) ---\n"
+        f"\n--- checkpoint {request.checkpoint_number} of {safe_line(request.session, 60)} "
+        f"({safe_line(request.reason)}) ---\n"
     )
     answer = await show_all(request.checkpoint_text, out, read_line)
     if answer is None:
@@ -269,7 +268,7 @@ async def _ask_approval(
     elif answer in DENY_WORDS:
         decision = Decision.DENY
     else:
-        out.write(f"not an answer: {one_line(answer, 40)!r}\n")
+        out.write(f"not an answer: {safe_line(answer, 40)!r}\n")
         return False
     try:
         supervisor.act(
@@ -297,7 +296,7 @@ async def _deny_only(typed: str | None, out: TextIO, read_line: LineReader) -> s
     """An input too long to be shown whole: a deny is the only answer asked for."""
     while typed is None or (typed.strip().split() or [""])[0].lower() not in DENY_WORDS:
         if typed is not None:
-            out.write(f"not an answer: {one_line(typed.strip(), 40)!r}\n")
+            out.write(f"not an answer: {safe_line(typed.strip(), 40)!r}\n")
         out.write(f"--- {CUT_INPUT_NOTE}: [d] deny, then a reason: ")
         out.flush()
         typed = await read_line()
@@ -310,7 +309,7 @@ async def ask_permission(
     """One tool use: its input, then o / s / d (a deny's reason after it, or on the next
     line); False when what was typed was no answer (ask again)."""
     out.write(
-        f"\n--- {one_line(request.session, 60)} asks to use {one_line(request.tool, 60)} "
+        f"\n--- {safe_line(request.session, 60)} asks to use {safe_line(request.tool, 60)} "
         f"(request #{request.request_id}) ---\n"
     )
     typed = await show_all(request.input_text, out, read_line)
@@ -323,7 +322,7 @@ async def ask_permission(
     word, _, reason = typed.strip().partition(" ")
     answer = PERMISSION_WORDS.get(word.lower())
     if answer is None:
-        out.write(f"not an answer: {one_line(word, 40)!r}\n")
+        out.write(f"not an answer: {safe_line(word, 40)!r}\n")
         return False
     if answer is PermissionAnswer.DENY and not reason.strip():
         out.write("reason for the agent (Enter for none): ")
