@@ -75,8 +75,8 @@ def open_session(args: argparse.Namespace, loaded: LoadedSettings, out: TextIO =
     how, transcript = opening.how, opening.transcript
     with journal:
         since = size_of(transcript)
-        opening = f"opening Claude Code (claude --resume {how.session_id})"
-        out.write(f"{safe_line(how.session, 80)}: {opening}\n")
+        said = f"opening Claude Code (claude --resume {how.session_id})"
+        out.write(f"{safe_line(how.session, 80)}: {said}\n")
         out.flush()
         try:
             done = subprocess.run(

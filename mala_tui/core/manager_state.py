@@ -82,13 +82,11 @@ class ManagerState:
     """The conversation `start` forks from instead of starting afresh on the task."""
     session_id: str | None = None
     by_hand: bool = False
-    """A person has the session in the interactive Claude Code: nothing is sent to it
-    until it is handed back."""
+    """A person has the session in the interactive Claude Code: nothing goes to it now."""
     checkpoint: Checkpoint | None = None
     end_status: EndStatus | None = None
     budget_stop: str | None = None
-    """Why the session stops at its next checkpoint instead of restarting (a budget, a
-    cancel)."""
+    """Why the session stops at its next checkpoint, not restarting (a budget, a cancel)."""
     turn: TurnState = field(default_factory=TurnState)
     pending: Pending = field(default_factory=Pending)
     counters: Counters = field(default_factory=Counters)

@@ -13,6 +13,16 @@ from mala_tui.core import events as ev
 from mala_tui.core.events.subagents import SubagentEnd
 from mala_tui.core.pricing import PriceTable, Spend, SpendMeter
 
+SubagentEvent = (
+    ev.SubagentStarted
+    | ev.SubagentCall
+    | ev.SubagentCompacted
+    | ev.SubagentEnded
+    | ev.SubagentWoundDown
+    | ev.SubagentResultWithheld
+)
+"""What the journal says of one subagent."""
+
 
 @dataclass(frozen=True, slots=True)
 class SubagentGauge:
@@ -72,6 +82,14 @@ class SubagentState:
     how: SubagentEnd | None = None
     reason: str = ""
     meter: SpendMeter = field(default_factory=lambda: SpendMeter(None), repr=False)
+
+    @classmethod
+    def of(cls, subagents: dict[str, SubagentState], event: SubagentEvent) -> SubagentState:
+        """The state of the subagent `event` is about, made when it is the first."""
+        found = subagents.get(event.agent_id)
+        if found is None:
+            found = subagents[event.agent_id] = cls(event.agent_id, event.at)
+        return found
 
     def apply(self, event: ev.Event, prices: PriceTable) -> None:
         match event:

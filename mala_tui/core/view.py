@@ -37,7 +37,7 @@ from mala_tui.core.session_records import (
     WorktreeRecord,
 )
 from mala_tui.core.session_spend import SessionSpend
-from mala_tui.core.subagents import SubagentGauge, SubagentState
+from mala_tui.core.subagents import SubagentEvent, SubagentGauge, SubagentState
 from mala_tui.core.usage import UsageSource
 from mala_tui.core.window import WindowSource
 
@@ -124,9 +124,13 @@ class SessionState:
         self.spent = SessionSpend(self.prices)
 
     def apply(self, event: ev.Event) -> None:
-        """Take one event in: a flat table of what each kind of event changes."""
+        """Take one event in (`_take`)."""
         self.updated_at = max(self.updated_at, event.at)
         self.log.append(event)
+        self._take(event)
+
+    def _take(self, event: ev.Event) -> None:
+        """A flat table of what each kind of event changes."""
         match event:
             case ev.SessionStarted():
                 self._started(event)
@@ -315,19 +319,8 @@ class SessionState:
     def _cost_point(self, at: float) -> None:
         self.spent.cost_point(at, self.spend)
 
-    def _subagent_event(
-        self,
-        event: ev.SubagentStarted
-        | ev.SubagentCall
-        | ev.SubagentCompacted
-        | ev.SubagentEnded
-        | ev.SubagentWoundDown
-        | ev.SubagentResultWithheld,
-    ) -> None:
-        state = self.subagents.get(event.agent_id)
-        if state is None:
-            state = self.subagents[event.agent_id] = SubagentState(event.agent_id, event.at)
-        state.apply(event, self.prices)
+    def _subagent_event(self, event: SubagentEvent) -> None:
+        SubagentState.of(self.subagents, event).apply(event, self.prices)
         if isinstance(event, ev.SubagentCall):
             self._cost_point(event.at)
 
