@@ -31,8 +31,8 @@ from mala_tui.bench.loopback_session import supervised_session
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.pricing import PriceTable
+from mala_tui.core.run_view import RunState
 from mala_tui.core.usage import CallUsage
-from mala_tui.core.view import RunState
 from mala_tui.loopback import LoopbackServer, ScenarioError, load_scenario
 from mala_tui.loopback.request_log import RequestRecord
 

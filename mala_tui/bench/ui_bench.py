@@ -37,8 +37,8 @@ from mala_tui.core import events as ev
 from mala_tui.core.checkpoint import CheckpointOrigin
 from mala_tui.core.permissions import AnsweredBy
 from mala_tui.core.phases import Phase, Trigger
+from mala_tui.core.session_records import SessionSnapshot
 from mala_tui.core.usage import UsageSource
-from mala_tui.core.view import SessionSnapshot
 from mala_tui.prompt_files import load_prompts
 from mala_tui.runtime.backends.scripted import ScriptedBackend
 from mala_tui.runtime.run.run_types import RunResult

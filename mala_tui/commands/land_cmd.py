@@ -19,7 +19,8 @@ from mala_tui.config_loading import LoadedSettings
 from mala_tui.core import events as ev
 
 if TYPE_CHECKING:
-    from mala_tui.core.view import RunState, SessionState
+    from mala_tui.core.run_view import RunState
+    from mala_tui.core.view import SessionState
     from mala_tui.runtime.git.landing import Target
     from mala_tui.runtime.journal.writer import RunJournal
 
@@ -89,8 +90,8 @@ def _open(args: argparse.Namespace, loaded: LoadedSettings) -> _Opened:
             being written.
         Unwritable: the journal cannot be written.
     """
+    from mala_tui.core.run_view import RunState
     from mala_tui.core.text import safe_line
-    from mala_tui.core.view import RunState
     from mala_tui.runtime.git.landing import Target
     from mala_tui.runtime.journal.writer import (
         JournalError,

@@ -128,8 +128,8 @@ def _prepare(args: argparse.Namespace, loaded: LoadedSettings) -> _Opening:
         ByHandError: no Claude Code CLI.
     """
     from mala_tui.core import events as ev
+    from mala_tui.core.run_view import RunState
     from mala_tui.core.text import safe_line
-    from mala_tui.core.view import RunState
     from mala_tui.runtime.backends.claude import ClaudeBackend
     from mala_tui.runtime.journal.writer import JournalError, find_run
     from mala_tui.runtime.run.launch import agent_spec

@@ -13,9 +13,10 @@ from typing import Any, TextIO
 from mala_tui.config import Settings
 from mala_tui.config_loading import LoadedSettings
 from mala_tui.core.pricing import PriceTable, Spend, format_cost
+from mala_tui.core.run_view import RunState
+from mala_tui.core.session_records import WorktreeRecord
 from mala_tui.core.subagents import SubagentGauge
 from mala_tui.core.text import safe_line
-from mala_tui.core.view import RunState, WorktreeRecord
 from mala_tui.runtime.consoles.sockets import live_host
 from mala_tui.runtime.journal.writer import (
     EVENTS_FILE,

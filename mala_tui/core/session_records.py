@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
 
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
@@ -11,14 +10,10 @@ from mala_tui.core.checkpoint import CheckpointOrigin
 from mala_tui.core.permissions import AnsweredBy
 from mala_tui.core.phases import Cause, ManageMode, Phase
 from mala_tui.core.pricing import Spend
-from mala_tui.core.questions import PermissionQuestion
 from mala_tui.core.subagents import SubagentGauge
 from mala_tui.core.text import plural
 from mala_tui.core.usage import UsageSource, Zone, zone_of
 from mala_tui.core.window import WindowSource
-
-if TYPE_CHECKING:  # the view builds its snapshot from its state
-    from mala_tui.core.view import SessionState
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,58 +235,6 @@ class SessionSnapshot:
     waiting_for: str = ""
     """Its turn is over and it waits for its background work ("2 subagents"): the CLI
     hands the agent their reports in turns of its own ("" when not waiting)."""
-
-    @classmethod
-    def of(cls, state: SessionState) -> SessionSnapshot:
-        """What the dashboard shows of `state`."""
-        return cls(
-            name=state.name,
-            task=state.task,
-            phase=state.phase,
-            tokens=state.tokens,
-            window=state.window,
-            source=state.source,
-            soft_threshold=state.soft_threshold,
-            hard_threshold=state.hard_threshold,
-            masked_session=state.masked_session,
-            masked_total=state.masked_total,
-            restarts=len(state.restarts),
-            max_restarts=state.max_restarts,
-            idle_retries=state.idle_retries,
-            require_approval=state.require_approval,
-            pending_approval=state.pending_approval,
-            trend=tuple(state._trend),
-            status=state.status,
-            end_reason=state.end_reason,
-            last_error=state.last_error,
-            mask_failures=state.mask_failures,
-            mask_problem=state.mask_problem,
-            updated_at=state.updated_at,
-            window_source=state.window_source,
-            density=state.density,
-            density_measured=state.density_measured,
-            manage=state.manage,
-            spend=state.spend,
-            subagents=state.subagent_gauges(),
-            subagent_thresholds=state.subagent_thresholds,
-            model=state.model,
-            messages_waiting=len(state.messages_waiting),
-            pending_permissions=sum(
-                isinstance(question, PermissionQuestion) for question in state.questions.values()
-            ),
-            worktree_status=state.worktree.status if state.worktree is not None else None,
-            forked_from=state.forked_from,
-            by_hand=state.by_hand,
-            host=state.host,
-            hosts_lost=state.hosts_lost,
-            host_lost=state.host_lost,
-            waiting_for=state.waiting_for,
-            cache_warm_until=(
-                state.cache_refreshed_at + state.cache_ttl_seconds
-                if state.cache_refreshed_at is not None and state.cache_ttl_seconds is not None
-                else None
-            ),
-        )
 
     @property
     def waiting(self) -> bool:

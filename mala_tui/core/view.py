@@ -11,16 +11,16 @@ in core.session_records (imported from here too).
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.background import describe_tasks
 from mala_tui.core.phases import ManageMode, Phase
-from mala_tui.core.pricing import PriceTable, Spend, total_spend
+from mala_tui.core.pricing import PriceTable, Spend
 from mala_tui.core.questions import (
     ApprovalQuestion,
+    PermissionQuestion,
     Question,
     approval_asked,
     permission_asked,
@@ -359,83 +359,56 @@ class SessionState:
 
     def snapshot(self) -> SessionSnapshot:
         """A small frozen copy for the dashboard (core.session_records)."""
-        return SessionSnapshot.of(self)
+        return snapshot_of(self)
 
 
-@dataclass
-class RunState:
-    """Every session of a run, in the order they appeared."""
-
-    run_id: str = ""
-    mode: ev.RunMode | None = None
-    """How the run was started (`RunStarted.mode`; None before it is known). A demo
-    cannot be resumed: its model server ends with it."""
-    sessions: dict[str, SessionState] = field(default_factory=dict)
-    started_at: float | None = None
-    ended_at: float | None = None
-    ok: bool | None = None
-    prices: PriceTable = field(default_factory=PriceTable, repr=False)
-    """List prices every session's spend is costed at."""
-    resumed: list[ev.RunResumed] = field(default_factory=list)
-    """Each time the run was picked up again (`mala-tui resume`), with the gap before it."""
-
-    def apply(self, event: ev.Event) -> SessionState | None:
-        match event:
-            case ev.RunStarted():
-                self.run_id, self.started_at, self.mode = event.run_id, event.at, event.mode
-                for name in event.sessions:
-                    self.sessions.setdefault(name, SessionState(name, prices=self.prices))
-                return None
-            case ev.RunEnded():
-                self.ended_at, self.ok = event.at, event.ok
-                return None
-            case ev.RunResumed():
-                self.ended_at, self.ok = None, None
-                self.resumed.append(event)
-                for name in event.resumed:
-                    self.sessions.setdefault(name, SessionState(name, prices=self.prices)).resume(
-                        event
-                    )
-                return None
-        if not event.session:
-            return None
-        state = self.sessions.get(event.session)
-        if state is None:
-            state = self.sessions[event.session] = SessionState(event.session, prices=self.prices)
-        state.apply(event)
-        return state
-
-    def questions(self) -> list[Question]:
-        """Every question waiting for a person, all sessions, oldest first (core.questions)."""
-        waiting = [q for state in self.sessions.values() for q in state.questions.values()]
-        return sorted(waiting, key=lambda question: question.asked_at)
-
-    @property
-    def spend(self) -> Spend:
-        """Every session's spend added up (unpriced if any session's model has no price)."""
-        return total_spend(session.spend for session in self.sessions.values())
-
-    @property
-    def cli_cost_usd(self) -> float | None:
-        """What Claude Code says the run cost, over the sessions it said it for."""
-        said = [s.cli_cost_usd for s in self.sessions.values() if s.cli_cost_usd is not None]
-        return sum(said) if said else None
-
-    def apply_all(self, events: Iterable[ev.Event]) -> RunState:
-        for event in events:
-            self.apply(event)
-        return self
-
-
-__all__ = [
-    "BranchStatus",
-    "CheckpointRecord",
-    "CostPoint",
-    "MaskRecord",
-    "RestartRecord",
-    "RunState",
-    "SessionSnapshot",
-    "SessionState",
-    "UsagePoint",
-    "WorktreeRecord",
-]
+def snapshot_of(state: SessionState) -> SessionSnapshot:
+    """What the dashboard shows of `state`: a small frozen copy."""
+    return SessionSnapshot(
+        name=state.name,
+        task=state.task,
+        phase=state.phase,
+        tokens=state.tokens,
+        window=state.window,
+        source=state.source,
+        soft_threshold=state.soft_threshold,
+        hard_threshold=state.hard_threshold,
+        masked_session=state.masked_session,
+        masked_total=state.masked_total,
+        restarts=len(state.restarts),
+        max_restarts=state.max_restarts,
+        idle_retries=state.idle_retries,
+        require_approval=state.require_approval,
+        pending_approval=state.pending_approval,
+        trend=tuple(state._trend),
+        status=state.status,
+        end_reason=state.end_reason,
+        last_error=state.last_error,
+        mask_failures=state.mask_failures,
+        mask_problem=state.mask_problem,
+        updated_at=state.updated_at,
+        window_source=state.window_source,
+        density=state.density,
+        density_measured=state.density_measured,
+        manage=state.manage,
+        spend=state.spend,
+        subagents=state.subagent_gauges(),
+        subagent_thresholds=state.subagent_thresholds,
+        model=state.model,
+        messages_waiting=len(state.messages_waiting),
+        pending_permissions=sum(
+            isinstance(question, PermissionQuestion) for question in state.questions.values()
+        ),
+        worktree_status=state.worktree.status if state.worktree is not None else None,
+        forked_from=state.forked_from,
+        by_hand=state.by_hand,
+        host=state.host,
+        hosts_lost=state.hosts_lost,
+        host_lost=state.host_lost,
+        waiting_for=state.waiting_for,
+        cache_warm_until=(
+            state.cache_refreshed_at + state.cache_ttl_seconds
+            if state.cache_refreshed_at is not None and state.cache_ttl_seconds is not None
+            else None
+        ),
+    )

@@ -29,7 +29,8 @@ from mala_tui.core.operator_actions import (
 from mala_tui.core.operator_messages import checked_text
 from mala_tui.core.permissions import AnsweredBy
 from mala_tui.core.questions import ApprovalQuestion, PermissionQuestion
-from mala_tui.core.view import RunState, SessionSnapshot
+from mala_tui.core.run_view import RunState
+from mala_tui.core.session_records import SessionSnapshot
 from mala_tui.dev.sample_run import sample_events
 from mala_tui.runtime.run.landings import Landings
 from mala_tui.runtime.run.profiles import Profile

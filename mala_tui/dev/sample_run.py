@@ -15,8 +15,8 @@ from mala_tui.core.observations import Decision
 from mala_tui.core.permissions import AnsweredBy
 from mala_tui.core.phases import Phase, Trigger
 from mala_tui.core.retry import RetryDecision
+from mala_tui.core.run_view import RunState
 from mala_tui.core.usage import UsageSource
-from mala_tui.core.view import RunState
 from mala_tui.dev.sample_session import T0, WINDOW, SampleSession
 
 CHECKPOINT_1 = """\

@@ -21,7 +21,7 @@ from textual.signal import Signal
 
 from mala_tui.core import events as ev
 from mala_tui.core.questions import Question
-from mala_tui.core.view import SessionSnapshot
+from mala_tui.core.session_records import SessionSnapshot
 from mala_tui.ui.source import Observed
 
 FRAME_SECONDS: Final = 1 / 30

@@ -4,7 +4,7 @@ the person asked whether the session goes on or ends."""
 
 from __future__ import annotations
 
-from mala_tui.core.view import SessionSnapshot
+from mala_tui.core.session_records import SessionSnapshot
 from mala_tui.runtime.consoles.sockets import ChannelError
 from mala_tui.runtime.session.by_hand import ByHandError, console_problem, in_tmux, run_in_tmux
 from mala_tui.ui.bridge import UpdateBridge

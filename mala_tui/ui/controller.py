@@ -17,7 +17,9 @@ from mala_tui.core.breakdown import WindowContents
 from mala_tui.core.budget import BudgetCheck, BudgetLimits
 from mala_tui.core.operator_actions import OperatorAction, SetBudget
 from mala_tui.core.questions import ApprovalQuestion, PermissionQuestion, Question
-from mala_tui.core.view import RunState, SessionSnapshot, SessionState
+from mala_tui.core.run_view import RunState
+from mala_tui.core.session_records import SessionSnapshot
+from mala_tui.core.view import SessionState
 from mala_tui.runtime.consoles.sockets import ChannelError
 from mala_tui.runtime.run.landings import WorktreeLandings
 from mala_tui.ui.source import (

@@ -16,9 +16,9 @@ from rich.segment import Segment
 from rich.style import Style
 from textual.strip import Strip
 
+from mala_tui.core.session_records import SessionSnapshot
 from mala_tui.core.text import percent, tokens
 from mala_tui.core.usage import UsageSource, Zone, zone_of
-from mala_tui.core.view import SessionSnapshot
 from mala_tui.core.window import WindowSource
 from mala_tui.ui.format import source_label
 

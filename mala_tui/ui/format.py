@@ -11,8 +11,9 @@ from typing import Final
 
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.phases import Phase
+from mala_tui.core.run_view import RunState
+from mala_tui.core.session_records import SessionSnapshot
 from mala_tui.core.usage import UsageSource
-from mala_tui.core.view import RunState, SessionSnapshot
 
 SOURCE_LABELS: Final = {
     UsageSource.PER_CALL: "exact",

@@ -9,8 +9,8 @@ git), so a refusal (the session still running, nothing to land) is the run's own
 from __future__ import annotations
 
 from mala_tui.core import events as ev
+from mala_tui.core.session_records import SessionSnapshot
 from mala_tui.core.text import plural
-from mala_tui.core.view import SessionSnapshot
 from mala_tui.runtime.git.landing import LandingError
 from mala_tui.ui.bridge import UpdateBridge
 from mala_tui.ui.controller import Controller

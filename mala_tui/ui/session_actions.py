@@ -20,7 +20,7 @@ from mala_tui.core.operator_actions import (
     SetManageMode,
 )
 from mala_tui.core.phases import ManageMode, Phase
-from mala_tui.core.view import SessionSnapshot
+from mala_tui.core.session_records import SessionSnapshot
 from mala_tui.ui.bridge import UpdateBridge
 from mala_tui.ui.by_hand_actions import ByHandActions
 from mala_tui.ui.controller import Controller, ReadOnlyError

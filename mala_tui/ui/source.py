@@ -14,7 +14,8 @@ from typing import Protocol, runtime_checkable
 from mala_tui.core.breakdown import WindowContents
 from mala_tui.core.budget import BudgetCheck, BudgetLimits
 from mala_tui.core.operator_actions import OperatorAction
-from mala_tui.core.view import RunState, SessionSnapshot
+from mala_tui.core.run_view import RunState
+from mala_tui.core.session_records import SessionSnapshot
 from mala_tui.runtime.run.landings import WorktreeLandings
 from mala_tui.runtime.run.recorder import EventListener, QuestionListener, SnapshotListener
 from mala_tui.runtime.session.by_hand import Interactive

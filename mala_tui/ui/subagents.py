@@ -11,9 +11,9 @@ from typing import Final
 
 from mala_tui.core.events.subagents import SubagentEnd
 from mala_tui.core.pricing import format_cost
+from mala_tui.core.session_records import SessionSnapshot
 from mala_tui.core.subagents import SubagentGauge
 from mala_tui.core.text import flatten, plural, shorten, tokens
-from mala_tui.core.view import SessionSnapshot
 from mala_tui.ui.format import elapsed
 
 CARD_GAUGES: Final = 3

@@ -21,8 +21,8 @@ from mala_tui.core.observations import Decision
 from mala_tui.core.operator_actions import AnswerApproval, AnswerPermission, OperatorAction
 from mala_tui.core.permissions import CUT_INPUT_NOTE, PermissionAnswer
 from mala_tui.core.questions import ApprovalQuestion, PermissionQuestion, Question, permission_id
+from mala_tui.core.run_view import RunState
 from mala_tui.core.text import clean, safe_line
-from mala_tui.core.view import RunState
 from mala_tui.runtime.private.redaction import redact
 from mala_tui.runtime.questions.desk import QuestionClosed, Reply
 from mala_tui.runtime.run.recorder import Listeners

@@ -22,7 +22,7 @@ from pathlib import Path
 from mala_tui.core import events as ev
 from mala_tui.core.notices import page_title, waiting_notice
 from mala_tui.core.questions import Question, touches_questions
-from mala_tui.core.view import RunState
+from mala_tui.core.run_view import RunState
 from mala_tui.runtime.consoles.sockets import live_host
 from mala_tui.runtime.journal.writer import EVENTS_FILE, JournalError, runs_dir
 from mala_tui.runtime.questions.desk import Reply

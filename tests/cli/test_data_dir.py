@@ -26,7 +26,7 @@ from mala_tui.config_loading import LoadedSettings, load_settings
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.observations import SessionIdentified
-from mala_tui.core.view import RunState
+from mala_tui.core.run_view import RunState
 from mala_tui.runtime.backends.scripted import HANG, ScriptedClient
 from mala_tui.runtime.consoles.live_run import RemoteRun
 from mala_tui.runtime.git.worktree import create

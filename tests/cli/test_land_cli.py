@@ -234,7 +234,7 @@ def test_land_pr_without_a_remote_is_refused_and_changes_nothing(finished: Run) 
 def test_show_tells_each_worktree_sessions_branch_and_how_to_land_it(finished: Run) -> None:
     from mala_tui.commands.runs_cmd import worktree_lines
     from mala_tui.config import Settings
-    from mala_tui.core.view import RunState
+    from mala_tui.core.run_view import RunState
     from mala_tui.runtime.git.landing import refresh_statuses
 
     git(finished.trees["a"].path, "commit", "-q", "--allow-empty", "-m", "work")

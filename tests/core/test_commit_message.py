@@ -11,8 +11,8 @@ from mala_tui.core.commit_message import (
     pull_request_body,
     session_notes,
 )
+from mala_tui.core.run_view import RunState
 from mala_tui.core.transcript import Role
-from mala_tui.core.view import RunState
 
 CHECKPOINT = """## Goal
 Fix the parser.

@@ -6,8 +6,8 @@ import pytest
 
 from mala_tui.core import events as ev
 from mala_tui.core.describe import summary
+from mala_tui.core.run_view import RunState
 from mala_tui.core.session_records import BranchStatus
-from mala_tui.core.view import RunState
 
 BRANCH = "mala/r1/fix"
 

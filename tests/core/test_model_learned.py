@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from mala_tui.core import events as ev
 from mala_tui.core.pricing import DEFAULT_PRICES, PriceTable, SpendMeter
+from mala_tui.core.run_view import RunState
 from mala_tui.core.usage import CallUsage, UsageSource
-from mala_tui.core.view import RunState
 
 CALL = CallUsage(input_tokens=1_000, cache_read_input_tokens=20_000, output_tokens=300)
 

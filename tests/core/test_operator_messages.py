@@ -31,7 +31,7 @@ from mala_tui.core.operator_messages import (
 )
 from mala_tui.core.phases import IllegalTransition, Phase
 from mala_tui.core.prompts import PromptKind
-from mala_tui.core.view import RunState
+from mala_tui.core.run_view import RunState
 from tests.core.phase_now import phase_now
 from tests.core.test_restart_paths import CHECKPOINT, ended, fresh_prompt, usage, worked
 from tests.support.factories import call, result

@@ -19,7 +19,7 @@ from mala_tui.core.permissions import (
     summarize_input,
 )
 from mala_tui.core.questions import PermissionQuestion
-from mala_tui.core.view import RunState
+from mala_tui.core.run_view import RunState
 
 NONE: frozenset[str] = frozenset()
 

@@ -16,8 +16,8 @@ from mala_tui.core.pricing import (
     format_cost,
     total_spend,
 )
+from mala_tui.core.run_view import RunState
 from mala_tui.core.usage import CallUsage
-from mala_tui.core.view import RunState
 from tests.support.usage_events import started, usage
 
 TABLE = PriceTable()

@@ -17,7 +17,7 @@ from mala_tui.core.questions import (
     permission_id,
     touches_questions,
 )
-from mala_tui.core.view import RunState
+from mala_tui.core.run_view import RunState
 
 
 def checkpoint(at: float, session: str, number: int) -> ev.CheckpointSaved:

@@ -21,8 +21,8 @@ from mala_tui.core.permissions import AnsweredBy
 from mala_tui.core.phases import ManageMode, Phase
 from mala_tui.core.prompts import PromptKind
 from mala_tui.core.resume_plan import ResumeFrom, ResumePlan, TaskRecord, plan_resume
+from mala_tui.core.run_view import RunState
 from mala_tui.core.usage import UsageSource
-from mala_tui.core.view import RunState
 from mala_tui.core.window import WindowSource
 from mala_tui.prompt_files import load_prompts
 from tests.support.factories import default_limits

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from mala_tui.core import events as ev
 from mala_tui.core.describe import summary
+from mala_tui.core.run_view import RunState
 from mala_tui.core.subagent_window import SubagentAct, SubagentLimits, judge
-from mala_tui.core.view import RunState
 
 LIMITS = SubagentLimits(window=200_000, soft_threshold=0.85, hard_threshold=0.95)
 

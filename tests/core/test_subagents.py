@@ -6,8 +6,8 @@ from mala_tui.core import events as ev
 from mala_tui.core.background import BackgroundKind, BackgroundTask
 from mala_tui.core.describe import summary
 from mala_tui.core.events.subagents import SubagentEnd
+from mala_tui.core.run_view import RunState
 from mala_tui.core.usage import CallUsage
-from mala_tui.core.view import RunState
 from tests.support.usage_events import started, usage
 
 

@@ -215,7 +215,7 @@ def test_journal_lines_of_any_json_shape_are_read_listed_and_shown(lines: list[i
     from mala_tui.commands.runs_cmd import run_as_json, runs
     from mala_tui.config import Settings
     from mala_tui.config_loading import LoadedSettings
-    from mala_tui.core.view import RunState
+    from mala_tui.core.run_view import RunState
     from mala_tui.runtime.journal.writer import list_runs
 
     with tempfile.TemporaryDirectory() as folder:

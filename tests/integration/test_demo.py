@@ -18,7 +18,7 @@ from mala_tui.core.actions import EndStatus
 from mala_tui.core.events.subagents import SubagentEnd
 from mala_tui.core.phases import Cause
 from mala_tui.core.retry import RetryDecision
-from mala_tui.core.view import RunState
+from mala_tui.core.run_view import RunState
 from mala_tui.runtime.journal.writer import list_runs, read_events
 from tests.integration.harness import alive
 

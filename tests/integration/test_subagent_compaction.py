@@ -17,7 +17,7 @@ import pytest
 
 from mala_tui.core import events as ev
 from mala_tui.core.events.subagents import SubagentEnd
-from mala_tui.core.view import RunState
+from mala_tui.core.run_view import RunState
 from mala_tui.loopback import LoopbackServer, materialize_workspace, offline_cli_env
 from mala_tui.runtime.journal.writer import list_runs, read_events
 from tests.integration.harness import big_reader

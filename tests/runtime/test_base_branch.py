@@ -11,7 +11,7 @@ import pytest
 
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
-from mala_tui.core.view import RunState
+from mala_tui.core.run_view import RunState
 from mala_tui.runtime.git.landing import LandingError, Target, land, status
 from mala_tui.runtime.git.worktree import Worktree, WorktreeError, base_tip, create, create_all
 from mala_tui.runtime.git.worktree_diffs import changes, compared_with

@@ -5,8 +5,8 @@ from __future__ import annotations
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.budget import BudgetLimits
+from mala_tui.core.run_view import RunState
 from mala_tui.core.usage import CallUsage
-from mala_tui.core.view import RunState
 from mala_tui.runtime.run.budget_watch import BudgetNotice, BudgetWatch
 from tests.support.usage_events import started, usage
 

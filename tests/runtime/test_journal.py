@@ -10,9 +10,9 @@ import pytest
 
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
+from mala_tui.core.run_view import RunState
 from mala_tui.core.transcript import Role
 from mala_tui.core.usage import UsageSource
-from mala_tui.core.view import RunState
 from mala_tui.runtime.journal.writer import (
     JournalError,
     RunJournal,

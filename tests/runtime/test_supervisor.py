@@ -22,8 +22,8 @@ from mala_tui.core.operator_actions import (
 from mala_tui.core.operator_messages import MessageError
 from mala_tui.core.permissions import AnsweredBy
 from mala_tui.core.questions import ApprovalQuestion
+from mala_tui.core.session_records import SessionSnapshot
 from mala_tui.core.usage import CallUsage, UsageSource
-from mala_tui.core.view import SessionSnapshot
 from mala_tui.runtime.backends.base import Backend, SessionSpec
 from mala_tui.runtime.backends.scripted import HANG, ScriptedClient, finished
 from mala_tui.runtime.journal.writer import read_events

@@ -16,7 +16,7 @@ from mala_tui.config import Settings, UiSettings
 from mala_tui.core import events as ev
 from mala_tui.core.checkpoint import CheckpointOrigin
 from mala_tui.core.phases import Phase, Trigger
-from mala_tui.core.view import RunState
+from mala_tui.core.run_view import RunState
 from mala_tui.dev.fake_source import FakeLiveSource
 from mala_tui.dev.sample_run import sample_events
 from mala_tui.dev.sample_session import T0

@@ -5,7 +5,7 @@ from __future__ import annotations
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.background import BackgroundKind, BackgroundTask
-from mala_tui.core.view import RunState
+from mala_tui.core.run_view import RunState
 from mala_tui.ui.widgets.session_card import state_text
 
 SUBAGENTS = (

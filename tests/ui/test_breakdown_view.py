@@ -7,8 +7,8 @@ from textual.widgets import DataTable
 from mala_tui.core import events as ev
 from mala_tui.core.breakdown import WindowContents
 from mala_tui.core.calibration import Density
+from mala_tui.core.run_view import RunState
 from mala_tui.core.usage import CallUsage
-from mala_tui.core.view import RunState
 from mala_tui.dev.fake_source import FakeLiveSource
 from mala_tui.ui.screens.breakdown import NOT_LIVE, BreakdownScreen
 from mala_tui.ui.screens.detail import DetailScreen

@@ -11,7 +11,7 @@ from mala_tui.core import events as ev
 from mala_tui.core.observations import Decision
 from mala_tui.core.operator_actions import AnswerApproval
 from mala_tui.core.questions import ApprovalQuestion
-from mala_tui.core.view import SessionSnapshot
+from mala_tui.core.session_records import SessionSnapshot
 from mala_tui.dev.fake_source import FakeLiveSource
 from mala_tui.dev.sample_session import T0
 from mala_tui.ui.bridge import UpdateBridge

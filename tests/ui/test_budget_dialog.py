@@ -99,7 +99,7 @@ async def test_a_bad_limit_is_named_and_nothing_changes() -> None:
 
 
 async def test_a_finished_run_has_no_budget_key() -> None:
-    from mala_tui.core.view import RunState
+    from mala_tui.core.run_view import RunState
 
     app = make_app(RunState().apply_all(events()))
     async with app.run_test(size=(140, 44)) as pilot:

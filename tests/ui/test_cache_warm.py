@@ -6,8 +6,9 @@ import pytest
 
 from mala_tui.core import events as ev
 from mala_tui.core.permissions import AnsweredBy, PermissionAnswer
+from mala_tui.core.run_view import RunState
+from mala_tui.core.session_records import SessionSnapshot
 from mala_tui.core.usage import UsageSource
-from mala_tui.core.view import RunState, SessionSnapshot
 from mala_tui.dev.fake_source import FakeLiveSource
 from mala_tui.dev.sample_session import T0
 from mala_tui.ui.format import cache_text

@@ -6,8 +6,8 @@ import pytest
 
 from mala_tui.core import events as ev
 from mala_tui.core.pricing import DEFAULT_PRICES
+from mala_tui.core.run_view import RunState
 from mala_tui.core.usage import CallUsage
-from mala_tui.core.view import RunState
 from mala_tui.ui.screens.dashboard import DashboardScreen
 from mala_tui.ui.screens.detail import DetailScreen
 from mala_tui.ui.widgets.cost_panel import CostData, CostPanel, cost_columns

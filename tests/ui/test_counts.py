@@ -13,9 +13,9 @@ from mala_tui.core.budget import BudgetState, Reading
 from mala_tui.core.checkpoint import CheckpointOrigin
 from mala_tui.core.describe import summary
 from mala_tui.core.pricing import DEFAULT_PRICES, Spend, total_spend
+from mala_tui.core.run_view import RunState
 from mala_tui.core.text import plural
 from mala_tui.core.usage import CallUsage
-from mala_tui.core.view import RunState
 from tests.support.usage_events import reported_twice, started
 from tests.ui.helpers import make_app, screen_text
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mala_tui.core import events as ev
-from mala_tui.core.view import RunState
+from mala_tui.core.run_view import RunState
 from mala_tui.ui.widgets.session_card import counters_text, state_text
 
 

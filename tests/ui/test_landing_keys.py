@@ -339,7 +339,7 @@ async def test_a_finished_run_shown_from_its_journal_lands_and_journals_it(
     tmp_path: Path,
 ) -> None:
     """`mala-tui show`'s app: the run is over, the journal is reopened for the event."""
-    from mala_tui.core.view import RunState
+    from mala_tui.core.run_view import RunState
     from mala_tui.runtime.journal.writer import RunJournal, read_events
     from mala_tui.runtime.run.landings import FinishedRun
 

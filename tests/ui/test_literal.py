@@ -5,9 +5,9 @@ from __future__ import annotations
 from mala_tui.core import events as ev
 from mala_tui.core.checkpoint import CheckpointOrigin
 from mala_tui.core.phases import Phase, Trigger
+from mala_tui.core.run_view import RunState
 from mala_tui.core.transcript import Role
 from mala_tui.core.usage import UsageSource
-from mala_tui.core.view import RunState
 from mala_tui.dev.fake_source import FakeLiveSource
 from mala_tui.dev.sample_session import T0, WINDOW
 from mala_tui.ui.screens.approval import ApprovalScreen

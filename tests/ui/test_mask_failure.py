@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 
 from mala_tui.core import events as ev
-from mala_tui.core.view import RunState
+from mala_tui.core.run_view import RunState
 from mala_tui.dev.sample_session import T0, WINDOW
 from mala_tui.ui.headless import printer
 

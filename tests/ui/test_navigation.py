@@ -7,8 +7,8 @@ from pathlib import Path
 from textual.widgets import DataTable, Input, Select
 
 from mala_tui.core import events as ev
+from mala_tui.core.run_view import RunState
 from mala_tui.core.usage import UsageSource
-from mala_tui.core.view import RunState
 from mala_tui.dev.sample_run import sample_events
 from mala_tui.dev.sample_session import T0, WINDOW
 from mala_tui.ui.screens.checkpoints import CheckpointScreen

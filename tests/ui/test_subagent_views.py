@@ -8,7 +8,7 @@ from textual.widgets import DataTable, TabbedContent
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.events.subagents import SubagentEnd
-from mala_tui.core.view import RunState
+from mala_tui.core.run_view import RunState
 from mala_tui.dev.fake_source import FakeLiveSource
 from mala_tui.dev.sample_run import sample_events
 from mala_tui.dev.sample_session import T0
@@ -254,7 +254,7 @@ async def test_the_detail_gains_its_list_when_a_first_subagent_starts() -> None:
 
 def test_what_mala_tui_did_to_a_subagents_window_is_on_its_gauge_and_in_its_row() -> None:
     from mala_tui.core import events as ev
-    from mala_tui.core.view import RunState
+    from mala_tui.core.run_view import RunState
     from mala_tui.ui.subagents import COLUMNS, managed_text, row
 
     state = RunState()

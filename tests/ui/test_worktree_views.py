@@ -9,7 +9,7 @@ from textual.widgets import RichLog
 
 from mala_tui.core import events as ev
 from mala_tui.core.actions import EndStatus
-from mala_tui.core.view import RunState
+from mala_tui.core.run_view import RunState
 from mala_tui.runtime.git.worktree import create
 from mala_tui.runtime.git.worktree_diffs import changes
 from mala_tui.ui.screens.detail import DetailScreen

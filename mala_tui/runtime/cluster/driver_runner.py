@@ -36,7 +36,7 @@ from mala_tui.core.operator_actions import (
 )
 from mala_tui.core.prompts import PromptSet
 from mala_tui.core.resume_plan import ORPHANED
-from mala_tui.core.view import RunState
+from mala_tui.core.run_view import RunState
 from mala_tui.runtime.backends.base import PermissionGate, SessionSpec
 from mala_tui.runtime.cluster.host_follower import HostFollower
 from mala_tui.runtime.cluster.host_link import HostEngine, HostLink, HostLostError

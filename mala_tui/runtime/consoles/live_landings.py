@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any, Final
 
 from mala_tui.core import events as ev
+from mala_tui.core.run_view import RunState
 from mala_tui.core.session_records import BranchStatus
-from mala_tui.core.view import RunState
 from mala_tui.runtime.consoles.sockets import ChannelError
 from mala_tui.runtime.git.landing import LandingError, Target
 from mala_tui.runtime.run.landings import FinishedRun, Landings

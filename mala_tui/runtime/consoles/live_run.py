@@ -40,8 +40,9 @@ from mala_tui.core.operator_actions import (
     SetBudget,
     action_json,
 )
+from mala_tui.core.run_view import RunState
+from mala_tui.core.session_records import SessionSnapshot
 from mala_tui.core.transcript import Transcript
-from mala_tui.core.view import RunState, SessionSnapshot
 from mala_tui.runtime.cluster.wire import message_from_json
 from mala_tui.runtime.consoles.channel import FELL_BEHIND, RUN_OVER, WHEN_STOPPED
 from mala_tui.runtime.consoles.host_requests import REQUEST_SECONDS, quote, request

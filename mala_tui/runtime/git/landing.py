@@ -28,9 +28,9 @@ from pathlib import Path
 from typing import Literal
 
 from mala_tui.core import events as ev
+from mala_tui.core.run_view import RunState
 from mala_tui.core.session_records import BranchStatus, WorktreeRecord
 from mala_tui.core.text import clean, for_git, plural
-from mala_tui.core.view import RunState
 from mala_tui.runtime.git.worktree import (
     WorktreeError,
     has_uncommitted,

@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 
 from mala_tui.core import events as ev
 from mala_tui.core.budget import BudgetCheck, BudgetLimits, BudgetState, Spent, check, run_spent
-from mala_tui.core.view import RunState, SessionState
+from mala_tui.core.run_view import RunState
+from mala_tui.core.view import SessionState
 
 
 @dataclass(frozen=True)

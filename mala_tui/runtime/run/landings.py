@@ -20,8 +20,9 @@ from typing import Protocol
 
 from mala_tui.core import events as ev
 from mala_tui.core.commit_message import draft_commit_message, session_notes
+from mala_tui.core.run_view import RunState
 from mala_tui.core.session_records import BranchStatus
-from mala_tui.core.view import RunState, SessionState
+from mala_tui.core.view import SessionState
 from mala_tui.runtime.git.landing import LandingError, Target, discard, land, status
 from mala_tui.runtime.journal.writer import JournalInUse, RunJournal, StorageError
 from mala_tui.runtime.run.recorder import Listeners, RunRecorder

@@ -20,7 +20,8 @@ from pathlib import Path
 
 from mala_tui.core import events as ev
 from mala_tui.core.questions import Question, touches_questions
-from mala_tui.core.view import RunState, SessionSnapshot
+from mala_tui.core.run_view import RunState
+from mala_tui.core.session_records import SessionSnapshot
 from mala_tui.runtime.journal.writer import RunJournal, redact_file
 from mala_tui.runtime.private.redaction import redact_json_line
 

@@ -22,7 +22,7 @@ from mala_tui.core.manager import ContextManager, Limits
 from mala_tui.core.observations import SessionHandedBack
 from mala_tui.core.operator_actions import SessionAction
 from mala_tui.core.prompts import PromptSet
-from mala_tui.core.view import RunState
+from mala_tui.core.run_view import RunState
 from mala_tui.runtime.backends.base import Backend, SessionSpec
 from mala_tui.runtime.cluster.driver_runner import RemoteRunner
 from mala_tui.runtime.cluster.host_link import HostEngine

@@ -35,7 +35,8 @@ from mala_tui.core.operator_actions import (
     SessionCommand,
 )
 from mala_tui.core.prompts import PromptSet
-from mala_tui.core.view import RunState, SessionSnapshot
+from mala_tui.core.run_view import RunState
+from mala_tui.core.session_records import SessionSnapshot
 from mala_tui.runtime.backends.base import Backend, SessionSpec
 from mala_tui.runtime.cluster.host_link import HostEngine
 from mala_tui.runtime.cluster.session_host import BackendFactory

@@ -58,7 +58,7 @@ from mala_tui.core.operator_actions import (
     SetManageMode,
 )
 from mala_tui.core.phases import IllegalTransition
-from mala_tui.core.view import RunState
+from mala_tui.core.run_view import RunState
 from mala_tui.runtime.backends.base import (
     Backend,
     PermissionGate,

@@ -15,7 +15,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, OptionList, Static
 from textual.widgets.option_list import Option
 
-from mala_tui.core.view import CheckpointRecord
+from mala_tui.core.session_records import CheckpointRecord
 from mala_tui.runtime.journal.writer import safe_file_name
 from mala_tui.ui.format import elapsed
 from mala_tui.ui.services import Services

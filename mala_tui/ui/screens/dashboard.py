@@ -18,9 +18,9 @@ from textual.widgets import Footer, Input, Static
 from mala_tui.core.actions import EndStatus
 from mala_tui.core.phases import Phase
 from mala_tui.core.pricing import total_spend
+from mala_tui.core.session_records import SessionSnapshot
 from mala_tui.core.text import clean, plural
 from mala_tui.core.usage import Zone
-from mala_tui.core.view import SessionSnapshot
 from mala_tui.ui.format import phase_label, run_status
 from mala_tui.ui.keys import app_keys
 from mala_tui.ui.services import Services

@@ -16,8 +16,9 @@ from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane
 from mala_tui.core import events as ev
 from mala_tui.core.describe import changes_summary
 from mala_tui.core.operator_actions import SetBudget
+from mala_tui.core.session_records import SessionSnapshot
 from mala_tui.core.text import tokens
-from mala_tui.core.view import SessionSnapshot, SessionState
+from mala_tui.core.view import SessionState
 from mala_tui.ui.controller import ReadOnlyError
 from mala_tui.ui.drawing import GaugeReading
 from mala_tui.ui.format import elapsed, phase_label

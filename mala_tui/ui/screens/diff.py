@@ -15,8 +15,8 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import Footer, RichLog, Static
 
+from mala_tui.core.session_records import WorktreeRecord
 from mala_tui.core.text import clean
-from mala_tui.core.view import WorktreeRecord
 from mala_tui.ui.text import literal
 
 MAX_LINES = 20_000

@@ -17,10 +17,10 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from mala_tui.core.actions import EndStatus
+from mala_tui.core.session_records import SessionSnapshot
 from mala_tui.core.subagents import SubagentGauge
 from mala_tui.core.text import ELLIPSIS, clean, plural, tokens
 from mala_tui.core.usage import UsageSource, Zone, zone_of
-from mala_tui.core.view import SessionSnapshot
 from mala_tui.ui.drawing import GaugeReading, gauge_bar, gauge_figures, trend_blocks
 from mala_tui.ui.format import cache_text, state_label
 from mala_tui.ui.subagents import card_gauges, card_summary, managed_text
