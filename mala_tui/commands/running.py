@@ -213,8 +213,9 @@ async def _headless(supervisor: Supervisor, out: TextIO) -> RunResult | int:
 
 async def hosted(supervisor: Supervisor, out: TextIO, ready: int) -> RunResult | int:
     """The run as its host runs it: served to consoles, its event lines in `host.log`."""
-    from mala_tui.runtime.consoles.channel import ChannelError, ControlChannel
+    from mala_tui.runtime.consoles.channel import ControlChannel
     from mala_tui.runtime.consoles.run_host import say_ready
+    from mala_tui.runtime.consoles.sockets import ChannelError
     from mala_tui.ui.headless import printer
 
     journal = supervisor.journal
@@ -286,7 +287,8 @@ def _notifiers(supervisor: Supervisor, channel: ControlChannel) -> list[Notifier
 @contextlib.asynccontextmanager
 async def serving(supervisor: Supervisor) -> AsyncIterator[None]:
     """A foreground run served to consoles too, while it runs (a warning if it cannot be)."""
-    from mala_tui.runtime.consoles.channel import ChannelError, ControlChannel
+    from mala_tui.runtime.consoles.channel import ControlChannel
+    from mala_tui.runtime.consoles.sockets import ChannelError
 
     journal = supervisor.journal
     if journal is None:

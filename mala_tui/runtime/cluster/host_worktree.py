@@ -16,7 +16,8 @@ from pathlib import Path
 
 from mala_tui.core import events as ev
 from mala_tui.runtime.cluster.mirror import Workspace, check_out, push
-from mala_tui.runtime.git.wip import WorktreeError, snapshot
+from mala_tui.runtime.git.wip import snapshot
+from mala_tui.runtime.git.worktree import WorktreeError
 
 
 class HostWorktree:

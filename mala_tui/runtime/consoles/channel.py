@@ -39,7 +39,6 @@ from mala_tui.core.text import clean, shorten
 from mala_tui.runtime.consoles.run_reads import RunReads, refused
 from mala_tui.runtime.consoles.sockets import (
     PROTOCOL,
-    ChannelError,
     HostRecord,
     bind_socket,
     remove_host_file,
@@ -399,4 +398,4 @@ def _name(text: str) -> str:
     return shorten(clean(text, one_line=True), CONSOLE_NAME_CHARS)
 
 
-__all__ = ["ChannelError", "ControlChannel"]
+__all__ = ["ControlChannel"]

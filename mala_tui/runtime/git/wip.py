@@ -18,7 +18,6 @@ from typing import Final
 
 from mala_tui.core.text import for_git
 from mala_tui.runtime.git.worktree import (
-    WorktreeError,
     _git,
     run_git,
     safe_name,
@@ -89,4 +88,4 @@ def restore(repository: Path, path: Path, branch: str, ref: str) -> str | None:
     return commit
 
 
-__all__ = ["WIP_PREFIX", "WorktreeError", "restore", "snapshot", "wip_ref"]
+__all__ = ["WIP_PREFIX", "restore", "snapshot", "wip_ref"]

@@ -79,7 +79,7 @@ from mala_tui.runtime.session.person_waits import PersonWaits
 from mala_tui.runtime.session.runner_limits import RunnerLimits
 from mala_tui.runtime.session.turn_stop import TurnStopper
 
-__all__ = ["EventSink", "SessionRunner"]
+__all__ = ["SessionRunner"]
 
 
 class SessionRunner:
