@@ -200,7 +200,7 @@ def apply_fold(messages: Sequence[Message], plan: FoldPlan) -> list[Message]:
         if index in notes:
             continue
         blocks = tuple(block for block in message.blocks if not _folded_block(block, gone))
-        if not digest_placed and message.is_prompt:
+        if not digest_placed and message.is_prompt and message.text.strip():
             blocks = (
                 *(b for b in blocks if not (isinstance(b, TextBlock) and is_digest(b.text))),
                 TextBlock(plan.digest),
