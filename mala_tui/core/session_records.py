@@ -42,6 +42,12 @@ class MaskRecord:
     reclaimed: int | None = None
     trigger: Cause = Cause.SOFT_THRESHOLD
     """operator, soft_threshold or projection."""
+    folded_steps: int = 0
+    """Steps its fold took out of the transcript into the digest (core.fold); 0: none."""
+    folded_tokens: int = 0
+    """What the fold took out, estimated (characters / 4), the digest's lines deducted."""
+    digest_lines: int = 0
+    """Lines of the digest after its fold: every step folded so far."""
 
 
 @dataclass(frozen=True, slots=True)

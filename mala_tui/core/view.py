@@ -150,6 +150,13 @@ class SessionState:
             case ev.MaskMeasured():
                 if self.masks and self.masks[-1].reclaimed is None:
                     self.masks[-1] = replace(self.masks[-1], reclaimed=event.reclaimed)
+            case ev.TranscriptFolded() if self.masks:  # the fold of the mask just applied
+                self.masks[-1] = replace(
+                    self.masks[-1],
+                    folded_steps=event.steps,
+                    folded_tokens=max(0, event.tokens_before - event.tokens_after),
+                    digest_lines=event.digest_lines,
+                )
             case ev.CheckpointSaved():
                 self.checkpoints.append(
                     CheckpointRecord(event.at, event.number, event.origin, event.text, event.path)

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from textual.widgets import Input
+from textual.widgets import DataTable, Input
 
+from mala_tui.core import events as ev
+from mala_tui.core.run_view import RunState
 from mala_tui.dev.sample_run import CHECKPOINT_2
 from mala_tui.dev.sample_session import T0
 from mala_tui.ui.screens.checkpoints import CheckpointScreen
@@ -64,3 +66,59 @@ async def test_export_writes_the_checkpoint_and_never_replaces_a_file(tmp_path: 
         assert target.read_text(encoding="utf-8") == CHECKPOINT_2
         await pilot.press("e", "escape")
         assert isinstance(app.screen, CheckpointScreen)
+
+
+def _folded(state_events: list[ev.Event], at: float) -> list[ev.Event]:
+    """The sample session's events with its mask folded (the event the fold journals)."""
+    fold = ev.TranscriptFolded(
+        at=at,
+        session="settings-form",
+        steps=12,
+        notes=1,
+        digest_lines=12,
+        tokens_before=41_000,
+        tokens_after=33_500,
+        digest_tokens=300,
+    )
+    index = 1 + next(
+        i
+        for i, e in enumerate(state_events)
+        if isinstance(e, ev.MaskApplied) and e.session == "settings-form"
+    )
+    return [*state_events[:index], fold, *state_events[index:]]
+
+
+def test_a_fold_is_kept_on_its_mask_and_marked_f_in_the_chart_data() -> None:
+    sample = read_only_sample().sessions["settings-form"]
+    events = _folded(list(sample.log), T0 + 203)
+    state = RunState().apply_all(events).sessions["settings-form"]
+    (mask,) = state.masks
+    assert (mask.folded_steps, mask.folded_tokens, mask.digest_lines) == (12, 7_500, 12)
+    data = ChartData.of(state)
+    assert data.masks == data.folds == (T0 + 202,)
+    # Without the fold the same mask is a mask only.
+    assert ChartData.of(sample).folds == ()
+
+
+def test_a_fold_with_no_mask_before_it_changes_nothing() -> None:
+    sample = read_only_sample().sessions["settings-form"]
+    unmasked = [e for e in sample.log if not isinstance(e, ev.MaskApplied)]
+    fold = next(
+        e for e in _folded(list(sample.log), T0 + 203) if isinstance(e, ev.TranscriptFolded)
+    )
+    state = RunState().apply_all([*unmasked, fold]).sessions["settings-form"]
+    assert state.masks == []
+    assert ChartData.of(state).folds == ()
+
+
+async def test_the_detail_shows_what_a_mask_folded_and_the_chart_marks_it_f() -> None:
+    sample = read_only_sample()
+    events = _folded([e for s in sample.sessions.values() for e in s.log], T0 + 203)
+    app = make_app(RunState().apply_all(events))
+    async with app.run_test(size=(140, 44)) as pilot:
+        await open_session(pilot, "settings-form")
+        chart = app.screen.query_one(ContextChart)
+        marks = chart.render_line(chart.size.height - 2).text
+        assert marks.strip().startswith("f") and "m" not in marks and "R" in marks
+        table = app.screen.query_one("#mask-table", DataTable)
+        assert table.get_row_at(0)[-1].plain == "12 steps, ~7.5k est."

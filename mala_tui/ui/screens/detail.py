@@ -17,7 +17,7 @@ from mala_tui.core import events as ev
 from mala_tui.core.describe import changes_summary
 from mala_tui.core.operator_actions import SetBudget
 from mala_tui.core.session_records import SessionSnapshot
-from mala_tui.core.text import tokens
+from mala_tui.core.text import plural, tokens
 from mala_tui.core.view import SessionState
 from mala_tui.ui.controller import ReadOnlyError
 from mala_tui.ui.drawing import GaugeReading
@@ -138,7 +138,7 @@ class DetailScreen(Screen[None]):
             "time", "reason", "tokens before", "after", "approved by", "checkpoint"
         )
         masks = self.query_one("#mask-table", DataTable)
-        masks.add_columns("time", "placeholder", "batch", "est. tokens", "reclaimed")
+        masks.add_columns("time", "placeholder", "batch", "est. tokens", "reclaimed", "folded")
         self._fill_tables()
         self._fill_subagents()
         self._show_cost()
@@ -236,6 +236,11 @@ class DetailScreen(Screen[None]):
         masks.clear()
         for batch, mask in enumerate(state.masks, start=1):
             reclaimed = tokens(mask.reclaimed) if mask.reclaimed is not None else "-"
+            folded = (
+                f"{plural(mask.folded_steps, 'step')}, ~{tokens(mask.folded_tokens)} est."
+                if mask.folded_steps
+                else "-"
+            )
             for index, placeholder in enumerate(mask.placeholders):
                 first = index == 0
                 masks.add_row(
@@ -244,6 +249,7 @@ class DetailScreen(Screen[None]):
                     Text(f"{batch} ({mask.count})" if first else ""),
                     Text(tokens(mask.estimated_tokens) if first else ""),
                     Text(reclaimed if first else ""),
+                    Text(folded if first else ""),
                 )
 
     async def _add_subagent_pane(self) -> None:

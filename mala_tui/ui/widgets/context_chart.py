@@ -34,6 +34,8 @@ class ChartData:
     restarts: tuple[float, ...] = ()
     start: float = 0.0
     end: float = 0.0
+    folds: tuple[float, ...] = ()
+    """When a mask also folded its steps into the digest (drawn f instead of m)."""
 
     @classmethod
     def of(cls, state: SessionState) -> ChartData:
@@ -45,7 +47,17 @@ class ChartData:
         restarts = tuple(restart.at for restart in state.restarts)
         start = session_start(state)
         end = max([state.updated_at, *(at for at, _ in points), *masks, *restarts])
-        return cls(points, state.soft_threshold, state.hard_threshold, masks, restarts, start, end)
+        folds = tuple(mask.at for mask in state.masks if mask.folded_steps)
+        return cls(
+            points,
+            state.soft_threshold,
+            state.hard_threshold,
+            masks,
+            restarts,
+            start,
+            end,
+            folds=folds,
+        )
 
 
 class ContextChart(Widget):
@@ -53,7 +65,8 @@ class ContextChart(Widget):
 
     Dots are braille (2 by 4 per cell) for resolution without a plotting
     dependency; each cell takes the colour of the highest zone it shows. The
-    threshold lines are dotted, the bottom rows mark masks (m) and restarts (R)
+    threshold lines are dotted, the bottom rows mark masks (m; f when the mask also
+    folded its steps into the digest) and restarts (R)
     and label the time.
     """
 
@@ -204,7 +217,7 @@ class ContextChart(Widget):
         kinds = [""] * plot_w
         for at in data.masks:
             col = px_x(at) // 2
-            cells[col], kinds[col] = "m", "mask"
+            cells[col], kinds[col] = ("f" if at in data.folds else "m"), "mask"
         for at in data.restarts:  # a restart outranks a mask in the same cell
             col = px_x(at) // 2
             cells[col], kinds[col] = "R", "restart"
