@@ -4,6 +4,7 @@ its questions once, and a console dropped mid-run comes back missing nothing."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import secrets
 import socket
@@ -560,3 +561,30 @@ async def test_an_action_that_is_not_one_is_refused_in_one_line_naming_what_is_w
         await channel.close()
     assert refused["kind"] == "value" and refused["error"].startswith(error)
     assert "\n" not in refused["error"]
+
+
+@pytest.mark.parametrize("written", [1, None])
+async def test_a_console_refuses_a_host_of_another_protocol_in_one_line(
+    tmp_path: Path, written: int | None
+) -> None:
+    """A run started by an older mala-tui (its host.json says protocol 1, or nothing) is
+    not spoken to in requests it does not know: attaching says so and what to do."""
+    sup = hosted(tmp_path, PerSession({"a": [ScriptedClient([[HANG]])]}), ["a"])
+    assert sup.journal is not None
+    channel = ControlChannel(sup, sup.journal.directory)
+    await channel.start()
+    try:
+        host_file = sup.journal.directory / "host.json"
+        data = json.loads(host_file.read_text())
+        if written is None:
+            del data["protocol"]
+        else:
+            data["protocol"] = written
+        host_file.write_text(json.dumps(data))
+        with pytest.raises(ChannelError) as refused:
+            RemoteRun.attach(sup.journal.directory)
+        message = str(refused.value)
+        assert "speaks the console protocol 1, this mala-tui 2" in message
+        assert "\n" not in message
+    finally:
+        await channel.close()

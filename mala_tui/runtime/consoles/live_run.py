@@ -47,7 +47,7 @@ from mala_tui.runtime.cluster.wire import message_from_json
 from mala_tui.runtime.consoles.channel import FELL_BEHIND, RUN_OVER, WHEN_STOPPED
 from mala_tui.runtime.consoles.host_requests import REQUEST_SECONDS, quote, request
 from mala_tui.runtime.consoles.live_landings import RemoteLandings
-from mala_tui.runtime.consoles.sockets import ChannelError, HostRecord, live_host
+from mala_tui.runtime.consoles.sockets import PROTOCOL, ChannelError, HostRecord, live_host
 from mala_tui.runtime.journal.writer import EVENTS_FILE, JournalContents, read_events
 from mala_tui.runtime.run.budget_watch import BudgetWatch
 from mala_tui.runtime.run.recorder import Listeners, RunRecorder
@@ -121,6 +121,12 @@ class RemoteRun:
         host = live_host(folder)
         if host is None:
             raise ChannelError(f"run {folder.name} is not live: no host answers for it")
+        if host.protocol != PROTOCOL:
+            raise ChannelError(
+                f"run {folder.name}'s host speaks the console protocol {host.protocol}, this "
+                f"mala-tui {PROTOCOL}: attach with the mala-tui that started the run, or stop "
+                "it and resume it with this one"
+            )
         remote = cls(folder, host, **kwargs)
         remote.replay()
         return remote

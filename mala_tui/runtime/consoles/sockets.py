@@ -48,6 +48,8 @@ class HostRecord:
     socket: Path
     pid: int
     run_id: str
+    protocol: int = PROTOCOL
+    """The channel's version the host speaks (1 before what a person does was one value)."""
 
 
 def socket_folder(environ: Mapping[str, str] | None = None) -> Path:
@@ -187,7 +189,13 @@ def read_host_file(folder: Path) -> HostRecord | None:
     path, pid, run_id = data.get("socket"), data.get("pid"), data.get("run_id")
     if not isinstance(path, str) or not isinstance(pid, int) or isinstance(pid, bool):
         return None
-    return HostRecord(Path(path), pid, run_id if isinstance(run_id, str) else folder.name)
+    protocol = data.get("protocol", 1)
+    return HostRecord(
+        Path(path),
+        pid,
+        run_id if isinstance(run_id, str) else folder.name,
+        protocol if isinstance(protocol, int) and not isinstance(protocol, bool) else 0,
+    )
 
 
 def live_host(folder: Path) -> HostRecord | None:
