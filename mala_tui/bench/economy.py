@@ -230,7 +230,12 @@ def _run_one(
         run.knob_sweep = asyncio.run(
             run_sweep(scenario, folder / "sweep", settings, KNOBS, args.jobs, token_ratio=ratio)
         )
-    run.targets = check_targets(run.arms, settings)
+    run.targets = check_targets(
+        run.arms,
+        settings,
+        token_ratio=ratio,
+        floor_cost=run.floor.cost_units if run.floor is not None else None,
+    )
     chart_text = chart(run, settings)
     (folder / "context-over-time.svg").write_text(chart_text, encoding="utf-8")
     if args.chart_dir is not None:

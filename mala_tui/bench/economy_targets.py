@@ -4,6 +4,13 @@ Each target is judged only when the arms it needs were run, so a subset of arms
 (``--arms clearing,managed``) is gated on what it can decide. The summarising peers (the
 CLI's compaction and server-side compaction) are judged at their best: the cheapest run
 that finishes.
+
+At 1x mala-tui's cost is held to 0.8x of each summarising peer and below every peer that
+finishes. Above 1x a result that arrives in a compacting request is summarised before it
+is ever cached, which puts server-side compaction near the floor (every result written
+once, the head read on each request, the output: floor.py), where 0.8x of it is below
+what any manager can pay. So there mala-tui is held to 0.8x of the CLI's compaction and
+to at most half of server-side compaction's overhead above the floor.
 """
 
 from __future__ import annotations
@@ -31,28 +38,18 @@ def best_compaction(runs: Sequence[ArmResult]) -> ArmResult:
     return min(finished or runs, key=lambda run: run.cost_units)
 
 
-def check_targets(arms: dict[str, ArmResult], settings: Settings) -> list[TargetCheck]:
-    """Issue 11's targets for the mala-tui arm, and the scenario's own point, each judged
-    only when the arms it needs were run."""
-    targets: list[TargetCheck] = []
+def check_targets(
+    arms: dict[str, ArmResult],
+    settings: Settings,
+    *,
+    token_ratio: float = 1.0,
+    floor_cost: float | None = None,
+) -> list[TargetCheck]:
+    """The targets for the mala-tui arm at this density, and the scenario's own point, each
+    judged only when the arms (and, above 1x, the floor) it needs are there."""
     raw, unmanaged, managed = arms.get("raw"), arms.get("unmanaged"), arms.get("managed")
     summarising = {name: arms[name] for name in SUMMARISING if name in arms}
-    if raw is not None:
-        targets.append(
-            TargetCheck(
-                "scenario: raw (1M) finishes, or is computed past its window",
-                raw.finished or raw.computed,
-                raw.ending,
-            )
-        )
-    if unmanaged is not None:
-        targets.append(
-            TargetCheck(
-                "scenario: an unmanaged 200K window does not finish",
-                not unmanaged.finished,
-                f"{unmanaged.ending}; peak {unmanaged.peak_prompt_tokens:,}",
-            )
-        )
+    targets = _scenario_points(raw, unmanaged)
     if managed is None:
         return targets
     hard = int(settings.context.hard_threshold * WINDOW)
@@ -78,6 +75,8 @@ def check_targets(arms: dict[str, ArmResult], settings: Settings) -> list[Target
         targets.append(
             TargetCheck("total prompt tokens <= 0.5x raw", ratio <= 0.5, f"{ratio:.2f}x")
         )
+    if token_ratio > 1.0:
+        return targets + _denser_costs(managed, summarising, floor_cost)
     peers = {
         name: arm
         for name, arm in arms.items()
@@ -103,6 +102,60 @@ def check_targets(arms: dict[str, ArmResult], settings: Settings) -> list[Target
                 f"cache-adjusted cost <= 0.8x {PEER_NAMES[name]} at its best",
                 ratio <= 0.8,
                 f"{ratio:.2f}x{setting}",
+            )
+        )
+    return targets
+
+
+def _scenario_points(raw: ArmResult | None, unmanaged: ArmResult | None) -> list[TargetCheck]:
+    """The scenario makes its point: raw finishes, an unmanaged 200K window does not."""
+    targets: list[TargetCheck] = []
+    if raw is not None:
+        targets.append(
+            TargetCheck(
+                "scenario: raw (1M) finishes, or is computed past its window",
+                raw.finished or raw.computed,
+                raw.ending,
+            )
+        )
+    if unmanaged is not None:
+        targets.append(
+            TargetCheck(
+                "scenario: an unmanaged 200K window does not finish",
+                not unmanaged.finished,
+                f"{unmanaged.ending}; peak {unmanaged.peak_prompt_tokens:,}",
+            )
+        )
+    return targets
+
+
+def _denser_costs(
+    managed: ArmResult, summarising: dict[str, ArmResult], floor_cost: float | None
+) -> list[TargetCheck]:
+    """Above 1x: 0.8x of the CLI's compaction, and at most half of server-side compaction's
+    cost above the floor."""
+    targets: list[TargetCheck] = []
+    cli = summarising.get("compaction")
+    if cli is not None:
+        ratio = managed.cost_units / cli.cost_units
+        setting = f" ({_setting_label(cli)})" if cli.setting is not None else ""
+        targets.append(
+            TargetCheck(
+                f"cache-adjusted cost <= 0.8x {PEER_NAMES['compaction']} at its best",
+                ratio <= 0.8,
+                f"{ratio:.2f}x{setting}",
+            )
+        )
+    server = summarising.get("server-compaction")
+    if server is not None and floor_cost is not None:
+        ours, theirs = managed.cost_units - floor_cost, server.cost_units - floor_cost
+        met = theirs > 0 and ours <= 0.5 * theirs
+        shown = f"{ours / theirs:.2f}x" if theirs > 0 else "theirs is at the floor"
+        targets.append(
+            TargetCheck(
+                "cost above the floor <= 0.5x server-side compaction's at its best",
+                met,
+                f"{shown} ({ours:,.0f} against {theirs:,.0f}; floor {floor_cost:,.0f})",
             )
         )
     return targets

@@ -215,3 +215,39 @@ def test_raw_past_its_window_is_computed_and_is_the_reference(tmp_path: Path) ->
     assert not verdicts({**all_arms(), "raw": failed})[
         "scenario: raw (1M) finishes, or is computed past its window"
     ]
+
+
+def denser_verdicts(arms: dict[str, ArmResult], floor: float | None) -> dict[str, bool]:
+    checks = economy_targets.check_targets(arms, SETTINGS, token_ratio=2.0, floor_cost=floor)
+    return {t.name: t.met for t in checks}
+
+
+ABOVE_FLOOR = "cost above the floor <= 0.5x server-side compaction's at its best"
+CLI_COST = "cache-adjusted cost <= 0.8x the CLI's compaction at its best"
+
+
+def test_above_1x_the_cost_is_held_to_the_cli_and_to_half_the_overhead_above_the_floor() -> None:
+    # Floor 600: server-side compaction (950) adds 350 above it, mala-tui 175 (half): met.
+    result = denser_verdicts(all_arms(cost=775), floor=600)
+    assert result[ABOVE_FLOOR] and result[CLI_COST]
+    # 0.8x of server-side compaction is no target above 1x (below the floor there).
+    assert "cache-adjusted cost <= 0.8x server-side compaction at its best" not in result
+    assert "cache-adjusted cost below every peer's that finishes" not in result
+    # A little more than half: missed, and the detail says by how much.
+    missed = denser_verdicts(all_arms(cost=777), floor=600)
+    assert not missed[ABOVE_FLOOR]
+    checks = economy_targets.check_targets(
+        all_arms(cost=777), SETTINGS, token_ratio=2.0, floor_cost=600
+    )
+    (above,) = [t for t in checks if t.name == ABOVE_FLOOR]
+    assert above.detail == "0.51x (177 against 350; floor 600)"
+
+
+def test_above_1x_without_a_floor_the_overhead_is_not_judged() -> None:
+    result = denser_verdicts(all_arms(), floor=None)
+    assert ABOVE_FLOOR not in result and CLI_COST in result
+
+
+def test_a_peer_at_the_floor_leaves_nothing_to_halve() -> None:
+    result = denser_verdicts(all_arms(cost=900), floor=950)
+    assert result[ABOVE_FLOOR] is False
