@@ -16,8 +16,7 @@ from mala_tui.core.observations import Decision
 from mala_tui.core.permissions import AnsweredBy
 from mala_tui.runtime.backends.base import PermissionAsk, PermissionVerdict
 from mala_tui.runtime.cluster.wire import ApprovalAsk, Ask, PermissionAskWire, PermissionWithdrawn
-from mala_tui.runtime.questions.approvals import Approvals
-from mala_tui.runtime.questions.desk import Desk, Reply
+from mala_tui.runtime.questions.desk import Reply
 
 
 class QuestionRelay:
@@ -96,26 +95,12 @@ def _wire(key: int, ask: PermissionAsk) -> PermissionAskWire:
 
 class RelayedApprovals:
     """The runner's approvals on a host: each question goes to the driver, whose desk asks
-    it; the answer comes back through the relay. Nothing is asked here, so an answer given
-    here finds no question, as on a desk of the host's own."""
+    it; the answer comes back through the relay."""
 
     def __init__(self, relay: QuestionRelay) -> None:
         self._relay = relay
-        self._here = Approvals(Desk())
 
     def ask(
         self, session: str, checkpoint_number: int, on_answer: Callable[[Reply], None]
     ) -> asyncio.Future[Reply]:
         return self._relay.relay_approval(checkpoint_number, on_answer)
-
-    def decide(
-        self,
-        session: str,
-        decision: Decision,
-        edited_text: str | None = None,
-        by: AnsweredBy = AnsweredBy.OPERATOR,
-        checkpoint_number: int | None = None,
-        *,
-        console: str = "",
-    ) -> None:
-        self._here.decide(session, decision, edited_text, by, checkpoint_number, console=console)

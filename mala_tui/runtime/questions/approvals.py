@@ -43,24 +43,13 @@ def effective_mode(given: ApprovalMode | None, settings: Settings) -> ApprovalMo
 
 
 class ApprovalAsker(Protocol):
-    """How a session's runner asks for, and hands on, restart approvals: the run's
-    `Approvals`, or on a cluster's host a relay to the driver
-    (runtime.cluster.relayed_questions)."""
+    """How a session's runner asks for restart approvals: the run's `Approvals`, or on a
+    cluster's host a relay to the driver (runtime.cluster.relayed_questions). Answers come
+    to the run's `Approvals` (an `AnswerApproval` action), never through the runner."""
 
     def ask(
         self, session: str, checkpoint_number: int, on_answer: Callable[[Reply], None]
     ) -> asyncio.Future[Reply]: ...
-
-    def decide(
-        self,
-        session: str,
-        decision: Decision,
-        edited_text: str | None = None,
-        by: AnsweredBy = AnsweredBy.OPERATOR,
-        checkpoint_number: int | None = None,
-        *,
-        console: str = "",
-    ) -> None: ...
 
 
 class Approvals:
