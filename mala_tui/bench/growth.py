@@ -14,7 +14,13 @@ window) cannot run past its window at 4x and 16x, so its cost is computed from t
 prompts it would send: each step adds to the prompt what it added in the 1x run (its
 result, its call, the agent's words, measured per kind of step), and each request reads
 the previous prompt from the cache and writes what is new. It grows with the square of
-the length. Nothing here is gated: the exit status is 0 unless an arm could not be run.
+the length.
+
+Gated (growth_gate.py): the exit status is 1 when mala-tui's cost per step grows more,
+from the shortest length to the longest, than the best summarising peer's (the one of the
+CLI's compaction and server-side compaction that grows less), or when an arm could not be
+run. Without mala-tui or both peers (`--arms compaction,raw`), or at one length only, the
+gate says it was not judged and does not fail the run.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ from typing import Any
 from mala_tui.bench.arms import ArmResult, run_cli_arm, run_managed_arm, settings_with
 from mala_tui.bench.chart import growth_chart
 from mala_tui.bench.economy_report import COLOURS, LABELS, machine
+from mala_tui.bench.growth_gate import GrowthGate, judge
 from mala_tui.bench.raw_projection import Increments, project_raw, step_increments
 from mala_tui.loopback import Scenario, load_scenario, read_jsonl
 from mala_tui.loopback.tokens import check_token_ratio
@@ -187,8 +194,11 @@ def main(argv: list[str] | None = None) -> int:
             f"\nRaw computed at 1x: {checked['computed']:,.0f} against {checked['measured']:,.0f} "
             "measured."
         )
-    _write(args.out, args.chart_dir, points, arms, checked)
-    return 0 if all(p.finished or p.computed for p in points) else 1
+    gate = judge(points, lengths)
+    print(f"\n{gate.line()}")
+    _write(args.out, args.chart_dir, points, arms, checked=checked, gate=gate)
+    ran = all(p.finished or p.computed for p in points)
+    return 0 if ran and not gate.failed else 1
 
 
 def _checked(
@@ -233,15 +243,19 @@ def _write(
     chart_dir: Path | None,
     points: Sequence[Point],
     arms: Sequence[str],
+    *,
     checked: dict[str, float],
+    gate: GrowthGate,
 ) -> None:
-    """The figures as JSON and the chart in `out`, and the chart in `chart_dir` too."""
+    """The figures and the gate as JSON and the chart in `out`, and the chart in
+    `chart_dir` too."""
     (out / "results.json").write_text(
         json.dumps(
             {
                 "machine": machine(),
                 "points": [p.to_json() for p in points],
                 "raw_at_1x": checked,
+                "gate": gate.to_json(),
             },
             indent=1,
         ),
