@@ -1,4 +1,5 @@
-"""What fills a session's window: system and tools, conversation, tool results, free space.
+"""What fills a session's window: system and tools, conversation, the digest of folded
+steps, tool results, free space.
 
 The API gives one number per call, the whole prompt; the parts can only be
 estimated from the conversation's text. The session's calibration (see
@@ -11,6 +12,11 @@ difference, kept in view rather than spread over the parts.
 
 Masked results cost their placeholder in the window; what they would cost
 shown again is what masking freed (the manager's own calibrated estimate).
+
+A fold (core.fold) puts a digest of the folded steps after the task, in the first prompt:
+it is its own part, not the task's. When the conversation held here does not have it (a
+mirror that only follows the agent's stream), the digest's size as the fold reported it
+stands in, so the part is shown whenever a fold is known.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from pathlib import PurePosixPath
 from typing import Final
 
 from mala_tui.core.calibration import Density
+from mala_tui.core.fold import digest_lines, is_digest
 from mala_tui.core.masking import is_masked
 from mala_tui.core.transcript import (
     PRIMARY_ARGUMENT,
@@ -45,6 +52,15 @@ class WindowContents:
     density: Density
     root: str = ""
     """The session's folder, for showing file paths relative to it."""
+
+
+@dataclass(frozen=True, slots=True)
+class KnownDigest:
+    """The digest of folded steps as the latest fold reported it."""
+
+    lines: int = 0
+    estimate: int = 0
+    """Its size, characters / 4 (uncalibrated, as the fold measures it)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,10 +96,20 @@ class WindowBreakdown:
     """Calls and results per file, largest first (Read, Write, Edit and the like)."""
     density: float
     density_measured: bool
+    digest: int = 0
+    """The digest of folded steps after the task (not counted in `conversation`)."""
+    digest_lines: int = 0
+    """Its lines: one per folded step."""
 
     @property
     def attributed(self) -> int:
-        return self.system_and_tools + self.conversation + self.results_shown + self.results_masked
+        return (
+            self.system_and_tools
+            + self.conversation
+            + self.digest
+            + self.results_shown
+            + self.results_masked
+        )
 
     @property
     def unattributed(self) -> int:
@@ -104,6 +130,7 @@ class WindowBreakdown:
         return (
             Share("system and tools", self.system_and_tools),
             Share("conversation", self.conversation),
+            Share("digest of folded steps", self.digest, self.digest_lines),
             Share("tool results shown", self.results_shown),
             Share("tool results masked", self.results_masked, self.masked_count),
             Share("free", self.free),
@@ -120,6 +147,7 @@ def breakdown(
     density_measured: bool = True,
     masked_would_cost: int = 0,
     root: str | None = None,
+    known_digest: KnownDigest | None = None,
 ) -> WindowBreakdown:
     """Split the window measured at `measured` tokens into its parts.
 
@@ -132,11 +160,9 @@ def breakdown(
         overhead: the calibration's fixed part (system prompt and tool definitions).
         masked_would_cost: what masking freed in this session (calibrated tokens).
         root: the session's folder; file paths under it are shown relative to it.
+        known_digest: the digest the latest fold left, for a transcript without it.
     """
-
-    def tokens(characters: int) -> int:
-        return round(characters / CHARS_PER_TOKEN * density)
-
+    tokens = _calibrated(density)
     conversation = shown = masked = masked_count = 0
     tool_chars: dict[str, int] = defaultdict(int)
     tool_calls: dict[str, int] = defaultdict(int)
@@ -146,7 +172,7 @@ def breakdown(
     for message in transcript:
         for block in message.blocks:
             if isinstance(block, TextBlock):
-                conversation += len(block.text)
+                conversation += 0 if is_digest(block.text) else len(block.text)
             elif isinstance(block, ToolCall):
                 size = _call_characters(block)
                 conversation += size
@@ -173,6 +199,7 @@ def breakdown(
                         file_chars[path] += size
                 elif message.role is Role.USER and not is_masked(block.content):
                     tool_chars["(unknown tool)"] += size
+    digest, lines = _digest(transcript, known_digest, tokens)
     return WindowBreakdown(
         measured=measured,
         window=window,
@@ -186,7 +213,36 @@ def breakdown(
         by_file=_ranked(file_chars, file_calls, tokens),
         density=density,
         density_measured=density_measured,
+        digest=digest,
+        digest_lines=lines,
     )
+
+
+def _calibrated(density: float) -> Callable[[int], int]:
+    """Characters to calibrated tokens at `density`."""
+
+    def tokens(characters: int) -> int:
+        return round(characters / CHARS_PER_TOKEN * density)
+
+    return tokens
+
+
+def _digest(
+    transcript: Transcript, known: KnownDigest | None, tokens: Callable[[int], int]
+) -> tuple[int, int]:
+    """The digest's calibrated tokens and its lines: as the transcript holds it, else as
+    the latest fold reported it (its chars/4 estimate, calibrated alike)."""
+    held = [
+        block.text
+        for message in transcript
+        for block in message.blocks
+        if isinstance(block, TextBlock) and is_digest(block.text)
+    ]
+    if held:
+        return tokens(sum(map(len, held))), sum(len(digest_lines(text)) for text in held)
+    if known is None or known.estimate <= 0:
+        return 0, 0
+    return tokens(known.estimate * CHARS_PER_TOKEN), known.lines
 
 
 def _call_characters(call: ToolCall) -> int:
@@ -222,8 +278,27 @@ def masked_since_restart(freed: Iterable[tuple[float, int]], restarted_at: float
     return sum(tokens for at, tokens in freed if restarted_at is None or at >= restarted_at)
 
 
+def digest_since_restart(
+    folds: Iterable[tuple[float, int, int]], restarted_at: float | None
+) -> KnownDigest | None:
+    """The digest of the current fresh session: (time, lines, chars/4 estimate) of each
+    mask's fold, 0 lines for a mask that did not fold. The digest is append-only, so the
+    newest fold's figures are all of it; a restart starts a session without one."""
+    current = [
+        KnownDigest(lines, estimate)
+        for at, lines, estimate in folds
+        if lines > 0 and (restarted_at is None or at >= restarted_at)
+    ]
+    return current[-1] if current else None
+
+
 def breakdown_of(
-    contents: WindowContents, *, measured: int, window: int, masked_would_cost: int = 0
+    contents: WindowContents,
+    *,
+    measured: int,
+    window: int,
+    masked_would_cost: int = 0,
+    known_digest: KnownDigest | None = None,
 ) -> WindowBreakdown:
     """`breakdown` with the session's calibration as it stands."""
     return breakdown(
@@ -235,4 +310,5 @@ def breakdown_of(
         density_measured=contents.density.measured,
         masked_would_cost=masked_would_cost,
         root=contents.root or None,
+        known_digest=known_digest,
     )

@@ -48,6 +48,8 @@ class MaskRecord:
     """What the fold took out, estimated (characters / 4), the digest's lines deducted."""
     digest_lines: int = 0
     """Lines of the digest after its fold: every step folded so far."""
+    digest_tokens: int = 0
+    """The whole digest after its fold, estimated (characters / 4)."""
 
 
 @dataclass(frozen=True, slots=True)

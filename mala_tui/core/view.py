@@ -156,6 +156,7 @@ class SessionState:
                     folded_steps=event.steps,
                     folded_tokens=max(0, event.tokens_before - event.tokens_after),
                     digest_lines=event.digest_lines,
+                    digest_tokens=event.digest_tokens,
                 )
             case ev.CheckpointSaved():
                 self.checkpoints.append(

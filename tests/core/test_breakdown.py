@@ -5,9 +5,16 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mala_tui.core.breakdown import breakdown, masked_since_restart
+from mala_tui.core.breakdown import (
+    KnownDigest,
+    Share,
+    breakdown,
+    digest_since_restart,
+    masked_since_restart,
+)
 from mala_tui.core.calibration import Calibration
-from mala_tui.core.transcript import Message, Role, ToolCall, Transcript
+from mala_tui.core.fold import extend_digest
+from mala_tui.core.transcript import Message, Role, TextBlock, ToolCall, Transcript
 from mala_tui.core.usage import estimate_tokens
 from tests.support.factories import result, sample_session
 
@@ -64,6 +71,65 @@ def test_an_empty_session_is_all_overhead_and_free() -> None:
     parts = breakdown(Transcript(), measured=5_000, window=200_000, density=1.0, overhead=5_000)
     assert (parts.conversation, parts.results_shown, parts.unattributed) == (0, 0, 0)
     assert parts.error_fraction == 0.0 and parts.free == 195_000
+
+
+DIGEST = extend_digest("", ["- Bash `pytest -q`, exit 1, 3.1 KB, masked"] * 3)
+
+
+def folded_session() -> Transcript:
+    """sample_session with a fold's digest after the task, in the first prompt."""
+    messages = list(sample_session().messages)
+    messages[0] = Message(Role.USER, (TextBlock("p" * 400), TextBlock(DIGEST)))
+    return Transcript(messages)
+
+
+def test_the_digest_after_the_task_is_its_own_part_not_the_conversations() -> None:
+    transcript = folded_session()
+    measured = 3_000 + round(transcript.characters / 4 * 1.5)
+    parts = breakdown(transcript, measured=measured, window=200_000, density=1.5, overhead=3_000)
+    plain = breakdown(
+        sample_session(), measured=measured, window=200_000, density=1.5, overhead=3_000
+    )
+    assert parts.digest == round(len(DIGEST) / 4 * 1.5) and parts.digest_lines == 3
+    assert parts.conversation == plain.conversation  # the task alone, as before the fold
+    assert abs(parts.unattributed) <= 2
+    assert parts.parts()[2] == Share("digest of folded steps", parts.digest, 3)
+    assert sum(p.tokens for p in parts.parts()) == parts.attributed + parts.free
+
+
+def test_a_known_digest_stands_in_only_for_a_transcript_without_one() -> None:
+    known = KnownDigest(lines=24, estimate=350)
+    without = breakdown(
+        sample_session(),
+        measured=20_000,
+        window=200_000,
+        density=1.5,
+        overhead=0,
+        known_digest=known,
+    )
+    plain = breakdown(sample_session(), measured=20_000, window=200_000, density=1.5, overhead=0)
+    assert (without.digest, without.digest_lines) == (525, 24)  # 350 chars/4 at 1.5x
+    assert without.conversation == plain.conversation
+    assert without.attributed == plain.attributed + 525
+    # The transcript's own digest wins: it is what the calibration measured.
+    held = breakdown(
+        folded_session(),
+        measured=20_000,
+        window=200_000,
+        density=1.5,
+        overhead=0,
+        known_digest=known,
+    )
+    assert (held.digest, held.digest_lines) == (round(len(DIGEST) / 4 * 1.5), 3)
+    assert plain.digest == 0 and plain.digest_lines == 0
+
+
+def test_the_digest_known_is_the_newest_folds_since_the_restart() -> None:
+    folds = [(1.0, 4, 60), (2.0, 0, 0), (5.0, 9, 130), (6.0, 0, 0)]
+    assert digest_since_restart(folds, restarted_at=None) == KnownDigest(9, 130)
+    assert digest_since_restart(folds, restarted_at=3.0) == KnownDigest(9, 130)
+    # A restart starts a session without a digest until its first fold.
+    assert digest_since_restart(folds, restarted_at=5.5) is None
 
 
 def test_masked_since_restart_counts_only_the_current_fresh_session() -> None:

@@ -13,7 +13,12 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from mala_tui.core import events as ev
-from mala_tui.core.breakdown import WindowBreakdown, breakdown_of, masked_since_restart
+from mala_tui.core.breakdown import (
+    WindowBreakdown,
+    breakdown_of,
+    digest_since_restart,
+    masked_since_restart,
+)
 from mala_tui.core.text import tokens
 from mala_tui.core.view import SessionState
 from mala_tui.ui.controller import Controller
@@ -36,8 +41,16 @@ def session_breakdown(state: SessionState, controller: Controller) -> WindowBrea
         return None
     restarted = state.restarts[-1].at if state.restarts else None
     freed = masked_since_restart(((m.at, m.estimated_tokens) for m in state.masks), restarted)
+    # The digest as the folds reported it: the conversation held may not have it.
+    digest = digest_since_restart(
+        ((m.at, m.digest_lines, m.digest_tokens) for m in state.masks), restarted
+    )
     return breakdown_of(
-        contents, measured=state.tokens, window=state.window, masked_would_cost=freed
+        contents,
+        measured=state.tokens,
+        window=state.window,
+        masked_would_cost=freed,
+        known_digest=digest,
     )
 
 
@@ -73,7 +86,8 @@ class BreakdownScreen(Screen[None]):
 
     def _on_events(self, events: list[ev.Event]) -> None:
         if any(
-            e.session == self.session_name and isinstance(e, ev.UsageRecorded | ev.MaskApplied)
+            e.session == self.session_name
+            and isinstance(e, ev.UsageRecorded | ev.MaskApplied | ev.TranscriptFolded)
             for e in events
         ):
             self._refresh()

@@ -6,6 +6,7 @@ from typing import ClassVar, Final
 
 from rich.segment import Segment
 from rich.style import Style
+from textual.geometry import Size
 from textual.reactive import reactive
 from textual.strip import Strip
 from textual.widget import Widget
@@ -13,24 +14,29 @@ from textual.widget import Widget
 from mala_tui.core.breakdown import WindowBreakdown
 from mala_tui.core.text import tokens
 
-PARTS: Final = ("system", "conversation", "shown", "masked", "free")
+PARTS: Final = ("system", "conversation", "digest", "shown", "masked", "free")
 """Component suffix of each of `WindowBreakdown.parts()`, in the same order."""
 _BLOCK: Final = "\u2588"
 
 
 def part_lines(data: WindowBreakdown) -> list[tuple[str, str]]:
-    """(part, text) per legend line: tokens, share of the window, and what the part holds."""
+    """(part, text) per legend line: tokens, share of the window, and what the part holds.
+    The digest of folded steps has a line only once a fold has left one."""
     window = max(1, data.window)
     lines = []
     for kind, share in zip(PARTS, data.parts(), strict=True):
-        text = f"{share.label:<20} {tokens(share.tokens):>6}  {share.tokens / window:>4.0%}"
-        if kind == "masked":
+        if kind == "digest" and not (share.tokens or share.count):
+            continue
+        text = f"{share.label:<22} {tokens(share.tokens):>6}  {share.tokens / window:>4.0%}"
+        if kind == "digest":
+            text += f"  {share.count} step{'' if share.count == 1 else 's'} folded, after the task"
+        elif kind == "masked":
             results = f"{share.count} result{'' if share.count == 1 else 's'}"
             text += f"  {results}; shown again they would take {tokens(data.masked_would_cost)}"
         lines.append((kind, text))
     sign = "+" if data.unattributed >= 0 else "-"
     check = (
-        f"{'parts vs gauge':<20} {sign}{tokens(abs(data.unattributed)):>5}  "
+        f"{'parts vs gauge':<22} {sign}{tokens(abs(data.unattributed)):>5}  "
         f"{data.error_fraction:>4.1%}  of {tokens(data.measured)} measured; "
         f"density {data.density:.2f}x chars/4 ({'fitted' if data.density_measured else 'assumed'})"
     )
@@ -60,6 +66,7 @@ class WindowBreakdownView(Widget):
     COMPONENT_CLASSES: ClassVar[set[str]] = {
         "breakdown--system",
         "breakdown--conversation",
+        "breakdown--digest",
         "breakdown--shown",
         "breakdown--masked",
         "breakdown--free",
@@ -70,6 +77,7 @@ class WindowBreakdownView(Widget):
     | :- | :- |
     | `breakdown--system` | System prompt and tool definitions. |
     | `breakdown--conversation` | Prompts, the agent's text and its tool calls. |
+    | `breakdown--digest` | The digest of folded steps after the task. |
     | `breakdown--shown`, `breakdown--masked` | Tool results shown, and masked ones' placeholders. |
     | `breakdown--free` | The free part of the window. |
     | `breakdown--note` | How the parts compare with the measured figure. |
@@ -77,9 +85,10 @@ class WindowBreakdownView(Widget):
 
     DEFAULT_CSS = """
     WindowBreakdownView {
-        height: 8;
+        height: auto;
         & > .breakdown--system { color: $secondary; }
         & > .breakdown--conversation { color: $primary; }
+        & > .breakdown--digest { color: $accent; }
         & > .breakdown--shown { color: $gauge-soft; }
         & > .breakdown--masked { color: $gauge-normal; }
         & > .breakdown--free { color: $foreground 15%; }
@@ -87,12 +96,16 @@ class WindowBreakdownView(Widget):
     }
     """
 
-    data: reactive[WindowBreakdown | None] = reactive(None)
+    data: reactive[WindowBreakdown | None] = reactive(None, layout=True)
     """The breakdown drawn; None draws nothing."""
 
     def __init__(self, data: WindowBreakdown | None = None, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.set_reactive(WindowBreakdownView.data, data)
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        # The bar, a blank line, then the legend: one line more once a fold left a digest.
+        return 2 + len(part_lines(self.data)) if self.data is not None else 0
 
     def _style(self, kind: str) -> Style:
         return self.rich_style + self.get_component_rich_style(f"breakdown--{kind}", partial=True)
