@@ -17,10 +17,23 @@ What stays whole:
 - the agent's own words (its text blocks: the facts it noted live there);
 - results it fetched again (the latest fetch is never masked, so never folded);
 - the newest step;
-- the latest successful step of each file the agent read, wrote or edited: Claude Code
-  rebuilds its read-file state on resume from those calls and their results (the newest
-  per path), and refuses to edit a file it believes it has not read. Folded away, an
-  Edit right after the fold would be refused.
+- the newest successful Read, Write or Edit of the `KEPT_FILES` newest files (newest by
+  their newest such step), within `KEPT_FILE_TOKENS` for the masked ones kept.
+
+Why those, from the bundled CLI (2.1.330): on resume Claude Code rebuilds its read-file
+state from the transcript, newest entry first, taking per path the newest successful
+tool_result of a Read, a Write or an Edit (no other tool), up to 5,000 paths (an LRU of
+5,000 entries and 25 MiB, each entry counting at most 4 KiB). An Edit or Write to a file
+not in that state is refused, with the tool error "File has not been read yet. Read it
+first before writing to it." (for Sonnet 4.5 and the other models it lists; later models
+may edit a file they may read without asking). Keeping every file's step would keep up
+to 5,000 calls and placeholders, and on a long task they were most of what a fold left
+(1,500 files read: about 141,000 tokens). After its own compaction the CLI keeps the
+read-file state of the 5 files read last only (it reads them again into the context, at
+most 5,000 tokens each); every other file must be read again before an edit. A fold is
+such a reduction, so it keeps as few: an Edit to an older file is refused once, the
+agent reads the file (whose content a mask took out anyway) and edits it. Each folded
+step's digest line names its file, so the agent knows it read it.
 
 Pure: the runtime reads the CLI's transcript into `Message`s, asks `plan_fold`, and
 applies the plan to its own file format (runtime/backends/claude_fold.py).
@@ -48,9 +61,18 @@ from mala_tui.core.transcript import (
 #: The digest's first line: how it is found again, and what it tells the agent. It names
 #: no tool, so no reader takes it for a step.
 DIGEST_HEADER: Final = "[Steps folded, oldest first; output masked, run one again to see it:]"
-#: Tools whose latest successful call per path Claude Code reads back into its read-file
-#: state on resume (it knows Read, Write and Edit; the others are kept to be safe).
-FILE_STATE_TOOLS: Final = frozenset({"Read", "Write", "Edit", "MultiEdit", "NotebookEdit"})
+#: Tools whose newest successful call per path Claude Code reads back into its read-file
+#: state on resume: these three only (MultiEdit is no tool of it; NotebookEdit is not read).
+FILE_STATE_TOOLS: Final = frozenset({"Read", "Write", "Edit"})
+#: Files whose newest file step stays whole: as many as the CLI keeps in its read-file
+#: state after its own compaction (it restores the 5 files read last). Read at each
+#: call, so a test can lower it.
+KEPT_FILES: Final = 5
+#: The masked file steps kept (their calls, a Write's holding the whole file, and their
+#: placeholders) cost at most this many tokens (chars/4); one that does not fit folds,
+#: and leaves its place to an older, smaller one. The CLI restores a file after a
+#: compaction within 5,000 tokens.
+KEPT_FILE_TOKENS: Final = 5_000
 _TARGET_CHARS: Final = 160
 
 
@@ -177,16 +199,39 @@ def plan_fold(
 
 
 def _file_state_steps(exchanges: Sequence[ToolExchange]) -> set[str]:
-    """The latest successful file step per path: what the CLI rebuilds its read-file
-    state from on resume (it keeps the newest entry per path)."""
-    latest: dict[str, str] = {}
+    """The file steps the CLI's read-file state is rebuilt from on resume and that stay:
+    the newest successful one of each of the `KEPT_FILES` newest files, newest first.
+
+    A step that stays anyway (not masked, or the newest) takes a file's place and costs
+    nothing; a masked one is kept while it fits in `KEPT_FILE_TOKENS`."""
+    newest: dict[str, ToolExchange] = {}
     for obs in exchanges:
         if obs.call.name not in FILE_STATE_TOOLS or obs.result is None or obs.result.is_error:
             continue
         path = primary_argument(obs.call)
         if path:
-            latest[path] = obs.call.id
-    return set(latest.values())
+            newest.pop(path, None)  # re-inserted last: the dict runs oldest to newest
+            newest[path] = obs
+    kept: set[str] = set()
+    budget = KEPT_FILE_TOKENS
+    last = exchanges[-1].call.id if exchanges else ""
+    for obs in reversed(newest.values()):
+        if len(kept) >= KEPT_FILES:
+            break
+        result = obs.result.content if obs.result is not None else ""
+        if obs.call.id != last and is_masked(result):
+            cost = _step_tokens(obs.call, result)
+            if cost > budget:
+                continue
+            budget -= cost
+        kept.add(obs.call.id)
+    return kept
+
+
+def _step_tokens(call: ToolCall, result: str) -> int:
+    """What a step costs in the conversation, estimated as elsewhere (chars/4)."""
+    characters = len(call.name) + sum(len(str(value)) for value in call.input.values())
+    return (characters + len(result)) // 4
 
 
 def apply_fold(messages: Sequence[Message], plan: FoldPlan) -> list[Message]:

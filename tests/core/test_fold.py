@@ -5,6 +5,8 @@ from __future__ import annotations
 from mala_tui.core.checkpoint import harness_checkpoint
 from mala_tui.core.fold import (
     DIGEST_HEADER,
+    KEPT_FILE_TOKENS,
+    KEPT_FILES,
     apply_fold,
     digest_line,
     digest_lines,
@@ -105,6 +107,91 @@ def test_a_failed_file_step_folds_and_does_not_stand_for_the_files_state() -> No
         "r2",
     )
     assert plan_fold(messages).folded == ("r2",)
+
+
+def reads_of(count: int) -> list[Message]:
+    """A reader: one Read of a new file a step, each result long enough to be masked."""
+    return [
+        message
+        for index in range(count)
+        for message in step(read(f"r{index}", f"src/m{index:02}.py"), "line\n" * 200)
+    ]
+
+
+def test_only_the_newest_files_keep_their_step_the_older_ones_fold_named() -> None:
+    files = KEPT_FILES + 3
+    ids = [f"r{index}" for index in range(files)]
+    messages = masked(
+        [Message.harness_prompt(TASK), *reads_of(files), *step(bash("b1", "ls"), "x")], *ids
+    )
+    plan = plan_fold(messages)
+    # The oldest three files fold; the KEPT_FILES newest keep their Read for the CLI.
+    assert plan.folded == ("r0", "r1", "r2")
+    assert plan.new_lines == tuple(f"- Read src/m{i:02}.py, 200 lines, masked" for i in range(3))
+    kept = {obs.call.id for obs in Transcript(apply_fold(messages, plan)).exchanges()}
+    assert kept == {*ids[3:], "b1"}
+
+
+def test_a_file_is_as_new_as_its_newest_step() -> None:
+    # m00 was read first but edited last: it is the newest file, and its Edit stays.
+    files = KEPT_FILES + 1
+    edit = ToolCall("e0", "Edit", {"file_path": "src/m00.py", "old_string": "a"})
+    messages = masked(
+        [
+            Message.harness_prompt(TASK),
+            *reads_of(files),
+            *step(edit, "The file src/m00.py has been updated successfully."),
+            *step(bash("b1", "ls"), "x"),
+        ],
+        *[f"r{index}" for index in range(files)],
+        "e0",
+    )
+    plan = plan_fold(messages)
+    assert plan.folded == ("r0", "r1")  # m00's older Read, and m01, now the oldest file
+
+
+def test_steps_kept_anyway_take_a_files_place() -> None:
+    # The newest files' Reads are not masked (recent): they stay, and fill the places.
+    messages = masked(
+        [Message.harness_prompt(TASK), *reads_of(KEPT_FILES + 2), *step(bash("b1", "ls"), "x")],
+        "r0",
+        "r1",
+    )
+    assert plan_fold(messages).folded == ("r0", "r1")
+
+
+def test_a_masked_step_too_big_for_the_budget_folds_and_an_older_one_stays() -> None:
+    big = ToolCall(
+        "w1", "Write", {"file_path": "src/big.py", "content": "x" * 4 * KEPT_FILE_TOKENS}
+    )
+    messages = masked(
+        [
+            Message.harness_prompt(TASK),
+            *reads_of(1),
+            *step(big, "File created successfully at: src/big.py"),
+            *step(bash("b1", "ls"), "x"),
+        ],
+        "r0",
+        "w1",
+    )
+    # The Write holds the whole file: keeping it would cost more than the budget.
+    plan = plan_fold(messages)
+    assert plan.folded == ("w1",)
+    assert plan.new_lines == ("- Write src/big.py, masked",)
+
+
+def test_only_read_write_and_edit_stand_for_a_files_state() -> None:
+    # The CLI rebuilds nothing from NotebookEdit (nor a MultiEdit, no tool of it).
+    notebook = ToolCall("n1", "NotebookEdit", {"notebook_path": "a.ipynb", "new_source": "x"})
+    messages = masked(
+        [
+            Message.harness_prompt(TASK),
+            *step(notebook, "Updated cell 1" * 40),
+            *step(bash("b1", "ls"), "x"),
+        ],
+        "n1",
+    )
+    assert plan_fold(messages).folded == ("n1",)
 
 
 def test_results_fetched_again_stay_whole() -> None:
