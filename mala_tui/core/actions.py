@@ -46,6 +46,9 @@ class ApplyMask:
     plan: MaskPlan
     interrupt_first: bool
     resume_prompt: str | None
+    fold: bool = False
+    """Fold the masked steps into the digest too (core.fold): rarely, when the structure
+    the masks left has grown enough to pay for rewriting the conversation from the task."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -39,6 +39,7 @@ from mala_tui.core.operator_messages import Delivery, MessageQueue, messages_blo
 from mala_tui.core.phases import TRANSITIONS, IllegalTransition, ManageMode, Phase, Trigger
 from mala_tui.core.prompts import PromptKind, PromptSet
 from mala_tui.core.resume_plan import ResumeFrom, SessionResume
+from mala_tui.core.rewrite_state import RewriteState
 from mala_tui.core.state_parts import Counters, Fork, Pending, TurnState
 from mala_tui.core.transcript import Message, Transcript
 from mala_tui.core.usage import (
@@ -100,6 +101,7 @@ class ManagerState:
     tracker: UsageTracker = field(default_factory=UsageTracker)
     calibration: Calibration = field(default_factory=Calibration)
     growth: GrowthRate = field(default_factory=GrowthRate)
+    rewrites: RewriteState = field(default_factory=RewriteState)
     chars_at_call: int | None = None
     """Transcript characters when the latest per-call usage arrived."""
     cache_refreshed_at: float | None = None

@@ -37,6 +37,12 @@ from mala_tui.core.decision_figures import (
 )
 from mala_tui.core.manager_state import ManagerState, Outcome
 from mala_tui.core.mask_economics import pays_for_itself, write_price
+from mala_tui.core.mask_rewrites import (
+    fold_now,
+    fold_own_transcript,
+    marker_prefix,
+    unwritten_after_mask,
+)
 from mala_tui.core.masking import MaskPlan, call_key, maskable, placeholder, plan_masking
 from mala_tui.core.observations import MaskConfirmed, MaskFailed
 from mala_tui.core.operator_messages import Delivery
@@ -110,7 +116,7 @@ class MaskingDecisions:
         return pays_for_itself(
             plan.estimated_tokens,
             tokens - plan.estimated_tokens,
-            self._state.density.overhead,
+            unwritten_after_mask(self._state),
             self._state.growth.rate,
             write_price(self._state.limits.cache_ttl_seconds),
         )
@@ -177,6 +183,7 @@ class MaskingDecisions:
                 f"waiting: masking ~{plan.estimated_tokens} tokens now would cost more in "
                 "cache rewrites than it saves",
             )
+        fold = fold_now(self._state, plan, tokens, cold=free)
         moved = self._state.move(at, trigger)
         stop = self._state.turn.streaming
         if stop:
@@ -196,9 +203,10 @@ class MaskingDecisions:
                 then_wind_down=then_wind_down,
                 projected=tokens if cause is Cause.PROJECTION else None,
                 idle_seconds=idle_seconds,
+                fold=fold,
             )
         )
-        return Outcome((ApplyMask(plan, stop, resume),), (moved,))
+        return Outcome((ApplyMask(plan, stop, resume, fold),), (moved,))
 
     def replan_stopped_mask(self) -> Outcome:
         """The turn stopped for a mask: plan it again over every result the agent has now.
@@ -213,11 +221,13 @@ class MaskingDecisions:
         goal = self._state.usage.tokens - pending.floor
         fresh = self.plan_mask(max(goal, 0), pending.cause)
         if fresh and set(pending.plan.ids) <= set(fresh.ids):
-            pending = self._state.pending.mask = replace(pending, plan=fresh)
+            tokens = pending.projected or self._state.usage.tokens
+            fold = fold_now(self._state, fresh, tokens, cold=pending.idle_seconds is not None)
+            pending = self._state.pending.mask = replace(pending, plan=fresh, fold=fold)
         resume = self._state.prompts.render(
             PromptKind.MASK_RESUME, masked_count=len(pending.plan.ids)
         )
-        return Outcome((ApplyMask(pending.plan, False, resume),))
+        return Outcome((ApplyMask(pending.plan, False, resume, pending.fold),))
 
     def _skip(self, at: float, tokens: int, reason: str) -> Outcome:
         # Say it once per kind of reason, not on every API call while the zone lasts:
@@ -274,6 +284,7 @@ class MaskingDecisions:
         )
         self._state.transcript.replace_results(applied)
         self._state.tracker.observe_transcript_size(self._state.transcript.characters)
+        self._after_rewrite(pending)
         self._state.counters.masked_total += len(applied)
         self._state.counters.masked_session += len(applied)
         self._state.counters.mask_failures = 0
@@ -316,6 +327,22 @@ class MaskingDecisions:
                 )
             )
         return Outcome(events=tuple(events))
+
+    def _after_rewrite(self, pending: PendingMask) -> None:
+        """The manager's transcript folded as the agent's was, and where the breakpoint
+        the runtime keeps now is (core.rewrite_state)."""
+        folded_to = fold_own_transcript(self._state) if pending.fold else None
+        note = None
+        if pending.resume and not pending.then_wind_down:
+            note = self._state.prompts.render(
+                PromptKind.MASK_RESUME, masked_count=len(pending.plan.ids)
+            )
+        self._state.rewrites.masked(
+            self._state.counters.continuation,
+            prefix=marker_prefix(self._state),
+            note=note,
+            folded_to=folded_to,
+        )
 
     def on_mask_failed(self, obs: MaskFailed) -> Outcome:
         """The mask did not happen: back to running, the agent sent on if it was stopped."""

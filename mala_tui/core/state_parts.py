@@ -92,6 +92,8 @@ class PendingMask:
     idle_seconds: float | None = None
     """Set when the prompt cache had gone cold (seconds since the last request): the mask
     is free, as the next request writes the whole prompt anyway."""
+    fold: bool = False
+    """The mask folds the masked steps too (core.mask_rewrites)."""
 
 
 @dataclass

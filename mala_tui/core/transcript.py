@@ -148,19 +148,23 @@ class Transcript:
     """An append-only conversation with its tool calls indexed by id.
 
     Appending is O(blocks); masking replaces result contents in place of the
-    messages (a new Message, same position), never removes one.
+    messages (a new Message, same position), never removes one; a fold (core.fold)
+    takes steps out, and the conversation is then replaced whole (`refold`).
     """
 
     __slots__ = ("_calls", "_characters", "_messages", "_open_calls", "_results", "revision")
 
     def __init__(self, messages: Iterable[Message] = ()) -> None:
+        self.revision = 0
+        """Bumped by every change: lets callers skip work on an unchanged conversation."""
+        self._fill(messages)
+
+    def _fill(self, messages: Iterable[Message]) -> None:
         self._messages: list[Message] = []
         self._calls: dict[str, int] = {}
         self._results: dict[str, int] = {}
         self._open_calls: set[str] = set()
         self._characters = 0
-        self.revision = 0
-        """Bumped by every change: lets callers skip work on an unchanged conversation."""
         for message in messages:
             self.append(message)
 
@@ -199,6 +203,10 @@ class Transcript:
             elif isinstance(block, ToolResult):
                 self._results[block.tool_use_id] = index
                 self._open_calls.discard(block.tool_use_id)
+
+    def refold(self, messages: Iterable[Message]) -> None:
+        """The conversation is now `messages`: what a fold left of it."""
+        self._fill(messages)
 
     def has_result(self, tool_use_id: str) -> bool:
         return tool_use_id in self._results

@@ -18,6 +18,7 @@ from mala_tui.core import events as ev
 from mala_tui.core.actions import ApplyMask, SendPrompt, StartFreshSession, StopTurn
 from mala_tui.core.manager import ContextManager, Outcome
 from mala_tui.core.mask_economics import pays_for_itself
+from mala_tui.core.mask_rewrites import unwritten_after_mask
 from mala_tui.core.observations import (
     Command,
     MaskConfirmed,
@@ -274,7 +275,8 @@ def test_a_new_request_after_a_stop_means_the_agent_went_on() -> None:
 
 
 def test_in_the_soft_zone_a_mask_waits_until_it_pays_for_its_rewrite() -> None:
-    m = session(soft_threshold=0.10, keep_recent_observations=1, mask_min_batch_tokens=100)
+    # Three results kept: the two before the newest are written again after the mask.
+    m = session(soft_threshold=0.10, keep_recent_observations=3, mask_min_batch_tokens=100)
     model = DenseModel(1.0)
     waited: list[str] = []
     for index in range(40):
@@ -293,7 +295,7 @@ def test_in_the_soft_zone_a_mask_waits_until_it_pays_for_its_rewrite() -> None:
     assert pays_for_itself(
         pending.plan.estimated_tokens,
         count - pending.plan.estimated_tokens,
-        m.density.overhead,
+        unwritten_after_mask(m._state),
         m.growth.rate,
     )
 

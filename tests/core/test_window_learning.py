@@ -204,17 +204,19 @@ def test_bounds_narrow_with_each_refusal_and_acceptance() -> None:
 
 def test_a_refused_prompt_smaller_than_the_window_believed_teaches_the_window() -> None:
     m = reader()
-    model = Gateway(window=60_000)
+    model = Gateway(window=50_000)
     played = play(m, model, reads=12, size=86_000)
     assert model.refused == 1 and model.refused_after_learning == 0
     assert played.restarts == 1 and played.done
     (learnt,) = played.learnt
     # Claude Code's report of 200,000 came with the refusal: what it believes.
     assert (learnt.believed, learnt.believed_source) == (BELIEVED, WindowSource.CLI)
-    assert learnt.accepted <= 60_000 < learnt.refused and learnt.window == m.window
+    assert learnt.accepted <= model.window < learnt.refused
+    # Prompts accepted since may raise it, never past the real window.
+    assert learnt.window <= m.window <= model.window
     assert m.window_source is WindowSource.REFUSAL
     # The CLI's report at the refused turn's end (200,000) did not raise it back.
-    assert all(window == m.window for window, _ in played.usage_windows[-5:])
+    assert all(window <= model.window for window, _ in played.usage_windows[-5:])
     assert played.usage_windows[-1][1] == WindowSource.REFUSAL.value
     # After the restart it masked inside the real window instead of being refused again.
     assert played.masks >= 1 and model.peak <= model.window
