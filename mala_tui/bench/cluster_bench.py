@@ -91,6 +91,9 @@ class PerSession:
     async def fold_transcript(self, spec: SessionSpec, session_id: str, notes: Any) -> None:
         return None
 
+    async def keep_breakpoint(self, spec: SessionSpec, session_id: str) -> None:
+        return None
+
 
 async def drive(
     data: Path,

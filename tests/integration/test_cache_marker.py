@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, ResultMessage
 
+from mala_tui.core.fold import is_digest
 from mala_tui.loopback import (
     MODEL,
     LoopbackServer,
@@ -28,6 +29,8 @@ from mala_tui.loopback import (
     offline_cli_env,
 )
 from mala_tui.loopback.tokens import prompt_blocks
+from mala_tui.runtime.backends.claude_fold import fold_transcript
+from mala_tui.runtime.backends.claude_markers import DIGEST, keep_breakpoint
 from mala_tui.runtime.backends.claude_transcripts import find_transcript, rewrite_transcript
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio]
@@ -39,6 +42,16 @@ NOTES = Scenario.model_validate(
         "final_answer": "All five are read.",
         "workspace": {"files": [{"path": "n{i}.txt", "count": 5, "size": 6000}]},
         "steps": [{"tool": "Read", "path": "n{i}.txt", "count": 5}],
+    }
+)
+#: The same with a shell: its steps are not file steps, which the fold keeps whole.
+SHELL_NOTES = Scenario.model_validate(
+    {
+        "name": "shell-notes",
+        "task": "Print the five notes.",
+        "final_answer": "All five are printed.",
+        "workspace": {"files": [{"path": "n{i}.txt", "count": 5, "size": 6000}]},
+        "steps": [{"tool": "Bash", "command": "cat n{i}.txt", "count": 5}],
     }
 )
 MARKER = {"type": "ephemeral"}
@@ -164,3 +177,47 @@ async def test_a_marker_written_into_the_transcript_is_sent_and_read_from_the_ca
         up_to_marker = sum(block.tokens for block in blocks[: marked_at + 1])
         assert masked.cache_read_input_tokens == up_to_marker
         assert up_to_marker > head + 1_000  # the task and the first 6 KB result with it
+
+
+async def test_after_a_fold_the_digest_carries_the_breakpoint(tmp_path: Path) -> None:
+    """A fold leaves no result before the newest: the breakpoint kept after the mask goes
+    on the digest, the task entry's last text block, and the CLI sends it there."""
+    workspace, home = tmp_path / "ws", tmp_path / "home"
+    materialize_workspace(SHELL_NOTES, workspace)
+    async with LoopbackServer(SHELL_NOTES, response_delay_s=0, keep_bodies=True) as server:
+        env = offline_cli_env(server.base_url, home)
+
+        def options(**extra: Any) -> ClaudeAgentOptions:
+            return ClaudeAgentOptions(
+                cwd=str(workspace),
+                env=env,
+                model=MODEL,
+                tools=SHELL_NOTES.tools,
+                allowed_tools=SHELL_NOTES.tools,
+                permission_mode="acceptEdits",
+                setting_sources=[],
+                **extra,
+            )
+
+        first = await one_turn(options(max_turns=3), SHELL_NOTES.task)
+        session = first.session_id
+        first_read, second_read = result_ids(server.request_log[-1])
+        transcript = find_transcript(home / "claude-config", session)
+        # The two results masked and folded: only the digest comes before what follows.
+        masked = {
+            first_read: "[Bash result masked -- cat, 60 lines]",
+            second_read: "[Bash result masked -- cat, 60 lines]",
+        }
+        assert rewrite_transcript(transcript, masked, None) == 2
+        folded = fold_transcript(transcript)
+        assert folded is not None and folded.steps >= 1
+        assert keep_breakpoint(transcript) == DIGEST
+
+        before = len(server.request_log)
+        await one_turn(options(resume=session, max_turns=1), "Go on.")
+        resumed = server.request_log[before]
+        assert resumed.body is not None
+        found = markers(resumed.body)
+        assert ("text", "message 0") in found and len(found) == 3
+        task_blocks = resumed.body["messages"][0]["content"]
+        assert is_digest(task_blocks[-1]["text"]) and "cache_control" in task_blocks[-1]

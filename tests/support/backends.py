@@ -57,6 +57,9 @@ class PerSession:
     ) -> FoldReport | None:
         return None
 
+    async def keep_breakpoint(self, spec: SessionSpec, session_id: str) -> str | None:
+        return None
+
 
 def bash(command: str, tool_id: str) -> list[StreamItem | AskPermission]:
     """A Bash call the agent asks permission for before it runs, then the call's result
@@ -89,3 +92,6 @@ class NoLocalBackend:
         self, spec: SessionSpec, session_id: str, notes: Sequence[str]
     ) -> FoldReport | None:
         raise AssertionError(f"{spec.name} was folded here, not on a host")
+
+    async def keep_breakpoint(self, spec: SessionSpec, session_id: str) -> str | None:
+        raise AssertionError(f"{spec.name} was marked here, not on a host")

@@ -217,6 +217,15 @@ class Backend(Protocol):
             MaskError: the session's transcript could not be found or rewritten.
         """
 
+    async def keep_breakpoint(self, spec: SessionSpec, session_id: str) -> str | None:
+        """After a mask, mark the stored session's result before its newest for the prompt
+        cache (runtime/backends/claude_markers.py); the marked result's id, None when
+        nothing was marked (or the agent keeps no transcript).
+
+        Raises:
+            MaskError: the session's transcript could not be found or rewritten.
+        """
+
 
 class MaskError(Exception):
     """Masking the stored transcript failed; the message says where and why."""

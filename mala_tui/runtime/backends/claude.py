@@ -78,6 +78,7 @@ from mala_tui.runtime.backends.base import (
     ToolGate,
 )
 from mala_tui.runtime.backends.claude_fold import fold_transcript
+from mala_tui.runtime.backends.claude_markers import keep_breakpoint
 from mala_tui.runtime.backends.claude_options import WAKEUP_TOOLS, build_options, refuse_wakeup
 from mala_tui.runtime.backends.claude_stream import StreamConverter, model_usage_totals, result_size
 from mala_tui.runtime.backends.claude_transcripts import (
@@ -396,3 +397,7 @@ class ClaudeBackend:
         # The mask just before kept the original: the fold needs no copy of its own.
         path = find_transcript(config_dir(spec), session_id)
         return await asyncio.to_thread(fold_transcript, path, notes)
+
+    async def keep_breakpoint(self, spec: SessionSpec, session_id: str) -> str | None:
+        path = find_transcript(config_dir(spec), session_id)
+        return await asyncio.to_thread(keep_breakpoint, path)

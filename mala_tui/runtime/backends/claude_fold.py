@@ -73,7 +73,7 @@ def fold_transcript(path: Path, notes: Iterable[str] = ()) -> FoldReport | None:
         return None
     before = _conversation_tokens(lines)
     kept = _apply(lines, plan, task)
-    _replace(path, "".join(line.raw for line in kept))
+    replace_file(path, "".join(line.raw for line in kept))
     return FoldReport(
         steps=len(plan.folded),
         notes=len(plan.notes),
@@ -263,7 +263,8 @@ def _block(part: Any) -> Block | None:
     return None
 
 
-def _replace(path: Path, text: str) -> None:
+def replace_file(path: Path, text: str) -> None:
+    """Write `text` over `path` atomically, keeping its mode."""
     fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:

@@ -242,3 +242,6 @@ class ScriptedBackend:
         self, spec: SessionSpec, session_id: str, notes: Sequence[str]
     ) -> FoldReport | None:
         return None  # a scripted session keeps no transcript to fold
+
+    async def keep_breakpoint(self, spec: SessionSpec, session_id: str) -> str | None:
+        return None  # nor any to mark

@@ -1,4 +1,5 @@
-"""A mask carried out: the transcript rewritten, its masked steps folded, the session resumed.
+"""A mask carried out: the transcript rewritten, folded when the manager says so, a cache
+breakpoint kept, the session resumed.
 
 The manager decides what to mask (core.masking); this is where its `ApplyMask` meets the
 agent's transcript (the backend's `mask_transcript` and `fold_transcript`, core.fold)
@@ -65,11 +66,28 @@ class MaskApplier:
             failed = self._feed.observe(MaskFailed(self._clock(), str(exc)))
             return failed if failed.actions else None
         confirmed = self._feed.observe(MaskConfirmed(self._clock(), action.plan.ids))
-        await self._fold(spec, session_id)
+        if action.fold:
+            await self._fold(spec, session_id)
+        await self._keep_breakpoint(spec, session_id)
         if action.resume_prompt is not None:
             self._mask_notes.append(action.resume_prompt)
             await self._process.query(action.resume_prompt, resume=session_id)
         return confirmed if confirmed.actions else None
+
+    async def _keep_breakpoint(self, spec: SessionSpec, session_id: str) -> None:
+        """Mark the result before the newest for the prompt cache, so that the next mask
+        rewrites only what follows it; one that fails costs only that saving."""
+        try:
+            await self._backend.keep_breakpoint(spec, session_id)
+        except MaskError as exc:
+            self._feed.emit(
+                ev.WarningRecorded(
+                    at=self._clock(),
+                    session=spec.name,
+                    where=ev.Where.MASKING,
+                    message=f"no cache breakpoint was kept after the mask: {exc}",
+                )
+            )
 
     async def _fold(self, spec: SessionSpec, session_id: str) -> None:
         """Fold the masked steps into the transcript's digest (core.fold); a fold that

@@ -82,3 +82,6 @@ class TurnEnds:
         self, spec: SessionSpec, session_id: str, notes: Sequence[str]
     ) -> FoldReport | None:
         return await self._inner.fold_transcript(spec, session_id, notes)
+
+    async def keep_breakpoint(self, spec: SessionSpec, session_id: str) -> str | None:
+        return await self._inner.keep_breakpoint(spec, session_id)
