@@ -144,18 +144,50 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--token-ratio", type=float, metavar="X")
     parser.add_argument("--out", type=Path, default=Path("growth-results"))
     parser.add_argument("--chart-dir", type=Path, help="also write growth.svg here")
+    parser.add_argument(
+        "--peers-from",
+        type=Path,
+        metavar="RESULTS_JSON",
+        help="take the arms not run now from an earlier run's results.json (same lengths)",
+    )
     return parser
+
+
+def reused_points(path: Path, lengths: Sequence[int], skip: Sequence[str]) -> list[Point]:
+    """The points of an earlier run for the arms not run now: the peers do not change
+    with mala-tui's settings, and at 16x each takes the better part of an hour. ValueError
+    when the file is not such a run's figures or lacks a length asked for."""
+    try:
+        saved = json.loads(path.read_text(encoding="utf-8"))["points"]
+        names = set(Point.__dataclass_fields__)
+        points = [Point(**{k: v for k, v in item.items() if k in names}) for item in saved]
+    except (OSError, json.JSONDecodeError, KeyError, TypeError) as exc:
+        raise ValueError(f"{path}: not a growth run's results.json ({exc})") from None
+    kept = [p for p in points if p.arm not in skip and p.length in lengths]
+    for arm in {p.arm for p in kept}:
+        missing = sorted(set(lengths) - {p.length for p in kept if p.arm == arm})
+        if missing:
+            raise ValueError(f"{path}: {arm} was not run at {missing}x there")
+    return kept
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     lengths, arms, ratio = _checked(parser, args)
+    reused: list[Point] = []
+    if args.peers_from is not None:
+        # Read before --out is emptied: the earlier run may be in it.
+        try:
+            reused = reused_points(args.peers_from, lengths, arms)
+        except ValueError as exc:
+            parser.error(f"--peers-from: {exc}")
+        print(f"taken from {args.peers_from}: {sorted({p.arm for p in reused})}", file=sys.stderr)
     if args.out.exists():
         shutil.rmtree(args.out)
     args.out.mkdir(parents=True)
     base = load_scenario(READER)
-    points: list[Point] = []
+    points = list(reused)
     checked: dict[str, float] = {}
     increments: Increments | None = None
     if "raw" in arms:
@@ -188,7 +220,8 @@ def main(argv: list[str] | None = None) -> int:
             points.append(_measured(arm, length, scenario, result))
             print(f"  {result.ending}, {result.wall_s} s", file=sys.stderr)
     print(f"# Growth: {READER} at {', '.join(f'{n}x' for n in lengths)}; {machine()}\n")
-    print(table(points, lengths, arms))
+    shown = [arm for arm in GROWTH_ARMS if arm in arms or any(p.arm == arm for p in points)]
+    print(table(points, lengths, shown))
     if checked:
         print(
             f"\nRaw computed at 1x: {checked['computed']:,.0f} against {checked['measured']:,.0f} "
@@ -196,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     gate = judge(points, lengths)
     print(f"\n{gate.line()}")
-    _write(args.out, args.chart_dir, points, arms, checked=checked, gate=gate)
+    _write(args.out, args.chart_dir, points, shown, checked=checked, gate=gate)
     ran = all(p.finished or p.computed for p in points)
     return 0 if ran and not gate.failed else 1
 

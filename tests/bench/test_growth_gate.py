@@ -176,3 +176,43 @@ def test_the_command_prints_the_gates_line(
         "Gate (cost per step growth, 1x to 4x): mala-tui 1.00x against server-side "
         "compaction 1.00x; best 1.00x: met." in capsys.readouterr().out
     )
+
+
+def test_the_peers_can_be_taken_from_an_earlier_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ran: list[str] = []
+
+    async def arm_run(
+        arm: str, scenario: Scenario, folder: Path, ratio: float | None, args: Any
+    ) -> ArmResult:
+        ran.append(arm)
+        grown = 1.5 if scenario.name.endswith("-x4") and arm == "compaction" else 1.0
+        return fake_result(arm, 1_000.0 * len(scenario.plan()) * grown)
+
+    monkeypatch.setattr(growth, "run_arm", arm_run)
+    peers = tmp_path / "peers"
+    assert growth.main(["--lengths", "1,4", "--arms", "compaction", "--out", str(peers)]) == 0
+    ran.clear()
+    # Kept inside --out, which is emptied: it is read first.
+    saved = tmp_path / "out" / "peers.json"
+    saved.parent.mkdir()
+    saved.write_text((peers / "results.json").read_text(encoding="utf-8"), encoding="utf-8")
+    argv = ["--lengths", "1,4", "--arms", "managed", "--out", str(tmp_path / "out")]
+    assert growth.main([*argv, "--peers-from", str(saved)]) == 0
+    assert ran == ["managed", "managed"]  # the compaction was not run again
+    recorded = json.loads((tmp_path / "out" / "results.json").read_text(encoding="utf-8"))
+    assert recorded["gate"]["peer_growth"] == {"compaction": 1.5}
+    assert recorded["gate"]["met"] is True
+
+
+def test_peers_from_a_run_without_the_lengths_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    saved = tmp_path / "peers.json"
+    saved.write_text(json.dumps({"points": [point("compaction", 1, 10.0).to_json()]}))
+    argv = ["--lengths", "1,4", "--arms", "managed", "--out", str(tmp_path / "out")]
+    with pytest.raises(SystemExit) as ended:
+        growth.main([*argv, "--peers-from", str(saved)])
+    assert ended.value.code == 2
+    assert "compaction was not run at [4]x there" in capsys.readouterr().err
