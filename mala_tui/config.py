@@ -68,11 +68,12 @@ class ContextSettings(BaseModel):
 
     model_config = _STRICT
 
-    soft_threshold: float = Field(default=0.30, gt=0, le=1)
+    soft_threshold: float = Field(default=0.15, gt=0, le=1)
     """Fraction of the window from which old tool results are masked: at once when a mask
     pays for the prompt-cache rewrite it causes, else once it does (at the latest halfway
-    to hard). Early on purpose: masking while little stays is cheapest (docs/BENCHMARKS.md
-    measures it on a set of tasks)."""
+    to hard). Early on purpose: with the cache breakpoint each mask keeps, a mask rewrites
+    only what came since the last one, so a small window is cheapest; below 0.15 nothing
+    changed on the benchmark set (docs/BENCHMARKS.md measures it)."""
 
     mask_target_threshold: float = Field(default=0.0, ge=0, le=1)
     """Masking goes on down to this fraction of the window. 0 masks every result but the
@@ -113,11 +114,12 @@ class ContextSettings(BaseModel):
     pause) finds its cache cold: it applies the mask that was waiting before its next
     request, free, since that request writes the whole prompt anyway."""
 
-    mask_min_batch_tokens: int = Field(default=30_000, ge=0)
+    mask_min_batch_tokens: int = Field(default=10_000, ge=0)
     """Mask only when at least this many tokens (estimated, calibrated to the session's
-    measured density) can go at once: masking breaks the prompt cache from the first
-    masked result on, so small batches cost more than they save. At most 15% of the
-    window is asked for, so that a small window can still be masked."""
+    measured density) can go at once. Each mask closes and resumes Claude Code (about a
+    second) and rewrites what follows its breakpoint; above this floor the mask economics
+    decide when a mask pays. At most 15% of the window is asked for, so that a small
+    window can still be masked."""
 
     carryover_turns: int = Field(default=5, ge=0)
     """Complete interaction cycles carried into the fresh session after a restart."""

@@ -62,7 +62,7 @@ class SessionState:
     tokens: int = 0
     window: int = 200_000
     source: UsageSource = UsageSource.DISABLED
-    soft_threshold: float = 0.3
+    soft_threshold: float = 0.15
     hard_threshold: float = 0.8
     max_restarts: int = 0
     require_approval: bool = False

@@ -28,7 +28,7 @@ def test_help_lists_the_commands() -> None:
 def test_config_show_prints_values_sources_and_descriptions() -> None:
     done = run("--set", "context.max_restarts=7", "config", "show")
     assert done.returncode == 0, done.stderr
-    assert "soft_threshold = 0.3    # from default" in done.stdout
+    assert "soft_threshold = 0.15    # from default" in done.stdout
     assert "max_restarts = 7    # from command line --set context.max_restarts" in done.stdout
     assert (
         "# Fraction of the window from which old tool results are masked: at once when a mask"

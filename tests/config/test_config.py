@@ -26,7 +26,7 @@ def test_defaults_when_there_is_no_file() -> None:
     assert not loaded.config_file_exists
     context = loaded.settings.context
     assert (context.soft_threshold, context.hard_threshold, context.context_limit) == (
-        0.30,
+        0.15,
         0.80,
         200_000,
     )
@@ -35,7 +35,7 @@ def test_defaults_when_there_is_no_file() -> None:
         context.mask_target_threshold,
         context.keep_recent_observations,
         context.mask_min_batch_tokens,
-    ) == (0.0, 1, 30_000)
+    ) == (0.0, 1, 10_000)
     assert (context.carryover_turns, context.require_approval) == (5, False)
     assert loaded.settings.idle.max_idle_retries == 2
     assert loaded.settings.idle.idle_retry_backoff == (0.0, 5.0, 15.0)
@@ -78,7 +78,7 @@ def test_soft_not_below_hard_names_both_values_and_origins() -> None:
         f"context.soft_threshold = 0.95 (file {path}) must be below context.hard_threshold = 0.8 (default)"
     )
     assert message_for("[context]\nmask_target_threshold = 0.75\n") == (
-        f"context.mask_target_threshold = 0.75 (file {path}) must not be above context.soft_threshold = 0.3 (default)"
+        f"context.mask_target_threshold = 0.75 (file {path}) must not be above context.soft_threshold = 0.15 (default)"
     )
 
 

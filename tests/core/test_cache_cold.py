@@ -79,6 +79,7 @@ class Session:
 def in_the_soft_zone(**limits: Any) -> Session:
     """Five results in: past the soft threshold (60,000), with ~20,000 tokens maskable,
     under the batch minimum: the mask waits."""
+    limits = {"soft_threshold": 0.3, "mask_min_batch_tokens": 30_000, **limits}
     manager = ContextManager(
         name="waiter",
         task="Read the modules.",

@@ -135,7 +135,7 @@ def test_the_supervisor_gives_each_session_its_profiles_limits_and_budget(
     limits = {name: runner.manager.limits for name, runner in supervisor.runners.items()}
     assert (limits["review"].soft_threshold, limits["review"].hard_threshold) == (0.5, 0.9)
     assert limits["review"].manage is ManageMode.MASK
-    assert (limits["plain"].soft_threshold, limits["plain"].manage) == (0.3, ManageMode.FULL)
+    assert (limits["plain"].soft_threshold, limits["plain"].manage) == (0.15, ManageMode.FULL)
     assert supervisor.budget.limits_for("review") == BudgetLimits(None, 40, None, 0.9)
     assert supervisor.budget.limits_for("fast-review") == BudgetLimits(0.5, 40, None, 0.9)
     assert supervisor.budget.limits_for("plain") == BudgetLimits()
@@ -223,7 +223,7 @@ def test_a_bad_profile_is_one_line_naming_the_file_the_entry_and_the_key(
 
 def test_profiles_are_checked_against_the_settings_the_run_has(tmp_path: Path) -> None:
     path = write(tmp_path, '[[task]]\ntask = "x"\nhard_threshold = 0.6\n')
-    plan_tasks([], path, tmp_path)  # over the defaults (soft 0.3) it holds
+    plan_tasks([], path, tmp_path)  # over the defaults (soft 0.15) it holds
     settings = Settings.model_validate({"context": {"soft_threshold": 0.7, "hard_threshold": 0.9}})
     with pytest.raises(TaskFileError, match=r"soft_threshold = 0\.7, hard_threshold = 0\.6"):
         plan_tasks([], path, tmp_path, settings)

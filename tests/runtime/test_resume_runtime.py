@@ -322,7 +322,7 @@ def test_a_session_resumes_with_the_profile_its_task_had(tmp_path: Path) -> None
         ("Bash",),
     )
     assert dict(a.spec.env) == {"MODE": "review"}
-    assert (a.manager.limits.soft_threshold, b.manager.limits.soft_threshold) == (0.5, 0.3)
+    assert (a.manager.limits.soft_threshold, b.manager.limits.soft_threshold) == (0.5, 0.15)
     assert b.spec.permission_mode == "acceptEdits"
     template = resumed.template  # what a session added to the resumed run is made like
     assert (template.model, template.permission_mode, template.disallowed_tools) == (
