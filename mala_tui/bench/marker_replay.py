@@ -20,6 +20,11 @@ kept, and its requests are billed again with the prompt-cache model, without and
 the markers. A request the arm's log shows reading nothing from the cache (the cache
 went cold during a wait) starts the replay's cache afresh. The decisions stay those of
 the shipped mask; a mask that knew its rewrite were cheaper might mask more often.
+
+The runtime now keeps such a breakpoint itself (runtime/backends/claude_markers.py), so
+the requests carry it already: the replay takes every marker but the CLI's own off first
+(the one on the request's last block), which gives the cost the same run would have had
+without them, and then puts its own on.
 """
 
 from __future__ import annotations
@@ -101,6 +106,18 @@ def with_markers(blocks: Sequence[PromptBlock], markers: Sequence[int]) -> list[
     ]
 
 
+def _cli_markers_only(blocks: Sequence[PromptBlock]) -> list[PromptBlock]:
+    """The blocks with the breakpoints of the CLI's own only: those outside the messages
+    (its system prompt's) and the one on the request's last block."""
+    last = len(blocks) - 1
+    return [
+        replace(block, breakpoint=False)
+        if block.breakpoint and block.section == "messages" and index != last
+        else block
+        for index, block in enumerate(blocks)
+    ]
+
+
 def rebill(records: Sequence[RequestRecord], *, markers: bool) -> Replay:
     """The main agent's answered requests billed again, with the markers or without.
 
@@ -120,7 +137,7 @@ def rebill(records: Sequence[RequestRecord], *, markers: bool) -> Replay:
             cache = PromptCache(ttl_s=cache.ttl_s)  # the cache went cold during a wait
         if record.session_id != session:
             kept, placeholders, session = [], 0, record.session_id
-        blocks = prompt_blocks(record.body, record.token_ratio)
+        blocks = _cli_markers_only(prompt_blocks(record.body, record.token_ratio))
         if record.masked_placeholders > placeholders:
             masks += 1
             newest = newest_kept_result(record.body, blocks)

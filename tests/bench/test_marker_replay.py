@@ -83,6 +83,22 @@ def test_the_second_mask_reads_the_structure_up_to_the_first_masks_marker() -> N
     assert marked.cost_units == pytest.approx(without.cost_units - (1.25 - 0.1) * structure)
 
 
+def test_markers_the_run_kept_itself_are_taken_off_before_billing_again() -> None:
+    """The runtime keeps a breakpoint of its own now: the replay bills without it."""
+    plain = managed_run()
+    kept = []
+    for record in plain:
+        assert record.body is not None
+        body = {**record.body, "messages": [dict(m) for m in record.body["messages"]]}
+        first = body["messages"][0]
+        content = first["content"]
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+        first["content"] = [{**blocks[0], "cache_control": {"type": "ephemeral"}}, *blocks[1:]]
+        kept.append(replace(record, body=body))
+    assert rebill(kept, markers=False) == rebill(plain, markers=False)
+    assert rebill(kept, markers=True) == rebill(plain, markers=True)
+
+
 def test_markers_never_take_the_request_past_four_breakpoints() -> None:
     blocks = [PromptBlock("messages", bytes([i]), 10, i in (0, 9)) for i in range(10)]
     marked = with_markers(blocks, [3, 5, 7])
