@@ -48,7 +48,10 @@ def events_of(folder: Path) -> list[ev.Event]:
 
 
 async def test_mala_tui_masks_free_after_each_wait_and_says_so(tmp_path: Path) -> None:
-    result = await run_managed_arm(WAITING, tmp_path, Settings())
+    # Two results kept, the older one rewritten by a mask: from 30% of the window the
+    # mask waits until it pays, and is still waiting at each wait.
+    late = {"soft_threshold": 0.3, "keep_recent_observations": 2}
+    result = await run_managed_arm(WAITING, tmp_path, Settings.model_validate({"context": late}))
     assert result.finished, result.ending
     assert result.waited_s == 720.0
     events = events_of(tmp_path)

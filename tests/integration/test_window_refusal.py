@@ -29,7 +29,9 @@ async def test_a_window_refused_below_the_clis_belief_is_learnt_and_kept(tmp_pat
     scenario = load_scenario("soft-zone-reader")
     async with LoopbackServer(scenario, response_delay_s=0, window=REAL_WINDOW) as server:
         spec = session_spec("gateway", scenario, server, tmp_path)
-        run, recorded = runner(spec, default_limits(max_restarts=3))
+        # Masking late and in large batches, the session comes near the real window.
+        limits = default_limits(max_restarts=3, soft_threshold=0.3, mask_min_batch_tokens=30_000)
+        run, recorded = runner(spec, limits)
         status = await run.run()
     refused = [r for r in server.request_log if r.response_kind == "error"]
     assert status is EndStatus.DONE
