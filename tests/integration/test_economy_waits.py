@@ -56,10 +56,14 @@ async def test_mala_tui_masks_free_after_each_wait_and_says_so(tmp_path: Path) -
     assert result.waited_s == 720.0
     events = events_of(tmp_path)
     free = [e for e in events if isinstance(e, ev.MaskApplied) and e.free]
-    # Once after the permission request, once as the pause ends.
-    assert [e.trigger for e in free] == ["projection", "soft_threshold"]
+    # Once after the permission request; as the pause ends, once more when the read the
+    # pause cuts short had not come back before it. When it had (a race between the
+    # operator and the agent), the mask before it left nothing old enough to mask then;
+    # core/test_cache_cold.py checks the mask after a pause on its own.
+    triggers = [e.trigger for e in free]
+    assert triggers in (["projection"], ["projection", "soft_threshold"]), triggers
     assert all(e.idle_seconds is not None and e.idle_seconds >= 360 for e in free)
-    assert result.free_masks == 2
+    assert result.free_masks == len(free)
     started = next(e for e in events if isinstance(e, ev.SessionStarted))
     assert started.cache_ttl_seconds == 300.0
     paused = [e for e in events if isinstance(e, ev.PhaseChanged) and e.trigger == "resume"]
