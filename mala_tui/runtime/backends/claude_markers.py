@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Final
 
-from mala_tui.core.fold import is_digest
+from mala_tui.core.fold import DIGEST_HEADER, is_digest
 from mala_tui.runtime.backends.base import MaskError
 from mala_tui.runtime.backends.claude_fold import replace_file
 
@@ -46,6 +46,11 @@ def keep_breakpoint(path: Path) -> str | None:
         raise MaskError(f"{path}: cannot be read: {exc.strerror or exc}") from None
     entries: list[Any] = []
     for raw in original.splitlines():
+        # Most lines of a long session are the CLI's bookkeeping (copies of requests'
+        # settings, costs): only one holding a result or the digest can be marked.
+        if "tool_result" not in raw and DIGEST_HEADER not in raw:
+            entries.append(None)
+            continue
         try:
             entries.append(json.loads(raw))
         except (json.JSONDecodeError, RecursionError):

@@ -79,6 +79,9 @@ def rewrite_transcript(path: Path, placeholders: Mapping[str, str], backup_dir: 
     replaced: set[str] = set()
     lines = []
     for line in original.splitlines(keepends=True):
+        if "tool_result" not in line:
+            lines.append(line)  # no result in it: most of a long session's lines
+            continue
         try:
             entry = json.loads(line)
         except json.JSONDecodeError:
