@@ -57,6 +57,22 @@ SHELL_NOTES = Scenario.model_validate(
 MARKER = {"type": "ephemeral"}
 
 
+def cli_options(
+    scenario: Scenario, workspace: Path, env: dict[str, str], **extra: Any
+) -> ClaudeAgentOptions:
+    """The bundled CLI on the loopback, in `workspace`, with the scenario's tools."""
+    return ClaudeAgentOptions(
+        cwd=str(workspace),
+        env=env,
+        model=MODEL,
+        tools=scenario.tools,
+        allowed_tools=scenario.tools,
+        permission_mode="acceptEdits",
+        setting_sources=[],
+        **extra,
+    )
+
+
 async def one_turn(options: ClaudeAgentOptions, prompt: str) -> ResultMessage:
     client = ClaudeSDKClient(options)
     await client.connect()
@@ -126,16 +142,7 @@ async def test_a_marker_written_into_the_transcript_is_sent_and_read_from_the_ca
         env = offline_cli_env(server.base_url, home)
 
         def options(**extra: Any) -> ClaudeAgentOptions:
-            return ClaudeAgentOptions(
-                cwd=str(workspace),
-                env=env,
-                model=MODEL,
-                tools=NOTES.tools,
-                allowed_tools=NOTES.tools,
-                permission_mode="acceptEdits",
-                setting_sources=[],
-                **extra,
-            )
+            return cli_options(NOTES, workspace, env, **extra)
 
         # Three Reads, then the turn stops; its last request carried the first two results.
         first = await one_turn(options(max_turns=3), NOTES.task)
@@ -188,16 +195,7 @@ async def test_after_a_fold_the_digest_carries_the_breakpoint(tmp_path: Path) ->
         env = offline_cli_env(server.base_url, home)
 
         def options(**extra: Any) -> ClaudeAgentOptions:
-            return ClaudeAgentOptions(
-                cwd=str(workspace),
-                env=env,
-                model=MODEL,
-                tools=SHELL_NOTES.tools,
-                allowed_tools=SHELL_NOTES.tools,
-                permission_mode="acceptEdits",
-                setting_sources=[],
-                **extra,
-            )
+            return cli_options(SHELL_NOTES, workspace, env, **extra)
 
         first = await one_turn(options(max_turns=3), SHELL_NOTES.task)
         session = first.session_id

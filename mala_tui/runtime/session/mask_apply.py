@@ -74,20 +74,21 @@ class MaskApplier:
             await self._process.query(action.resume_prompt, resume=session_id)
         return confirmed if confirmed.actions else None
 
+    def _warn(self, spec: SessionSpec, message: str) -> None:
+        """A part of the mask that failed without undoing it, journaled."""
+        self._feed.emit(
+            ev.WarningRecorded(
+                at=self._clock(), session=spec.name, where=ev.Where.MASKING, message=message
+            )
+        )
+
     async def _keep_breakpoint(self, spec: SessionSpec, session_id: str) -> None:
         """Mark the result before the newest for the prompt cache, so that the next mask
         rewrites only what follows it; one that fails costs only that saving."""
         try:
             await self._backend.keep_breakpoint(spec, session_id)
         except MaskError as exc:
-            self._feed.emit(
-                ev.WarningRecorded(
-                    at=self._clock(),
-                    session=spec.name,
-                    where=ev.Where.MASKING,
-                    message=f"no cache breakpoint was kept after the mask: {exc}",
-                )
-            )
+            self._warn(spec, f"no cache breakpoint was kept after the mask: {exc}")
 
     async def _fold(self, spec: SessionSpec, session_id: str) -> None:
         """Fold the masked steps into the transcript's digest (core.fold); a fold that
@@ -95,14 +96,7 @@ class MaskApplier:
         try:
             report = await self._backend.fold_transcript(spec, session_id, self._mask_notes)
         except MaskError as exc:
-            self._feed.emit(
-                ev.WarningRecorded(
-                    at=self._clock(),
-                    session=spec.name,
-                    where=ev.Where.MASKING,
-                    message=f"the masked steps were not folded: {exc}",
-                )
-            )
+            self._warn(spec, f"the masked steps were not folded: {exc}")
             return
         if report is not None:
             self._feed.emit(
