@@ -19,7 +19,6 @@ from mala_tui.runtime.journal.writer import (
     find_run,
     list_runs,
     read_events,
-    redact_file,
 )
 from mala_tui.runtime.private.redaction import redact, redact_json_line
 
@@ -220,19 +219,6 @@ def test_a_redacted_journal_line_is_still_json() -> None:
     cleaned = redact_json_line(line)
     assert json.loads(cleaned) == {"excerpt": 'curl -H "Authorization: [redacted]\\"x" [redacted]'}
     assert redact_json_line('{"a": "nothing secret"}') == '{"a": "nothing secret"}'
-
-
-def test_a_transcript_copy_is_redacted_in_place_and_stays_jsonl(tmp_path: Path) -> None:
-    copy = tmp_path / "t.jsonl"
-    lines = [json.dumps({"message": {"content": f"key sk-ant-api03-{'k' * 20}"}}), "not json"]
-    copy.write_text("\n".join(lines) + "\n")
-    assert redact_file(copy)
-    kept = copy.read_text().splitlines()
-    assert [json.loads(kept[0]), kept[1]] == [
-        {"message": {"content": "key [redacted]"}},
-        "not json",
-    ]
-    assert not redact_file(copy)  # nothing left to redact: left as it is
 
 
 @pytest.mark.parametrize("names", [("h/1", "h-1"), ("a b", "a-b", "a?b"), ("..", "session")])

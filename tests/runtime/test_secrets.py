@@ -13,11 +13,8 @@ import pytest
 from mala_tui.core import events as ev
 from mala_tui.runtime.backends.base import MaskError
 from mala_tui.runtime.backends.claude_transcripts import rewrite_transcript
-from mala_tui.runtime.backends.scripted import ScriptedBackend
-from mala_tui.runtime.journal.writer import RunJournal
 from mala_tui.runtime.private.redaction import redact, redact_json_line
 from mala_tui.ui.headless import printer
-from tests.support.supervisors import build_supervisor
 
 ANTHROPIC = "sk-ant-api03-" + "Q" * 24
 GHP = "ghp_" + "Z" * 36
@@ -42,30 +39,6 @@ def test_headless_output_is_redacted_as_the_journal_is() -> None:
     printed = out.getvalue()
     assert "task: use [redacted] and [redacted]" in printed
     assert "sk-ant" not in printed and "ghp_" not in printed
-
-
-def test_transcript_copies_are_redacted_once_masking_kept_them(tmp_path: Path) -> None:
-    with RunJournal.create(tmp_path, "run-1", {"mode": "test"}) as journal:
-        sup = build_supervisor(ScriptedBackend([]), journal=journal)
-        copies = journal.directory / "transcripts"
-        copies.mkdir()
-        copy = copies / "session.1.jsonl"  # as the backend leaves it before rewriting
-        copy.write_text(json.dumps({"message": f"my key is {ANTHROPIC}, my token {GHP}"}) + "\n")
-        sup.record(
-            ev.MaskApplied(
-                at=1.0,
-                session="s",
-                count=1,
-                tool_use_ids=("t",),
-                placeholders=("[masked]",),
-                estimated_tokens=10,
-                tokens_before=100,
-                total_masked=1,
-            )
-        )
-        assert json.loads(copy.read_text()) == {
-            "message": "my key is [redacted], my token [redacted]"
-        }
 
 
 @pytest.mark.parametrize(
@@ -116,17 +89,14 @@ def test_the_transcript_copy_is_redacted_as_it_is_written(tmp_path: Path) -> Non
     assert stat.S_IMODE(copy.stat().st_mode) == 0o600
 
 
-def test_a_link_planted_where_the_copy_goes_is_not_followed(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_link_planted_where_the_copy_goes_is_not_followed(tmp_path: Path) -> None:
     transcript = tmp_path / "session.jsonl"
     result = {"type": "tool_result", "tool_use_id": "t1", "content": ANTHROPIC}
     transcript.write_text(json.dumps({"type": "user", "message": {"content": [result]}}) + "\n")
     before = transcript.read_text()
     copies, target = tmp_path / "copies", tmp_path / "target"
     copies.mkdir()
-    monkeypatch.setattr(time, "time", lambda: 1.0)
-    (copies / "session.1000.jsonl").symlink_to(target)
+    (copies / "session.originals.jsonl").symlink_to(target)
     with pytest.raises(MaskError, match="the original cannot be kept"):
         rewrite_transcript(transcript, {"t1": "[masked]"}, copies)
     assert not target.exists() and transcript.read_text() == before

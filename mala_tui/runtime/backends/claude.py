@@ -352,7 +352,7 @@ class ClaudeBackend:
 
     def __init__(self, *, backup_dir: Path | None = None, stderr_dir: Path | None = None) -> None:
         self.backup_dir = backup_dir
-        """Where originals are copied before the first rewrite (nothing is lost)."""
+        """Where the lines a mask or a fold changes are kept as they were (nothing is lost)."""
         self.stderr_dir = stderr_dir
         """Where what the CLIs print on stderr is kept, one file a session (else not kept)."""
         self._stderr: dict[str, StderrLog] = {}
@@ -394,9 +394,8 @@ class ClaudeBackend:
     async def fold_transcript(
         self, spec: SessionSpec, session_id: str, notes: Sequence[str]
     ) -> FoldReport | None:
-        # The mask just before kept the original: the fold needs no copy of its own.
         path = find_transcript(config_dir(spec), session_id)
-        return await asyncio.to_thread(fold_transcript, path, notes)
+        return await asyncio.to_thread(fold_transcript, path, notes, self.backup_dir)
 
     async def keep_breakpoint(self, spec: SessionSpec, session_id: str) -> str | None:
         path = find_transcript(config_dir(spec), session_id)

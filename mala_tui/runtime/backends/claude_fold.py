@@ -32,6 +32,7 @@ from mala_tui.core.transcript import Block, Message, Role, TextBlock, ToolCall, 
 from mala_tui.core.usage import estimate_tokens
 from mala_tui.runtime.backends.base import MaskError
 from mala_tui.runtime.backends.claude_history import flatten_content
+from mala_tui.runtime.backends.transcript_originals import keep_originals
 
 _PARENT_KEYS = ("parentUuid", "logicalParentUuid")
 #: Attachments the CLI adds again and again, each superseding the one before.
@@ -47,10 +48,13 @@ class _Line:
     message_index: int | None = None
 
 
-def fold_transcript(path: Path, notes: Iterable[str] = ()) -> FoldReport | None:
+def fold_transcript(
+    path: Path, notes: Iterable[str] = (), backup_dir: Path | None = None
+) -> FoldReport | None:
     """Fold the masked steps of the transcript at `path`; atomic. None when nothing folds.
 
-    `notes` are the texts of the resume notes sent after earlier masks.
+    `notes` are the texts of the resume notes sent after earlier masks. The lines the
+    fold drops or changes are kept as they were in `backup_dir` first.
     """
     try:
         original = path.read_text(encoding="utf-8")
@@ -72,7 +76,16 @@ def fold_transcript(path: Path, notes: Iterable[str] = ()) -> FoldReport | None:
     if not plan:
         return None
     before = _conversation_tokens(lines)
+    raws = [line.raw for line in lines]
     kept = _apply(lines, plan, task)
+    if backup_dir is not None:
+        staying = {id(line) for line in kept}
+        changed = [
+            raw
+            for line, raw in zip(lines, raws, strict=True)
+            if id(line) not in staying or (line.raw != raw and _parse(raw).entry != line.entry)
+        ]
+        keep_originals(backup_dir, path, changed)
     replace_file(path, "".join(line.raw for line in kept))
     return FoldReport(
         steps=len(plan.folded),

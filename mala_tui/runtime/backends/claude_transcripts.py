@@ -9,19 +9,16 @@ rewriting old results here is how they are masked.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import re
 import shutil
-import tempfile
-import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from mala_tui.runtime.backends.base import MaskError
-from mala_tui.runtime.private.redaction import redact_jsonl
+from mala_tui.runtime.backends.claude_fold import replace_file
+from mala_tui.runtime.backends.transcript_originals import keep_originals
 
 
 def find_transcript(root: Path, session_id: str) -> Path:
@@ -61,23 +58,16 @@ def rewrite_transcript(path: Path, placeholders: Mapping[str, str], backup_dir: 
     The CLI stores a result in the `user` entry (its `tool_result` block and the
     tool's structured `toolUseResult`) and again in request blobs; every copy is
     rewritten, so a resumed session sees only the placeholder. Lines that are not
-    JSON are kept as they are. Returns how many distinct results were replaced.
+    JSON are kept as they are. The lines changed are kept as they were in `backup_dir`
+    first (no copy kept, no rewrite). Returns how many distinct results were replaced.
     """
     try:
         original = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise MaskError(f"{path}: cannot be read: {exc.strerror or exc}") from None
-    if backup_dir is not None:
-        backup = backup_dir / f"{path.stem}.{int(time.time() * 1000)}.jsonl"
-        try:
-            backup_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-            # Redacted as it is written: a kill -9 right after must leave no key behind.
-            _write_new_private(backup, redact_jsonl(original))
-        except OSError as exc:  # a full disk: no copy, so no rewrite either
-            reason = exc.strerror or exc
-            raise MaskError(f"{backup}: the original cannot be kept: {reason}") from None
     replaced: set[str] = set()
     lines = []
+    changed: list[str] = []
     for line in original.splitlines(keepends=True):
         if "tool_result" not in line:
             lines.append(line)  # no result in it: most of a long session's lines
@@ -90,35 +80,17 @@ def rewrite_transcript(path: Path, placeholders: Mapping[str, str], backup_dir: 
         found = _mask_entry(entry, placeholders)
         if found:
             replaced |= found
+            if entry != json.loads(line):  # a result masked before is not kept again
+                changed.append(line)
             ending = "\n" if line.endswith("\n") else ""
             lines.append(json.dumps(entry, ensure_ascii=False, separators=(",", ":")) + ending)
         else:
             lines.append(line)
     if replaced:
-        fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write("".join(lines))
-            Path(temp).chmod(path.stat().st_mode & 0o777)
-            Path(temp).replace(path)
-        except OSError as exc:
-            Path(temp).unlink(missing_ok=True)
-            raise MaskError(f"{path}: cannot be rewritten: {exc.strerror or exc}") from None
+        if backup_dir is not None:
+            keep_originals(backup_dir, path, changed)
+        replace_file(path, "".join(lines))
     return len(replaced)
-
-
-def _write_new_private(path: Path, text: str) -> None:
-    """A new file readable by the user only; never an existing one, never through a link.
-    A write that fails (a full disk) leaves no part of it."""
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-    fd = os.open(path, flags, 0o600)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            path.unlink()
-        raise
 
 
 def _mask_entry(entry: Any, placeholders: Mapping[str, str]) -> set[str]:

@@ -44,7 +44,7 @@ from mala_tui.runtime.journal.reader import (
     read_events,
     runs_dir,
 )
-from mala_tui.runtime.private.redaction import redact, redact_json_line, redact_jsonl
+from mala_tui.runtime.private.redaction import redact, redact_json_line
 
 RUN_FILE = "run.json"
 CHECKPOINTS_DIR = "checkpoints"
@@ -56,23 +56,6 @@ RESERVE_BYTES = 16 * 1024
 MAX_SEQ = 2**53
 
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
-
-
-def redact_file(path: Path) -> bool:
-    """Redact a JSONL file in place (a transcript copy); True when anything changed."""
-    raw = path.read_text(encoding="utf-8", errors="surrogateescape")
-    cleaned = redact_jsonl(raw)
-    if cleaned == raw:
-        return False
-    # Beside it, then over it: a failed write (a full disk) leaves the copy as it was.
-    scratch = path.with_name(path.name + ".redacting")
-    try:
-        _write_private(scratch, cleaned, errors="surrogateescape")
-        scratch.replace(path)
-    finally:
-        with contextlib.suppress(OSError):
-            scratch.unlink()
-    return True
 
 
 def new_run_id(now: float | None = None) -> str:

@@ -16,13 +16,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from mala_tui.core import events as ev
 from mala_tui.core.questions import Question, touches_questions
 from mala_tui.core.run_view import RunState
 from mala_tui.core.session_records import SessionSnapshot
-from mala_tui.runtime.journal.writer import RunJournal, redact_file
+from mala_tui.runtime.journal.writer import RunJournal
 from mala_tui.runtime.private.redaction import redact_json_line
 
 SnapshotListener = Callable[[dict[str, SessionSnapshot]], None]
@@ -60,7 +59,6 @@ class RunRecorder:
         self.storage_failure: OSError | None = None
         """The first error writing the run's files, once there has been one."""
         self._on_storage_failure = on_storage_failure
-        self._redacted_copies: set[Path] = set()
         self.seq = journal.last_seq if journal is not None else 0
         """The sequence number of the last event recorded."""
 
@@ -90,8 +88,6 @@ class RunRecorder:
                 line = journal.write(event)
             except OSError as exc:
                 failure = exc
-        if isinstance(event, ev.MaskApplied):
-            self.redact_transcript_copies()
         self._apply(event, line)
         # Reported once this event is in the view and streamed: stopping the run records
         # more events, and they must come after this one everywhere.
@@ -141,28 +137,6 @@ class RunRecorder:
 
     def snapshots(self) -> dict[str, SessionSnapshot]:
         return {name: state.snapshot() for name, state in self.state.sessions.items()}
-
-    def redact_transcript_copies(self) -> None:
-        """Scrub secrets from the transcript copies masking kept under the run's folder.
-
-        The backend copies a transcript before rewriting it; the copy is the original
-        for a person to read, so it is kept, but without keys or tokens in it. Done at
-        each mask, and once more at the run's end.
-        """
-        if self.journal is None:
-            return
-        folder = self.journal.directory / "transcripts"
-        if not folder.is_dir():
-            return
-        for copy in sorted(folder.glob("*.jsonl")):
-            if copy in self._redacted_copies:
-                continue
-            try:
-                redact_file(copy)
-            except OSError as exc:
-                self.storage_failed(exc)
-                return
-            self._redacted_copies.add(copy)
 
     def _tell_questions(self, before: list[Question]) -> None:
         waiting = self.state.questions()

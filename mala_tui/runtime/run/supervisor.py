@@ -288,7 +288,6 @@ class Supervisor:
             self.slots.end_queued(EndStatus.STOPPED, self.stop_cause or "cancelled")
             reason = self.stop_cause or reason
             self.record(ev.RunEnded(at=self.clock(), run_id=run_id, ok=ok, reason=reason))
-            self.recorder.redact_transcript_copies()
 
     def profile_names(self) -> list[str]:
         """The run's named profiles a session added while it runs may be given."""
