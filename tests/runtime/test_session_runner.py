@@ -366,6 +366,25 @@ async def test_mask_failure_resumes_without_the_mask() -> None:
     assert h.of_type(ev.ErrorRecorded)[0].message == "transcript /x.jsonl not found"
 
 
+async def test_a_fold_or_breakpoint_that_fails_is_warned_and_the_mask_stands() -> None:
+    reads = [item for i in range(10) for item in read_cycle(i, 16_000)]
+    first = ScriptedClient([[SessionIdentified(0, "sess-1"), *reads, usage_at(75_000), HANG]])
+    resumed = ScriptedClient([[finished()]])
+    backend = ScriptedBackend([first, resumed])
+    backend.fold_error = "s.jsonl: cannot be rewritten: No space left on device"
+    backend.breakpoint_error = "s.jsonl: cannot be read: Permission denied"
+    h = Harness(backend)
+    assert await h.run() is EndStatus.DONE
+    assert len(backend.masked) == 1  # the mask itself stands
+    assert h.of_type(ev.MaskApplied) and not h.of_type(ev.ErrorRecorded)
+    assert resumed.queries and resumed.queries[0].startswith("To keep your context window")
+    warnings = [w.message for w in h.of_type(ev.WarningRecorded) if w.where is ev.Where.MASKING]
+    assert warnings == [
+        f"the masked steps were not folded: {backend.fold_error}",
+        f"no cache breakpoint was kept after the mask: {backend.breakpoint_error}",
+    ]
+
+
 async def test_hard_zone_winds_down_checkpoints_and_restarts_fresh() -> None:
     reads = [item for i in range(3) for item in read_cycle(i, 400)]
     old = ScriptedClient(

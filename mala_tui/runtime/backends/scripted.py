@@ -210,6 +210,10 @@ class ScriptedBackend:
     created: list[tuple[str, str | None]] = field(default_factory=list)
     masked: list[dict[str, str]] = field(default_factory=list)
     mask_error: str | None = None
+    fold_error: str | None = None
+    """Set: folding fails with this, as a transcript the fold cannot rewrite would."""
+    breakpoint_error: str | None = None
+    """Set: keeping the cache breakpoint fails with this."""
     transcripts: dict[str, Path] = field(default_factory=dict)
     """Stored transcripts by session id, for `transcript_path`."""
     _index: int = 0
@@ -241,7 +245,11 @@ class ScriptedBackend:
     async def fold_transcript(
         self, spec: SessionSpec, session_id: str, notes: Sequence[str]
     ) -> FoldReport | None:
+        if self.fold_error is not None:
+            raise MaskError(self.fold_error)
         return None  # a scripted session keeps no transcript to fold
 
     async def keep_breakpoint(self, spec: SessionSpec, session_id: str) -> str | None:
+        if self.breakpoint_error is not None:
+            raise MaskError(self.breakpoint_error)
         return None  # nor any to mark
