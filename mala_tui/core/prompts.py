@@ -29,6 +29,9 @@ class PromptKind(StrEnum):
     """What the operator said to the agent, delivered at a clean point or with a restart."""
     RUN_RESUME = "run_resume"
     """The agent's own session, resumed by `mala-tui resume` after the run was interrupted."""
+    MASKING_NOTICE = "masking_notice"
+    """Added to a session's first prompt when its output may be masked: what masking does,
+    and that a fact restated in the agent's own words outlives the result it came from."""
 
 
 #: Placeholders each template must use; a template may use no others.
@@ -42,6 +45,7 @@ REQUIRED_FIELDS: Final[Mapping[PromptKind, frozenset[str]]] = {
     PromptKind.STOPPED_RESUME: frozenset(),
     PromptKind.OPERATOR_MESSAGE: frozenset({"messages"}),
     PromptKind.RUN_RESUME: frozenset(),
+    PromptKind.MASKING_NOTICE: frozenset(),
 }
 
 #: Placeholders each template may use.
@@ -55,6 +59,7 @@ ALLOWED_FIELDS: Final[Mapping[PromptKind, frozenset[str]]] = {
     PromptKind.STOPPED_RESUME: frozenset({"session_name"}),
     PromptKind.OPERATOR_MESSAGE: frozenset({"messages", "session_name"}),
     PromptKind.RUN_RESUME: frozenset({"session_name", "gap"}),
+    PromptKind.MASKING_NOTICE: frozenset(),
 }
 
 
@@ -101,6 +106,7 @@ class PromptSet:
     stopped_resume: str
     operator_message: str
     run_resume: str
+    masking_notice: str
 
     @classmethod
     def checked(cls, templates: Mapping[PromptKind, tuple[str, str]]) -> PromptSet:

@@ -1,5 +1,7 @@
 """What a restart says: the checkpoint built when the agent cannot write one, the fresh
-session's first prompt, and the words for a first prompt that does not fit.
+session's first prompt, and the words for a first prompt that does not fit. Every new
+agent session's first prompt (its task too) ends with the masking notice when mala-tui
+may mask its output.
 
 What goes into the fresh session is the checkpoint and the agent's own last
 complete steps, never mala-tui's prompts: carried over, a wind-down would tell the
@@ -20,6 +22,7 @@ from mala_tui.core.checkpoint import (
     harness_checkpoint,
 )
 from mala_tui.core.manager_state import ManagerState
+from mala_tui.core.phases import ManageMode
 from mala_tui.core.prompts import PromptKind
 from mala_tui.core.text import clean
 from mala_tui.core.usage import estimate_tokens
@@ -41,6 +44,16 @@ def checkpoint_from_transcript(state: ManagerState, reason: str) -> Checkpoint:
     )
 
 
+def first_prompt(state: ManagerState, prompt: str) -> str:
+    """A fresh agent session's first prompt, with the masking notice when its output may
+    be masked: a fact the agent restates outlives the result it came from, and spares the
+    re-read a mask would otherwise cost (docs/BENCHMARKS.md)."""
+    notice = state.prompts.render(PromptKind.MASKING_NOTICE)
+    if state.manage is ManageMode.OFF or not notice:
+        return prompt
+    return f"{prompt}\n\n{notice}"
+
+
 def continuation_prompt(state: ManagerState, number: int) -> str:
     """The fresh session's first prompt: the checkpoint and the agent's last steps."""
     assert state.checkpoint is not None
@@ -54,13 +67,16 @@ def continuation_prompt(state: ManagerState, number: int) -> str:
             max_chars=state.tokens_as_chars(state.limits.carryover_tokens),
         )
     )
-    return state.prompts.render(
-        PromptKind.CONTINUATION,
-        checkpoint=checkpoint_for_prompt(
-            state.checkpoint, state.tokens_as_chars(state.limits.checkpoint_prompt_tokens)
+    return first_prompt(
+        state,
+        state.prompts.render(
+            PromptKind.CONTINUATION,
+            checkpoint=checkpoint_for_prompt(
+                state.checkpoint, state.tokens_as_chars(state.limits.checkpoint_prompt_tokens)
+            ),
+            carryover=carried,
+            continuation_number=number,
         ),
-        carryover=carried,
-        continuation_number=number,
     )
 
 
@@ -68,10 +84,11 @@ def first_prompt_refused(state: ManagerState) -> str:
     """Why a session whose first request was refused as too long ends instead."""
     messages = state.transcript.messages
     first = messages[0].text if messages else state.turn.prompt
-    is_task = state.counters.continuation == 0 and first == state.task
+    is_task = state.counters.continuation == 0 and first.startswith(state.task)
     what = "the task" if is_task else "this fresh session's first prompt"
+    size = len(state.task) if is_task else len(first)  # the notice after it is not its
     return (
-        f"{what} ({len(first):,} characters, about {estimate_tokens(len(first)):,} tokens) "
+        f"{what} ({size:,} characters, about {estimate_tokens(size):,} tokens) "
         "does not fit the window: its first request was refused as too long for the "
         f"{state.window:,}-token window, and a restart would only send it again; "
         + (

@@ -24,7 +24,11 @@ from mala_tui.core.operator_messages import Delivery, MessageError
 from mala_tui.core.permissions import AnsweredBy
 from mala_tui.core.phases import Cause, IllegalTransition, Trigger
 from mala_tui.core.prompts import PromptKind
-from mala_tui.core.restart_prompts import continuation_prompt, lost_background_note
+from mala_tui.core.restart_prompts import (
+    continuation_prompt,
+    first_prompt,
+    lost_background_note,
+)
 from mala_tui.core.resume_plan import ResumeFrom, SessionResume
 from mala_tui.core.state_parts import Fork
 from mala_tui.core.transcript import Message
@@ -38,8 +42,9 @@ class SessionStart:
 
     def first_turn(self) -> Outcome:
         """The session's first prompt: its task."""
-        self._state.begin_turn(self._state.task)
-        return Outcome((SendPrompt(PromptKind.TASK, self._state.task),))
+        prompt = first_prompt(self._state, self._state.task)
+        self._state.begin_turn(prompt)
+        return Outcome((SendPrompt(PromptKind.TASK, prompt),))
 
     def forked_turn(self, at: float, fork: Fork) -> Outcome:
         """A fork's first prompt, in the conversation it was forked from (resumed by that
@@ -100,7 +105,8 @@ class SessionStart:
                 ),
             )
         else:
-            kind, prompt, how = PromptKind.TASK, self._state.task, Delivery.RESTART
+            task = first_prompt(self._state, self._state.task)
+            kind, prompt, how = PromptKind.TASK, task, Delivery.RESTART
         gone = carried.lost_background
         if gone:
             # Its reports will never come: the agent must know, or it waits for them.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Callable
 
 import pytest
@@ -45,13 +46,13 @@ from mala_tui.core.observations import (
     UsageObserved,
 )
 from mala_tui.core.permissions import AnsweredBy
-from mala_tui.core.phases import TRANSITIONS, IllegalTransition, Phase, Trigger
+from mala_tui.core.phases import TRANSITIONS, IllegalTransition, ManageMode, Phase, Trigger
 from mala_tui.core.prompts import PromptKind
 from mala_tui.core.rewrite_state import current_digest
 from mala_tui.core.usage import CallUsage, UsageSource
 from mala_tui.prompt_files import load_prompts
 from tests.core.phase_now import phase_now
-from tests.support.factories import call, default_limits, result
+from tests.support.factories import call, default_limits, result, with_notice
 
 WINDOW = 100_000
 PROMPTS = load_prompts()
@@ -347,10 +348,20 @@ def test_observe_before_start_is_illegal() -> None:
 # -- usage -------------------------------------------------------------------------------------
 
 
-def test_start_sends_the_task() -> None:
+def test_start_sends_the_task_and_the_masking_notice() -> None:
     m = ContextManager(name="s", task="Do it.", limits=default_limits(), prompts=PROMPTS)
+    sent = with_notice("Do it.")
+    assert m.start(0.0).actions == (SendPrompt(PromptKind.TASK, sent),)
+    assert m.transcript.first_prompt() == sent
+
+
+@pytest.mark.parametrize("masks", [False, True])
+def test_no_notice_where_nothing_is_masked_or_the_notice_is_emptied(masks: bool) -> None:
+    # Watching only, nothing is masked: nothing to say. An empty notice file says nothing.
+    limits = default_limits(manage=ManageMode.FULL if masks else ManageMode.OFF)
+    prompts = dataclasses.replace(PROMPTS, masking_notice="\n") if masks else PROMPTS
+    m = ContextManager(name="s", task="Do it.", limits=limits, prompts=prompts)
     assert m.start(0.0).actions == (SendPrompt(PromptKind.TASK, "Do it."),)
-    assert m.transcript.first_prompt() == "Do it."
 
 
 def test_usage_is_recorded_with_its_source_and_split() -> None:
@@ -711,7 +722,7 @@ def test_idle_timeout_first_turn_no_side_effects_starts_fresh_with_the_original_
     outcome = m.observe(IdleTimedOut(5.0, 30.0))
     assert outcome.actions == (
         Disconnect(10.0),
-        RetryTurn(RetryMode.FRESH, 0.0, "Refactor the parser.", None),
+        RetryTurn(RetryMode.FRESH, 0.0, with_notice("Refactor the parser."), None),
     )
 
 

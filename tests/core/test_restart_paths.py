@@ -40,6 +40,7 @@ from mala_tui.core.observations import (
     UsageObserved,
 )
 from mala_tui.core.phases import IllegalTransition, ManageMode, Phase
+from mala_tui.core.prompts import PromptKind
 from mala_tui.core.usage import CallUsage
 from mala_tui.prompt_files import load_prompts
 from tests.support.factories import call, default_limits, result, say
@@ -133,7 +134,11 @@ def fresh_prompt(outcome: Outcome) -> str:
 
 
 def carried_part(prompt: str) -> str:
-    return prompt.split("CONTINUING FROM A PREVIOUS SESSION", 1)[1]
+    """The continuation prompt past its header, without the masking notice that ends it
+    (mala-tui's own text, as the header is)."""
+    notice = PROMPTS.render(PromptKind.MASKING_NOTICE)
+    assert prompt.endswith(notice), "a fresh session is told its output may be masked"
+    return prompt.split("CONTINUING FROM A PREVIOUS SESSION", 1)[1].removesuffix(notice)
 
 
 def normal() -> str:

@@ -25,7 +25,7 @@ from mala_tui.core.run_view import RunState
 from mala_tui.core.usage import UsageSource
 from mala_tui.core.window import WindowSource
 from mala_tui.prompt_files import load_prompts
-from tests.support.factories import default_limits
+from tests.support.factories import default_limits, with_notice
 
 PROMPTS = load_prompts()
 TASKS = (TaskRecord("a", "task a", "/w/a"), TaskRecord("b", "task b", "/w/b"))
@@ -278,7 +278,7 @@ def test_the_manager_resumes_from_the_task_when_nothing_else_is_left() -> None:
     manager.resume_from(session, 5)
     (action,) = manager.start(1000).actions
     assert isinstance(action, SendPrompt) and action.kind is PromptKind.TASK
-    assert action.text == "task b"
+    assert action.text == with_notice("task b")
 
 
 def test_the_view_shows_the_resumed_session_as_going_on_with_its_history() -> None:

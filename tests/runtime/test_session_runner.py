@@ -41,7 +41,7 @@ from mala_tui.runtime.backends.scripted import HANG, ScriptedBackend, ScriptedCl
 from mala_tui.runtime.questions.approvals import Approvals
 from mala_tui.runtime.questions.desk import Desk
 from mala_tui.runtime.session.runner import SessionRunner
-from tests.support.factories import default_limits, default_runner_limits
+from tests.support.factories import default_limits, default_runner_limits, with_notice
 
 E = TypeVar("E", bound=ev.EventBase)
 
@@ -171,7 +171,7 @@ async def test_idle_timeout_first_turn_no_side_effects_starts_fresh() -> None:
     h = Harness(ScriptedBackend([silent, fresh]), idle_timeout=IDLE)
     assert await h.run() is EndStatus.DONE
     assert h.backend.created == [("s1", None), ("s1", None)]
-    assert fresh.queries == [TASK]  # the original prompt, not the resume prompt
+    assert fresh.queries == [with_notice(TASK)]  # the original prompt, not the resume prompt
 
 
 async def test_idle_timeout_first_turn_with_tool_calls_fails_fast() -> None:

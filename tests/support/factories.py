@@ -8,9 +8,11 @@ from typing import Any
 from mala_tui.config import Settings
 from mala_tui.core.limits import Limits
 from mala_tui.core.masking import placeholder
+from mala_tui.core.prompts import PromptKind
 from mala_tui.core.transcript import Message, Role, TextBlock, ToolCall, ToolResult, Transcript
 from mala_tui.loopback import MODEL
 from mala_tui.loopback.request_log import RequestRecord
+from mala_tui.prompt_files import load_prompts
 from mala_tui.runtime.run.session_limits import limits_from, runner_limits_from
 from mala_tui.runtime.session.runner_limits import RunnerLimits
 
@@ -19,6 +21,12 @@ def default_limits(**changes: Any) -> Limits:
     """A manager's limits: the config's defaults for the loopback's model (a 200,000
     window), with these changes."""
     return replace(limits_from(Settings(), MODEL), **changes)
+
+
+def with_notice(prompt: str) -> str:
+    """A new agent session's first prompt as mala-tui sends it when it may mask: the
+    prompt, then the shipped masking notice."""
+    return f"{prompt}\n\n{load_prompts().render(PromptKind.MASKING_NOTICE)}"
 
 
 def default_runner_limits(**changes: Any) -> RunnerLimits:
