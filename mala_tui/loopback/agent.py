@@ -57,6 +57,8 @@ MAX_ATTEMPTS = 3
 _WRAP_UP = re.compile(r"\bwrap[\s-]*up\b", re.IGNORECASE)
 _CHECKPOINT_WORD = re.compile(r"\bcheckpoint\b", re.IGNORECASE)
 _CHECKPOINT_TAG = re.compile(r"</?checkpoint>", re.IGNORECASE)
+_PLACEHOLDER = re.compile(r"\bplaceholders?\b", re.IGNORECASE)
+_RESTATE = re.compile(r"\brestate\b", re.IGNORECASE)
 # How Claude Code brings a background subagent's end to the main agent.
 TASK_NOTIFICATION = "<task-notification>"
 
@@ -81,6 +83,15 @@ def is_checkpoint_request(text: str) -> bool:
     """mala-tui's checkpoint request: the <checkpoint> form and the word checkpoint."""
     return "<checkpoint>" in text.lower() and bool(
         _CHECKPOINT_WORD.search(_CHECKPOINT_TAG.sub(" ", text))
+    )
+
+
+def asked_to_restate(view: RequestView) -> bool:
+    """Whether the agent was told its old output is masked, and asked to restate what it
+    will need (mala-tui's masking notice, with its first prompt)."""
+    return any(
+        _PLACEHOLDER.search(entry.own_text) and _RESTATE.search(entry.own_text)
+        for entry in view.user_texts
     )
 
 
@@ -245,13 +256,25 @@ class ScriptedAgent:
         return reports, missing
 
     def _just_seen(self, step: PlannedStep, view: RequestView) -> list[Fact]:
-        """Facts ``step`` needs that the latest result shows: the agent says them in its
-        next message, as a model notes what it went back to find (and then has it in its
-        own words, not only in a result that may be masked or cleared again)."""
-        if not step.needs or not view.calls or not view.calls[-1].result_intact:
+        """Facts the latest result shows that the agent says in its next message, and then
+        has in its own words, not only in a result that may be masked or cleared again.
+
+        Those ``step`` needs, as a model notes what it went back to find; and, once it was
+        asked to restate what it will need (mala-tui's masking notice), every fact the
+        result shows that it has not said yet: the salient details of that output, needed
+        later or not, as a summary of it would keep them.
+        """
+        if not view.calls or not view.calls[-1].result_intact:
             return []
         latest = view.calls[-1].result_text or ""
         facts = [self.scenario.fact(need) for need in step.needs]
+        if asked_to_restate(view):
+            said = view.assistant_texts
+            facts += [
+                fact
+                for fact in self.scenario.fact_list
+                if fact not in facts and not any(fact.text in text for text in said)
+            ]
         return [fact for fact in facts if fact.text in latest]
 
     def _missing_fact(

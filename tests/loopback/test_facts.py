@@ -9,10 +9,12 @@ from typing import Any
 import aiohttp
 import pytest
 
+from mala_tui.core.prompts import PromptKind
 from mala_tui.loopback import LoopbackServer, Scenario, ScenarioError, load_scenario, summarize
-from mala_tui.loopback.agent import ScriptedAgent
+from mala_tui.loopback.agent import ScriptedAgent, asked_to_restate
 from mala_tui.loopback.request_view import CLEARED_PLACEHOLDER, parse_request
 from mala_tui.loopback.tokens import text_tokens
+from mala_tui.prompt_files import load_prompts
 from tests.loopback.loopback_bodies import Conversation, read_input
 
 SIGNATURE = "def charge_card(order_id: str, amount_cents: int) -> Receipt:"
@@ -292,3 +294,45 @@ def test_a_fact_fetched_again_three_times_is_not_fetched_a_fourth() -> None:
         assert reply.reread == "charge-signature"
         talk.call("Read", reply.content[-1]["input"], result=CLEARED_PLACEHOLDER)
     assert decide(talk).step.tool == "Write"
+
+
+def test_an_agent_told_of_masking_restates_what_it_sees_and_re_reads_nothing() -> None:
+    notice = load_prompts().render(PromptKind.MASKING_NOTICE)
+    talk = Conversation(f"{SCENARIO.task}\n\n{notice}")
+    assert asked_to_restate(parse_request(talk.body()))
+    content = files()
+    results = [
+        content["src/billing.py"],
+        content["conf/service.toml"],
+        content["src/other_1.py"],
+        content["src/other_2.py"],
+    ]
+    ids, said = [], []
+    for result in results:
+        reply = decide(talk)
+        said.append(reply.content[0]["text"])
+        talk.assistant_text(reply.content[0]["text"])
+        ids.append(talk.call(reply.content[-1]["name"], reply.content[-1]["input"], result=result))
+    # Each fact in the reply after the result that showed it, once: the signature after
+    # the billing module, the timeout after the config; nothing after the other modules.
+    write = decide(talk)
+    said.append(write.content[0]["text"])
+    noted = [[line for line in text.splitlines() if line.startswith("Noted")] for text in said]
+    assert noted == [
+        [],
+        [f"Noted (charge-signature): {SIGNATURE}"],
+        [f"Noted (timeout): {TIMEOUT}"],
+        [],
+        [],
+    ]
+    # Masked, the results no longer show the facts; the agent's words still do.
+    talk.mask(ids[0], CLEARED_PLACEHOLDER)
+    talk.mask(ids[1], CLEARED_PLACEHOLDER)
+    assert (write.step.tool, write.reread) == ("Write", None)
+    after = decide(talk)
+    assert (after.step.tool, after.reread) == ("Write", None)
+
+
+def test_a_prompt_that_asks_nothing_is_not_taken_as_the_notice() -> None:
+    talk = Conversation(f"{SCENARIO.task} Use placeholders in the template.")
+    assert not asked_to_restate(parse_request(talk.body()))
