@@ -51,4 +51,6 @@ def test_every_process_of_that_ray_reads_that_token_and_it_goes_with_the_driver(
 ) -> None:
     assert local["ray_processes"] > 0
     assert local["their_token_paths"] == [local["token"]]
+    # The renamed ones (workers, agents) start with their raylet's environment.
+    assert set(local["renamed_with_a_checked_parent"]) <= {True}
     assert not Path(local["token"]).parent.exists(), "removed when the driver exited"

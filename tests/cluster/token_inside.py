@@ -27,18 +27,28 @@ def mode(path: Path) -> str:
     return oct(stat.S_IMODE(os.lstat(path).st_mode))
 
 
-def environments(marker: str) -> list[dict[str, str]]:
-    """The environments of the processes that have `marker` in theirs (this Ray's)."""
-    found = []
+def environments(marker: str) -> dict[int, tuple[int, bool, dict[str, str]]]:
+    """The processes that have `marker` in their environment (this Ray's): by pid, their
+    parent, whether they renamed themselves, and the environment /proc shows.
+
+    A process that renames itself (Ray's workers and agents: `ray::IDLE`,
+    `ray::DashboardAgent`) writes its new name over the memory /proc reads its
+    environment from, so what /proc shows of theirs can lack variables they were started
+    with; they are children of the raylet, which hands them its own environment.
+    """
+    found = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
             continue
         try:
             raw = (entry / "environ").read_bytes().decode(errors="replace")
-        except OSError:
+            renamed = (entry / "cmdline").read_bytes().startswith(b"ray::")
+            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
             continue
         if marker in raw:
-            found.append(dict(item.partition("=")[::2] for item in raw.split("\0") if item))
+            env = dict(item.partition("=")[::2] for item in raw.split("\0") if item)
+            found[int(entry.name)] = (parent, renamed, env)
     return found
 
 
@@ -71,7 +81,16 @@ def main() -> int:
             "auth_mode": os.environ.get("RAY_AUTH_MODE"),
             "ray_processes": len(ray_processes),
             "their_token_paths": sorted(
-                {env.get("RAY_AUTH_TOKEN_PATH", "") for env in ray_processes}
+                {
+                    env.get("RAY_AUTH_TOKEN_PATH", "")
+                    for _, renamed, env in ray_processes.values()
+                    if not renamed
+                }
+            ),
+            "renamed_with_a_checked_parent": sorted(
+                parent in ray_processes and not ray_processes[parent][1]
+                for parent, renamed, _ in ray_processes.values()
+                if renamed
             ),
         }
     finally:
