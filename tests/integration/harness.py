@@ -6,7 +6,9 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
+
+from claude_agent_sdk import ClaudeAgentOptions
 
 from mala_tui.core import events as ev
 from mala_tui.core.manager import ContextManager, Limits
@@ -116,4 +118,20 @@ def big_reader(count: int, final_answer: str) -> Scenario:
                 }
             ],
         }
+    )
+
+
+def cli_options(
+    scenario: Scenario, workspace: Path, env: dict[str, str], **extra: Any
+) -> ClaudeAgentOptions:
+    """The bundled CLI on the loopback, in `workspace`, with the scenario's tools."""
+    return ClaudeAgentOptions(
+        cwd=str(workspace),
+        env=env,
+        model=MODEL,
+        tools=scenario.tools,
+        allowed_tools=scenario.tools,
+        permission_mode="acceptEdits",
+        setting_sources=[],
+        **extra,
     )

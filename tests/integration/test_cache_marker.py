@@ -21,7 +21,6 @@ from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, ResultMessage
 
 from mala_tui.core.fold import is_digest
 from mala_tui.loopback import (
-    MODEL,
     LoopbackServer,
     RequestRecord,
     Scenario,
@@ -32,6 +31,7 @@ from mala_tui.loopback.tokens import prompt_blocks
 from mala_tui.runtime.backends.claude_fold import fold_transcript
 from mala_tui.runtime.backends.claude_markers import DIGEST, keep_breakpoint
 from mala_tui.runtime.backends.claude_transcripts import find_transcript, rewrite_transcript
+from tests.integration.harness import cli_options
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio]
 
@@ -55,22 +55,6 @@ SHELL_NOTES = Scenario.model_validate(
     }
 )
 MARKER = {"type": "ephemeral"}
-
-
-def cli_options(
-    scenario: Scenario, workspace: Path, env: dict[str, str], **extra: Any
-) -> ClaudeAgentOptions:
-    """The bundled CLI on the loopback, in `workspace`, with the scenario's tools."""
-    return ClaudeAgentOptions(
-        cwd=str(workspace),
-        env=env,
-        model=MODEL,
-        tools=scenario.tools,
-        allowed_tools=scenario.tools,
-        permission_mode="acceptEdits",
-        setting_sources=[],
-        **extra,
-    )
 
 
 async def one_turn(options: ClaudeAgentOptions, prompt: str) -> ResultMessage:

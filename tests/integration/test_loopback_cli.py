@@ -39,6 +39,7 @@ from mala_tui.loopback import (
     summarize,
 )
 from mala_tui.resources import shipped_folder
+from tests.integration.harness import cli_options
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="module")]
 
@@ -114,17 +115,7 @@ def options(base_url: str, tmp_path: Path, scenario: Scenario, **extra: Any) -> 
     workspace = tmp_path / "ws"
     materialize_workspace(scenario, workspace)
     env = offline_cli_env(base_url, tmp_path / "home", **extra.pop("env_options", {}))
-    return ClaudeAgentOptions(
-        cwd=str(workspace),
-        env=env,
-        model=MODEL,
-        tools=scenario.tools,
-        allowed_tools=scenario.tools,
-        permission_mode="acceptEdits",
-        setting_sources=[],
-        include_partial_messages=True,
-        **extra,
-    )
+    return cli_options(scenario, workspace, env, include_partial_messages=True, **extra)
 
 
 async def one_turn(client: ClaudeSDKClient, prompt: str) -> list[Message]:

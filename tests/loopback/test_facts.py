@@ -59,17 +59,21 @@ def files() -> dict[str, str]:
     return dict(SCENARIO.workspace_files())
 
 
-def play_reads(conversation: Conversation) -> list[str]:
-    """The four steps before the Write, each with the file's real content as its result."""
+def read_results() -> list[str]:
+    """The results of the four steps before the Write: each file's real content."""
     content = files()
-    results = [
+    return [
         content["src/billing.py"],
         content["conf/service.toml"],
         content["src/other_1.py"],
         content["src/other_2.py"],
     ]
+
+
+def play_reads(conversation: Conversation) -> list[str]:
+    """The four steps before the Write, each with the file's real content as its result."""
     ids = []
-    for result in results:
+    for result in read_results():
         call = decide(conversation).content[-1]
         ids.append(conversation.call(call["name"], call["input"], result=result))
     return ids
@@ -300,15 +304,8 @@ def test_an_agent_told_of_masking_restates_what_it_sees_and_re_reads_nothing() -
     notice = load_prompts().render(PromptKind.MASKING_NOTICE)
     talk = Conversation(f"{SCENARIO.task}\n\n{notice}")
     assert asked_to_restate(parse_request(talk.body()))
-    content = files()
-    results = [
-        content["src/billing.py"],
-        content["conf/service.toml"],
-        content["src/other_1.py"],
-        content["src/other_2.py"],
-    ]
     ids, said = [], []
-    for result in results:
+    for result in read_results():
         reply = decide(talk)
         said.append(reply.content[0]["text"])
         talk.assistant_text(reply.content[0]["text"])
